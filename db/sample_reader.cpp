@@ -1,0 +1,124 @@
+#include "db/sample_reader.hpp"
+
+namespace perfscope::db {
+
+class SampleReader::Lease {
+ public:
+  Lease(const SampleReader& owner, Connection conn) : owner_(&owner), conn_(std::move(conn)) {}
+  Lease(Lease&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)), conn_(std::move(other.conn_)) {}
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (!owner_) return;
+    std::lock_guard lock(owner_->mu_);
+    owner_->idle_.push_back(std::move(*conn_));
+  }
+  Connection& operator*() { return *conn_; }
+  Connection* operator->() { return &*conn_; }
+
+ private:
+  const SampleReader* owner_;
+  std::optional<Connection> conn_;
+};
+
+Result<std::unique_ptr<SampleReader>> SampleReader::open(const std::string& path) {
+  std::unique_ptr<SampleReader> reader(new SampleReader(path));
+  auto probe = reader->lease();  // fail early if the file cannot be opened
+  if (!probe.ok()) return probe.status();
+  return reader;
+}
+
+Result<SampleReader::Lease> SampleReader::lease() const {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      Connection conn = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(*this, std::move(conn));
+    }
+  }
+  auto conn = Connection::open(path_, /*read_only=*/true);
+  if (!conn.ok()) return conn.status();
+  return Lease(*this, std::move(*conn));
+}
+
+Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare("SELECT id, name, labels, unit, type, help FROM series ORDER BY name, labels");
+  if (!stmt.ok()) return stmt.status();
+  auto latest = (*conn)->prepare("SELECT ts_ns, value FROM samples WHERE series_id = ?1 ORDER BY ts_ns DESC LIMIT 1");
+  if (!latest.ok()) return latest.status();
+  std::vector<StoredSeries> out;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    StoredSeries s;
+    s.db_id = stmt->column_int64(0);
+    auto labels = parse_labels(stmt->column_text(2));
+    if (!labels.ok()) continue;  // not written by perfscope; skip rather than fail the listing
+    s.key = SeriesKey(stmt->column_text(1), std::move(*labels));
+    s.family = MetricFamily{s.key.name, stmt->column_text(3),
+                            stmt->column_text(4) == "counter" ? MetricType::kCounter : MetricType::kGauge,
+                            stmt->column_text(5)};
+    if (with_latest) {
+      latest->bind(1, s.db_id);
+      auto l = latest->step();
+      if (!l.ok()) return l.status();
+      if (*l) s.latest = Sample{latest->column_int64(0), latest->column_double(1)};
+      latest->reset();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<std::int64_t> SampleReader::count(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare("SELECT COUNT(*) FROM samples WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3");
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns);
+  auto row = stmt->step();
+  if (!row.ok()) return row.status();
+  return stmt->column_int64(0);
+}
+
+Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare(
+      "SELECT ts_ns, value FROM samples WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3 ORDER BY ts_ns");
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns);
+  std::vector<Sample> out;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(Sample{stmt->column_int64(0), stmt->column_double(1)});
+  }
+  return out;
+}
+
+Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
+                                                       TimestampNs width_ns) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare(
+      "SELECT MIN(ts_ns), MIN(value), MAX(value), TOTAL(value), COUNT(*) FROM samples "
+      "WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3 GROUP BY (ts_ns - ?2) / ?4 ORDER BY 1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns);
+  std::vector<Bucket> out;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(Bucket{stmt->column_int64(0), stmt->column_double(1), stmt->column_double(2),
+                         stmt->column_double(3), static_cast<std::uint64_t>(stmt->column_int64(4))});
+  }
+  return out;
+}
+
+}  // namespace perfscope::db

@@ -1,0 +1,51 @@
+// SampleReader: read-only queries over the samples database, for the API's worker threads.
+// Keeps a small pool of read connections so concurrent queries do not serialize on one.
+//
+// Thread-safety: every method is safe to call from any thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/sqlite.hpp"
+#include "engine/downsample.hpp"
+#include "engine/series.hpp"
+
+namespace perfscope::db {
+
+struct StoredSeries {
+  std::int64_t db_id = 0;
+  SeriesKey key;
+  MetricFamily family;
+  std::optional<Sample> latest;
+};
+
+class SampleReader {
+ public:
+  // The database must exist and be migrated (the writer opens it first).
+  static Result<std::unique_ptr<SampleReader>> open(const std::string& path);
+
+  // Every stored series, optionally with its newest sample.
+  Result<std::vector<StoredSeries>> list_series(bool with_latest) const;
+  Result<std::int64_t> count(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const;
+  Result<std::vector<Sample>> read(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const;
+  // Partial buckets aligned to from_ns, each stamped with the earliest sample time in it.
+  Result<std::vector<Bucket>> read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
+                                           TimestampNs width_ns) const;
+
+ private:
+  explicit SampleReader(std::string path) : path_(std::move(path)) {}
+
+  // A pooled connection, returned to the pool when the lease ends.
+  class Lease;
+  Result<Lease> lease() const;
+
+  std::string path_;
+  mutable std::mutex mu_;
+  mutable std::vector<Connection> idle_;  // guarded by mu_
+};
+
+}  // namespace perfscope::db

@@ -1,0 +1,102 @@
+#include "db/series_history.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace perfscope::db {
+
+Result<std::vector<SeriesHistory::Located>> SeriesHistory::locate(bool with_latest) const {
+  std::map<std::string, Located> by_key;  // ordered by canonical key: stable listings
+  for (SeriesSnapshot& snap : store_.list()) {
+    Located& l = by_key[snap.canonical];
+    l.info.key = std::move(snap.key);
+    l.info.family = store_.family(l.info.key.name).value_or(MetricFamily{l.info.key.name, "", MetricType::kGauge, ""});
+    l.info.latest = snap.latest;
+    l.info.live = true;
+    l.memory_id = snap.id;
+  }
+  if (reader_) {
+    auto stored = reader_->list_series(with_latest);
+    if (!stored.ok()) return stored.status();
+    for (StoredSeries& s : *stored) {
+      Located& l = by_key[s.key.canonical()];
+      l.db_id = s.db_id;
+      if (l.memory_id) {
+        if (!l.info.latest) l.info.latest = s.latest;
+        continue;
+      }
+      l.info.key = std::move(s.key);
+      l.info.family = std::move(s.family);
+      l.info.latest = s.latest;
+    }
+  }
+  std::vector<Located> out;
+  out.reserve(by_key.size());
+  for (auto& [canonical, l] : by_key) out.push_back(std::move(l));
+  return out;
+}
+
+Result<std::vector<SeriesInfo>> SeriesHistory::list() const {
+  auto located = locate(/*with_latest=*/true);
+  if (!located.ok()) return located.status();
+  std::vector<SeriesInfo> out;
+  out.reserve(located->size());
+  for (Located& l : *located) out.push_back(std::move(l.info));
+  return out;
+}
+
+Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) const {
+  if (q.to_ns < q.from_ns) return Status::invalid_argument("'from' is after 'to'", "from");
+  auto located = locate(/*with_latest=*/false);
+  if (!located.ok()) return located.status();
+
+  std::vector<SeriesData> out;
+  for (Located& l : *located) {
+    if (!glob_match(q.name, l.info.key.name)) continue;
+    bool labels_match = std::all_of(q.matchers.begin(), q.matchers.end(), [&](const auto& m) {
+      const std::string* v = l.info.key.label(m.first);
+      return v && *v == m.second;
+    });
+    if (!labels_match) continue;
+
+    SeriesData data;
+    SeriesRange memory;
+    if (l.memory_id) memory = store_.read(*l.memory_id, q.from_ns, q.to_ns);
+    // The database answers only for what memory no longer holds, so nothing is counted twice.
+    TimestampNs db_to = memory.oldest_held ? std::min(q.to_ns, *memory.oldest_held - 1) : q.to_ns;
+    bool use_db = reader_ && l.db_id && db_to >= q.from_ns;
+    std::int64_t db_count = 0;
+    if (use_db) {
+      auto n = reader_->count(*l.db_id, q.from_ns, db_to);
+      if (!n.ok()) return n.status();
+      db_count = *n;
+    }
+    data.from_memory = memory.samples.size();
+    data.from_database = static_cast<std::size_t>(db_count);
+
+    if (data.from_memory + data.from_database <= q.max_points) {
+      if (db_count > 0) {
+        auto rows = reader_->read(*l.db_id, q.from_ns, db_to);
+        if (!rows.ok()) return rows.status();
+        data.samples = std::move(*rows);
+      }
+      data.samples.insert(data.samples.end(), memory.samples.begin(), memory.samples.end());
+    } else {
+      data.downsampled = true;
+      data.bucket_ns = bucket_width(q.from_ns, q.to_ns, q.max_points);
+      BucketGrid grid(q.from_ns, data.bucket_ns);
+      if (db_count > 0) {
+        auto partial = reader_->read_buckets(*l.db_id, q.from_ns, db_to, data.bucket_ns);
+        if (!partial.ok()) return partial.status();
+        for (const Bucket& b : *partial) grid.add(b);
+      }
+      for (const Sample& s : memory.samples) grid.add(s);
+      data.buckets = grid.buckets();
+    }
+    data.info = std::move(l.info);
+    out.push_back(std::move(data));
+  }
+  return out;
+}
+
+}  // namespace perfscope::db

@@ -1,0 +1,101 @@
+#include "db/sqlite.hpp"
+
+namespace perfscope::db {
+
+Result<Connection> Connection::open(const std::string& path, bool read_only) {
+  sqlite3* raw = nullptr;
+  int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Connection conn(raw);
+  if (rc != SQLITE_OK) {
+    return Status::io_error("cannot open database " + path + ": " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, 5000);
+  const char* pragmas = read_only ? "PRAGMA foreign_keys=ON;"
+                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+  if (Status s = conn.exec(pragmas); !s.ok()) return s;
+  return conn;
+}
+
+Status Connection::exec(const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status();
+  std::string message = err ? err : sqlite3_errstr(rc);
+  sqlite3_free(err);
+  return Status::io_error(message);
+}
+
+Result<Statement> Connection::prepare(const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) return Status::internal(std::string("prepare failed: ") + sqlite3_errmsg(db_.get()));
+  return Statement(stmt);
+}
+
+std::string Connection::last_error() const { return sqlite3_errmsg(db_.get()); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  sqlite3_bind_int64(stmt_.get(), index, value);
+  return *this;
+}
+Statement& Statement::bind(int index, double value) {
+  sqlite3_bind_double(stmt_.get(), index, value);
+  return *this;
+}
+Statement& Statement::bind(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_.get(), index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::bind_null(int index) {
+  sqlite3_bind_null(stmt_.get(), index);
+  return *this;
+}
+
+Result<bool> Statement::step() {
+  int rc = sqlite3_step(stmt_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  sqlite3* db = sqlite3_db_handle(stmt_.get());
+  Status s = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_FULL
+                 ? Status::unavailable(sqlite3_errmsg(db))
+                 : Status::io_error(sqlite3_errmsg(db));
+  sqlite3_reset(stmt_.get());
+  return s;
+}
+
+Status Statement::run() {
+  auto r = step();
+  reset();
+  return r.ok() ? Status() : r.status();
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_.get());
+  sqlite3_clear_bindings(stmt_.get());
+}
+
+std::int64_t Statement::column_int64(int index) const { return sqlite3_column_int64(stmt_.get(), index); }
+double Statement::column_double(int index) const { return sqlite3_column_double(stmt_.get(), index); }
+std::string Statement::column_text(int index) const {
+  const unsigned char* text = sqlite3_column_text(stmt_.get(), index);
+  return text ? std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(stmt_.get(), index)))
+              : std::string();
+}
+bool Statement::column_is_null(int index) const { return sqlite3_column_type(stmt_.get(), index) == SQLITE_NULL; }
+
+Transaction::Transaction(Connection& conn) : conn_(conn), begin_(conn.exec("BEGIN IMMEDIATE")) {}
+
+Transaction::~Transaction() {
+  if (!done_ && begin_.ok()) (void)conn_.exec("ROLLBACK");
+}
+
+Status Transaction::commit() {
+  if (!begin_.ok()) return begin_;
+  Status s = conn_.exec("COMMIT");
+  if (s.ok()) done_ = true;
+  return s;
+}
+
+}  // namespace perfscope::db

@@ -1,0 +1,17 @@
+// EngineConfig: what the monitoring engine needs to know, mirroring the design documents'
+// PerformanceMonitorConfig (sampling interval, history size, per-collector switches).
+// A plain value, validated once at start-up by the server's configuration loader.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace perfscope {
+
+struct EngineConfig {
+  std::chrono::milliseconds sampling_interval{100};
+  std::size_t history_buffer_size = 10000;  // samples kept in memory per series
+  bool enable_host_collector = true;
+};
+
+}  // namespace perfscope

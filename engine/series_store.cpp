@@ -1,0 +1,112 @@
+#include "engine/series_store.hpp"
+
+#include <stdexcept>
+
+namespace perfscope {
+
+std::size_t SampleRing::lower_bound(TimestampNs ts) const {
+  std::size_t lo = 0, hi = buf_.size();
+  while (lo < hi) {
+    std::size_t mid = lo + (hi - lo) / 2;
+    if (at(mid).ts_ns < ts) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+SeriesStore::SeriesStore(std::size_t capacity_per_series) : capacity_(capacity_per_series) {
+  if (capacity_ == 0) throw std::invalid_argument("history buffer size must be positive");
+}
+
+void SeriesStore::declare(const MetricFamily& family) {
+  std::lock_guard lock(mu_);
+  families_[family.name] = family;
+}
+
+std::optional<MetricFamily> SeriesStore::family(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it == families_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<MetricFamily> SeriesStore::families() const {
+  std::lock_guard lock(mu_);
+  std::vector<MetricFamily> out;
+  out.reserve(families_.size());
+  for (const auto& [name, family] : families_) out.push_back(family);
+  return out;
+}
+
+SeriesId SeriesStore::intern(const SeriesKey& key) {
+  std::string canonical = key.canonical();
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = by_canonical_.try_emplace(canonical, static_cast<SeriesId>(entries_.size()));
+  if (inserted) entries_.push_back(Entry{key, std::move(canonical), SampleRing(capacity_)});
+  return it->second;
+}
+
+std::optional<SeriesId> SeriesStore::find(const std::string& canonical) const {
+  std::lock_guard lock(mu_);
+  auto it = by_canonical_.find(canonical);
+  if (it == by_canonical_.end()) return std::nullopt;
+  return it->second;
+}
+
+SeriesSnapshot SeriesStore::snapshot_locked(SeriesId id) const {
+  const Entry& e = entries_[id];
+  SeriesSnapshot s{id, e.key, e.canonical, std::nullopt, e.ring.size()};
+  if (e.ring.size() > 0) s.latest = e.ring.at(e.ring.size() - 1);
+  return s;
+}
+
+std::optional<SeriesSnapshot> SeriesStore::snapshot(SeriesId id) const {
+  std::lock_guard lock(mu_);
+  if (id >= entries_.size()) return std::nullopt;
+  return snapshot_locked(id);
+}
+
+std::vector<SeriesSnapshot> SeriesStore::list() const {
+  std::lock_guard lock(mu_);
+  std::vector<SeriesSnapshot> out;
+  out.reserve(entries_.size());
+  for (SeriesId id = 0; id < entries_.size(); ++id) out.push_back(snapshot_locked(id));
+  return out;
+}
+
+std::size_t SeriesStore::series_count() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+void SeriesStore::append(SeriesId id, TimestampNs ts_ns, double value) {
+  std::lock_guard lock(mu_);
+  if (id < entries_.size()) entries_[id].ring.push({ts_ns, value});
+}
+
+void SeriesStore::append(const SampleBatch& batch) {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, value] : batch.values) {
+    if (id < entries_.size()) entries_[id].ring.push({batch.ts_ns, value});
+  }
+}
+
+SeriesRange SeriesStore::read(SeriesId id, TimestampNs from_ns, TimestampNs to_ns) const {
+  std::lock_guard lock(mu_);
+  SeriesRange out;
+  if (id >= entries_.size()) return out;
+  const SampleRing& ring = entries_[id].ring;
+  if (ring.size() == 0) return out;
+  out.oldest_held = ring.at(0).ts_ns;
+  for (std::size_t i = ring.lower_bound(from_ns); i < ring.size(); ++i) {
+    const Sample& s = ring.at(i);
+    if (s.ts_ns > to_ns) break;
+    out.samples.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace perfscope

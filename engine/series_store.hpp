@@ -1,0 +1,113 @@
+// SeriesStore: the in-memory history of every series, one ring buffer of the newest
+// `capacity` samples per series. Collectors' readings arrive through the Sampler; the
+// server and the history queries read copies out.
+//
+// Thread-safety: every method is safe to call from any thread (one internal mutex; readers
+// copy what they need while holding it, so no reference into the store escapes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/series.hpp"
+
+namespace perfscope {
+
+using SeriesId = std::uint32_t;
+
+// One sampling pass: every reading taken at one instant, by series id.
+struct SampleBatch {
+  TimestampNs ts_ns = 0;
+  std::vector<std::pair<SeriesId, double>> values;
+};
+
+// Fixed-capacity ring of samples in time order. Grows on demand up to its capacity so an
+// idle series costs little memory. Not thread-safe on its own: SeriesStore guards it.
+class SampleRing {
+ public:
+  explicit SampleRing(std::size_t capacity) : capacity_(capacity) {}
+
+  void push(Sample s) {
+    if (buf_.size() < capacity_) {
+      buf_.push_back(s);
+      return;
+    }
+    buf_[head_] = s;
+    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+  }
+  std::size_t size() const { return buf_.size(); }
+  // i-th oldest sample, 0 <= i < size().
+  const Sample& at(std::size_t i) const {
+    std::size_t j = head_ + i;
+    return buf_[j >= buf_.size() ? j - buf_.size() : j];
+  }
+  // Index of the first sample with ts_ns >= ts (size() if none); samples are time-ordered.
+  std::size_t lower_bound(TimestampNs ts) const;
+
+ private:
+  std::size_t capacity_;
+  std::size_t head_ = 0;  // index of the oldest sample once the ring is full
+  std::vector<Sample> buf_;
+};
+
+struct SeriesSnapshot {
+  SeriesId id = 0;
+  SeriesKey key;
+  std::string canonical;
+  std::optional<Sample> latest;
+  std::size_t held = 0;  // samples currently in memory
+};
+
+// Samples of one series within a time range, plus the oldest timestamp memory still holds,
+// so a caller can tell which older part must come from the database.
+struct SeriesRange {
+  std::vector<Sample> samples;
+  std::optional<TimestampNs> oldest_held;
+};
+
+class SeriesStore {
+ public:
+  explicit SeriesStore(std::size_t capacity_per_series);
+  SeriesStore(const SeriesStore&) = delete;
+  SeriesStore& operator=(const SeriesStore&) = delete;
+
+  // Registers a metric family's unit, type and help; later declarations of a name replace it.
+  void declare(const MetricFamily& family);
+  std::optional<MetricFamily> family(const std::string& name) const;
+  std::vector<MetricFamily> families() const;
+
+  // The id of a series, created on first use. Ids are dense and never reused.
+  SeriesId intern(const SeriesKey& key);
+  std::optional<SeriesId> find(const std::string& canonical) const;
+  std::optional<SeriesSnapshot> snapshot(SeriesId id) const;
+  std::vector<SeriesSnapshot> list() const;
+  std::size_t series_count() const;
+
+  void append(SeriesId id, TimestampNs ts_ns, double value);
+  void append(const SampleBatch& batch);
+  SeriesRange read(SeriesId id, TimestampNs from_ns, TimestampNs to_ns) const;
+
+  std::size_t capacity_per_series() const { return capacity_; }
+
+ private:
+  struct Entry {
+    SeriesKey key;
+    std::string canonical;
+    SampleRing ring;
+  };
+  SeriesSnapshot snapshot_locked(SeriesId id) const;
+
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<Entry> entries_;  // indexed by SeriesId; deque keeps references stable
+  std::unordered_map<std::string, SeriesId> by_canonical_;
+  std::unordered_map<std::string, MetricFamily> families_;
+};
+
+}  // namespace perfscope

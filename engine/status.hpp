@@ -1,0 +1,71 @@
+// Status and Result<T>: expected failures as values (bad input, missing data, I/O errors).
+// Callers check ok() before using a Result's value. Exceptions are kept for start-up
+// misconfiguration and broken invariants only. Value types; safe to copy between threads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace perfscope {
+
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,  // the caller's input is wrong; message names the field
+  kNotFound,
+  kUnavailable,      // a source or resource is absent or busy; may work later
+  kIoError,
+  kInternal,
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  static Status ok_status() { return Status(); }
+  static Status invalid_argument(std::string message, std::string field = {}) {
+    return Status(StatusCode::kInvalidArgument, std::move(message), std::move(field));
+  }
+  static Status not_found(std::string message) { return Status(StatusCode::kNotFound, std::move(message)); }
+  static Status unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
+  static Status io_error(std::string message) { return Status(StatusCode::kIoError, std::move(message)); }
+  static Status internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // The input field at fault, when there is one (empty otherwise).
+  const std::string& field() const { return field_; }
+
+ private:
+  Status(StatusCode code, std::string message, std::string field = {})
+      : code_(code), message_(std::move(message)), field_(std::move(field)) {}
+
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+  std::string field_;
+};
+
+// Either a value or a non-ok Status.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() { return *value_; }
+  const T& operator*() const { return *value_; }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+}  // namespace perfscope

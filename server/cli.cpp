@@ -1,0 +1,118 @@
+#include "server/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "server/version.hpp"
+
+namespace perfscope::server {
+namespace {
+
+// "host:port" with an IPv4 address, "[v6]:port", or "localhost:port".
+std::string parse_listen(const std::string& text, ServerConfig& out) {
+  std::string host, port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return "expected [ipv6]:port, got '" + text + "'";
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos) return "expected host:port, got '" + text + "'";
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) return "missing host in '" + text + "'";
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) return "port must be 0-65535, got '" + port + "'";
+  out.listen_host = host == "localhost" ? "127.0.0.1" : host;
+  out.listen_port = static_cast<std::uint16_t>(p);
+  return {};
+}
+
+}  // namespace
+
+ParsedCommand parse_command_line(int argc, const char* const* argv) {
+  ParsedCommand parsed;
+  AppConfig& c = parsed.config;
+
+  CLI::App app{"perfscope — live performance monitor and analyzer for GPU and ML-inference hosts", "perfscope"};
+  app.require_subcommand(1);
+  app.footer("Every serve option can also come from the environment (PERFSCOPE_<OPTION>, e.g.\n"
+             "PERFSCOPE_LISTEN) or from a config file given with --config (lines of `option = value`).\n"
+             "Precedence: command line, then config file, then environment, then the default.");
+
+  CLI::App* serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
+  CLI::App* version = app.add_subcommand("version", "Print the version and build information");
+
+  std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
+  std::int64_t sampling_ms = c.engine.sampling_interval.count();
+  std::int64_t timeout_ms = c.server.request_timeout.count();
+  std::int64_t commit_ms = c.storage.commit_interval.count();
+  std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
+
+  serve->set_config("--config", "", "Read options from this file (`option = value` lines; TOML subset)")
+      ->envname("PERFSCOPE_CONFIG");
+  serve->add_option("--listen", listen, "Address to listen on, host:port (port 0 picks a free one)")
+      ->envname("PERFSCOPE_LISTEN")->capture_default_str();
+  serve->add_option("--data-dir", c.storage.data_dir, "Directory of the SQLite database (created if missing)")
+      ->envname("PERFSCOPE_DATA_DIR")->capture_default_str();
+  serve->add_option("--sampling-interval-ms", sampling_ms, "Collector sampling interval in milliseconds")
+      ->envname("PERFSCOPE_SAMPLING_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
+  serve->add_option("--history-buffer-size", c.engine.history_buffer_size, "Samples kept in memory per series")
+      ->envname("PERFSCOPE_HISTORY_BUFFER_SIZE")->check(CLI::Range(10, 10'000'000))->capture_default_str();
+  serve->add_option("--enable-host-collector", c.engine.enable_host_collector,
+                    "Collect host and process metrics from procfs/sysfs (true|false)")
+      ->envname("PERFSCOPE_ENABLE_HOST_COLLECTOR")->capture_default_str();
+  serve->add_option("--io-threads", c.server.io_threads, "Threads running the network event loop")
+      ->envname("PERFSCOPE_IO_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+  serve->add_option("--worker-threads", c.server.worker_threads, "Threads answering queries (database, analysis)")
+      ->envname("PERFSCOPE_WORKER_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+  serve->add_option("--max-body-bytes", c.server.max_body_bytes, "Largest accepted HTTP request body")
+      ->envname("PERFSCOPE_MAX_BODY_BYTES")->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))->capture_default_str();
+  serve->add_option("--request-timeout-ms", timeout_ms, "Time allowed to read a request or write a response")
+      ->envname("PERFSCOPE_REQUEST_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  serve->add_option("--ws-max-message-bytes", c.server.ws_max_message_bytes, "Largest accepted WebSocket message")
+      ->envname("PERFSCOPE_WS_MAX_MESSAGE_BYTES")->check(CLI::Range(std::size_t{256}, std::size_t{16} << 20))->capture_default_str();
+  serve->add_option("--ws-send-queue", c.server.ws_send_queue_max,
+                    "Messages queued per WebSocket client; a slower client loses the stalest ones")
+      ->envname("PERFSCOPE_WS_SEND_QUEUE")->check(CLI::Range(1, 100000))->capture_default_str();
+  serve->add_option("--db-commit-interval-ms", commit_ms, "How often the database writer commits")
+      ->envname("PERFSCOPE_DB_COMMIT_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
+  serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
+      ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    if (version->parsed()) {
+      parsed.command = Command::kVersion;
+      return parsed;
+    }
+    if (std::string err = parse_listen(listen, c.server); !err.empty()) {
+      throw CLI::ValidationError("--listen", err);
+    }
+    if (serve->get_option("--config")->count() > 0) c.config_file = serve->get_option("--config")->as<std::string>();
+    c.engine.sampling_interval = std::chrono::milliseconds(sampling_ms);
+    c.server.request_timeout = std::chrono::milliseconds(timeout_ms);
+    c.storage.commit_interval = std::chrono::milliseconds(commit_ms);
+    c.server.shutdown_timeout = std::chrono::milliseconds(shutdown_ms);
+    if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
+    parsed.command = Command::kServe;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help
+      app.exit(e);
+      parsed.exit_code = 0;
+    } else {
+      std::cerr << "perfscope: error: " << e.what() << "\nRun 'perfscope --help' or 'perfscope serve --help' for the options.\n";
+      parsed.exit_code = 2;
+    }
+    parsed.command = Command::kExit;
+  }
+  return parsed;
+}
+
+}  // namespace perfscope::server

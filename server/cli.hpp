@@ -1,0 +1,24 @@
+// The command line: `perfscope serve [options]`, `perfscope version`. Flags, PERFSCOPE_*
+// environment variables and an optional config file fill one AppConfig; invalid values give
+// one clear message and exit code 2.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/config.hpp"
+
+namespace perfscope::server {
+
+enum class Command { kServe, kVersion, kExit };
+
+struct ParsedCommand {
+  Command command = Command::kExit;
+  int exit_code = 0;  // for kExit: help printed (0) or invalid input (2)
+  AppConfig config;
+};
+
+// Prints help or errors itself (stdout for help, stderr for errors).
+ParsedCommand parse_command_line(int argc, const char* const* argv);
+
+}  // namespace perfscope::server

@@ -1,0 +1,15 @@
+// gzip (RFC 1952) through zlib, for responses to clients that send Accept-Encoding: gzip.
+// Stateless; safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace perfscope::server {
+
+std::optional<std::string> gzip_compress(std::string_view data);
+// True when an Accept-Encoding header value allows gzip (q=0 excluded).
+bool accepts_gzip(std::string_view accept_encoding);
+
+}  // namespace perfscope::server

@@ -1,0 +1,42 @@
+// AppConfig: the one validated configuration struct, built at start-up from flags,
+// PERFSCOPE_* environment variables and an optional config file (cli.hpp), then passed
+// down by const reference. A plain value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/engine_config.hpp"
+
+namespace perfscope::server {
+
+struct ServerConfig {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;  // 0 picks a free port (tests)
+  unsigned io_threads = 2;
+  unsigned worker_threads = 2;       // SQLite queries and analysis run here, off the event loop
+  std::size_t max_body_bytes = 1 << 20;
+  std::size_t max_header_bytes = 16 << 10;
+  std::chrono::milliseconds request_timeout{30000};
+  std::size_t ws_max_message_bytes = 64 << 10;
+  std::size_t ws_send_queue_max = 32;  // messages queued per WebSocket client before dropping
+  std::chrono::milliseconds shutdown_timeout{5000};
+};
+
+struct StorageConfig {
+  std::string data_dir = "./data";
+  std::chrono::milliseconds commit_interval{1000};
+  std::size_t commit_batch_rows = 1000;
+  std::string database_path() const { return data_dir + "/perfscope.db"; }
+};
+
+struct AppConfig {
+  EngineConfig engine;
+  ServerConfig server;
+  StorageConfig storage;
+  std::string config_file;  // empty when none was given
+};
+
+}  // namespace perfscope::server

@@ -1,0 +1,123 @@
+#include "server/http_session.hpp"
+
+#include "server/compression.hpp"
+#include "server/websocket_session.hpp"
+
+namespace perfscope::server {
+namespace {
+constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
+}  // namespace
+
+HttpSession::HttpSession(tcp::socket&& socket, const SessionContext& ctx) : stream_(std::move(socket)), ctx_(ctx) {}
+
+void HttpSession::run() {
+  net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+}
+
+void HttpSession::do_read() {
+  parser_.emplace();
+  parser_->body_limit(ctx_.config.max_body_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(ctx_.config.max_header_bytes));
+  stream_.expires_after(ctx_.config.request_timeout);
+  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+}
+
+void HttpSession::on_read(beast::error_code ec, std::size_t) {
+  if (ec == http::error::end_of_stream) return do_close();
+  if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    request_keep_alive_ = false;
+    const bool body = ec == http::error::body_limit;
+    return send(error_response(body ? 413 : 431, body ? "payload_too_large" : "header_too_large",
+                               body ? "request body exceeds " + std::to_string(ctx_.config.max_body_bytes) + " bytes"
+                                    : "request headers exceed " + std::to_string(ctx_.config.max_header_bytes) + " bytes"));
+  }
+  if (ec == beast::error::timeout || ec == net::error::operation_aborted) return do_close();
+  if (ec) {
+    // A malformed request: answer once, then close (the stream's framing is lost).
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+      request_keep_alive_ = false;
+      return send(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()));
+    }
+    return do_close();
+  }
+
+  http::request<http::string_body> req = parser_->release();
+  request_version_ = req.version();
+  request_keep_alive_ = req.keep_alive();
+  head_request_ = req.method() == http::verb::head;
+
+  ApiRequest request;
+  if (!parse_target(std::string_view(req.target().data(), req.target().size()), request)) {
+    return send(error_response(400, "bad_request", "request target must be an absolute path", "target"));
+  }
+  request.method = std::string(req.method_string());
+
+  if (websocket::is_upgrade(req)) {
+    if (request.path != "/api/v1/stream") {
+      return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
+    }
+    stream_.expires_never();
+    std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_)->run(std::move(req));
+    return;
+  }
+  request.accept_encoding = std::string(req[http::field::accept_encoding]);
+  request.if_none_match = std::string(req[http::field::if_none_match]);
+  request.body = std::move(req.body());
+
+  if (request.path == "/api/v1/stream") {
+    return send(error_response(426, "upgrade_required", "/api/v1/stream is a WebSocket endpoint"));
+  }
+  if (!Api::owns(request.path)) {
+    if (request.method == "GET" || request.method == "HEAD") {
+      if (auto r = ctx_.assets.serve(request)) return send(std::move(*r));
+    }
+    return send(error_response(404, "not_found", "no such path: " + request.path));
+  }
+  if (request.path == "/healthz") return send(ctx_.api.handle(request));  // cheap: answer inline
+
+  // Everything else may block on SQLite or analysis: run it on the worker pool and come
+  // back to this connection's strand to write.
+  net::post(ctx_.workers, [self = shared_from_this(), request = std::move(request)] {
+    ApiResponse response = self->ctx_.api.handle(request);
+    if (accepts_gzip(request.accept_encoding) && response.compressible && response.body.size() >= kGzipMinBytes) {
+      if (auto z = gzip_compress(response.body)) {
+        response.body = std::move(*z);
+        response.headers.emplace_back("Content-Encoding", "gzip");
+        response.headers.emplace_back("Vary", "Accept-Encoding");
+      }
+    }
+    response.compressible = false;
+    net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+      self->send(std::move(response));
+    });
+  });
+}
+
+void HttpSession::send(ApiResponse r) {
+  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), request_version_);
+  res->set(http::field::server, "perfscope");
+  if (r.status != 304) res->set(http::field::content_type, r.content_type);
+  for (auto& [name, value] : r.headers) res->set(name, value);
+  res->keep_alive(request_keep_alive_);
+  // A HEAD response announces the GET body's length and sends no body.
+  res->content_length(r.body.size());
+  if (!head_request_) res->body() = std::move(r.body);
+  response_ = res;
+  stream_.expires_after(ctx_.config.request_timeout);
+  http::async_write(stream_, *response_,
+                    beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), res->keep_alive()));
+}
+
+void HttpSession::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+  response_.reset();
+  if (ec) return do_close();
+  if (!keep_alive) return do_close();
+  do_read();
+}
+
+void HttpSession::do_close() {
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,52 @@
+#include "server/listener.hpp"
+
+#include "server/http_session.hpp"
+#include "server/log.hpp"
+
+namespace perfscope::server {
+
+Listener::Listener(net::io_context& ioc, const SessionContext& ctx)
+    : ioc_(ioc), acceptor_(net::make_strand(ioc)), ctx_(ctx) {}
+
+Status Listener::open(const tcp::endpoint& endpoint) {
+  beast::error_code ec;
+  auto fail = [&](const char* what) {
+    return Status::unavailable(std::string("cannot ") + what + " " + endpoint.address().to_string() + ":" +
+                               std::to_string(endpoint.port()) + ": " + ec.message());
+  };
+  if (acceptor_.open(endpoint.protocol(), ec); ec) return fail("open");
+  if (acceptor_.set_option(net::socket_base::reuse_address(true), ec); ec) return fail("configure");
+  if (acceptor_.bind(endpoint, ec); ec) return fail("listen on");
+  if (acceptor_.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
+  return Status();
+}
+
+tcp::endpoint Listener::local_endpoint() const {
+  beast::error_code ec;
+  return acceptor_.local_endpoint(ec);
+}
+
+void Listener::start() { do_accept(); }
+
+void Listener::stop() {
+  net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    beast::error_code ec;
+    self->acceptor_.close(ec);
+  });
+}
+
+void Listener::do_accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+}
+
+void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {
+    log_warn("accept failed: " + ec.message());
+  } else {
+    std::make_shared<HttpSession>(std::move(socket), ctx_)->run();
+  }
+  do_accept();
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,33 @@
+// perfscope's entry point: parse the command line, then run the chosen command.
+#include <iostream>
+
+#include "server/cli.hpp"
+#include "server/log.hpp"
+#include "server/server.hpp"
+#include "server/version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace perfscope::server;
+  ParsedCommand cmd = parse_command_line(argc, argv);
+  switch (cmd.command) {
+    case Command::kExit:
+      return cmd.exit_code;
+    case Command::kVersion:
+      std::cout << "perfscope " << version() << " (" << build_type() << ", " << compiler() << ")\n";
+      return 0;
+    case Command::kServe:
+      break;
+  }
+  Server server(cmd.config);
+  if (perfscope::Status s = server.start(); !s.ok()) {
+    log_error(s.message());
+    return 1;
+  }
+  // Tests and scripts read this line to find the port.
+  std::cout << "perfscope listening on http://" << cmd.config.server.listen_host << ":" << server.port() << "/"
+            << std::endl;
+  log_info("database " + cmd.config.storage.database_path());
+  server.run(/*handle_signals=*/true);
+  log_info("stopped");
+  return 0;
+}

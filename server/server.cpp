@@ -1,0 +1,164 @@
+#include "server/server.hpp"
+
+#include <filesystem>
+#include <thread>
+
+#include "db/sample_reader.hpp"
+#include "db/sample_writer.hpp"
+#include "db/series_history.hpp"
+#include "engine/host_collector.hpp"
+#include "engine/sampler.hpp"
+#include "server/api.hpp"
+#include "server/listener.hpp"
+#include "server/log.hpp"
+#include "server/static_assets.hpp"
+#include "server/stream_hub.hpp"
+
+namespace perfscope::server {
+
+struct Server::Impl {
+  explicit Impl(AppConfig c)
+      : config(std::move(c)),
+        ioc(static_cast<int>(config.server.io_threads)),
+        workers(config.server.worker_threads),
+        store(config.engine.history_buffer_size),
+        sampler(store, config.engine.sampling_interval),
+        hub(store) {}
+
+  Status start();
+  void shutdown();
+  void finish_when_drained(std::chrono::steady_clock::time_point deadline);
+
+  const AppConfig config;
+  net::io_context ioc;  // declared first among the network parts: destroyed last
+  net::thread_pool workers;
+  SeriesStore store;
+  Sampler sampler;
+  StreamHub hub;
+  std::unique_ptr<db::SampleWriter> writer;
+  std::unique_ptr<db::SampleReader> reader;
+  std::unique_ptr<db::SeriesHistory> history;
+  std::unique_ptr<Api> api;
+  StaticAssets assets;
+  std::unique_ptr<SessionContext> session_context;
+  std::shared_ptr<Listener> listener;
+  std::unique_ptr<net::steady_timer> drain_timer;
+  bool stopping = false;  // touched only on the io_context (shutdown is posted there)
+  bool sampler_running = false;
+};
+
+Status Server::Impl::start() {
+  std::error_code fs_ec;
+  std::filesystem::create_directories(config.storage.data_dir, fs_ec);
+  if (fs_ec) return Status::io_error("cannot create data directory " + config.storage.data_dir + ": " + fs_ec.message());
+
+  db::WriterOptions wopts;
+  wopts.commit_interval = config.storage.commit_interval;
+  wopts.batch_rows = config.storage.commit_batch_rows;
+  auto w = db::SampleWriter::open(config.storage.database_path(), store, wopts);
+  if (!w.ok()) return w.status();
+  writer = std::move(*w);
+  auto r = db::SampleReader::open(config.storage.database_path());
+  if (!r.ok()) return r.status();
+  reader = std::move(*r);
+  history = std::make_unique<db::SeriesHistory>(store, reader.get());
+
+  if (config.engine.enable_host_collector) sampler.add_collector(std::make_unique<HostCollector>());
+  sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
+  sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { hub.publish(b); });
+
+  ApiContext actx;
+  actx.config = &config;
+  actx.sampler = &sampler;
+  actx.history = history.get();
+  actx.runtime_status = [this] {
+    db::WriterStats ws = writer->stats();
+    return nlohmann::json{
+        {"database_writer", {{"rows_written", ws.rows_written}, {"commits", ws.commits},
+                             {"batches_dropped", ws.batches_dropped}, {"write_errors", ws.write_errors},
+                             {"last_error", ws.last_error}}},
+        {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},
+        {"series", store.series_count()},
+    };
+  };
+  api = std::make_unique<Api>(std::move(actx));
+  session_context = std::make_unique<SessionContext>(
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval});
+
+  beast::error_code ec;
+  auto address = net::ip::make_address(config.server.listen_host, ec);
+  if (ec) return Status::invalid_argument("invalid listen address '" + config.server.listen_host + "'", "listen");
+  listener = std::make_shared<Listener>(ioc, *session_context);
+  if (Status s = listener->open(tcp::endpoint(address, config.server.listen_port)); !s.ok()) return s;
+
+  sampler.start();
+  sampler_running = true;
+  listener->start();
+  return Status();
+}
+
+void Server::Impl::shutdown() {
+  if (stopping) return;
+  stopping = true;
+  log_info("shutting down");
+  auto deadline = std::chrono::steady_clock::now() + config.server.shutdown_timeout;
+  if (listener) listener->stop();
+  hub.close_all();
+  if (sampler_running) sampler.stop();
+  if (writer) {
+    writer->stop();  // commits everything the sampler produced
+    db::WriterStats ws = writer->stats();
+    log_info("database: " + std::to_string(ws.rows_written) + " rows in " + std::to_string(ws.commits) + " commits");
+  }
+  drain_timer = std::make_unique<net::steady_timer>(ioc);
+  finish_when_drained(deadline);
+}
+
+// Polls until the WebSocket close handshakes are done, or the deadline forces the stop.
+void Server::Impl::finish_when_drained(std::chrono::steady_clock::time_point deadline) {
+  if (hub.clients() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    ioc.stop();
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(20));
+  drain_timer->async_wait([this, deadline](beast::error_code) { finish_when_drained(deadline); });
+}
+
+Server::Server(AppConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Server::~Server() {
+  if (impl_) {
+    impl_->sampler.stop();
+    if (impl_->writer) impl_->writer->stop();
+    impl_->workers.stop();
+    impl_->workers.join();
+  }
+}
+
+Status Server::start() { return impl_->start(); }
+
+std::uint16_t Server::port() const { return impl_->listener ? impl_->listener->local_endpoint().port() : 0; }
+
+void Server::request_stop() {
+  net::post(impl_->ioc, [impl = impl_.get()] { impl->shutdown(); });
+}
+
+void Server::run(bool handle_signals) {
+  std::optional<net::signal_set> signals;
+  if (handle_signals) {
+    signals.emplace(impl_->ioc, SIGINT, SIGTERM);
+    signals->async_wait([this](beast::error_code ec, int signo) {
+      if (ec) return;
+      log_info(std::string("received ") + (signo == SIGINT ? "SIGINT" : "SIGTERM"));
+      impl_->shutdown();
+    });
+  }
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+  // Work still queued on the pool only writes to closed connections; let it finish.
+  impl_->workers.join();
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,82 @@
+#include "server/stream_hub.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "server/api.hpp"
+#include "server/websocket_session.hpp"
+
+namespace perfscope::server {
+
+void StreamHub::join(const std::shared_ptr<WebSocketSession>& session) {
+  std::lock_guard lock(mu_);
+  sessions_.push_back(session);
+}
+
+void StreamHub::leave(const WebSocketSession* session) {
+  std::lock_guard lock(mu_);
+  std::erase_if(sessions_, [&](const std::weak_ptr<WebSocketSession>& w) {
+    auto s = w.lock();
+    return !s || s.get() == session;
+  });
+}
+
+std::size_t StreamHub::clients() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& w : sessions_) n += w.expired() ? 0 : 1;
+  return n;
+}
+
+std::shared_ptr<const StreamSeries> StreamHub::describe(SeriesId id) {
+  if (id >= described_.size()) described_.resize(id + 1);
+  if (!described_[id]) {
+    auto snap = store_.snapshot(id);
+    if (!snap) return nullptr;
+    auto s = std::make_shared<StreamSeries>();
+    s->key = snap->key;
+    s->canonical = snap->canonical;
+    nlohmann::json head = {{"series", s->canonical}, {"name", s->key.name}, {"labels", labels_to_json(s->key.labels)}};
+    std::string text = head.dump();
+    text.pop_back();  // reopen the object to append the value
+    s->item_prefix = text + ",\"value\":";
+    described_[id] = std::move(s);
+  }
+  return described_[id];
+}
+
+void StreamHub::publish(const std::shared_ptr<const SampleBatch>& batch) {
+  std::vector<std::shared_ptr<WebSocketSession>> targets;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& w : sessions_) {
+      if (auto s = w.lock()) targets.push_back(std::move(s));
+    }
+  }
+  if (targets.empty()) return;
+
+  auto prepared = std::make_shared<PreparedBatch>();
+  prepared->ts_ns = batch->ts_ns;
+  prepared->series.reserve(batch->values.size());
+  prepared->items.reserve(batch->values.size());
+  for (const auto& [id, value] : batch->values) {
+    auto series = describe(id);
+    if (!series) continue;
+    prepared->items.push_back(series->item_prefix + nlohmann::json(value).dump() + "}");
+    prepared->series.push_back(std::move(series));
+  }
+  std::shared_ptr<const PreparedBatch> shared = std::move(prepared);
+  for (const auto& s : targets) s->deliver(shared);
+}
+
+void StreamHub::close_all() {
+  std::vector<std::shared_ptr<WebSocketSession>> targets;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& w : sessions_) {
+      if (auto s = w.lock()) targets.push_back(std::move(s));
+    }
+  }
+  for (const auto& s : targets) s->close_going_away();
+}
+
+}  // namespace perfscope::server

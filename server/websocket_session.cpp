@@ -1,0 +1,168 @@
+#include "server/websocket_session.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+WebSocketSession::WebSocketSession(tcp::socket&& socket, const SessionContext& ctx)
+    : ws_(std::move(socket)), ctx_(ctx) {}
+
+WebSocketSession::~WebSocketSession() { ctx_.hub.leave(this); }
+
+void WebSocketSession::run(http::request<http::string_body> upgrade) {
+  beast::get_lowest_layer(ws_).expires_never();  // the websocket timeout takes over
+  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws_.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.set(http::field::server, "perfscope"); }));
+  ws_.read_message_max(ctx_.config.ws_max_message_bytes);
+  ws_.async_accept(upgrade, beast::bind_front_handler(&WebSocketSession::on_accept, shared_from_this()));
+}
+
+void WebSocketSession::on_accept(beast::error_code ec) {
+  if (ec) return;
+  open_ = true;
+  ctx_.hub.join(shared_from_this());
+  send(json{{"type", "hello"}, {"sampling_interval_ms", ctx_.sampling_interval.count()},
+            {"send_queue", ctx_.config.ws_send_queue_max}}
+           .dump(),
+       false);
+  do_read();
+}
+
+void WebSocketSession::do_read() {
+  ws_.async_read(buffer_, beast::bind_front_handler(&WebSocketSession::on_read, shared_from_this()));
+}
+
+void WebSocketSession::on_read(beast::error_code ec, std::size_t) {
+  if (ec) {
+    // Closed by the peer, timed out, or an oversized message (Beast sends the close frame):
+    // the session ends once its last handler lets go of it.
+    open_ = false;
+    return;
+  }
+  std::string text = beast::buffers_to_string(buffer_.data());
+  buffer_.consume(buffer_.size());
+  handle_message(text);
+  do_read();
+}
+
+void WebSocketSession::handle_message(const std::string& text) {
+  auto reply_error = [&](std::string message, const char* field) {
+    json err = {{"code", "invalid_argument"}, {"message", std::move(message)}};
+    if (field) err["field"] = field;
+    send(json{{"type", "error"}, {"error", err}}.dump(), false);
+  };
+  json msg = json::parse(text, nullptr, false);
+  if (msg.is_discarded() || !msg.is_object()) return reply_error("message is not a JSON object", nullptr);
+  auto it = msg.find("subscribe");
+  if (it == msg.end()) return reply_error("expected {\"subscribe\":[patterns]}", "subscribe");
+  if (!it->is_array()) return reply_error("'subscribe' must be an array of strings", "subscribe");
+  std::vector<SeriesPattern> patterns;
+  for (const json& p : *it) {
+    if (!p.is_string() || p.get_ref<const std::string&>().empty()) {
+      return reply_error("'subscribe' must be an array of non-empty strings", "subscribe");
+    }
+    patterns.emplace_back(p.get<std::string>());
+  }
+  patterns_ = std::move(patterns);
+  match_cache_.clear();
+  json echoed = json::array();
+  for (const SeriesPattern& p : patterns_) echoed.push_back(p.text());
+  send(json{{"type", "subscribed"}, {"patterns", echoed}}.dump(), false);
+}
+
+void WebSocketSession::deliver(std::shared_ptr<const PreparedBatch> batch) {
+  net::post(ws_.get_executor(), [self = shared_from_this(), batch = std::move(batch)] { self->on_batch(batch); });
+}
+
+bool WebSocketSession::matches(const StreamSeries& series) {
+  auto [it, fresh] = match_cache_.try_emplace(&series, false);
+  if (fresh) {
+    for (const SeriesPattern& p : patterns_) {
+      if (p.matches(series.key, series.canonical)) {
+        it->second = true;
+        break;
+      }
+    }
+  }
+  return it->second;
+}
+
+void WebSocketSession::on_batch(const std::shared_ptr<const PreparedBatch>& batch) {
+  if (!open_ || patterns_.empty()) return;
+  std::string text;
+  for (std::size_t i = 0; i < batch->items.size(); ++i) {
+    if (!matches(*batch->series[i])) continue;
+    text += text.empty() ? "" : ",";
+    text += batch->items[i];
+  }
+  if (text.empty()) return;
+  // The dropped count is filled in when the message is built: the latest count at that time.
+  send("{\"type\":\"samples\",\"ts_ns\":" + std::to_string(batch->ts_ns) + ",\"dropped\":" + std::to_string(dropped_) +
+           ",\"samples\":[" + text + "]}",
+       true);
+}
+
+void WebSocketSession::send(std::string text, bool droppable) {
+  if (!open_) return;
+  if (queue_.size() >= ctx_.config.ws_send_queue_max) {
+    // Drop the stalest droppable message that is not being written right now.
+    auto first = queue_.begin() + (writing_ ? 1 : 0);
+    auto victim = std::find_if(first, queue_.end(), [](const Outgoing& o) { return o.droppable; });
+    if (victim != queue_.end()) {
+      queue_.erase(victim);
+      ++dropped_;
+      ctx_.hub.count_dropped(1);
+    } else if (droppable) {
+      ++dropped_;
+      ctx_.hub.count_dropped(1);
+      return;
+    }
+  }
+  queue_.push_back(Outgoing{std::make_shared<const std::string>(std::move(text)), droppable});
+  if (!writing_) do_write();
+}
+
+void WebSocketSession::do_write() {
+  if (queue_.empty()) {
+    writing_ = false;
+    if (close_pending_) do_close();
+    return;
+  }
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(net::buffer(*queue_.front().text),
+                  beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
+}
+
+void WebSocketSession::on_write(beast::error_code ec, std::size_t) {
+  queue_.pop_front();
+  if (ec) {
+    open_ = false;
+    writing_ = false;
+    queue_.clear();
+    return;
+  }
+  do_write();
+}
+
+void WebSocketSession::close_going_away() {
+  net::post(ws_.get_executor(), [self = shared_from_this()] {
+    if (!self->open_) return;
+    self->close_pending_ = true;
+    if (!self->writing_) self->do_close();
+  });
+}
+
+void WebSocketSession::do_close() {
+  open_ = false;
+  close_pending_ = false;
+  queue_.clear();
+  ws_.async_close(websocket::close_code::going_away, [self = shared_from_this()](beast::error_code) {});
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,280 @@
+// perfscope dashboard: live uPlot charts fed by the /api/v1/stream WebSocket and pre-filled
+// from the REST history. No build step and no CDN: the server embeds and serves these files.
+'use strict';
+
+(() => {
+  const WINDOW_S = 300;  // seconds of history kept on screen
+  const PALETTE = ['#73bf69', '#f2cc0c', '#5794f2', '#ff780a', '#b877d9', '#37872d', '#fade2a', '#8ab8ff',
+                   '#f2495c', '#1f60c4', '#ca95e5', '#c4162a'];
+
+  const fmtPct = (v) => (v == null || Number.isNaN(v) ? '–' : (v * 100).toFixed(1) + '%');
+  const fmtNum = (v) => (v == null || Number.isNaN(v) ? '–' : v.toFixed(2));
+  const fmtBytes = (v) => {
+    if (v == null || Number.isNaN(v)) return '–';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return v.toFixed(Math.abs(v) < 10 ? 2 : 1) + ' ' + units[i];
+  };
+
+  // Same text form as the server's canonical series key: name{a="x",b="y"}, labels sorted.
+  function canonical(name, labels) {
+    const keys = Object.keys(labels || {}).sort();
+    if (keys.length === 0) return name;
+    const esc = (s) => s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+    return name + '{' + keys.map((k) => `${k}="${esc(labels[k])}"`).join(',') + '}';
+  }
+
+  // One chart: a fixed set of series, rows aligned by timestamp (a sampling pass stamps all
+  // its samples with one time, so live rows line up exactly).
+  class LiveChart {
+    constructor(el, { families, seriesFor, scales, axes }) {
+      this.el = el;
+      this.families = families;      // family names this chart shows
+      this.seriesFor = seriesFor;    // (key, name, labels) -> {label, scale, fmt, width} | null
+      this.scales = scales;
+      this.axes = axes;
+      this.keys = [];                // series keys, in column order
+      this.defs = [];
+      this.xs = [];
+      this.cols = [];
+      this.plot = null;
+    }
+
+    accepts(name) { return this.families.includes(name); }
+
+    ensureSeries(key, name, labels) {
+      if (this.keys.includes(key)) return true;
+      const def = this.seriesFor(key, name, labels);
+      if (!def) return false;
+      this.keys.push(key);
+      this.defs.push(def);
+      this.cols.push(new Array(this.xs.length).fill(null));
+      this.rebuild();  // a new series changes the layout: rare (start-up, hotplug)
+      return true;
+    }
+
+    rebuild() {
+      if (this.plot) { this.plot.destroy(); this.plot = null; }
+      if (this.keys.length === 0) return;
+      const order = this.keys.map((_, i) => i);
+      const opts = {
+        width: Math.max(300, this.el.clientWidth),
+        height: 240,
+        scales: Object.assign({ x: { time: true } }, this.scales),
+        legend: { live: true },
+        series: [{}].concat(order.map((i) => ({
+          label: this.defs[i].label,
+          scale: this.defs[i].scale,
+          stroke: this.defs[i].color || PALETTE[i % PALETTE.length],
+          width: this.defs[i].width || 1,
+          value: (u, v) => this.defs[i].fmt(v),
+          spanGaps: true,
+        }))),
+        axes: this.axes,
+      };
+      this.plot = new uPlot(opts, this.data(), this.el);
+    }
+
+    data() { return [this.xs].concat(this.cols); }
+
+    // Rows from the REST history: {key: [[t_s, value], ...]} merged on timestamps.
+    fill(byKey) {
+      const rows = new Map();
+      for (const [key, points] of Object.entries(byKey)) {
+        const col = this.keys.indexOf(key);
+        if (col < 0) continue;
+        for (const [t, v] of points) {
+          if (!rows.has(t)) rows.set(t, new Array(this.keys.length).fill(null));
+          rows.get(t)[col] = v;
+        }
+      }
+      const times = [...rows.keys()].sort((a, b) => a - b);
+      this.xs = times;
+      this.cols = this.keys.map((_, c) => times.map((t) => rows.get(t)[c]));
+      this.trim();
+      if (this.plot) this.plot.setData(this.data());
+    }
+
+    // One live pass: {key: value}. Passes older than what is drawn are ignored.
+    append(t, values) {
+      if (this.xs.length && t <= this.xs[this.xs.length - 1]) return;
+      let any = false;
+      const row = this.keys.map((k) => {
+        if (k in values) { any = true; return values[k]; }
+        return null;
+      });
+      if (!any) return;
+      this.xs.push(t);
+      row.forEach((v, c) => this.cols[c].push(v));
+      this.trim();
+      if (this.plot) this.plot.setData(this.data());
+    }
+
+    trim() {
+      const cutoff = Date.now() / 1000 - WINDOW_S;
+      let n = 0;
+      while (n < this.xs.length && this.xs[n] < cutoff) n++;
+      if (n > 0) {
+        this.xs.splice(0, n);
+        this.cols.forEach((c) => c.splice(0, n));
+      }
+    }
+
+    resize() { if (this.plot) this.plot.setSize({ width: Math.max(300, this.el.clientWidth), height: 240 }); }
+  }
+
+  const axis = (fmt, extra) => Object.assign({
+    stroke: '#8e8e8e', grid: { stroke: '#2c3235', width: 1 }, ticks: { stroke: '#2c3235' }, size: 70,
+    values: (u, vals) => vals.map(fmt),
+  }, extra || {});
+  const timeAxis = { stroke: '#8e8e8e', grid: { stroke: '#2c3235', width: 1 }, ticks: { stroke: '#2c3235' } };
+
+  const charts = {
+    cpu: new LiveChart(document.getElementById('chart-cpu'), {
+      families: ['host_cpu_utilization_ratio'],
+      seriesFor: (key, name, labels) => (labels.cpu === 'total'
+        ? { label: 'total', scale: 'ratio', fmt: fmtPct, width: 2, color: '#73bf69' }
+        : { label: 'cpu ' + labels.cpu, scale: 'ratio', fmt: fmtPct, color: PALETTE[(1 + Number(labels.cpu)) % PALETTE.length] }),
+      scales: { ratio: { range: [0, 1] } },
+      axes: [timeAxis, axis(fmtPct, { scale: 'ratio' })],
+    }),
+    mem: new LiveChart(document.getElementById('chart-mem'), {
+      families: ['host_memory_used_bytes', 'host_memory_available_bytes', 'host_swap_used_bytes'],
+      seriesFor: (key, name) => ({
+        host_memory_used_bytes: { label: 'used', scale: 'bytes', fmt: fmtBytes, width: 2 },
+        host_memory_available_bytes: { label: 'available', scale: 'bytes', fmt: fmtBytes },
+        host_swap_used_bytes: { label: 'swap used', scale: 'bytes', fmt: fmtBytes },
+      })[name] || null,
+      scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+      axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' })],
+    }),
+    load: new LiveChart(document.getElementById('chart-load'), {
+      families: ['host_load1', 'host_load5', 'host_load15'],
+      seriesFor: (key, name) => ({ label: name.replace('host_', ''), scale: 'load', fmt: fmtNum }),
+      scales: { load: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+      axes: [timeAxis, axis(fmtNum, { scale: 'load' })],
+    }),
+    proc: new LiveChart(document.getElementById('chart-proc'), {
+      families: ['process_cpu_utilization_ratio', 'process_resident_memory_bytes'],
+      seriesFor: (key, name) => (name === 'process_cpu_utilization_ratio'
+        ? { label: 'CPU (1 = one core)', scale: 'ratio', fmt: fmtPct, width: 2 }
+        : { label: 'RSS', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#5794f2' }),
+      scales: { ratio: { range: (u, min, max) => [0, Math.max(max, 0.05)] },
+                bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+      axes: [timeAxis, axis(fmtPct, { scale: 'ratio' }), axis(fmtBytes, { scale: 'bytes', side: 1, grid: { show: false } })],
+    }),
+  };
+  const families = Object.values(charts).flatMap((c) => c.families);
+
+  const stats = {
+    'host_cpu_utilization_ratio{cpu="total"}': ['v-cpu', fmtPct],
+    host_memory_used_bytes: ['v-mem', fmtBytes],
+    host_load1: ['v-load', fmtNum],
+    process_cpu_utilization_ratio: ['v-pcpu', fmtPct],
+    process_resident_memory_bytes: ['v-prss', fmtBytes],
+  };
+
+  const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, ws: null };
+  window.perfscope = { charts, state };
+
+  function setConnection(s) {
+    state.connection = s;
+    const el = document.getElementById('connection');
+    el.textContent = s;
+    el.className = 'conn conn-' + s;
+  }
+
+  function showStat(key, value) {
+    const s = stats[key];
+    if (s) document.getElementById(s[0]).textContent = s[1](value);
+  }
+
+  function route(key, name, labels) {
+    for (const chart of Object.values(charts)) {
+      if (chart.accepts(name)) { chart.ensureSeries(key, name, labels); return chart; }
+    }
+    return null;
+  }
+
+  async function fetchJson(url) {
+    const res = await fetch(url, { cache: 'no-store' });
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return res.json();
+  }
+
+  async function loadInfo() {
+    try {
+      const info = await fetchJson('/api/v1/info');
+      document.getElementById('host-info').textContent =
+        `v${info.version} · sampling every ${info.sampler.interval_ms} ms`;
+      const missing = info.collectors.flatMap((c) => c.sources.filter((s) => !s.available).map((s) => `${c.name}/${s.name}`));
+      document.getElementById('sources').textContent = missing.length ? 'Not available on this machine: ' + missing.join(', ') : '';
+    } catch (e) { /* the stream state shows connectivity; info is decoration */ }
+  }
+
+  // Pre-fills every chart with the last WINDOW_S seconds from the REST history.
+  async function prefill() {
+    const results = await Promise.all(families.map((name) =>
+      fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&from=now-${WINDOW_S}s&max_points=1200`)
+        .catch(() => ({ series: [] }))));
+    const perChart = new Map();
+    for (const r of results) {
+      for (const s of r.series) {
+        const key = canonical(s.name, s.labels);
+        const chart = route(key, s.name, s.labels);
+        if (!chart) continue;
+        const valueCol = s.downsampled ? s.columns.indexOf('avg') : 1;
+        const points = s.points.map((p) => [p[0] / 1e9, p[valueCol]]);
+        if (!perChart.has(chart)) perChart.set(chart, {});
+        perChart.get(chart)[key] = points;
+        if (points.length) showStat(key, points[points.length - 1][1]);
+      }
+    }
+    for (const [chart, byKey] of perChart) chart.fill(byKey);
+  }
+
+  function onSamples(msg) {
+    const t = msg.ts_ns / 1e9;
+    const perChart = new Map();
+    for (const s of msg.samples) {
+      const chart = route(s.series, s.name, s.labels);
+      showStat(s.series, s.value);
+      if (!chart) continue;
+      if (!perChart.has(chart)) perChart.set(chart, {});
+      perChart.get(chart)[s.series] = s.value;
+    }
+    for (const [chart, values] of perChart) chart.append(t, values);
+    state.messages++;
+    state.dropped = msg.dropped;
+    document.getElementById('updated').textContent = 'updated ' + new Date(msg.ts_ns / 1e6).toLocaleTimeString();
+  }
+
+  function connect() {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(`${proto}//${location.host}/api/v1/stream`);
+    state.ws = ws;
+    ws.onopen = async () => {
+      state.attempts = 0;
+      setConnection('live');
+      ws.send(JSON.stringify({ subscribe: families }));
+      try { await prefill(); } catch (e) { /* live data still flows */ }
+    };
+    ws.onmessage = (ev) => {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === 'samples') onSamples(msg);
+    };
+    ws.onclose = () => {
+      state.ws = null;
+      // Exponential backoff with jitter, capped at 10 s.
+      const delay = Math.min(10000, 500 * 2 ** state.attempts) * (0.5 + Math.random() / 2);
+      state.attempts++;
+      setConnection(state.attempts > 5 ? 'offline' : 'reconnecting');
+      setTimeout(connect, delay);
+    };
+  }
+
+  window.addEventListener('resize', () => Object.values(charts).forEach((c) => c.resize()));
+  loadInfo();
+  connect();
+})();
