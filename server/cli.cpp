@@ -34,6 +34,29 @@ std::string parse_listen(const std::string& text, ServerConfig& out) {
   return {};
 }
 
+// Fills options that neither the command line nor the environment set from a config file
+// (CLI11 reads config files for the main app only, and serve is a subcommand).
+void apply_config_file(CLI::App& serve, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::FileError&) {
+    throw CLI::ValidationError("--config", "cannot read config file '" + path + "'");
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "config" || item.name == "help" || !item.parents.empty()) {
+      throw CLI::ValidationError("--config", "'" + item.fullname() + "' is not an option of perfscope serve (" + path + ")");
+    }
+    CLI::Option* opt = serve.get_option_no_throw("--" + item.name);
+    if (opt == nullptr) {
+      throw CLI::ValidationError("--config", "unknown option '" + item.name + "' in " + path);
+    }
+    if (opt->count() > 0) continue;  // the command line or the environment already set it
+    for (const std::string& value : item.inputs) opt->add_result(value);
+    opt->run_callback();  // validates and stores the value
+  }
+}
+
 }  // namespace
 
 ParsedCommand parse_command_line(int argc, const char* const* argv) {
@@ -44,7 +67,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.require_subcommand(1);
   app.footer("Every serve option can also come from the environment (PERFSCOPE_<OPTION>, e.g.\n"
              "PERFSCOPE_LISTEN) or from a config file given with --config (lines of `option = value`).\n"
-             "Precedence: command line, then config file, then environment, then the default.");
+             "Precedence: command line, then environment, then config file, then the default.");
 
   CLI::App* serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
   CLI::App* version = app.add_subcommand("version", "Print the version and build information");
@@ -55,7 +78,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   std::int64_t commit_ms = c.storage.commit_interval.count();
   std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
 
-  serve->set_config("--config", "", "Read options from this file (`option = value` lines; TOML subset)")
+  std::string config_file;
+  serve->add_option("--config", config_file, "Read options from this file (`option = value` lines, TOML subset)")
       ->envname("PERFSCOPE_CONFIG");
   serve->add_option("--listen", listen, "Address to listen on, host:port (port 0 picks a free one)")
       ->envname("PERFSCOPE_LISTEN")->capture_default_str();
@@ -92,10 +116,13 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       parsed.command = Command::kVersion;
       return parsed;
     }
+    if (!config_file.empty()) {
+      apply_config_file(*serve, config_file);
+      c.config_file = config_file;
+    }
     if (std::string err = parse_listen(listen, c.server); !err.empty()) {
       throw CLI::ValidationError("--listen", err);
     }
-    if (serve->get_option("--config")->count() > 0) c.config_file = serve->get_option("--config")->as<std::string>();
     c.engine.sampling_interval = std::chrono::milliseconds(sampling_ms);
     c.server.request_timeout = std::chrono::milliseconds(timeout_ms);
     c.storage.commit_interval = std::chrono::milliseconds(commit_ms);

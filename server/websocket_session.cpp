@@ -2,14 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 
 namespace perfscope::server {
 
 using nlohmann::json;
 
 WebSocketSession::WebSocketSession(tcp::socket&& socket, const SessionContext& ctx)
-    : ws_(std::move(socket)), ctx_(ctx) {}
+    : ws_(std::move(socket)), ctx_(ctx), queue_(ctx.config.ws_send_queue_max) {}
 
 WebSocketSession::~WebSocketSession() { ctx_.hub.leave(this); }
 
@@ -102,48 +101,35 @@ void WebSocketSession::on_batch(const std::shared_ptr<const PreparedBatch>& batc
   }
   if (text.empty()) return;
   // The dropped count is filled in when the message is built: the latest count at that time.
-  send("{\"type\":\"samples\",\"ts_ns\":" + std::to_string(batch->ts_ns) + ",\"dropped\":" + std::to_string(dropped_) +
+  send("{\"type\":\"samples\",\"ts_ns\":" + std::to_string(batch->ts_ns) + ",\"dropped\":" + std::to_string(queue_.dropped()) +
            ",\"samples\":[" + text + "]}",
        true);
 }
 
 void WebSocketSession::send(std::string text, bool droppable) {
   if (!open_) return;
-  if (queue_.size() >= ctx_.config.ws_send_queue_max) {
-    // Drop the stalest droppable message that is not being written right now.
-    auto first = queue_.begin() + (writing_ ? 1 : 0);
-    auto victim = std::find_if(first, queue_.end(), [](const Outgoing& o) { return o.droppable; });
-    if (victim != queue_.end()) {
-      queue_.erase(victim);
-      ++dropped_;
-      ctx_.hub.count_dropped(1);
-    } else if (droppable) {
-      ++dropped_;
-      ctx_.hub.count_dropped(1);
-      return;
-    }
-  }
-  queue_.push_back(Outgoing{std::make_shared<const std::string>(std::move(text)), droppable});
-  if (!writing_) do_write();
+  std::uint64_t before = queue_.dropped();
+  queue_.push(std::make_shared<const std::string>(std::move(text)), droppable);
+  if (queue_.dropped() != before) ctx_.hub.count_dropped(queue_.dropped() - before);
+  if (!queue_.writing()) do_write();
 }
 
 void WebSocketSession::do_write() {
   if (queue_.empty()) {
-    writing_ = false;
+    queue_.set_writing(false);
     if (close_pending_) do_close();
     return;
   }
-  writing_ = true;
+  queue_.set_writing(true);
   ws_.text(true);
-  ws_.async_write(net::buffer(*queue_.front().text),
-                  beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
+  ws_.async_write(net::buffer(*queue_.front()), beast::bind_front_handler(&WebSocketSession::on_write, shared_from_this()));
 }
 
 void WebSocketSession::on_write(beast::error_code ec, std::size_t) {
   queue_.pop_front();
   if (ec) {
     open_ = false;
-    writing_ = false;
+    queue_.set_writing(false);
     queue_.clear();
     return;
   }
@@ -154,7 +140,7 @@ void WebSocketSession::close_going_away() {
   net::post(ws_.get_executor(), [self = shared_from_this()] {
     if (!self->open_) return;
     self->close_pending_ = true;
-    if (!self->writing_) self->do_close();
+    if (!self->queue_.writing()) self->do_close();
   });
 }
 

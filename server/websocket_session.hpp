@@ -8,12 +8,12 @@
 // thread (they post onto the strand).
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "server/send_queue.hpp"
 #include "server/session_context.hpp"
 
 namespace perfscope::server {
@@ -29,11 +29,6 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   void close_going_away();
 
  private:
-  struct Outgoing {
-    std::shared_ptr<const std::string> text;
-    bool droppable;  // sample messages may be dropped; replies to the client may not
-  };
-
   void on_accept(beast::error_code ec);
   void do_read();
   void on_read(beast::error_code ec, std::size_t bytes);
@@ -48,13 +43,11 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer buffer_;
   const SessionContext& ctx_;
-  std::deque<Outgoing> queue_;
-  bool writing_ = false;
+  SendQueue queue_;
   bool open_ = false;
   bool close_pending_ = false;
   std::vector<SeriesPattern> patterns_;
   std::unordered_map<const StreamSeries*, bool> match_cache_;  // cleared on re-subscribe
-  std::uint64_t dropped_ = 0;
 };
 
 }  // namespace perfscope::server

@@ -1,0 +1,125 @@
+#include "db/sample_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include "db/sample_reader.hpp"
+#include "db/schema.hpp"
+#include "support/temp_dir.hpp"
+
+namespace perfscope::db {
+namespace {
+
+using perfscope::testing::TempDir;
+
+std::shared_ptr<const SampleBatch> batch(TimestampNs ts, std::vector<std::pair<SeriesId, double>> values) {
+  return std::make_shared<const SampleBatch>(SampleBatch{ts, std::move(values)});
+}
+
+TEST(SampleWriter, RoundTripThroughAFileAndAReopen) {
+  TempDir dir;
+  const std::string path = dir.file("p.db");
+  SeriesStore store(100);
+  store.declare({"cpu_ratio", "ratio", MetricType::kGauge, "help text"});
+  SeriesId a = store.intern(SeriesKey("cpu_ratio", {{"cpu", "0"}}));
+  SeriesId b = store.intern(SeriesKey("cpu_ratio", {{"cpu", "1"}}));
+  {
+    auto writer = SampleWriter::open(path, store);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    for (int i = 0; i < 50; ++i) (*writer)->enqueue(batch(1000 + i, {{a, i * 0.01}, {b, 1 - i * 0.01}}));
+    (*writer)->stop();
+    EXPECT_EQ((*writer)->stats().rows_written, 100u);
+    EXPECT_EQ((*writer)->stats().write_errors, 0u);
+  }
+  // A new process: nothing but the file.
+  auto reader = SampleReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto series = (*reader)->list_series(true);
+  ASSERT_TRUE(series.ok());
+  ASSERT_EQ(series->size(), 2u);
+  const StoredSeries& s0 = (*series)[0];
+  EXPECT_EQ(s0.key.canonical(), R"(cpu_ratio{cpu="0"})");
+  EXPECT_EQ(s0.family.unit, "ratio");
+  EXPECT_EQ(s0.family.help, "help text");
+  ASSERT_TRUE(s0.latest.has_value());
+  EXPECT_EQ(s0.latest->ts_ns, 1049);
+  EXPECT_DOUBLE_EQ(s0.latest->value, 0.49);
+
+  auto rows = (*reader)->read(s0.db_id, 1010, 1019);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 10u);
+  EXPECT_EQ(rows->front().ts_ns, 1010);
+  EXPECT_DOUBLE_EQ(rows->back().value, 0.19);
+  EXPECT_EQ(*(*reader)->count(s0.db_id, 0, 5000), 50);
+
+  auto buckets = (*reader)->read_buckets(s0.db_id, 1000, 1049, 10);
+  ASSERT_TRUE(buckets.ok());
+  ASSERT_EQ(buckets->size(), 5u);
+  EXPECT_EQ((*buckets)[1].count, 10u);
+  EXPECT_DOUBLE_EQ((*buckets)[1].min, 0.10);
+  EXPECT_DOUBLE_EQ((*buckets)[1].max, 0.19);
+}
+
+TEST(SampleWriter, FlushMakesEverythingVisibleToReaders) {
+  TempDir dir;
+  SeriesStore store(10);
+  SeriesId a = store.intern(SeriesKey("m", {}));
+  auto writer = SampleWriter::open(dir.file("p.db"), store, WriterOptions{1000000, std::chrono::hours(1), 1000});
+  ASSERT_TRUE(writer.ok());
+  auto reader = SampleReader::open(dir.file("p.db"));
+  ASSERT_TRUE(reader.ok());
+  (*writer)->enqueue(batch(1, {{a, 1}}));
+  (*writer)->enqueue(batch(2, {{a, 2}}));
+  (*writer)->flush();  // no commit interval or row threshold reached: flush alone commits
+  auto series = (*reader)->list_series(false);
+  ASSERT_TRUE(series.ok());
+  ASSERT_EQ(series->size(), 1u);
+  EXPECT_EQ(*(*reader)->count((*series)[0].db_id, 0, 10), 2);
+}
+
+TEST(SampleWriter, BoundedQueueDropsTheOldestPassAndCountsIt) {
+  TempDir dir;
+  SeriesStore store(10);
+  SeriesId a = store.intern(SeriesKey("m", {}));
+  // Nothing commits on its own: the queue fills.
+  auto writer = SampleWriter::open(dir.file("p.db"), store, WriterOptions{1000000, std::chrono::hours(1), 3});
+  ASSERT_TRUE(writer.ok());
+  for (int i = 0; i < 5; ++i) (*writer)->enqueue(batch(i, {{a, static_cast<double>(i)}}));
+  (*writer)->stop();
+  EXPECT_EQ((*writer)->stats().batches_dropped, 2u);
+  EXPECT_EQ((*writer)->stats().rows_written, 3u);
+  auto reader = SampleReader::open(dir.file("p.db"));
+  auto rows = (*reader)->read((*(*reader)->list_series(false))[0].db_id, 0, 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ(rows->front().ts_ns, 2);  // passes 0 and 1 were the stalest
+}
+
+TEST(Schema, MigrationIsIdempotentAndRefusesNewerFiles) {
+  TempDir dir;
+  auto conn = Connection::open(dir.file("s.db"));
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(migrate(*conn).ok());
+  ASSERT_TRUE(migrate(*conn).ok());
+  auto v = conn->prepare("PRAGMA user_version");
+  ASSERT_TRUE(v.ok() && *v->step());
+  EXPECT_EQ(v->column_int64(0), schema_version());
+  ASSERT_TRUE(conn->exec("PRAGMA user_version = 999").ok());
+  Status s = migrate(*conn);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("newer"), std::string::npos);
+}
+
+TEST(Connection, UsesWalAndReportsOpenErrors) {
+  TempDir dir;
+  auto conn = Connection::open(dir.file("w.db"));
+  ASSERT_TRUE(conn.ok());
+  auto mode = conn->prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok() && *mode->step());
+  EXPECT_EQ(mode->column_text(0), "wal");
+  auto bad = Connection::open(dir.file("no/such/dir/x.db"));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kIoError);
+}
+
+}  // namespace
+}  // namespace perfscope::db

@@ -1,0 +1,75 @@
+#include "engine/series_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace perfscope {
+namespace {
+
+TEST(SampleRing, KeepsTheNewestSamplesInOrder) {
+  SampleRing ring(4);
+  for (int i = 1; i <= 10; ++i) ring.push({i, i * 10.0});
+  ASSERT_EQ(ring.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(ring.at(i).ts_ns, static_cast<TimestampNs>(7 + i));
+  EXPECT_EQ(ring.lower_bound(8), 1u);
+  EXPECT_EQ(ring.lower_bound(0), 0u);
+  EXPECT_EQ(ring.lower_bound(11), 4u);
+}
+
+TEST(SeriesStore, InternIsStablePerKey) {
+  SeriesStore store(10);
+  SeriesId a = store.intern(SeriesKey("m", {{"b", "2"}, {"a", "1"}}));
+  SeriesId b = store.intern(SeriesKey("m", {{"a", "1"}, {"b", "2"}}));
+  SeriesId c = store.intern(SeriesKey("m", {{"a", "1"}}));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(store.series_count(), 2u);
+  EXPECT_EQ(store.find(R"(m{a="1",b="2"})"), a);
+  EXPECT_FALSE(store.find("nope").has_value());
+}
+
+TEST(SeriesStore, ReadReturnsRangeAndOldestHeld) {
+  SeriesStore store(5);
+  SeriesId id = store.intern(SeriesKey("m", {}));
+  for (int i = 0; i < 8; ++i) store.append(id, 100 + i, i);
+  SeriesRange r = store.read(id, 104, 106);
+  ASSERT_EQ(r.samples.size(), 3u);
+  EXPECT_EQ(r.samples.front().ts_ns, 104);
+  EXPECT_EQ(r.samples.back().value, 6);
+  ASSERT_TRUE(r.oldest_held.has_value());
+  EXPECT_EQ(*r.oldest_held, 103);  // 100..102 fell out of the 5-sample ring
+  auto snap = store.snapshot(id);
+  ASSERT_TRUE(snap && snap->latest);
+  EXPECT_EQ(snap->latest->value, 7);
+  EXPECT_EQ(snap->held, 5u);
+}
+
+TEST(SeriesStore, BatchAppendsEverySeriesAtOneTime) {
+  SeriesStore store(10);
+  SampleBatch batch{42, {{store.intern(SeriesKey("a", {})), 1.0}, {store.intern(SeriesKey("b", {})), 2.0}}};
+  store.append(batch);
+  for (const SeriesSnapshot& s : store.list()) {
+    ASSERT_TRUE(s.latest);
+    EXPECT_EQ(s.latest->ts_ns, 42);
+  }
+}
+
+TEST(SeriesStore, ConcurrentWritersAndReadersAgree) {
+  SeriesStore store(1000);
+  SeriesId id = store.intern(SeriesKey("m", {}));
+  std::thread writer([&] {
+    for (int i = 0; i < 20000; ++i) store.append(id, i, i);
+  });
+  std::size_t reads = 0;
+  while (reads < 2000) {
+    SeriesRange r = store.read(id, 0, 1 << 30);
+    for (std::size_t i = 1; i < r.samples.size(); ++i) ASSERT_LT(r.samples[i - 1].ts_ns, r.samples[i].ts_ns);
+    ++reads;
+  }
+  writer.join();
+  EXPECT_EQ(store.read(id, 0, 1 << 30).samples.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace perfscope

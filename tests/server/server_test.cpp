@@ -1,0 +1,351 @@
+// The real server on an ephemeral loopback port, driven by a real HTTP/WebSocket client.
+#include "server/server.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "db/sample_reader.hpp"
+#include "support/temp_dir.hpp"
+
+namespace perfscope::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+struct Reply {
+  unsigned status = 0;
+  std::map<std::string, std::string> headers;
+  std::string body;
+  json body_json() const { return json::parse(body); }
+};
+
+void set_receive_timeout(tcp::socket& socket, int seconds) {
+  timeval tv{seconds, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    AppConfig config;
+    config.server.listen_host = "127.0.0.1";
+    config.server.listen_port = 0;
+    config.server.max_body_bytes = 4096;
+    config.engine.sampling_interval = std::chrono::milliseconds(50);
+    config.storage.data_dir = dir_.str();
+    config.storage.commit_interval = std::chrono::milliseconds(100);
+    server_ = std::make_unique<Server>(config);
+    Status s = server_->start();
+    ASSERT_TRUE(s.ok()) << s.message();
+    port_ = server_->port();
+    ASSERT_NE(port_, 0);
+    thread_ = std::thread([this] { server_->run(false); });
+  }
+
+  void TearDown() override { stop(); }
+
+  void stop() {
+    if (!thread_.joinable()) return;
+    server_->request_stop();
+    thread_.join();
+  }
+
+  Reply request(http::verb verb, const std::string& target, std::map<std::string, std::string> headers = {},
+                std::string body = {}) {
+    net::io_context ioc;
+    tcp::socket socket(ioc);
+    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+    set_receive_timeout(socket, 10);
+    http::request<http::string_body> req(verb, target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    for (auto& [k, v] : headers) req.set(k, v);
+    if (!body.empty()) {
+      req.body() = body;
+      req.prepare_payload();
+    }
+    http::write(socket, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    if (verb == http::verb::head) parser.skip(true);
+    http::read(socket, buffer, parser);
+    auto res = parser.release();
+    Reply r;
+    r.status = res.result_int();
+    for (const auto& f : res) r.headers[std::string(f.name_string())] = std::string(f.value());
+    r.body = res.body();
+    return r;
+  }
+  Reply get(const std::string& target, std::map<std::string, std::string> headers = {}) {
+    return request(http::verb::get, target, std::move(headers));
+  }
+
+  // Waits until the sampler has made a few passes, as seen through the API.
+  void wait_for_passes(std::uint64_t n) {
+    for (int i = 0; i < 200; ++i) {
+      if (get("/api/v1/info").body_json()["sampler"]["passes"].get<std::uint64_t>() >= n) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    FAIL() << "sampler made fewer than " << n << " passes in 5 s";
+  }
+
+  perfscope::testing::TempDir dir_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  std::uint16_t port_ = 0;
+};
+
+TEST_F(ServerTest, HealthzAnswersOk) {
+  Reply r = get("/healthz");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.headers["Content-Type"], "application/json");
+  EXPECT_EQ(r.body_json(), json({{"status", "ok"}}));
+}
+
+TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
+  json info = get("/api/v1/info").body_json();
+  EXPECT_EQ(info["name"], "perfscope");
+  EXPECT_FALSE(info["version"].get<std::string>().empty());
+  EXPECT_GE(info["uptime_seconds"].get<double>(), 0);
+  EXPECT_EQ(info["config"]["sampling_interval_ms"], 50);
+  EXPECT_EQ(info["config"]["history_buffer_size"], 10000);
+  ASSERT_EQ(info["collectors"].size(), 1u);
+  EXPECT_EQ(info["collectors"][0]["name"], "host");
+  bool has_proc_stat = false;
+  for (const json& s : info["collectors"][0]["sources"]) has_proc_stat |= s["name"] == "proc_stat" && s["available"] == true;
+  EXPECT_TRUE(has_proc_stat);
+  EXPECT_TRUE(info["runtime"].contains("database_writer"));
+}
+
+TEST_F(ServerTest, SeriesListsEveryLiveSeriesWithUnitAndLatestValue) {
+  wait_for_passes(3);
+  json list = get("/api/v1/series").body_json()["series"];
+  bool found = false;
+  for (const json& s : list) {
+    if (s["name"] == "host_cpu_utilization_ratio" && s["labels"] == json({{"cpu", "total"}})) {
+      found = true;
+      EXPECT_EQ(s["unit"], "ratio");
+      EXPECT_EQ(s["type"], "gauge");
+      EXPECT_TRUE(s["live"].get<bool>());
+      ASSERT_TRUE(s["latest"].is_object());
+      double v = s["latest"]["value"];
+      EXPECT_GE(v, 0.0);
+      EXPECT_LE(v, 1.0);
+    }
+  }
+  EXPECT_TRUE(found) << list.dump();
+}
+
+TEST_F(ServerTest, QueryReturnsSamplesAndDownsamplesLongRanges) {
+  wait_for_passes(6);
+  json raw = get("/api/v1/series/query?name=host_memory_total_bytes&from=now-1m").body_json();
+  ASSERT_EQ(raw["series"].size(), 1u);
+  const json& s = raw["series"][0];
+  EXPECT_EQ(s["columns"], json({"ts_ns", "value"}));
+  EXPECT_FALSE(s["downsampled"].get<bool>());
+  ASSERT_GE(s["points"].size(), 5u);
+  for (std::size_t i = 1; i < s["points"].size(); ++i) {
+    EXPECT_LT(s["points"][i - 1][0].get<std::int64_t>(), s["points"][i][0].get<std::int64_t>());
+  }
+
+  json down = get("/api/v1/series/query?name=host_memory_total_bytes&from=now-1m&max_points=2").body_json();
+  const json& d = down["series"][0];
+  EXPECT_TRUE(d["downsampled"].get<bool>());
+  EXPECT_EQ(d["columns"], json({"ts_ns", "min", "max", "avg", "count"}));
+  EXPECT_LE(d["points"].size(), 2u);
+  EXPECT_GE(d["points"].size(), 1u);
+
+  json cores = get("/api/v1/series/query?name=host_cpu_utilization_ratio&cpu=total&from=now-1m").body_json();
+  ASSERT_EQ(cores["series"].size(), 1u);
+  EXPECT_EQ(cores["series"][0]["labels"]["cpu"], "total");
+}
+
+TEST_F(ServerTest, BadRequestsGetJsonErrorsNamingTheField) {
+  Reply missing = get("/api/v1/series/query");
+  EXPECT_EQ(missing.status, 400u);
+  EXPECT_EQ(missing.body_json()["error"]["field"], "name");
+
+  Reply bad_points = get("/api/v1/series/query?name=x&max_points=0");
+  EXPECT_EQ(bad_points.status, 400u);
+  EXPECT_EQ(bad_points.body_json()["error"]["field"], "max_points");
+
+  Reply bad_from = get("/api/v1/series/query?name=x&from=yesterday");
+  EXPECT_EQ(bad_from.status, 400u);
+  EXPECT_EQ(bad_from.body_json()["error"]["field"], "from");
+
+  Reply bad_label = get("/api/v1/series/query?name=x&not-a-label=1");
+  EXPECT_EQ(bad_label.status, 400u);
+  EXPECT_EQ(bad_label.body_json()["error"]["field"], "not-a-label");
+
+  Reply unknown = get("/api/v1/nothing");
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_EQ(unknown.body_json()["error"]["code"], "not_found");
+  EXPECT_EQ(get("/no/such/page").status, 404u);
+
+  Reply post = request(http::verb::post, "/api/v1/series", {}, "{}");
+  EXPECT_EQ(post.status, 405u);
+  EXPECT_EQ(post.headers["Allow"], "GET, HEAD");
+
+  Reply too_big = request(http::verb::post, "/api/v1/series", {}, std::string(8192, 'x'));
+  EXPECT_EQ(too_big.status, 413u);
+  EXPECT_EQ(too_big.body_json()["error"]["code"], "payload_too_large");
+
+  Reply plain_stream = get("/api/v1/stream");
+  EXPECT_EQ(plain_stream.status, 426u);
+
+  // The server is still fine.
+  EXPECT_EQ(get("/healthz").status, 200u);
+}
+
+TEST_F(ServerTest, DashboardIsServedWithEtagAndGzip) {
+  Reply page = get("/");
+  EXPECT_EQ(page.status, 200u);
+  EXPECT_EQ(page.headers["Content-Type"], "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("/vendor/uPlot.iife.min.js"), std::string::npos);
+  const std::string etag = page.headers["ETag"];
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(get("/", {{"If-None-Match", etag}}).status, 304u);
+
+  Reply zipped = get("/vendor/uPlot.iife.min.js", {{"Accept-Encoding", "gzip"}});
+  EXPECT_EQ(zipped.status, 200u);
+  EXPECT_EQ(zipped.headers["Content-Encoding"], "gzip");
+  EXPECT_EQ(zipped.headers["Content-Type"], "text/javascript; charset=utf-8");
+
+  Reply head = request(http::verb::head, "/app.js");
+  EXPECT_EQ(head.status, 200u);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_NE(head.headers["Content-Length"], "0");
+}
+
+class StreamClient {
+ public:
+  explicit StreamClient(std::uint16_t port, const std::string& target = "/api/v1/stream") : ws_(ioc_) {
+    ws_.next_layer().connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+    set_receive_timeout(ws_.next_layer(), 5);
+    ws_.handshake("127.0.0.1", target);
+  }
+  void send(const std::string& text) { ws_.write(net::buffer(text)); }
+  json read() {
+    beast::flat_buffer buffer;
+    ws_.read(buffer);
+    return json::parse(beast::buffers_to_string(buffer.data()));
+  }
+  // Reads until a message of this type arrives.
+  json read_type(const std::string& type) {
+    for (int i = 0; i < 100; ++i) {
+      json m = read();
+      if (m["type"] == type) return m;
+    }
+    return json();
+  }
+  websocket::stream<tcp::socket>& ws() { return ws_; }
+
+ private:
+  net::io_context ioc_;
+  websocket::stream<tcp::socket> ws_;
+};
+
+TEST_F(ServerTest, StreamPushesSubscribedSamplesWithinTwoSeconds) {
+  StreamClient client(port_);
+  EXPECT_EQ(client.read()["type"], "hello");
+  auto t0 = std::chrono::steady_clock::now();
+  client.send(R"({"subscribe":["host_cpu_utilization_ratio","process_*"]})");
+  json ack = client.read_type("subscribed");
+  EXPECT_EQ(ack["patterns"], json({"host_cpu_utilization_ratio", "process_*"}));
+
+  json first = client.read_type("samples");
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+  ASSERT_FALSE(first["samples"].empty());
+  for (const json& s : first["samples"]) {
+    std::string name = s["name"];
+    EXPECT_TRUE(name == "host_cpu_utilization_ratio" || name.rfind("process_", 0) == 0) << name;
+    EXPECT_TRUE(s.contains("value"));
+    EXPECT_TRUE(s.contains("series"));
+  }
+  json second = client.read_type("samples");
+  EXPECT_GT(second["ts_ns"].get<std::int64_t>(), first["ts_ns"].get<std::int64_t>());
+  EXPECT_EQ(second["dropped"], 0);
+}
+
+TEST_F(ServerTest, StreamAnswersBadSubscriptionsWithAnErrorAndStaysOpen) {
+  StreamClient client(port_);
+  client.read();  // hello
+  client.send("not json");
+  json e1 = client.read_type("error");
+  EXPECT_EQ(e1["error"]["code"], "invalid_argument");
+  client.send(R"({"subscribe":"host_*"})");
+  EXPECT_EQ(client.read_type("error")["error"]["field"], "subscribe");
+  client.send(R"({"subscribe":["host_load1"]})");
+  json samples = client.read_type("samples");
+  for (const json& s : samples["samples"]) EXPECT_EQ(s["name"], "host_load1");
+}
+
+TEST_F(ServerTest, WebSocketUpgradeElsewhereIs404) {
+  EXPECT_THROW(StreamClient(port_, "/api/v1/elsewhere"), boost::system::system_error);
+}
+
+TEST_F(ServerTest, GracefulShutdownClosesStreamsAndCommitsTheLastBatch) {
+  StreamClient client(port_);
+  client.read();
+  client.send(R"({"subscribe":["host_load1"]})");
+  client.read_type("samples");
+  wait_for_passes(5);
+  std::uint64_t passes_seen = get("/api/v1/info").body_json()["sampler"]["passes"];
+
+  // A client keeps reading, as browsers do, so the close handshake can complete.
+  beast::error_code ec;
+  std::thread stream_reader([&] {
+    beast::flat_buffer buffer;
+    while (!ec) client.ws().read(buffer, ec);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  stop();  // returns once run() has finished shutting down
+  stream_reader.join();
+  // Draining finished on its own, well before the 5 s forced-stop timer.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  EXPECT_EQ(ec, websocket::error::closed) << ec.message();
+  EXPECT_EQ(client.ws().reason().code, websocket::close_code::going_away);
+
+  // Every pass the sampler made is in the database: at least the passes seen before stop.
+  auto reader = db::SampleReader::open(dir_.file("perfscope.db"));
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto series = (*reader)->list_series(false);
+  ASSERT_TRUE(series.ok());
+  std::int64_t rows = -1;
+  for (const auto& s : *series) {
+    if (s.key.name == "host_memory_total_bytes") rows = *(*reader)->count(s.db_id, 0, INT64_MAX);
+  }
+  EXPECT_GE(rows, static_cast<std::int64_t>(passes_seen));
+}
+
+TEST(ServerStart, PortInUseIsAClearError) {
+  perfscope::testing::TempDir dir;
+  AppConfig config;
+  config.server.listen_port = 0;
+  config.storage.data_dir = dir.file("a");
+  Server first(config);
+  ASSERT_TRUE(first.start().ok());
+  config.server.listen_port = first.port();
+  config.storage.data_dir = dir.file("b");
+  Server second(config);
+  Status s = second.start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(std::to_string(first.port())), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace perfscope::server
