@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The command line of the real binary: help, exit codes, one clear message, clean signals.
+set -u
+bin=$1
+fail=0
+check() { # description, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi
+}
+
+out=$("$bin" --help); rc=$?
+check "--help exits 0" "[ $rc -eq 0 ]"
+check "--help lists the subcommands" "grep -q serve <<<\"\$out\" && grep -q version <<<\"\$out\""
+
+out=$("$bin" serve --help); rc=$?
+check "serve --help exits 0" "[ $rc -eq 0 ]"
+for opt in --config --listen --data-dir --sampling-interval-ms --history-buffer-size --enable-host-collector \
+           --io-threads --worker-threads --max-body-bytes --request-timeout-ms --ws-max-message-bytes \
+           --ws-send-queue --db-commit-interval-ms --shutdown-timeout-ms; do
+  check "serve --help explains $opt" "grep -q -- '$opt' <<<\"\$out\""
+done
+check "serve --help names the environment variables" "grep -q PERFSCOPE_LISTEN <<<\"\$out\""
+
+err=$("$bin" serve --sampling-interval-ms 0 2>&1 >/dev/null); rc=$?
+check "invalid value exits 2" "[ $rc -eq 2 ]"
+check "invalid value names the option" "grep -q -- --sampling-interval-ms <<<\"\$err\""
+check "invalid value gives one error line" "[ \$(grep -c 'error' <<<\"\$err\") -eq 1 ]"
+
+err=$(PERFSCOPE_LISTEN=nonsense "$bin" serve 2>&1 >/dev/null); rc=$?
+check "invalid environment value exits 2" "[ $rc -eq 2 ]"
+
+out=$("$bin" version); rc=$?
+check "version exits 0" "[ $rc -eq 0 ] && grep -q '^perfscope ' <<<\"\$out\""
+
+# A real start and a Ctrl-C: exits 0 after a clean shutdown.
+dir=$(mktemp -d)
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir/data" >"$dir/out" 2>"$dir/err" &
+pid=$!
+for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
+check "serve reports its address" "grep -q 'listening on http://127.0.0.1:' '$dir/out'"
+sleep 0.5
+kill -INT $pid
+wait $pid; rc=$?
+check "SIGINT stops serve with exit 0" "[ $rc -eq 0 ]"
+check "the database file exists under the data directory" "[ -s '$dir/data/perfscope.db' ]"
+rm -rf "$dir"
+
+# A port already taken: exit 1 and a message that names it.
+dir=$(mktemp -d)
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir/a" >"$dir/out" 2>/dev/null &
+pid=$!
+for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
+port=$(sed -n 's|.*127.0.0.1:\([0-9]*\)/.*|\1|p' "$dir/out")
+err=$("$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir/b" 2>&1 >/dev/null); rc=$?
+check "a port in use exits 1" "[ $rc -eq 1 ]"
+check "a port in use is named in the error" "grep -q \"$port\" <<<\"\$err\""
+kill -TERM $pid; wait $pid
+rm -rf "$dir"
+
+exit $fail

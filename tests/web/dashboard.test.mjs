@@ -1,0 +1,127 @@
+// Browser test: the real perfscope binary serves the dashboard; headless Chromium (Debian's
+// package, driven by playwright-core) opens it and must see live charts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const binary = process.env.PERFSCOPE_BIN;
+const artifacts = process.env.PERFSCOPE_ARTIFACTS;
+const chromiumPath = process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium';
+
+let server;
+let serverExit;
+let baseUrl;
+let browser;
+let dataDir;
+
+function startServer() {
+  dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-browser-'));
+  server = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--sampling-interval-ms', '100'],
+                 { stdio: ['ignore', 'pipe', 'inherit'] });
+  serverExit = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not report its address in 20 s: ' + out)), 20000);
+    server.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = out.match(/listening on (http:\/\/[^\s]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
+    });
+    server.on('exit', (code) => reject(new Error('server exited early with ' + code)));
+  });
+}
+
+before(async () => {
+  baseUrl = await startServer();
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server && server.exitCode === null) server.kill('SIGTERM');
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+// Counts canvas pixels that are neither transparent nor the panel background: drawn lines.
+async function drawnPixels(page, selector) {
+  return page.$eval(selector + ' canvas', (canvas) => {
+    const ctx = canvas.getContext('2d');
+    const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      // The CPU total line is green (#73bf69): count clearly green pixels.
+      if (data[i + 3] > 0 && data[i + 1] > 150 && data[i] < 160 && data[i + 2] < 140) n++;
+    }
+    return n;
+  });
+}
+
+test('dashboard draws live CPU data and updates it', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+  await page.goto(baseUrl + '/');
+  await page.waitForFunction(() => window.perfscope && window.perfscope.state.connection === 'live', null,
+                             { timeout: 15000 });
+  // At least a few live points in the CPU chart, then pixels on its canvas.
+  await page.waitForFunction(() => {
+    const c = window.perfscope.charts.cpu;
+    return c.plot && c.xs.length >= 5 && c.cols[0].some((v) => v !== null);
+  }, null, { timeout: 15000 });
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'CPU chart canvas has the total line drawn');
+
+  const firstValue = await page.textContent('[data-testid=cpu-total-value]');
+  assert.match(firstValue, /^\d+(\.\d)?%$/);
+  const firstPoints = await page.evaluate(() => window.perfscope.charts.cpu.xs.length);
+  // The live value moves: new samples arrive every 100 ms and the text follows them.
+  await page.waitForFunction((v) => document.querySelector('[data-testid=cpu-total-value]').textContent !== v,
+                             firstValue, { timeout: 20000 });
+  const laterPoints = await page.evaluate(() => window.perfscope.charts.cpu.xs.length);
+  assert.ok(laterPoints > firstPoints, `chart grew: ${firstPoints} -> ${laterPoints}`);
+  assert.match(await page.textContent('[data-testid=memory-used-value]'), /iB$/);
+
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'dashboard.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('charts are pre-filled from the REST history even when the stream is down', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // Refuse the WebSocket: whatever the charts show must come from /api/v1/series/query.
+  await page.routeWebSocket(/\/api\/v1\/stream/, (ws) => ws.close({ code: 1011, reason: 'blocked by test' }));
+  await page.goto(baseUrl + '/');
+  await page.waitForFunction(() => window.perfscope && window.perfscope.charts.cpu.xs.length >= 5, null,
+                             { timeout: 15000 });
+  assert.notEqual(await page.evaluate(() => window.perfscope.state.connection), 'live');
+  assert.equal(await page.evaluate(() => window.perfscope.state.messages), 0, 'no stream message arrived');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'history is drawn');
+  await page.close();
+});
+
+test('the connection state shows a lost server and reconnection', async () => {
+  const page = await browser.newPage();
+  await page.goto(baseUrl + '/');
+  await page.waitForFunction(() => window.perfscope.state.connection === 'live', null, { timeout: 15000 });
+  server.kill('SIGTERM');
+  const { code } = await serverExit;
+  assert.equal(code, 0, 'SIGTERM stops the server cleanly');
+  await page.waitForFunction(() => ['reconnecting', 'offline'].includes(window.perfscope.state.connection), null,
+                             { timeout: 10000 });
+  assert.match(await page.textContent('[data-testid=connection]'), /reconnecting|offline/);
+  await page.close();
+});

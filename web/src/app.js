@@ -175,7 +175,7 @@
     process_resident_memory_bytes: ['v-prss', fmtBytes],
   };
 
-  const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, ws: null };
+  const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, reconnects: 0, ws: null };
   window.perfscope = { charts, state };
 
   function setConnection(s) {
@@ -254,11 +254,12 @@
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     const ws = new WebSocket(`${proto}//${location.host}/api/v1/stream`);
     state.ws = ws;
-    ws.onopen = async () => {
+    ws.onopen = () => {
       state.attempts = 0;
       setConnection('live');
       ws.send(JSON.stringify({ subscribe: families }));
-      try { await prefill(); } catch (e) { /* live data still flows */ }
+      // After an outage, fill the gap the stream missed from the history.
+      if (state.reconnects++ > 0) prefill().catch(() => {});
     };
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
@@ -276,5 +277,6 @@
 
   window.addEventListener('resize', () => Object.values(charts).forEach((c) => c.resize()));
   loadInfo();
+  prefill().catch(() => {});  // history first, whether or not the stream connects
   connect();
 })();

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what perfscope needs to build (and, with --tests, to test) on Debian 12, skipping
+# everything already present: system packages through apt-get (sudo when not root) and the
+# dashboard's npm packages from web/package-lock.json. Safe to run again and again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_tests=0
+[[ "${1:-}" == "--tests" ]] && with_tests=1
+
+packages=(cmake ninja-build ccache g++ pkg-config
+          libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libcli11-dev
+          libgtest-dev libbenchmark-dev)
+if (( with_tests )); then
+  packages+=(chromium sqlite3)
+fi
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if (( ${#missing[@]} )); then
+  echo "perfscope: installing system packages: ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages: reinstall only when the lock file changed since the last install.
+lock_hash=$(sha256sum web/package-lock.json | cut -d' ' -f1)
+stamp=web/node_modules/.perfscope-lock-sha256
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$lock_hash" ]]; then
+  echo "perfscope: installing npm packages (web/package-lock.json)"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$lock_hash" > "$stamp"
+fi
