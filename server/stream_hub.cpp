@@ -36,7 +36,8 @@ std::shared_ptr<const StreamSeries> StreamHub::describe(SeriesId id) {
     s->key = snap->key;
     s->canonical = snap->canonical;
     nlohmann::json head = {{"series", s->canonical}, {"name", s->key.name}, {"labels", labels_to_json(s->key.labels)}};
-    std::string text = head.dump();
+    // Label values come from sysfs and may hold invalid UTF-8: replace, never throw.
+    std::string text = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     text.pop_back();  // reopen the object to append the value
     s->item_prefix = text + ",\"value\":";
     described_[id] = std::move(s);

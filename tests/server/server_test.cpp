@@ -40,7 +40,7 @@ void set_receive_timeout(tcp::socket& socket, int seconds) {
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    AppConfig config;
+    AppConfig& config = config_;
     config.server.listen_host = "127.0.0.1";
     config.server.listen_port = 0;
     config.server.max_body_bytes = 4096;
@@ -103,6 +103,7 @@ class ServerTest : public ::testing::Test {
   }
 
   perfscope::testing::TempDir dir_;
+  AppConfig config_;
   std::unique_ptr<Server> server_;
   std::thread thread_;
   std::uint16_t port_ = 0;
@@ -330,6 +331,20 @@ TEST_F(ServerTest, GracefulShutdownClosesStreamsAndCommitsTheLastBatch) {
     if (s.key.name == "host_memory_total_bytes") rows = *(*reader)->count(s.db_id, 0, INT64_MAX);
   }
   EXPECT_GE(rows, static_cast<std::int64_t>(passes_seen));
+}
+
+TEST_F(ServerTest, HistorySurvivesARestart) {
+  wait_for_passes(5);
+  stop();
+  // A new server on the same data directory: its memory is empty, the database is not.
+  server_ = std::make_unique<Server>(config_);
+  ASSERT_TRUE(server_->start().ok());
+  port_ = server_->port();
+  thread_ = std::thread([this] { server_->run(false); });
+  json q = get("/api/v1/series/query?name=host_memory_total_bytes&from=0").body_json();
+  ASSERT_EQ(q["series"].size(), 1u);
+  EXPECT_GE(q["series"][0]["sources"]["database"].get<int>(), 5);
+  EXPECT_GE(q["series"][0]["points"].size(), 5u);
 }
 
 TEST(ServerStart, PortInUseIsAClearError) {
