@@ -2,43 +2,11 @@
 
 namespace perfscope::db {
 
-class SampleReader::Lease {
- public:
-  Lease(const SampleReader& owner, Connection conn) : owner_(&owner), conn_(std::move(conn)) {}
-  Lease(Lease&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)), conn_(std::move(other.conn_)) {}
-  Lease& operator=(Lease&&) = delete;
-  ~Lease() {
-    if (!owner_) return;
-    std::lock_guard lock(owner_->mu_);
-    owner_->idle_.push_back(std::move(*conn_));
-  }
-  Connection& operator*() { return *conn_; }
-  Connection* operator->() { return &*conn_; }
-
- private:
-  const SampleReader* owner_;
-  std::optional<Connection> conn_;
-};
-
 Result<std::unique_ptr<SampleReader>> SampleReader::open(const std::string& path) {
   std::unique_ptr<SampleReader> reader(new SampleReader(path));
   auto probe = reader->lease();  // fail early if the file cannot be opened
   if (!probe.ok()) return probe.status();
   return reader;
-}
-
-Result<SampleReader::Lease> SampleReader::lease() const {
-  {
-    std::lock_guard lock(mu_);
-    if (!idle_.empty()) {
-      Connection conn = std::move(idle_.back());
-      idle_.pop_back();
-      return Lease(*this, std::move(conn));
-    }
-  }
-  auto conn = Connection::open(path_, /*read_only=*/true);
-  if (!conn.ok()) return conn.status();
-  return Lease(*this, std::move(*conn));
 }
 
 Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) const {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "db/sqlite.hpp"
+#include "db/connection_pool.hpp"
 #include "engine/downsample.hpp"
 #include "engine/series.hpp"
 
@@ -37,15 +37,10 @@ class SampleReader {
                                            TimestampNs width_ns) const;
 
  private:
-  explicit SampleReader(std::string path) : path_(std::move(path)) {}
+  explicit SampleReader(std::string path) : pool_(std::move(path)) {}
+  Result<ConnectionPool::Lease> lease() const { return pool_.lease(); }
 
-  // A pooled connection, returned to the pool when the lease ends.
-  class Lease;
-  Result<Lease> lease() const;
-
-  std::string path_;
-  mutable std::mutex mu_;
-  mutable std::vector<Connection> idle_;  // guarded by mu_
+  ConnectionPool pool_;
 };
 
 }  // namespace perfscope::db

@@ -41,6 +41,7 @@ class Connection {
 // A prepared statement; reset() makes it reusable with new bindings.
 class Statement {
  public:
+  Statement() = default;  // empty until assigned a prepared statement
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, double value);
   Statement& bind(int index, std::string_view value);

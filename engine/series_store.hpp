@@ -33,13 +33,17 @@ class SampleRing {
  public:
   explicit SampleRing(std::size_t capacity) : capacity_(capacity) {}
 
-  void push(Sample s) {
+  // Appends a sample; one older than the newest held is refused (false): the ring stays in
+  // time order so ranges can be found by binary search. Older samples live in the database.
+  bool push(Sample s) {
+    if (!buf_.empty() && s.ts_ns < at(buf_.size() - 1).ts_ns) return false;
     if (buf_.size() < capacity_) {
       buf_.push_back(s);
-      return;
+      return true;
     }
     buf_[head_] = s;
     head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    return true;
   }
   std::size_t size() const { return buf_.size(); }
   // i-th oldest sample, 0 <= i < size().

@@ -5,6 +5,8 @@
 #include <boost/version.hpp>
 
 #include "db/schema.hpp"
+#include "server/compression.hpp"
+#include "server/event_codec.hpp"
 #include "server/query_time.hpp"
 #include "server/version.hpp"
 
@@ -68,17 +70,220 @@ json config_to_json(const AppConfig& c) {
 
 bool Api::owns(const std::string& path) { return path == "/healthz" || path.rfind("/api/", 0) == 0; }
 
-ApiResponse Api::handle(const ApiRequest& request) const {
-  if (request.method != "GET" && request.method != "HEAD") {
-    ApiResponse r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path);
-    r.headers.emplace_back("Allow", "GET, HEAD");
-    return r;
+namespace {
+constexpr std::string_view kEventsPath = "/api/v1/events";
+constexpr std::string_view kKernelsPath = "/api/v1/kernels";
+constexpr std::string_view kRecordsSuffix = "/records";
+
+ApiResponse method_not_allowed(const ApiRequest& request, const char* allow) {
+  ApiResponse r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path);
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+std::string param(const ApiRequest& request, const char* name) {
+  auto it = request.query.find(name);
+  return it == request.query.end() ? std::string() : it->second;
+}
+
+// Parses an optional integer parameter within [lo, hi].
+Result<std::size_t> size_param(const ApiRequest& request, const char* name, std::size_t fallback, std::size_t lo,
+                               std::size_t hi) {
+  auto it = request.query.find(name);
+  if (it == request.query.end()) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || v < lo || v > hi) {
+    return Status::invalid_argument("'" + std::string(name) + "' must be an integer from " + std::to_string(lo) +
+                                        " to " + std::to_string(hi),
+                                    name);
   }
+  return static_cast<std::size_t>(v);
+}
+
+json window_json(const TimeWindow& w) {
+  if (w.all) return "all";
+  return {{"from_ns", w.from_ns}, {"to_ns", w.to_ns}};
+}
+}  // namespace
+
+void Api::handle_async(ApiRequest request, std::function<void(ApiResponse)> done) const {
+  if (request.path == kEventsPath) {
+    if (request.method != "POST") return done(method_not_allowed(request, "POST"));
+    return ingest(request, std::move(done));
+  }
+  done(handle(request));
+}
+
+ApiResponse Api::handle(const ApiRequest& request) const {
+  if (request.path == kEventsPath) return method_not_allowed(request, "POST");
+  if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
   if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
   if (request.path == "/api/v1/info") return info();
   if (request.path == "/api/v1/series") return series();
   if (request.path == "/api/v1/series/query") return series_query(request);
+  if (request.path == kKernelsPath) return kernels(request);
+  const std::string& p = request.path;
+  if (p.size() > kKernelsPath.size() + 1 + kRecordsSuffix.size() && p.rfind(std::string(kKernelsPath) + "/", 0) == 0 &&
+      p.compare(p.size() - kRecordsSuffix.size(), kRecordsSuffix.size(), kRecordsSuffix) == 0) {
+    // The name may itself hold '/' (C++ templates, file paths): everything in between.
+    std::string name = p.substr(kKernelsPath.size() + 1, p.size() - kKernelsPath.size() - 1 - kRecordsSuffix.size());
+    return kernel_records(request, name);
+  }
+  if (request.path == "/api/v1/memory") return memory(request);
+  if (request.path == "/api/v1/inference") return inference(request);
   return error_response(404, "not_found", "no such endpoint: " + request.path);
+}
+
+void Api::ingest(const ApiRequest& request, std::function<void(ApiResponse)> done) const {
+  std::string inflated;
+  std::string_view body = request.body;
+  const std::size_t limit = ctx_.config->server.max_body_bytes;
+  if (request.content_encoding == "gzip") {
+    switch (gzip_decompress(request.body, limit, inflated)) {
+      case InflateError::kNone: body = inflated; break;
+      case InflateError::kTooLarge:
+        return done(error_response(413, "payload_too_large",
+                                   "the decompressed body exceeds " + std::to_string(limit) + " bytes"));
+      case InflateError::kMalformed:
+        return done(error_response(400, "bad_request", "the body is not valid gzip"));
+    }
+  } else if (!request.content_encoding.empty() && request.content_encoding != "identity") {
+    return done(error_response(415, "unsupported_media_type",
+                               "Content-Encoding must be gzip or absent, got " + request.content_encoding));
+  }
+
+  DecodeResult decoded;
+  const TimestampNs now = now_ns();
+  if (request.content_type == "application/x-ndjson" || request.content_type == "application/jsonl") {
+    decoded = decode_ndjson_events(body, now);
+  } else if (request.content_type.empty() || request.content_type == "application/json") {
+    decoded = decode_json_events(body, now);
+  } else {
+    return done(error_response(415, "unsupported_media_type",
+                               "Content-Type must be application/json or application/x-ndjson, got " +
+                                   request.content_type));
+  }
+  if (decoded.error) {
+    json err = {{"code", "invalid_event"}, {"message", decoded.error->message}};
+    err["index"] = decoded.error->index ? json(*decoded.error->index) : json(nullptr);
+    if (!decoded.error->field.empty()) err["field"] = decoded.error->field;
+    return done(json_response(400, {{"error", err}}));
+  }
+  const std::size_t n = decoded.events.size();
+  if (n == 0) return done(json_response(200, {{"accepted", 0}}));
+  if (!ctx_.writer) return done(error_response(503, "unavailable", "no database is open"));
+  ctx_.writer->submit(std::move(decoded.events), [n, done = std::move(done)](const Status& s) {
+    if (s.ok()) return done(json_response(200, {{"accepted", n}}));
+    done(error_response(s.code() == StatusCode::kUnavailable ? 503 : 500,
+                        s.code() == StatusCode::kUnavailable ? "unavailable" : "internal",
+                        "no event was stored: " + s.message()));
+  });
+}
+
+ApiResponse Api::kernels(const ApiRequest& request) const {
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, param(request, "device"));
+  if (!rows.ok()) return status_response(rows.status());
+  double total_ms = 0;
+  for (const auto& k : *rows) total_ms += k.total_ms;
+  json out = json::array();
+  for (const auto& k : *rows) {
+    json configs = json::array();
+    for (const auto& c : k.launch_configs) {
+      json cfg = {{"grid", c.grid}, {"block", c.block}, {"count", c.count}};
+      cfg["shared_mem_bytes"] = c.shared_mem_bytes ? json(*c.shared_mem_bytes) : json(nullptr);
+      cfg["registers_per_thread"] = c.registers_per_thread ? json(*c.registers_per_thread) : json(nullptr);
+      configs.push_back(std::move(cfg));
+    }
+    out.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
+                   {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
+                   {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
+                   {"devices", k.devices}, {"launch_configs", configs}});
+  }
+  return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
+}
+
+ApiResponse Api::kernel_records(const ApiRequest& request, const std::string& name) const {
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto limit = size_param(request, "limit", 100, 1, 10000);
+  if (!limit.ok()) return status_response(limit.status());
+  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit);
+  if (!rows.ok()) return status_response(rows.status());
+  json out = json::array();
+  for (const KernelEvent& e : *rows) {
+    json r = {{"name", e.name}, {"device", e.device}, {"variant", e.variant}, {"stream", e.stream},
+              {"start_ns", e.start_ns}, {"end_ns", e.end_ns}, {"duration_ms", e.duration_ms()},
+              {"tags", labels_to_json(e.tags)}};
+    r["grid"] = e.grid ? json(*e.grid) : json(nullptr);
+    r["block"] = e.block ? json(*e.block) : json(nullptr);
+    r["shared_mem_bytes"] = e.shared_mem_bytes ? json(*e.shared_mem_bytes) : json(nullptr);
+    r["registers_per_thread"] = e.registers_per_thread ? json(*e.registers_per_thread) : json(nullptr);
+    r["launch_start_ns"] = e.launch_start_ns ? json(*e.launch_start_ns) : json(nullptr);
+    r["launch_end_ns"] = e.launch_end_ns ? json(*e.launch_end_ns) : json(nullptr);
+    out.push_back(std::move(r));
+  }
+  return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
+}
+
+ApiResponse Api::memory(const ApiRequest& request) const {
+  const std::string device = param(request, "device");
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto max_points = size_param(request, "max_points", 500, 1, 100000);
+  if (!max_points.ok()) return status_response(max_points.status());
+  auto counters = [](const MemoryCounters& c) {
+    return json{{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes},
+                {"total_allocated_bytes", c.total_allocated_bytes}, {"allocation_count", c.allocation_count},
+                {"free_count", c.free_count}};
+  };
+  MemoryStatistics stats = ctx_.memory->statistics(device);
+  json out = counters(stats.all);
+  json by_kind = json::object();
+  for (const auto& [kind, c] : stats.by_kind) by_kind[kind] = counters(c);
+  out["by_kind"] = by_kind;
+  out["live_allocations"] = stats.live_allocations;
+  out["unmatched_frees"] = stats.unmatched_frees;
+  out["device"] = device.empty() ? json("all") : json(device);
+  json largest = json::array();
+  for (const LiveAllocation& a : ctx_.memory->largest(10, device)) {
+    largest.push_back({{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
+                       {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns}});
+  }
+  out["largest_live_allocations"] = largest;
+  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, device, *max_points);
+  if (!timeline.ok()) return status_response(timeline.status());
+  json points = json::array();
+  for (const auto& p : *timeline) points.push_back({p.ts_ns, p.bytes});
+  out["timeline"] = {{"columns", {"ts_ns", "allocated_bytes"}}, {"points", points}};
+  out["window"] = window_json(*w);
+  return json_response(200, out);
+}
+
+ApiResponse Api::inference(const ApiRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now);
+  if (!w.ok()) return status_response(w.status());
+  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns});
+  if (!rows.ok()) return status_response(rows.status());
+  json models = json::array();
+  for (const auto& m : *rows) {
+    // Rates over the window asked for; over the model's own first..last span for "all".
+    double span_s = w->all ? static_cast<double>(m.last_ns - m.first_ns) / 1e9
+                           : static_cast<double>(std::min(w->to_ns, now) - w->from_ns) / 1e9;
+    auto rate = [&](double n) { return span_s > 0 ? json(n / span_s) : json(nullptr); };
+    models.push_back({{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
+                      {"error_rate", m.requests ? static_cast<double>(m.errors) / static_cast<double>(m.requests) : 0.0},
+                      {"inferences", m.inferences}, {"input_tokens", m.input_tokens},
+                      {"output_tokens", m.output_tokens}, {"mean_latency_ms", m.mean_latency_ms},
+                      {"requests_per_second", rate(static_cast<double>(m.requests))},
+                      {"inferences_per_second", rate(static_cast<double>(m.inferences))},
+                      {"output_tokens_per_second", rate(static_cast<double>(m.output_tokens))},
+                      {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns}});
+  }
+  return json_response(200, {{"window", window_json(*w)}, {"models", models}});
 }
 
 ApiResponse Api::info() const {

@@ -1,8 +1,9 @@
-// Api: the REST handlers (/healthz, /api/v1/info, /api/v1/series, /api/v1/series/query).
-// Pure request → response functions over the engine and db; no sockets. handle() may block
-// on SQLite, so the HTTP session calls it on a worker thread.
+// Api: the REST handlers — health, info, series and their history, event ingest, and the
+// kernel, memory and inference views. Request → response functions over the engine and db;
+// no sockets. They may block on SQLite, so the HTTP session calls them on a worker thread.
+// Ingest completes asynchronously, after the database commit.
 //
-// Thread-safety: handle() is safe from any thread; everything it reads is thread-safe.
+// Thread-safety: handle() and handle_async() are safe from any thread.
 #pragma once
 
 #include <chrono>
@@ -10,7 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/event_reader.hpp"
 #include "db/series_history.hpp"
+#include "db/writer.hpp"
+#include "engine/memory_tracker.hpp"
 #include "engine/sampler.hpp"
 #include "server/api_types.hpp"
 #include "server/config.hpp"
@@ -21,6 +25,9 @@ struct ApiContext {
   const AppConfig* config = nullptr;
   const Sampler* sampler = nullptr;          // null when no collector is enabled
   const db::SeriesHistory* history = nullptr;
+  const db::EventReader* events = nullptr;
+  const MemoryTracker* memory = nullptr;
+  db::Writer* writer = nullptr;  // null: ingest answers 503
   // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.
   std::function<nlohmann::json()> runtime_status;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -33,9 +40,17 @@ class Api {
 
   // True for paths this class answers (the rest are static assets or 404).
   static bool owns(const std::string& path);
+  // Answers through `done`, which may run on another thread (the database writer's).
+  void handle_async(ApiRequest request, std::function<void(ApiResponse)> done) const;
+  // Synchronous answer for every endpoint but ingest.
   ApiResponse handle(const ApiRequest& request) const;
 
  private:
+  void ingest(const ApiRequest& request, std::function<void(ApiResponse)> done) const;
+  ApiResponse kernels(const ApiRequest& request) const;
+  ApiResponse kernel_records(const ApiRequest& request, const std::string& name) const;
+  ApiResponse memory(const ApiRequest& request) const;
+  ApiResponse inference(const ApiRequest& request) const;
   ApiResponse info() const;
   ApiResponse series() const;
   ApiResponse series_query(const ApiRequest& request) const;

@@ -17,6 +17,8 @@ struct ApiRequest {
   std::map<std::string, std::string> query;  // decoded; a repeated key keeps the last value
   std::string accept_encoding;
   std::string if_none_match;
+  std::string content_type;      // without parameters, lower-case ("application/json")
+  std::string content_encoding;  // "gzip" or empty
   std::string body;
 };
 

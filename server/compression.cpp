@@ -24,6 +24,43 @@ std::optional<std::string> gzip_compress(std::string_view data) {
   return out;
 }
 
+InflateError gzip_decompress(std::string_view data, std::size_t max_bytes, std::string& out) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) return InflateError::kMalformed;
+  out.clear();
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  char chunk[64 * 1024];
+  InflateError result = InflateError::kNone;
+  for (;;) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof chunk;
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    std::size_t produced = sizeof chunk - zs.avail_out;
+    if (out.size() + produced > max_bytes) {
+      result = InflateError::kTooLarge;
+      break;
+    }
+    out.append(chunk, produced);
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are legal; anything else after the end is not.
+      if (zs.avail_in == 0) break;
+      if (inflateReset(&zs) != Z_OK) {
+        result = InflateError::kMalformed;
+        break;
+      }
+      continue;
+    }
+    if (rc != Z_OK || (zs.avail_in == 0 && produced == 0)) {
+      result = InflateError::kMalformed;  // corrupt data, or the stream ended early
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  if (result != InflateError::kNone) out.clear();
+  return result;
+}
+
 bool accepts_gzip(std::string_view header) {
   // Tokens are comma-separated, each optionally with ";q=…"; q=0 means "not acceptable".
   while (!header.empty()) {

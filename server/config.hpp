@@ -17,7 +17,7 @@ struct ServerConfig {
   std::uint16_t listen_port = 8080;  // 0 picks a free port (tests)
   unsigned io_threads = 2;
   unsigned worker_threads = 2;       // SQLite queries and analysis run here, off the event loop
-  std::size_t max_body_bytes = 1 << 20;
+  std::size_t max_body_bytes = 16 << 20;  // also the limit after gzip decompression
   std::size_t max_header_bytes = 16 << 10;
   std::chrono::milliseconds request_timeout{30000};
   std::size_t ws_max_message_bytes = 64 << 10;

@@ -1,11 +1,21 @@
 #include "server/http_session.hpp"
 
+#include <cctype>
+
 #include "server/compression.hpp"
 #include "server/websocket_session.hpp"
 
 namespace perfscope::server {
 namespace {
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
+
+// "Application/JSON; charset=utf-8" → "application/json".
+std::string media_type(beast::string_view header) {
+  std::string out(header.substr(0, header.find(';')));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 }  // namespace
 
 HttpSession::HttpSession(tcp::socket&& socket, const SessionContext& ctx) : stream_(std::move(socket)), ctx_(ctx) {}
@@ -61,6 +71,8 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return;
   }
   request.accept_encoding = std::string(req[http::field::accept_encoding]);
+  request.content_type = media_type(req[http::field::content_type]);
+  request.content_encoding = media_type(req[http::field::content_encoding]);
   request.if_none_match = std::string(req[http::field::if_none_match]);
   request.body = std::move(req.body());
 
@@ -77,18 +89,20 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
 
   // Everything else may block on SQLite or analysis: run it on the worker pool and come
   // back to this connection's strand to write.
-  net::post(ctx_.workers, [self = shared_from_this(), request = std::move(request)] {
-    ApiResponse response = self->ctx_.api.handle(request);
-    if (accepts_gzip(request.accept_encoding) && response.compressible && response.body.size() >= kGzipMinBytes) {
-      if (auto z = gzip_compress(response.body)) {
-        response.body = std::move(*z);
-        response.headers.emplace_back("Content-Encoding", "gzip");
-        response.headers.emplace_back("Vary", "Accept-Encoding");
+  net::post(ctx_.workers, [self = shared_from_this(), request = std::move(request)]() mutable {
+    const bool gzip_ok = accepts_gzip(request.accept_encoding);
+    self->ctx_.api.handle_async(std::move(request), [self, gzip_ok](ApiResponse response) {
+      if (gzip_ok && response.compressible && response.body.size() >= kGzipMinBytes) {
+        if (auto z = gzip_compress(response.body)) {
+          response.body = std::move(*z);
+          response.headers.emplace_back("Content-Encoding", "gzip");
+          response.headers.emplace_back("Vary", "Accept-Encoding");
+        }
       }
-    }
-    response.compressible = false;
-    net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-      self->send(std::move(response));
+      response.compressible = false;
+      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->send(std::move(response));
+      });
     });
   });
 }

@@ -50,4 +50,33 @@ Result<TimestampNs> parse_time_ns(std::string_view text, TimestampNs now, std::s
   return ns;
 }
 
+Result<TimeWindow> parse_window(std::string_view window, std::string_view from, std::string_view to, TimestampNs now) {
+  TimeWindow w;
+  if (!window.empty() && window != "all") {
+    auto d = parse_duration_ns(window, "window");
+    if (!d.ok()) {
+      return Status::invalid_argument("'window' must be 'all' or a duration like 30s, 5m or 1h, got '" +
+                                          std::string(window) + "'",
+                                      "window");
+    }
+    w.from_ns = now - *d;
+    w.to_ns = now;
+    w.all = false;
+  }
+  if (!from.empty()) {
+    auto t = parse_time_ns(from, now, "from");
+    if (!t.ok()) return t.status();
+    w.from_ns = *t;
+    w.all = false;
+  }
+  if (!to.empty()) {
+    auto t = parse_time_ns(to, now, "to");
+    if (!t.ok()) return t.status();
+    w.to_ns = *t;
+    w.all = false;
+  }
+  if (w.from_ns > w.to_ns) return Status::invalid_argument("'from' is after 'to'", "from");
+  return w;
+}
+
 }  // namespace perfscope::server

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "db/sample_reader.hpp"
-#include "db/sample_writer.hpp"
+#include "db/writer.hpp"
 #include "db/series_history.hpp"
 #include "engine/host_collector.hpp"
 #include "engine/sampler.hpp"
@@ -35,9 +35,11 @@ struct Server::Impl {
   SeriesStore store;
   Sampler sampler;
   StreamHub hub;
-  std::unique_ptr<db::SampleWriter> writer;
+  MemoryTracker memory;
+  std::unique_ptr<db::Writer> writer;
   std::unique_ptr<db::SampleReader> reader;
   std::unique_ptr<db::SeriesHistory> history;
+  std::unique_ptr<db::EventReader> events;
   std::unique_ptr<Api> api;
   StaticAssets assets;
   std::unique_ptr<SessionContext> session_context;
@@ -55,13 +57,14 @@ Status Server::Impl::start() {
   db::WriterOptions wopts;
   wopts.commit_interval = config.storage.commit_interval;
   wopts.batch_rows = config.storage.commit_batch_rows;
-  auto w = db::SampleWriter::open(config.storage.database_path(), store, wopts);
+  auto w = db::Writer::open(config.storage.database_path(), store, memory, wopts);
   if (!w.ok()) return w.status();
   writer = std::move(*w);
   auto r = db::SampleReader::open(config.storage.database_path());
   if (!r.ok()) return r.status();
   reader = std::move(*r);
   history = std::make_unique<db::SeriesHistory>(store, reader.get());
+  events = std::make_unique<db::EventReader>(config.storage.database_path());
 
   if (config.engine.enable_host_collector) sampler.add_collector(std::make_unique<HostCollector>());
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
@@ -71,10 +74,14 @@ Status Server::Impl::start() {
   actx.config = &config;
   actx.sampler = &sampler;
   actx.history = history.get();
+  actx.events = events.get();
+  actx.memory = &memory;
+  actx.writer = writer.get();
   actx.runtime_status = [this] {
     db::WriterStats ws = writer->stats();
     return nlohmann::json{
-        {"database_writer", {{"rows_written", ws.rows_written}, {"commits", ws.commits},
+        {"database_writer", {{"rows_written", ws.rows_written}, {"events_written", ws.events_written},
+                             {"commits", ws.commits},
                              {"batches_dropped", ws.batches_dropped}, {"write_errors", ws.write_errors},
                              {"last_error", ws.last_error}}},
         {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "db/sample_writer.hpp"
+#include "db/writer.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {
@@ -17,7 +17,7 @@ class SeriesHistoryTest : public ::testing::Test {
     store_.declare({"load", "", MetricType::kGauge, "load"});
     a_ = store_.intern(SeriesKey("load", {{"host", "a"}}));
     b_ = store_.intern(SeriesKey("load", {{"host", "b"}}));
-    auto w = SampleWriter::open(dir_.file("h.db"), store_);
+    auto w = Writer::open(dir_.file("h.db"), store_, memory_);
     ASSERT_TRUE(w.ok());
     writer_ = std::move(*w);
     for (TimestampNs t = 0; t < 100; ++t) {
@@ -34,7 +34,8 @@ class SeriesHistoryTest : public ::testing::Test {
   TempDir dir_;
   SeriesStore store_{10};
   SeriesId a_ = 0, b_ = 0;
-  std::unique_ptr<SampleWriter> writer_;
+  MemoryTracker memory_;
+  std::unique_ptr<Writer> writer_;
   std::unique_ptr<SampleReader> reader_;
 };
 

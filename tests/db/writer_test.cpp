@@ -1,4 +1,4 @@
-#include "db/sample_writer.hpp"
+#include "db/writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,15 +15,16 @@ std::shared_ptr<const SampleBatch> batch(TimestampNs ts, std::vector<std::pair<S
   return std::make_shared<const SampleBatch>(SampleBatch{ts, std::move(values)});
 }
 
-TEST(SampleWriter, RoundTripThroughAFileAndAReopen) {
+TEST(Writer, RoundTripThroughAFileAndAReopen) {
   TempDir dir;
   const std::string path = dir.file("p.db");
+  MemoryTracker memory;
   SeriesStore store(100);
   store.declare({"cpu_ratio", "ratio", MetricType::kGauge, "help text"});
   SeriesId a = store.intern(SeriesKey("cpu_ratio", {{"cpu", "0"}}));
   SeriesId b = store.intern(SeriesKey("cpu_ratio", {{"cpu", "1"}}));
   {
-    auto writer = SampleWriter::open(path, store);
+    auto writer = Writer::open(path, store, memory);
     ASSERT_TRUE(writer.ok()) << writer.status().message();
     for (int i = 0; i < 50; ++i) (*writer)->enqueue(batch(1000 + i, {{a, i * 0.01}, {b, 1 - i * 0.01}}));
     (*writer)->stop();
@@ -59,11 +60,12 @@ TEST(SampleWriter, RoundTripThroughAFileAndAReopen) {
   EXPECT_DOUBLE_EQ((*buckets)[1].max, 0.19);
 }
 
-TEST(SampleWriter, FlushMakesEverythingVisibleToReaders) {
+TEST(Writer, FlushMakesEverythingVisibleToReaders) {
   TempDir dir;
+  MemoryTracker memory;
   SeriesStore store(10);
   SeriesId a = store.intern(SeriesKey("m", {}));
-  auto writer = SampleWriter::open(dir.file("p.db"), store, WriterOptions{1000000, std::chrono::hours(1), 1000});
+  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 1000, 1000});
   ASSERT_TRUE(writer.ok());
   auto reader = SampleReader::open(dir.file("p.db"));
   ASSERT_TRUE(reader.ok());
@@ -76,12 +78,13 @@ TEST(SampleWriter, FlushMakesEverythingVisibleToReaders) {
   EXPECT_EQ(*(*reader)->count((*series)[0].db_id, 0, 10), 2);
 }
 
-TEST(SampleWriter, BoundedQueueDropsTheOldestPassAndCountsIt) {
+TEST(Writer, BoundedQueueDropsTheOldestPassAndCountsIt) {
   TempDir dir;
+  MemoryTracker memory;
   SeriesStore store(10);
   SeriesId a = store.intern(SeriesKey("m", {}));
   // Nothing commits on its own: the queue fills.
-  auto writer = SampleWriter::open(dir.file("p.db"), store, WriterOptions{1000000, std::chrono::hours(1), 3});
+  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 3, 1000});
   ASSERT_TRUE(writer.ok());
   for (int i = 0; i < 5; ++i) (*writer)->enqueue(batch(i, {{a, static_cast<double>(i)}}));
   (*writer)->stop();

@@ -1,0 +1,82 @@
+// EventReader: read-only queries over producers' events — per-kernel summaries and records,
+// per-model inference summaries, the allocated-bytes timeline. Pooled read connections.
+//
+// Thread-safety: every method is safe from any thread. Blocks on SQLite: call from worker
+// threads.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/connection_pool.hpp"
+#include "engine/events.hpp"
+
+namespace perfscope::db {
+
+struct TimeRange {
+  TimestampNs from_ns = 0;
+  TimestampNs to_ns = INT64_MAX;
+};
+
+struct LaunchConfig {
+  std::array<std::uint32_t, 3> grid{};
+  std::array<std::uint32_t, 3> block{};
+  std::optional<std::uint64_t> shared_mem_bytes;
+  std::optional<std::uint32_t> registers_per_thread;
+  std::uint64_t count = 0;
+};
+
+struct KernelSummary {
+  std::string name;
+  std::uint64_t count = 0;
+  double total_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  std::vector<std::string> variants;
+  std::vector<std::string> devices;
+  std::vector<LaunchConfig> launch_configs;
+  double avg_ms() const { return count ? total_ms / static_cast<double>(count) : 0; }
+};
+
+struct InferenceSummary {
+  std::string model;
+  std::string version;
+  std::uint64_t requests = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t inferences = 0;  // requests weighted by batch size
+  std::uint64_t input_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  double mean_latency_ms = 0;
+  TimestampNs first_ns = 0;
+  TimestampNs last_ns = 0;
+};
+
+struct AllocatedPoint {
+  TimestampNs ts_ns = 0;
+  double bytes = 0;
+};
+
+class EventReader {
+ public:
+  explicit EventReader(std::string path) : pool_(std::move(path)) {}
+
+  // One row per kernel name in the range (by end time), longest total time first.
+  Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const std::string& device) const;
+  // The newest records of one kernel, newest first.
+  Result<std::vector<KernelEvent>> kernel_records(const std::string& name, const TimeRange& range,
+                                                  std::size_t limit) const;
+  Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range) const;
+  // Bytes allocated after each memory event in the range (running sum from the start of
+  // the record), at most max_points points keeping each bucket's maximum.
+  Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const std::string& device,
+                                                         std::size_t max_points) const;
+  // How many rows each event table holds (for info and tests).
+  Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;
+
+ private:
+  ConnectionPool pool_;
+};
+
+}  // namespace perfscope::db

@@ -1,0 +1,304 @@
+#include "db/writer.hpp"
+
+#include "db/schema.hpp"
+
+namespace perfscope::db {
+
+struct Writer::Statements {
+  Statement insert_series, select_series, insert_sample;
+  Statement kernel, memory, command_buffer, inference, op;
+};
+
+namespace {
+
+// Binds an optional value or NULL.
+template <typename T>
+void bind_opt(Statement& s, int index, const std::optional<T>& v) {
+  if (!v) {
+    s.bind_null(index);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    s.bind(index, static_cast<double>(*v));
+  } else {
+    s.bind(index, static_cast<std::int64_t>(*v));
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
+                                             WriterOptions options) {
+  auto conn = Connection::open(path);
+  if (!conn.ok()) return conn.status();
+  if (Status s = migrate(*conn); !s.ok()) return s;
+  auto prepare = [&](const char* sql, Statement& out) -> Status {
+    auto st = conn->prepare(sql);
+    if (!st.ok()) return st.status();
+    out = std::move(*st);
+    return Status();
+  };
+  auto st = std::make_unique<Statements>();
+  const std::pair<const char*, Statement*> sql[] = {
+      {"INSERT INTO series(name, labels, unit, type, help) VALUES(?1, ?2, ?3, ?4, ?5) "
+       "ON CONFLICT(name, labels) DO UPDATE SET unit = excluded.unit, type = excluded.type, help = excluded.help",
+       &st->insert_series},
+      {"SELECT id FROM series WHERE name = ?1 AND labels = ?2", &st->select_series},
+      {"INSERT OR REPLACE INTO samples(series_id, ts_ns, value) VALUES(?1, ?2, ?3)", &st->insert_sample},
+      {"INSERT INTO kernels(name, device, variant, stream, start_ns, end_ns, grid_x, grid_y, grid_z, block_x, block_y, "
+       "block_z, shared_mem_bytes, registers_per_thread, launch_start_ns, launch_end_ns, tags) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+       &st->kernel},
+      {"INSERT INTO memory_events(op, address, size_bytes, kind, tag, device, ts_ns, tags) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+       &st->memory},
+      {"INSERT INTO command_buffers(buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns, tags) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+       &st->command_buffer},
+      {"INSERT INTO inference(model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, "
+       "input_tokens, output_tokens, tags) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+       &st->inference},
+      {"INSERT INTO operators(op_type, name, provider, duration_ms, model, input_shapes, ts_ns, tags) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+       &st->op},
+  };
+  for (const auto& [text, out] : sql) {
+    if (Status s = prepare(text, *out); !s.ok()) return s;
+  }
+  std::unique_ptr<Writer> writer(new Writer(std::move(*conn), std::move(st), store, memory, options));
+  if (Status s = writer->rebuild_memory(); !s.ok()) return s;
+  writer->thread_ = std::thread([w = writer.get()] { w->run(); });
+  return writer;
+}
+
+Writer::Writer(Connection conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
+               WriterOptions options)
+    : conn_(std::move(conn)), st_(std::move(statements)), store_(store), memory_(memory), options_(options) {}
+
+Writer::~Writer() { stop(); }
+
+Status Writer::rebuild_memory() {
+  memory_.clear();
+  auto stmt = conn_.prepare("SELECT op, address, size_bytes, kind, tag, device, ts_ns FROM memory_events ORDER BY id");
+  if (!stmt.ok()) return stmt.status();
+  for (;;) {
+    auto row = stmt->step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    MemoryEvent e;
+    e.op = stmt->column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
+    e.address = stmt->column_text(1);
+    e.size_bytes = static_cast<std::uint64_t>(stmt->column_int64(2));
+    e.kind = memory_kind_from(stmt->column_text(3)).value_or(MemoryKind::kDevice);
+    e.tag = stmt->column_text(4);
+    e.device = stmt->column_text(5);
+    e.ts_ns = stmt->column_int64(6);
+    memory_.apply(e);
+  }
+  return Status();
+}
+
+void Writer::enqueue(std::shared_ptr<const SampleBatch> batch) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    if (queued_passes_ >= options_.max_queued_batches) {
+      // Drop the stalest sampling pass; event batches are never dropped.
+      for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        if (auto* pass = std::get_if<std::shared_ptr<const SampleBatch>>(&*it)) {
+          queued_rows_ -= (*pass)->values.size();
+          queue_.erase(it);
+          --queued_passes_;
+          ++stats_.batches_dropped;
+          ++written_;  // it will never be written; keep flush() from waiting on it
+          break;
+        }
+      }
+    }
+    queued_rows_ += batch->values.size();
+    ++queued_passes_;
+    queue_.emplace_back(std::move(batch));
+    ++enqueued_;
+    if (queued_rows_ < options_.batch_rows) return;
+  }
+  wake_.notify_one();
+}
+
+void Writer::submit(std::vector<Event> events, Completion done) {
+  {
+    std::unique_lock lock(mu_);
+    if (stopping_) {
+      lock.unlock();
+      done(Status::unavailable("the server is shutting down"));
+      return;
+    }
+    if (pending_events_ + events.size() > options_.max_pending_events) {
+      lock.unlock();
+      done(Status::unavailable("too many events waiting to be written; retry later"));
+      return;
+    }
+    pending_events_ += events.size();
+    queued_rows_ += events.size();
+    queue_.emplace_back(EventBatch{std::move(events), std::move(done)});
+    ++enqueued_;
+    urgent_ = true;  // a producer is waiting for its acknowledgement
+  }
+  wake_.notify_one();
+}
+
+void Writer::flush() {
+  std::unique_lock lock(mu_);
+  std::uint64_t target = enqueued_;
+  urgent_ = true;
+  wake_.notify_one();
+  flushed_.wait(lock, [&] { return written_ >= target || !thread_.joinable(); });
+}
+
+void Writer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  flushed_.notify_all();
+}
+
+WriterStats Writer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Writer::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait_for(lock, options_.commit_interval,
+                   [&] { return stopping_ || urgent_ || queued_rows_ >= options_.batch_rows; });
+    urgent_ = false;
+    std::deque<Item> work;
+    work.swap(queue_);
+    std::size_t rows = queued_rows_;
+    std::size_t events = pending_events_;
+    queued_rows_ = 0;
+    queued_passes_ = 0;
+    pending_events_ = 0;
+    std::uint64_t taken = enqueued_;
+    bool stop_now = stopping_;
+    lock.unlock();
+
+    Status s = work.empty() ? Status() : write(work);
+    if (!s.ok()) {
+      db_ids_.clear();  // rolled back: series rows inserted in that transaction are gone
+      (void)rebuild_memory();  // and so are its memory events
+    }
+    for (Item& item : work) {
+      if (auto* batch = std::get_if<EventBatch>(&item)) batch->done(s);
+    }
+
+    lock.lock();
+    if (!work.empty()) {
+      if (s.ok()) {
+        stats_.rows_written += rows;
+        stats_.events_written += events;
+        ++stats_.commits;
+      } else {
+        ++stats_.write_errors;
+        stats_.last_error = s.message();
+      }
+    }
+    written_ = taken;
+    flushed_.notify_all();
+    if (stop_now && queue_.empty()) return;
+  }
+}
+
+Result<std::int64_t> Writer::db_series_id(SeriesId id) {
+  if (auto it = db_ids_.find(id); it != db_ids_.end()) return it->second;
+  auto snap = store_.snapshot(id);
+  if (!snap) return Status::internal("unknown series id");
+  std::string labels = format_labels(snap->key.labels);
+  auto family = store_.family(snap->key.name).value_or(MetricFamily{snap->key.name, "", MetricType::kGauge, ""});
+  if (Status s = st_->insert_series.bind(1, snap->key.name).bind(2, labels).bind(3, family.unit)
+                     .bind(4, to_string(family.type)).bind(5, family.help).run();
+      !s.ok()) {
+    return s;
+  }
+  st_->select_series.bind(1, snap->key.name).bind(2, labels);
+  auto row = st_->select_series.step();
+  std::int64_t db_id = row.ok() && *row ? st_->select_series.column_int64(0) : -1;
+  st_->select_series.reset();
+  if (db_id < 0) return Status::internal("series row missing after insert");
+  db_ids_.emplace(id, db_id);
+  return db_id;
+}
+
+Status Writer::write_event(Event& event) {
+  return std::visit(
+      [&](auto& e) -> Status {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, KernelEvent>) {
+          Statement& s = st_->kernel;
+          s.bind(1, e.name).bind(2, e.device).bind(3, e.variant).bind(4, e.stream).bind(5, e.start_ns).bind(6, e.end_ns);
+          for (int i = 0; i < 3; ++i) {
+            bind_opt(s, 7 + i, e.grid ? std::optional<std::int64_t>((*e.grid)[static_cast<std::size_t>(i)]) : std::nullopt);
+            bind_opt(s, 10 + i, e.block ? std::optional<std::int64_t>((*e.block)[static_cast<std::size_t>(i)]) : std::nullopt);
+          }
+          bind_opt(s, 13, e.shared_mem_bytes);
+          bind_opt(s, 14, e.registers_per_thread);
+          bind_opt(s, 15, e.launch_start_ns);
+          bind_opt(s, 16, e.launch_end_ns);
+          s.bind(17, format_labels(e.tags));
+          return s.run();
+        } else if constexpr (std::is_same_v<T, MemoryEvent>) {
+          memory_.apply(e);  // resolves a free's size from its allocation
+          return st_->memory.bind(1, to_string(e.op)).bind(2, e.address).bind(3, static_cast<std::int64_t>(e.size_bytes))
+              .bind(4, to_string(e.kind)).bind(5, e.tag).bind(6, e.device).bind(7, e.ts_ns)
+              .bind(8, format_labels(e.tags)).run();
+        } else if constexpr (std::is_same_v<T, CommandBufferEvent>) {
+          return st_->command_buffer.bind(1, e.id).bind(2, e.queue).bind(3, e.device).bind(4, e.enqueue_ns)
+              .bind(5, e.submit_ns).bind(6, e.start_ns).bind(7, e.end_ns).bind(8, format_labels(e.tags)).run();
+        } else if constexpr (std::is_same_v<T, InferenceEvent>) {
+          Statement& s = st_->inference;
+          s.bind(1, e.model).bind(2, e.version).bind(3, e.ts_ns).bind(4, e.latency_ms);
+          bind_opt(s, 5, e.queue_ms);
+          bind_opt(s, 6, e.compute_ms);
+          s.bind(7, static_cast<std::int64_t>(e.batch_size)).bind(8, static_cast<std::int64_t>(e.ok ? 1 : 0));
+          bind_opt(s, 9, e.ttft_ms);
+          bind_opt(s, 10, e.input_tokens);
+          bind_opt(s, 11, e.output_tokens);
+          s.bind(12, format_labels(e.tags));
+          return s.run();
+        } else if constexpr (std::is_same_v<T, OperatorEvent>) {
+          return st_->op.bind(1, e.op_type).bind(2, e.name).bind(3, e.provider).bind(4, e.duration_ms).bind(5, e.model)
+              .bind(6, format_shapes(e.input_shapes)).bind(7, e.ts_ns).bind(8, format_labels(e.tags)).run();
+        } else {
+          SeriesId id = store_.intern(SeriesKey(e.metric, e.labels));
+          store_.append(id, e.ts_ns, e.value);
+          auto db_id = db_series_id(id);
+          if (!db_id.ok()) return db_id.status();
+          return st_->insert_sample.bind(1, *db_id).bind(2, e.ts_ns).bind(3, e.value).run();
+        }
+      },
+      event);
+}
+
+Status Writer::write(std::deque<Item>& items) {
+  Transaction tx(conn_);
+  if (!tx.begin_status().ok()) return tx.begin_status();
+  for (Item& item : items) {
+    if (auto* pass = std::get_if<std::shared_ptr<const SampleBatch>>(&item)) {
+      for (const auto& [id, value] : (*pass)->values) {
+        auto db_id = db_series_id(id);
+        if (!db_id.ok()) return db_id.status();
+        if (Status s = st_->insert_sample.bind(1, *db_id).bind(2, (*pass)->ts_ns).bind(3, value).run(); !s.ok()) {
+          return s;
+        }
+      }
+    } else {
+      for (Event& e : std::get<EventBatch>(item).events) {
+        if (Status s = write_event(e); !s.ok()) return s;
+      }
+    }
+  }
+  return tx.commit();
+}
+
+}  // namespace perfscope::db

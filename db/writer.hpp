@@ -1,0 +1,108 @@
+// Writer: the single writer of the database. Two kinds of work arrive from any thread:
+//  - sampling passes (enqueue): fire and forget, committed every `commit_interval` or
+//    `batch_rows` rows; when the queue is full the stalest pass is dropped and counted;
+//  - event batches from producers (submit): each batch is written whole or not at all, and
+//    its completion runs only after the COMMIT, so an acknowledged batch survives a crash of
+//    the process. Batches that arrive while a commit runs share the next one (group commit).
+// One background thread, one connection, cached prepared statements. stop() writes and
+// commits everything still queued.
+//
+// Thread-safety: enqueue(), submit(), flush() and stats() from any thread; stop() from the
+// owner only. Completions run on the writer thread and must not block.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+
+#include "db/sqlite.hpp"
+#include "engine/events.hpp"
+#include "engine/memory_tracker.hpp"
+#include "engine/series_store.hpp"
+
+namespace perfscope::db {
+
+struct WriterOptions {
+  std::size_t batch_rows = 1000;
+  std::chrono::milliseconds commit_interval{1000};
+  // Sampling passes queued at most; beyond it the oldest pass is dropped and counted.
+  std::size_t max_queued_batches = 100000;
+  // Events waiting for a commit at most; beyond it submit() refuses (back-pressure).
+  std::size_t max_pending_events = 1'000'000;
+};
+
+struct WriterStats {
+  std::uint64_t rows_written = 0;
+  std::uint64_t events_written = 0;
+  std::uint64_t commits = 0;
+  std::uint64_t batches_dropped = 0;
+  std::uint64_t write_errors = 0;
+  std::string last_error;
+};
+
+class Writer {
+ public:
+  using Completion = std::function<void(const Status&)>;
+
+  // Opens or creates the database at path and migrates it. The store supplies series keys
+  // (and receives custom samples); the tracker is rebuilt from the stored memory events and
+  // then kept current with every committed memory event.
+  static Result<std::unique_ptr<Writer>> open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
+                                              WriterOptions options = {});
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void enqueue(std::shared_ptr<const SampleBatch> batch);
+  // Queues validated events; `done` runs once they are committed (ok) or rejected.
+  void submit(std::vector<Event> events, Completion done);
+  // Blocks until everything queued so far is committed (tests, shutdown).
+  void flush();
+  void stop();
+  WriterStats stats() const;
+
+ private:
+  struct EventBatch {
+    std::vector<Event> events;
+    Completion done;
+  };
+  using Item = std::variant<std::shared_ptr<const SampleBatch>, EventBatch>;
+  struct Statements;
+
+  Writer(Connection conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
+         WriterOptions options);
+  void run();
+  Status write(std::deque<Item>& items);
+  Status write_event(Event& event);
+  Result<std::int64_t> db_series_id(SeriesId id);
+  Status rebuild_memory();
+
+  Connection conn_;
+  std::unique_ptr<Statements> st_;
+  SeriesStore& store_;
+  MemoryTracker& memory_;
+  const WriterOptions options_;
+  std::unordered_map<SeriesId, std::int64_t> db_ids_;  // writer thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_, flushed_;
+  std::deque<Item> queue_;           // guarded by mu_
+  std::size_t queued_passes_ = 0;    // guarded by mu_
+  std::size_t queued_rows_ = 0;      // guarded by mu_
+  std::size_t pending_events_ = 0;   // guarded by mu_
+  std::uint64_t enqueued_ = 0, written_ = 0;  // guarded by mu_ (item sequence numbers)
+  bool stopping_ = false;            // guarded by mu_
+  bool urgent_ = false;              // guarded by mu_: a flush or an event batch is waiting
+  WriterStats stats_;                // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace perfscope::db

@@ -1,0 +1,163 @@
+#include "engine/events.hpp"
+
+#include <cmath>
+
+namespace perfscope {
+
+std::string_view to_string(MemoryOp op) { return op == MemoryOp::kAlloc ? "alloc" : "free"; }
+
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kShared: return "shared";
+    case MemoryKind::kHost: return "host";
+  }
+  return "device";
+}
+
+std::optional<MemoryKind> memory_kind_from(std::string_view text) {
+  if (text == "device") return MemoryKind::kDevice;
+  if (text == "shared") return MemoryKind::kShared;
+  if (text == "host") return MemoryKind::kHost;
+  return std::nullopt;
+}
+
+std::string_view event_type(const Event& event) {
+  static constexpr std::string_view kNames[] = {"kernel", "memory", "command_buffer", "inference", "operator", "sample"};
+  return kNames[event.index()];
+}
+
+namespace {
+
+constexpr std::size_t kMaxText = 1024;  // names, ids and tag values
+constexpr std::size_t kMaxTags = 32;
+
+Status bad(std::string field, std::string message) {
+  return Status::invalid_argument(field + ": " + message, field);
+}
+
+Status check_text(const std::string& value, const char* field, bool required) {
+  if (required && value.empty()) return bad(field, "is required and must not be empty");
+  if (value.size() > kMaxText) return bad(field, "is longer than " + std::to_string(kMaxText) + " bytes");
+  return Status();
+}
+
+Status check_time(TimestampNs ts, const char* field) {
+  if (ts < 0) return bad(field, "must be nanoseconds since the Unix epoch (>= 0)");
+  return Status();
+}
+
+Status check_ms(double v, const char* field) {
+  if (!std::isfinite(v)) return bad(field, "must be a finite number");
+  if (v < 0) return bad(field, "must not be negative");
+  return Status();
+}
+
+Status check_tags(const Tags& tags) {
+  if (tags.size() > kMaxTags) return bad("tags", "at most " + std::to_string(kMaxTags) + " tags");
+  for (const auto& [k, v] : tags) {
+    if (!is_valid_label_name(k)) return bad("tags." + k, "tag names must match [a-zA-Z_][a-zA-Z0-9_]*");
+    if (v.size() > kMaxText) return bad("tags." + k, "is longer than " + std::to_string(kMaxText) + " bytes");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status validate(const KernelEvent& e) {
+  if (Status s = check_text(e.name, "name", true); !s.ok()) return s;
+  if (Status s = check_text(e.device, "device", true); !s.ok()) return s;
+  if (Status s = check_text(e.variant, "variant", false); !s.ok()) return s;
+  if (Status s = check_text(e.stream, "stream", false); !s.ok()) return s;
+  if (Status s = check_time(e.start_ns, "start_ns"); !s.ok()) return s;
+  if (Status s = check_time(e.end_ns, "end_ns"); !s.ok()) return s;
+  if (e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  if (e.launch_start_ns && e.launch_start_ns < 0) return bad("launch_start_ns", "must be >= 0");
+  if (e.launch_end_ns && e.launch_start_ns && *e.launch_end_ns < *e.launch_start_ns) {
+    return bad("launch_end_ns", "is before launch_start_ns");
+  }
+  return check_tags(e.tags);
+}
+
+Status validate(const MemoryEvent& e) {
+  if (Status s = check_text(e.address, "address", true); !s.ok()) return s;
+  if (Status s = check_text(e.tag, "tag", false); !s.ok()) return s;
+  if (Status s = check_text(e.device, "device", true); !s.ok()) return s;
+  if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
+  if (e.op == MemoryOp::kAlloc && e.size_bytes == 0) return bad("size_bytes", "an allocation needs a positive size");
+  return check_tags(e.tags);
+}
+
+Status validate(const CommandBufferEvent& e) {
+  if (Status s = check_text(e.id, "id", true); !s.ok()) return s;
+  if (Status s = check_text(e.queue, "queue", true); !s.ok()) return s;
+  if (Status s = check_text(e.device, "device", true); !s.ok()) return s;
+  if (Status s = check_time(e.enqueue_ns, "enqueue_ns"); !s.ok()) return s;
+  if (e.submit_ns < e.enqueue_ns) return bad("submit_ns", "is before enqueue_ns");
+  if (e.start_ns < e.submit_ns) return bad("start_ns", "is before submit_ns");
+  if (e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  return check_tags(e.tags);
+}
+
+Status validate(const InferenceEvent& e) {
+  if (Status s = check_text(e.model, "model", true); !s.ok()) return s;
+  if (Status s = check_text(e.version, "version", false); !s.ok()) return s;
+  if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
+  if (Status s = check_ms(e.latency_ms, "latency_ms"); !s.ok()) return s;
+  if (e.queue_ms) {
+    if (Status s = check_ms(*e.queue_ms, "queue_ms"); !s.ok()) return s;
+  }
+  if (e.compute_ms) {
+    if (Status s = check_ms(*e.compute_ms, "compute_ms"); !s.ok()) return s;
+  }
+  if (e.ttft_ms) {
+    if (Status s = check_ms(*e.ttft_ms, "ttft_ms"); !s.ok()) return s;
+    if (*e.ttft_ms > e.latency_ms) return bad("ttft_ms", "exceeds latency_ms");
+  }
+  if (e.batch_size == 0) return bad("batch_size", "must be at least 1");
+  return check_tags(e.tags);
+}
+
+Status validate(const OperatorEvent& e) {
+  if (Status s = check_text(e.op_type, "op_type", true); !s.ok()) return s;
+  if (Status s = check_text(e.name, "name", true); !s.ok()) return s;
+  if (Status s = check_text(e.provider, "provider", true); !s.ok()) return s;
+  if (Status s = check_text(e.model, "model", false); !s.ok()) return s;
+  if (Status s = check_ms(e.duration_ms, "duration_ms"); !s.ok()) return s;
+  if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
+  for (const auto& shape : e.input_shapes) {
+    for (std::int64_t d : shape) {
+      if (d < 0) return bad("input_shapes", "dimensions must not be negative");
+    }
+  }
+  return check_tags(e.tags);
+}
+
+Status validate(const SampleEvent& e) {
+  if (!is_valid_metric_name(e.metric)) return bad("metric", "must match [a-zA-Z_:][a-zA-Z0-9_:]*");
+  for (const auto& [k, v] : e.labels) {
+    if (!is_valid_label_name(k)) return bad("labels." + k, "label names must match [a-zA-Z_][a-zA-Z0-9_]*");
+    if (v.size() > kMaxText) return bad("labels." + k, "is longer than " + std::to_string(kMaxText) + " bytes");
+  }
+  if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
+  if (!std::isfinite(e.value)) return bad("value", "must be a finite number");
+  return Status();
+}
+
+Status validate(const Event& e) {
+  return std::visit([](const auto& v) { return validate(v); }, e);
+}
+
+std::string format_shapes(const std::vector<std::vector<std::int64_t>>& shapes) {
+  std::string out;
+  for (const auto& shape : shapes) {
+    if (!out.empty()) out += ',';
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i) out += 'x';
+      out += std::to_string(shape[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace perfscope

@@ -1,0 +1,117 @@
+// The events applications report about their own work: kernel executions, memory
+// allocations, command-buffer (stream) submissions, inference requests, operator timings and
+// custom gauge samples. Plain value types; validate() checks one against the rules every
+// producer must meet (in-process API and network ingest alike) and names the failing field.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/series.hpp"
+
+namespace perfscope {
+
+// Low-cardinality key → value pairs, sorted by key (same encoding as labels).
+using Tags = Labels;
+
+struct KernelEvent {
+  std::string name;
+  std::string device = "0";
+  std::string variant;  // empty when the kernel is not part of an A/B test
+  std::string stream;
+  TimestampNs start_ns = 0;
+  TimestampNs end_ns = 0;
+  std::optional<std::array<std::uint32_t, 3>> grid;
+  std::optional<std::array<std::uint32_t, 3>> block;
+  std::optional<std::uint64_t> shared_mem_bytes;
+  std::optional<std::uint32_t> registers_per_thread;
+  std::optional<TimestampNs> launch_start_ns;  // the CPU launch call, when known
+  std::optional<TimestampNs> launch_end_ns;
+  Tags tags;
+
+  double duration_ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }
+};
+
+enum class MemoryOp { kAlloc, kFree };
+enum class MemoryKind { kDevice, kShared, kHost };
+std::string_view to_string(MemoryOp op);
+std::string_view to_string(MemoryKind kind);
+std::optional<MemoryKind> memory_kind_from(std::string_view text);
+
+struct MemoryEvent {
+  MemoryOp op = MemoryOp::kAlloc;
+  std::string address;  // any id stable between an allocation and its free
+  std::uint64_t size_bytes = 0;  // required for alloc; for free, filled from the allocation
+  MemoryKind kind = MemoryKind::kDevice;
+  std::string tag;
+  std::string device = "0";
+  TimestampNs ts_ns = 0;
+  Tags tags;
+};
+
+struct CommandBufferEvent {
+  std::string id;
+  std::string queue;  // a CUDA stream or a Metal command queue
+  std::string device = "0";
+  TimestampNs enqueue_ns = 0;
+  TimestampNs submit_ns = 0;
+  TimestampNs start_ns = 0;
+  TimestampNs end_ns = 0;
+  Tags tags;
+};
+
+struct InferenceEvent {
+  std::string model;
+  std::string version;
+  TimestampNs ts_ns = 0;  // completion time
+  double latency_ms = 0;
+  std::optional<double> queue_ms;
+  std::optional<double> compute_ms;
+  std::uint32_t batch_size = 1;
+  bool ok = true;
+  std::optional<double> ttft_ms;  // LLM: time to first token
+  std::optional<std::uint64_t> input_tokens;
+  std::optional<std::uint64_t> output_tokens;
+  Tags tags;
+};
+
+struct OperatorEvent {
+  std::string op_type;  // Conv, MatMul, …
+  std::string name;
+  std::string provider;  // cpu, gpu, npu, …
+  double duration_ms = 0;
+  std::string model;
+  std::vector<std::vector<std::int64_t>> input_shapes;
+  TimestampNs ts_ns = 0;
+  Tags tags;
+};
+
+// A custom gauge: one sample of a series the application names.
+struct SampleEvent {
+  std::string metric;
+  Labels labels;
+  TimestampNs ts_ns = 0;
+  double value = 0;
+};
+
+using Event = std::variant<KernelEvent, MemoryEvent, CommandBufferEvent, InferenceEvent, OperatorEvent, SampleEvent>;
+
+std::string_view event_type(const Event& event);
+
+// Ok, or kInvalidArgument naming the field at fault.
+Status validate(const KernelEvent& e);
+Status validate(const MemoryEvent& e);
+Status validate(const CommandBufferEvent& e);
+Status validate(const InferenceEvent& e);
+Status validate(const OperatorEvent& e);
+Status validate(const SampleEvent& e);
+Status validate(const Event& e);
+
+// Input shapes as text: "1x3x224x224,1000" (dims joined by x, inputs by comma).
+std::string format_shapes(const std::vector<std::vector<std::int64_t>>& shapes);
+
+}  // namespace perfscope

@@ -1,0 +1,106 @@
+#include "engine/memory_tracker.hpp"
+
+#include <algorithm>
+
+namespace perfscope {
+
+void MemoryTracker::add(MemoryCounters& c, std::uint64_t bytes) {
+  c.current_bytes += bytes;
+  c.total_allocated_bytes += bytes;
+  c.peak_bytes = std::max(c.peak_bytes, c.current_bytes);
+  ++c.allocation_count;
+}
+
+void MemoryTracker::remove(MemoryCounters& c, std::uint64_t bytes) {
+  c.current_bytes -= std::min(c.current_bytes, bytes);
+  ++c.free_count;
+}
+
+void MemoryTracker::apply(MemoryEvent& e) {
+  std::lock_guard lock(mu_);
+  DeviceState& d = devices_[e.device];
+  const std::string kind(to_string(e.kind));
+  if (e.op == MemoryOp::kAlloc) {
+    // An allocation at a live address means its free was never reported: retire the old one.
+    if (auto old = d.live.find(e.address); old != d.live.end()) {
+      remove(d.stats.all, old->second.size_bytes);
+      remove(d.stats.by_kind[std::string(to_string(old->second.kind))], old->second.size_bytes);
+      d.live.erase(old);
+    }
+    add(d.stats.all, e.size_bytes);
+    add(d.stats.by_kind[kind], e.size_bytes);
+    d.live[e.address] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns};
+  } else {
+    auto it = d.live.find(e.address);
+    if (it == d.live.end()) {
+      ++d.stats.unmatched_frees;
+      e.size_bytes = 0;
+      return;
+    }
+    e.size_bytes = it->second.size_bytes;
+    e.kind = it->second.kind;
+    if (e.tag.empty()) e.tag = it->second.tag;
+    remove(d.stats.all, e.size_bytes);
+    remove(d.stats.by_kind[std::string(to_string(e.kind))], e.size_bytes);
+    d.live.erase(it);
+  }
+  d.stats.live_allocations = d.live.size();
+}
+
+void MemoryTracker::clear() {
+  std::lock_guard lock(mu_);
+  devices_.clear();
+}
+
+MemoryStatistics MemoryTracker::statistics(const std::string& device) const {
+  std::lock_guard lock(mu_);
+  if (!device.empty()) {
+    auto it = devices_.find(device);
+    return it == devices_.end() ? MemoryStatistics{} : it->second.stats;
+  }
+  // Across devices: sums; the peak is the sum of per-device peaks (an upper bound, since
+  // devices peak at different times), which is what capacity planning needs.
+  MemoryStatistics total;
+  auto merge = [](MemoryCounters& into, const MemoryCounters& c) {
+    into.current_bytes += c.current_bytes;
+    into.peak_bytes += c.peak_bytes;
+    into.total_allocated_bytes += c.total_allocated_bytes;
+    into.allocation_count += c.allocation_count;
+    into.free_count += c.free_count;
+  };
+  for (const auto& [name, d] : devices_) {
+    merge(total.all, d.stats.all);
+    for (const auto& [kind, c] : d.stats.by_kind) merge(total.by_kind[kind], c);
+    total.live_allocations += d.stats.live_allocations;
+    total.unmatched_frees += d.stats.unmatched_frees;
+  }
+  return total;
+}
+
+std::vector<LiveAllocation> MemoryTracker::largest(std::size_t n, const std::string& device) const {
+  std::lock_guard lock(mu_);
+  std::vector<LiveAllocation> out;
+  for (const auto& [name, d] : devices_) {
+    if (!device.empty() && name != device) continue;
+    for (const auto& [addr, a] : d.live) out.push_back(a);
+  }
+  auto by_size = [](const LiveAllocation& a, const LiveAllocation& b) {
+    return a.size_bytes != b.size_bytes ? a.size_bytes > b.size_bytes : a.ts_ns < b.ts_ns;
+  };
+  if (out.size() > n) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), by_size);
+    out.resize(n);
+  } else {
+    std::sort(out.begin(), out.end(), by_size);
+  }
+  return out;
+}
+
+std::vector<std::string> MemoryTracker::devices() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, d] : devices_) out.push_back(name);
+  return out;
+}
+
+}  // namespace perfscope

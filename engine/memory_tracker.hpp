@@ -1,0 +1,67 @@
+// MemoryTracker: live allocations and their statistics, from alloc/free events in arrival
+// order — current, peak and total allocated bytes, allocation and free counts, by device and
+// by kind, and the largest live allocations. A free carries no size of its own: apply()
+// fills it in from the matching allocation.
+//
+// Thread-safety: every method is safe from any thread (one internal mutex).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/events.hpp"
+
+namespace perfscope {
+
+struct MemoryCounters {
+  std::uint64_t current_bytes = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t total_allocated_bytes = 0;
+  std::uint64_t allocation_count = 0;
+  std::uint64_t free_count = 0;
+};
+
+struct MemoryStatistics {
+  MemoryCounters all;
+  std::map<std::string, MemoryCounters> by_kind;  // "device", "shared", "host"
+  std::uint64_t live_allocations = 0;
+  std::uint64_t unmatched_frees = 0;  // frees of addresses with no live allocation
+};
+
+struct LiveAllocation {
+  std::string device;
+  std::string address;
+  std::uint64_t size_bytes = 0;
+  MemoryKind kind = MemoryKind::kDevice;
+  std::string tag;
+  TimestampNs ts_ns = 0;
+};
+
+class MemoryTracker {
+ public:
+  // Applies one event; for a free, sets size_bytes and kind from its allocation.
+  void apply(MemoryEvent& event);
+  void clear();
+
+  // All devices together when device is empty.
+  MemoryStatistics statistics(const std::string& device = {}) const;
+  std::vector<LiveAllocation> largest(std::size_t n, const std::string& device = {}) const;
+  std::vector<std::string> devices() const;
+
+ private:
+  struct DeviceState {
+    MemoryStatistics stats;
+    std::unordered_map<std::string, LiveAllocation> live;  // by address
+  };
+  static void add(MemoryCounters& c, std::uint64_t bytes);
+  static void remove(MemoryCounters& c, std::uint64_t bytes);
+
+  mutable std::mutex mu_;
+  std::map<std::string, DeviceState> devices_;  // guarded by mu_
+};
+
+}  // namespace perfscope

@@ -1,0 +1,35 @@
+// Decoding of producers' events from the wire: a JSON body {"events":[…]} or NDJSON (one
+// event object per line). Decoding is all-or-nothing: the first bad event stops it and is
+// reported with its index and the field at fault. Unknown fields are ignored. Every decoded
+// event has passed engine validation. Stateless; safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/events.hpp"
+
+namespace perfscope::server {
+
+struct DecodeError {
+  std::optional<std::size_t> index;  // the event at fault, when the body parsed that far
+  std::string field;                 // empty when no single field is at fault
+  std::string message;
+};
+
+struct DecodeResult {
+  std::vector<Event> events;
+  std::optional<DecodeError> error;
+};
+
+// `now` stamps events that carry no time of their own.
+DecodeResult decode_json_events(std::string_view body, TimestampNs now);
+DecodeResult decode_ndjson_events(std::string_view body, TimestampNs now);
+// One event from an already parsed JSON object.
+DecodeResult decode_event(const nlohmann::json& object, std::size_t index, TimestampNs now);
+
+}  // namespace perfscope::server
