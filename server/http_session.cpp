@@ -63,11 +63,16 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   request.method = std::string(req.method_string());
 
   if (websocket::is_upgrade(req)) {
-    if (request.path != "/api/v1/stream") {
+    WebSocketSession::Role role;
+    if (request.path == "/api/v1/stream") {
+      role = WebSocketSession::Role::kStream;
+    } else if (request.path == "/api/v1/ingest") {
+      role = WebSocketSession::Role::kIngest;
+    } else {
       return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
     }
     stream_.expires_never();
-    std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_)->run(std::move(req));
+    std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_, role)->run(std::move(req));
     return;
   }
   request.accept_encoding = std::string(req[http::field::accept_encoding]);
@@ -76,8 +81,8 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   request.if_none_match = std::string(req[http::field::if_none_match]);
   request.body = std::move(req.body());
 
-  if (request.path == "/api/v1/stream") {
-    return send(error_response(426, "upgrade_required", "/api/v1/stream is a WebSocket endpoint"));
+  if (request.path == "/api/v1/stream" || request.path == "/api/v1/ingest") {
+    return send(error_response(426, "upgrade_required", request.path + " is a WebSocket endpoint"));
   }
   if (!Api::owns(request.path)) {
     if (request.method == "GET" || request.method == "HEAD") {

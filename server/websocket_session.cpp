@@ -7,8 +7,8 @@ namespace perfscope::server {
 
 using nlohmann::json;
 
-WebSocketSession::WebSocketSession(tcp::socket&& socket, const SessionContext& ctx)
-    : ws_(std::move(socket)), ctx_(ctx), queue_(ctx.config.ws_send_queue_max) {}
+WebSocketSession::WebSocketSession(tcp::socket&& socket, const SessionContext& ctx, Role role)
+    : ws_(std::move(socket)), ctx_(ctx), role_(role), queue_(ctx.config.ws_send_queue_max) {}
 
 WebSocketSession::~WebSocketSession() { ctx_.hub.leave(this); }
 
@@ -17,18 +17,23 @@ void WebSocketSession::run(http::request<http::string_body> upgrade) {
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.set_option(websocket::stream_base::decorator(
       [](websocket::response_type& res) { res.set(http::field::server, "perfscope"); }));
-  ws_.read_message_max(ctx_.config.ws_max_message_bytes);
+  // Ingest batches may be as large as an HTTP ingest body; stream clients only subscribe.
+  ws_.read_message_max(role_ == Role::kIngest ? ctx_.config.max_body_bytes : ctx_.config.ws_max_message_bytes);
   ws_.async_accept(upgrade, beast::bind_front_handler(&WebSocketSession::on_accept, shared_from_this()));
 }
 
 void WebSocketSession::on_accept(beast::error_code ec) {
   if (ec) return;
   open_ = true;
-  ctx_.hub.join(shared_from_this());
-  send(json{{"type", "hello"}, {"sampling_interval_ms", ctx_.sampling_interval.count()},
-            {"send_queue", ctx_.config.ws_send_queue_max}}
-           .dump(),
-       false);
+  if (role_ == Role::kStream) {
+    ctx_.hub.join(shared_from_this());
+    send(json{{"type", "hello"}, {"sampling_interval_ms", ctx_.sampling_interval.count()},
+              {"send_queue", ctx_.config.ws_send_queue_max}}
+             .dump(),
+         false);
+  } else {
+    send(json{{"type", "hello"}, {"max_in_flight", kMaxIngestInFlight}}.dump(), false);
+  }
   do_read();
 }
 
@@ -45,11 +50,55 @@ void WebSocketSession::on_read(beast::error_code ec, std::size_t) {
   }
   std::string text = beast::buffers_to_string(buffer_.data());
   buffer_.consume(buffer_.size());
-  handle_message(text);
+  handle_message(std::move(text));
+  if (role_ == Role::kIngest && ingest_in_flight_ >= kMaxIngestInFlight) {
+    read_paused_ = true;  // resumed by on_ingested
+    return;
+  }
   do_read();
 }
 
-void WebSocketSession::handle_message(const std::string& text) {
+void WebSocketSession::handle_message(std::string text) {
+  if (role_ == Role::kIngest) return handle_ingest(std::move(text));
+  handle_subscribe(text);
+}
+
+void WebSocketSession::handle_ingest(std::string text) {
+  const std::uint64_t seq = ++ingest_seq_;
+  ++ingest_in_flight_;
+  // Decoding and the commit happen off this strand; the ack comes back to it.
+  net::post(ctx_.workers, [self = shared_from_this(), seq, text = std::move(text)]() mutable {
+    ApiRequest request;
+    request.method = "POST";
+    request.path = "/api/v1/events";
+    request.content_type = "application/json";
+    request.body = std::move(text);
+    self->ctx_.api.handle_async(std::move(request), [self, seq](ApiResponse response) {
+      net::post(self->ws_.get_executor(),
+                [self, seq, response = std::move(response)] { self->on_ingested(seq, response); });
+    });
+  });
+}
+
+void WebSocketSession::on_ingested(std::uint64_t seq, const ApiResponse& response) {
+  --ingest_in_flight_;
+  json body = json::parse(response.body, nullptr, false);
+  json reply = {{"seq", seq}, {"status", response.status}};
+  if (response.status == 200 && body.is_object()) {
+    reply["type"] = "ack";
+    reply["accepted"] = body.value("accepted", 0);
+  } else {
+    reply["type"] = "error";
+    reply["error"] = body.is_object() && body.contains("error") ? body["error"] : json{{"message", response.body}};
+  }
+  send(reply.dump(), false);
+  if (read_paused_ && open_) {
+    read_paused_ = false;
+    do_read();
+  }
+}
+
+void WebSocketSession::handle_subscribe(const std::string& text) {
   auto reply_error = [&](std::string message, const char* field) {
     json err = {{"code", "invalid_argument"}, {"message", std::move(message)}};
     if (field) err["field"] = field;

@@ -168,6 +168,28 @@ TEST_F(IngestTest, AcknowledgedEventsSurviveARestart) {
   EXPECT_EQ(get("/api/v1/memory").body_json()["current_allocated_bytes"], 64);
 }
 
+TEST_F(IngestTest, WebSocketIngestAcksEachMessageAfterCommit) {
+  StreamClient producer(port_, "/api/v1/ingest");
+  EXPECT_EQ(producer.read()["type"], "hello");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","duration_ms":1},{"type":"kernel","name":"ws","duration_ms":2}]})");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","start_ns":5,"end_ns":1}]})");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","duration_ms":3}]})");
+  std::map<std::uint64_t, json> replies;
+  for (int i = 0; i < 3; ++i) {
+    json m = producer.read();
+    replies[m["seq"].get<std::uint64_t>()] = m;
+  }
+  EXPECT_EQ(replies[1]["type"], "ack");
+  EXPECT_EQ(replies[1]["accepted"], 2);
+  EXPECT_EQ(replies[2]["type"], "error");
+  EXPECT_EQ(replies[2]["status"], 400);
+  EXPECT_EQ(replies[2]["error"]["field"], "end_ns");
+  EXPECT_EQ(replies[3]["type"], "ack");
+  // Acked means committed: visible to the next query.
+  EXPECT_EQ(counts()["kernels"], 3);
+  EXPECT_EQ(get("/api/v1/ingest").status, 426u);
+}
+
 TEST_F(IngestTest, ConcurrentProducersLoseNothing) {
   constexpr int kThreads = 4, kRequests = 25, kPerRequest = 20;
   std::vector<std::thread> producers;
