@@ -4,6 +4,20 @@
 
 namespace perfscope {
 
+void merge_into(MemoryStatistics& into, const MemoryStatistics& from) {
+  auto merge = [](MemoryCounters& a, const MemoryCounters& b) {
+    a.current_bytes += b.current_bytes;
+    a.peak_bytes += b.peak_bytes;
+    a.total_allocated_bytes += b.total_allocated_bytes;
+    a.allocation_count += b.allocation_count;
+    a.free_count += b.free_count;
+  };
+  merge(into.all, from.all);
+  for (const auto& [kind, c] : from.by_kind) merge(into.by_kind[kind], c);
+  into.live_allocations += from.live_allocations;
+  into.unmatched_frees += from.unmatched_frees;
+}
+
 void MemoryTracker::add(MemoryCounters& c, std::uint64_t bytes) {
   c.current_bytes += bytes;
   c.total_allocated_bytes += bytes;
@@ -58,22 +72,8 @@ MemoryStatistics MemoryTracker::statistics(const std::string& device) const {
     auto it = devices_.find(device);
     return it == devices_.end() ? MemoryStatistics{} : it->second.stats;
   }
-  // Across devices: sums; the peak is the sum of per-device peaks (an upper bound, since
-  // devices peak at different times), which is what capacity planning needs.
   MemoryStatistics total;
-  auto merge = [](MemoryCounters& into, const MemoryCounters& c) {
-    into.current_bytes += c.current_bytes;
-    into.peak_bytes += c.peak_bytes;
-    into.total_allocated_bytes += c.total_allocated_bytes;
-    into.allocation_count += c.allocation_count;
-    into.free_count += c.free_count;
-  };
-  for (const auto& [name, d] : devices_) {
-    merge(total.all, d.stats.all);
-    for (const auto& [kind, c] : d.stats.by_kind) merge(total.by_kind[kind], c);
-    total.live_allocations += d.stats.live_allocations;
-    total.unmatched_frees += d.stats.unmatched_frees;
-  }
+  for (const auto& [name, d] : devices_) merge_into(total, d.stats);
   return total;
 }
 

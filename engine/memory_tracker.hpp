@@ -32,6 +32,10 @@ struct MemoryStatistics {
   std::uint64_t unmatched_frees = 0;  // frees of addresses with no live allocation
 };
 
+// Adds one set of statistics into another (devices or monitors summed). Peaks add up to an
+// upper bound, since devices peak at different times — what capacity planning needs.
+void merge_into(MemoryStatistics& into, const MemoryStatistics& from);
+
 struct LiveAllocation {
   std::string device;
   std::string address;

@@ -1,0 +1,330 @@
+#include "engine/monitor.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/record_ring.hpp"
+
+namespace perfscope {
+
+namespace {
+std::atomic<std::uint64_t> next_monitor_uid{1};
+constexpr std::size_t kMaxOpenKernels = 64;  // begin/end nesting depth per thread
+}  // namespace
+
+struct Monitor::ThreadState {
+  explicit ThreadState(std::size_t capacity) : ring(capacity) {}
+  RecordRing<Record> ring;
+  std::atomic<std::uint64_t> dropped{0};
+  // Open begin_kernel calls of this thread, innermost last. Producer thread only.
+  std::array<std::pair<NameTable::Id, TimestampNs>, kMaxOpenKernels> open{};
+  std::size_t depth = 0;
+};
+
+Monitor::Monitor(MonitorConfig config) : config_(std::move(config)), uid_(next_monitor_uid.fetch_add(1)) {
+  if (config_.ring_capacity == 0 || (config_.ring_capacity & (config_.ring_capacity - 1)) != 0) {
+    throw std::invalid_argument("Monitor ring_capacity must be a power of two");
+  }
+}
+
+Monitor::~Monitor() { stop(); }
+
+void Monitor::add_sink(Sink sink) { sinks_.push_back(std::move(sink)); }
+
+void Monitor::start() {
+  std::lock_guard lock(run_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Monitor::stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  running_ = false;
+  drain();  // whatever was recorded after the thread's last pass
+}
+
+void Monitor::run() {
+  std::unique_lock lock(run_mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, config_.drain_interval, [this] { return stopping_ || drain_requested_.load(); });
+    drain_requested_ = false;
+    lock.unlock();
+    drain();
+    lock.lock();
+  }
+}
+
+Monitor::ThreadState& Monitor::thread_state() {
+  // Per thread: this monitor's state, found by uid (a thread rarely sees more than one).
+  thread_local std::vector<std::pair<std::uint64_t, std::shared_ptr<ThreadState>>> states;
+  for (auto& [uid, state] : states) {
+    if (uid == uid_) return *state;
+  }
+  auto state = std::make_shared<ThreadState>(config_.ring_capacity);  // warm-up: once per thread
+  {
+    std::lock_guard lock(threads_mu_);
+    threads_.push_back(state);
+  }
+  states.emplace_back(uid_, state);
+  return *state;
+}
+
+void Monitor::push(const Record& r) {
+  ThreadState& t = thread_state();
+  if (!t.ring.push(r)) make_room(t, r);
+}
+
+// The slow path, taken only when the drain has fallen a whole ring behind this thread.
+void Monitor::make_room(ThreadState& t, const Record& r) {
+  if (config_.overflow == OverflowPolicy::kDrop) {
+    t.dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  while (!t.ring.push(r)) {
+    if (!running_.load()) {
+      drain();  // no drain thread (not started, or stopped): make room ourselves
+      continue;
+    }
+    // Sleep until a drain pass completes rather than spin: the drain needs the CPU.
+    std::unique_lock lock(room_mu_);
+    const std::uint64_t seen = drain_passes_;
+    drain_requested_ = true;
+    wake_.notify_one();
+    room_.wait_for(lock, std::chrono::milliseconds(1), [&] { return drain_passes_ != seen; });
+  }
+}
+
+void Monitor::push_kernel(NameTable::Id name, NameTable::Id variant, TimestampNs start, TimestampNs end) {
+  push(Record{RecordType::kKernel, MemoryKind::kDevice, name, variant, start, end, 0, 0});
+}
+
+void Monitor::begin_kernel(std::string_view name) {
+  ThreadState& t = thread_state();
+  if (t.depth == kMaxOpenKernels) return;  // unbalanced use: deeper begins are ignored
+  t.open[t.depth++] = {names_.id_of(name), now_ns()};
+}
+
+bool Monitor::end_kernel(std::string_view name) {
+  const TimestampNs end = now_ns();
+  ThreadState& t = thread_state();
+  const NameTable::Id id = names_.id_of(name);
+  for (std::size_t i = t.depth; i-- > 0;) {
+    if (t.open[i].first != id) continue;
+    const TimestampNs start = t.open[i].second;
+    // Kernels opened inside this one and never ended are abandoned with it.
+    t.depth = i;
+    push_kernel(id, kNoVariant, start, end);
+    return true;
+  }
+  return false;
+}
+
+void Monitor::track_allocation(const void* ptr, std::size_t size, MemoryKind kind, std::string_view tag) {
+  push(Record{RecordType::kAlloc, kind, names_.id_of(tag), kNoVariant, now_ns(), 0,
+              reinterpret_cast<std::uintptr_t>(ptr), size});
+}
+
+void Monitor::track_deallocation(const void* ptr) {
+  push(Record{RecordType::kFree, MemoryKind::kDevice, names_.id_of(""), kNoVariant, now_ns(), 0,
+              reinterpret_cast<std::uintptr_t>(ptr), 0});
+}
+
+Status Monitor::record_kernel(KernelEvent event) {
+  if (Status s = validate(event); !s.ok()) return s;
+  std::lock_guard lock(pending_mu_);
+  pending_.emplace_back(std::move(event));
+  return Status();
+}
+
+Status Monitor::record_inference(InferenceEvent event) {
+  if (Status s = validate(event); !s.ok()) return s;
+  std::lock_guard lock(pending_mu_);
+  pending_.emplace_back(std::move(event));
+  return Status();
+}
+
+Status Monitor::record_command_buffer(CommandBufferEvent event) {
+  if (Status s = validate(event); !s.ok()) return s;
+  std::lock_guard lock(pending_mu_);
+  pending_.emplace_back(std::move(event));
+  return Status();
+}
+
+KernelEvent Monitor::to_kernel_event(const Record& r) const {
+  KernelEvent k;
+  k.name = names_.name(r.name);
+  k.device = config_.device;
+  k.start_ns = r.start_ns;
+  k.end_ns = r.end_ns;
+  if (r.variant != kNoVariant) {
+    k.variant = names_.name(r.variant);
+    k.tags = {{"test", k.name}, {"variant", k.variant}};
+  }
+  return k;
+}
+
+void Monitor::drain() {
+  std::lock_guard drain_lock(drain_mu_);
+  std::vector<std::shared_ptr<ThreadState>> threads;
+  {
+    std::lock_guard lock(threads_mu_);
+    threads = threads_;
+  }
+  std::vector<Record> records;
+  for (const auto& t : threads) t->ring.drain([&](const Record& r) { records.push_back(r); });
+  // Threads interleave: order by time so a free drained from one thread never precedes the
+  // allocation another thread made before it (kernels alone need no order).
+  if (std::any_of(records.begin(), records.end(), [](const Record& r) { return r.type != RecordType::kKernel; })) {
+    std::stable_sort(records.begin(), records.end(),
+                     [](const Record& a, const Record& b) { return a.start_ns < b.start_ns; });
+  }
+
+  const bool build_events = !sinks_.empty();
+  std::vector<Event> events;
+  if (build_events) events.reserve(records.size());
+  char address[2 + 16 + 1];
+  std::deque<Record>* kept = nullptr;  // runs of one kernel name are common: skip the lookup
+  NameTable::Id kept_id = 0;
+  for (const Record& r : records) {
+    if (r.type == RecordType::kKernel) {
+      if (!kept || kept_id != r.name) {
+        kept = &kernels_[r.name];
+        kept_id = r.name;
+      }
+      kept->push_back(r);
+      if (kept->size() > config_.kept_records_per_kernel) kept->pop_front();
+      if (build_events) events.emplace_back(to_kernel_event(r));
+      continue;
+    }
+    MemoryEvent m;
+    m.op = r.type == RecordType::kAlloc ? MemoryOp::kAlloc : MemoryOp::kFree;
+    std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(r.address));
+    m.address = address;
+    m.size_bytes = r.size;
+    m.kind = r.kind;
+    m.tag = names_.name(r.name);
+    m.device = config_.device;
+    m.ts_ns = r.start_ns;
+    memory_.apply(m);  // a free learns its size and kind here
+    if (build_events) events.emplace_back(std::move(m));
+  }
+  std::vector<Event> whole;
+  {
+    std::lock_guard lock(pending_mu_);
+    whole.swap(pending_);
+  }
+  for (Event& e : whole) {
+    if (const auto* k = std::get_if<KernelEvent>(&e)) {
+      // Whole records keep only what the compact form holds; their full form goes to sinks.
+      auto& kept = kernels_[names_.id_of(k->name)];
+      kept.push_back(Record{RecordType::kKernel, MemoryKind::kDevice, names_.id_of(k->name),
+                            k->variant.empty() ? kNoVariant : names_.id_of(k->variant), k->start_ns, k->end_ns, 0, 0});
+      if (kept.size() > config_.kept_records_per_kernel) kept.pop_front();
+    }
+    if (build_events) events.push_back(std::move(e));
+  }
+  // Forget threads that have exited once their ring is empty.
+  {
+    std::lock_guard lock(threads_mu_);
+    std::erase_if(threads_, [&](const std::shared_ptr<ThreadState>& t) {
+      if (t.use_count() > 2) return false;  // ours and the copy above: the thread's is gone
+      if (!t->ring.empty()) return false;   // it pushed after we drained: next pass
+      retired_dropped_ += t->dropped.load();
+      return true;
+    });
+  }
+  {
+    std::lock_guard lock(room_mu_);
+    ++drain_passes_;
+  }
+  room_.notify_all();
+  const std::size_t n = records.size() + whole.size();
+  if (n == 0) return;
+  drained_events_.fetch_add(n, std::memory_order_relaxed);
+  for (const Sink& sink : sinks_) sink(events);
+}
+
+MemoryStatistics Monitor::memory_statistics() {
+  drain();
+  return memory_.statistics();
+}
+
+std::vector<KernelEvent> Monitor::kernel_records(std::string_view name) {
+  drain();
+  const NameTable::Id id = names_.id_of(name);
+  std::lock_guard lock(drain_mu_);
+  auto it = kernels_.find(id);
+  if (it == kernels_.end()) return {};
+  std::vector<KernelEvent> out;
+  out.reserve(it->second.size());
+  for (const Record& r : it->second) out.push_back(to_kernel_event(r));
+  return out;
+}
+
+std::vector<std::string> Monitor::kernel_names() {
+  drain();
+  std::lock_guard lock(drain_mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, records] : kernels_) out.push_back(names_.name(id));
+  return out;
+}
+
+std::uint64_t Monitor::dropped_records() const {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard lock(threads_mu_);
+    for (const auto& t : threads_) n += t->dropped.load();
+  }
+  std::lock_guard lock(drain_mu_);
+  return n + retired_dropped_;
+}
+
+Monitor& MonitorManager::monitor(const std::string& device) {
+  std::lock_guard lock(mu_);
+  auto& m = monitors_[device];
+  if (!m) {
+    MonitorConfig config = defaults_;
+    config.device = device;
+    m = std::make_unique<Monitor>(config);
+    m->start();
+  }
+  return *m;
+}
+
+std::vector<std::string> MonitorManager::devices() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [d, m] : monitors_) out.push_back(d);
+  return out;
+}
+
+MemoryStatistics MonitorManager::memory_statistics() {
+  std::lock_guard lock(mu_);
+  MemoryStatistics total;
+  for (auto& [device, m] : monitors_) merge_into(total, m->memory_statistics());
+  return total;
+}
+
+std::vector<KernelEvent> MonitorManager::kernel_records(std::string_view name) {
+  std::lock_guard lock(mu_);
+  std::vector<KernelEvent> out;
+  for (auto& [device, m] : monitors_) {
+    auto records = m->kernel_records(name);
+    out.insert(out.end(), records.begin(), records.end());
+  }
+  return out;
+}
+
+void MonitorManager::stop_all() {
+  std::lock_guard lock(mu_);
+  for (auto& [device, m] : monitors_) m->stop();
+}
+
+}  // namespace perfscope
