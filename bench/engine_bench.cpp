@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "engine/host_collector.hpp"
+#include "engine/monitor.hpp"
 #include "engine/sampler.hpp"
 #include "engine/series_store.hpp"
 
@@ -56,6 +57,72 @@ void BM_SeriesAppendBatch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_SeriesAppendBatch)->Arg(64);
+
+// The in-process API's hot path: what a begin/end pair costs the application's thread.
+// The ring is drained outside the timed region every half ring, so the figure is the
+// recording cost alone, not the drain's.
+void BM_BeginEndPair(benchmark::State& state) {
+  MonitorConfig config;
+  Monitor monitor(config);
+  const std::size_t half = config.ring_capacity / 2;
+  std::size_t n = 0;
+  for (auto _ : state) {
+    monitor.begin_kernel("gemm");
+    monitor.end_kernel("gemm");
+    if (++n == half) {
+      state.PauseTiming();
+      monitor.drain();
+      n = 0;
+      state.ResumeTiming();
+    }
+  }
+  state.counters["dropped"] = static_cast<double>(monitor.dropped_records());
+}
+BENCHMARK(BM_BeginEndPair);
+
+// Sustained: an application that does nothing but begin/end pairs, with the drain thread
+// running beside it; the rate is bounded by the drain (kWait: the producer waits, nothing is
+// dropped). Shows how fast the monitor absorbs records end to end.
+void BM_BeginEndPairSustained(benchmark::State& state) {
+  Monitor monitor;
+  monitor.start();
+  for (auto _ : state) {
+    monitor.begin_kernel("gemm");
+    monitor.end_kernel("gemm");
+  }
+  monitor.stop();
+  state.counters["dropped"] = static_cast<double>(monitor.dropped_records());
+}
+BENCHMARK(BM_BeginEndPairSustained);
+
+void BM_ScopedKernel(benchmark::State& state) {
+  MonitorConfig config;
+  Monitor monitor(config);
+  const std::size_t half = config.ring_capacity / 2;
+  std::size_t n = 0;
+  for (auto _ : state) {
+    { Monitor::ScopedKernel k(monitor, "gemm"); }
+    if (++n == half) {
+      state.PauseTiming();
+      monitor.drain();
+      n = 0;
+      state.ResumeTiming();
+    }
+  }
+}
+BENCHMARK(BM_ScopedKernel);
+
+void BM_TrackAllocationAndFree(benchmark::State& state) {
+  Monitor monitor;
+  monitor.start();
+  int buffer = 0;
+  for (auto _ : state) {
+    monitor.track_allocation(&buffer, 4096, MemoryKind::kDevice, "activations");
+    monitor.track_deallocation(&buffer);
+  }
+  monitor.stop();
+}
+BENCHMARK(BM_TrackAllocationAndFree);
 
 }  // namespace
 }  // namespace perfscope

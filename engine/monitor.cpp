@@ -17,7 +17,13 @@ struct Monitor::ThreadState {
   RecordRing<Record> ring;
   std::atomic<std::uint64_t> dropped{0};
   // Open begin_kernel calls of this thread, innermost last. Producer thread only.
-  std::array<std::pair<NameTable::Id, TimestampNs>, kMaxOpenKernels> open{};
+  struct Open {
+    NameTable::Id id;
+    TickClock::Ticks start;
+    const char* name_data;  // the caller's name as passed to begin: end usually passes the same
+    std::size_t name_size;
+  };
+  std::array<Open, kMaxOpenKernels> open{};
   std::size_t depth = 0;
 };
 
@@ -62,10 +68,15 @@ void Monitor::run() {
 }
 
 Monitor::ThreadState& Monitor::thread_state() {
-  // Per thread: this monitor's state, found by uid (a thread rarely sees more than one).
+  // Per thread: the state last used (almost always this monitor's), then a search by uid.
+  thread_local std::pair<std::uint64_t, ThreadState*> last{0, nullptr};
+  if (last.first == uid_) return *last.second;
   thread_local std::vector<std::pair<std::uint64_t, std::shared_ptr<ThreadState>>> states;
   for (auto& [uid, state] : states) {
-    if (uid == uid_) return *state;
+    if (uid == uid_) {
+      last = {uid, state.get()};
+      return *state;
+    }
   }
   auto state = std::make_shared<ThreadState>(config_.ring_capacity);  // warm-up: once per thread
   {
@@ -73,11 +84,13 @@ Monitor::ThreadState& Monitor::thread_state() {
     threads_.push_back(state);
   }
   states.emplace_back(uid_, state);
+  last = {uid_, state.get()};
   return *state;
 }
 
-void Monitor::push(const Record& r) {
-  ThreadState& t = thread_state();
+void Monitor::push(const Record& r) { push(thread_state(), r); }
+
+void Monitor::push(ThreadState& t, const Record& r) {
   if (!t.ring.push(r)) make_room(t, r);
 }
 
@@ -101,38 +114,45 @@ void Monitor::make_room(ThreadState& t, const Record& r) {
   }
 }
 
-void Monitor::push_kernel(NameTable::Id name, NameTable::Id variant, TimestampNs start, TimestampNs end) {
+void Monitor::push_kernel(NameTable::Id name, NameTable::Id variant, TickClock::Ticks start, TickClock::Ticks end) {
   push(Record{RecordType::kKernel, MemoryKind::kDevice, name, variant, start, end, 0, 0});
 }
 
 void Monitor::begin_kernel(std::string_view name) {
   ThreadState& t = thread_state();
   if (t.depth == kMaxOpenKernels) return;  // unbalanced use: deeper begins are ignored
-  t.open[t.depth++] = {names_.id_of(name), now_ns()};
+  t.open[t.depth++] = {names_.id_of(name), TickClock::now(), name.data(), name.size()};
 }
 
 bool Monitor::end_kernel(std::string_view name) {
-  const TimestampNs end = now_ns();
+  const TickClock::Ticks end = TickClock::now();
   ThreadState& t = thread_state();
+  if (t.depth == 0) return false;
+  // Fast path: the innermost kernel, ended with the very string it was begun with.
+  const ThreadState::Open& top = t.open[t.depth - 1];
+  if (top.name_data == name.data() && top.name_size == name.size()) {
+    --t.depth;
+    push(t, Record{RecordType::kKernel, MemoryKind::kDevice, top.id, kNoVariant, top.start, end, 0, 0});
+    return true;
+  }
   const NameTable::Id id = names_.id_of(name);
   for (std::size_t i = t.depth; i-- > 0;) {
-    if (t.open[i].first != id) continue;
-    const TimestampNs start = t.open[i].second;
+    if (t.open[i].id != id) continue;
     // Kernels opened inside this one and never ended are abandoned with it.
     t.depth = i;
-    push_kernel(id, kNoVariant, start, end);
+    push(t, Record{RecordType::kKernel, MemoryKind::kDevice, id, kNoVariant, t.open[i].start, end, 0, 0});
     return true;
   }
   return false;
 }
 
 void Monitor::track_allocation(const void* ptr, std::size_t size, MemoryKind kind, std::string_view tag) {
-  push(Record{RecordType::kAlloc, kind, names_.id_of(tag), kNoVariant, now_ns(), 0,
+  push(Record{RecordType::kAlloc, kind, names_.id_of(tag), kNoVariant, TickClock::now(), 0,
               reinterpret_cast<std::uintptr_t>(ptr), size});
 }
 
 void Monitor::track_deallocation(const void* ptr) {
-  push(Record{RecordType::kFree, MemoryKind::kDevice, names_.id_of(""), kNoVariant, now_ns(), 0,
+  push(Record{RecordType::kFree, MemoryKind::kDevice, names_.id_of(""), kNoVariant, TickClock::now(), 0,
               reinterpret_cast<std::uintptr_t>(ptr), 0});
 }
 
@@ -161,8 +181,8 @@ KernelEvent Monitor::to_kernel_event(const Record& r) const {
   KernelEvent k;
   k.name = names_.name(r.name);
   k.device = config_.device;
-  k.start_ns = r.start_ns;
-  k.end_ns = r.end_ns;
+  k.start_ns = r.start;
+  k.end_ns = r.end;
   if (r.variant != kNoVariant) {
     k.variant = names_.name(r.variant);
     k.tags = {{"test", k.name}, {"variant", k.variant}};
@@ -177,13 +197,20 @@ void Monitor::drain() {
     std::lock_guard lock(threads_mu_);
     threads = threads_;
   }
+  clock_.recalibrate();
   std::vector<Record> records;
-  for (const auto& t : threads) t->ring.drain([&](const Record& r) { records.push_back(r); });
+  for (const auto& t : threads) {
+    t->ring.drain([&](Record r) {
+      r.start = clock_.to_ns(r.start);
+      if (r.type == RecordType::kKernel) r.end = clock_.to_ns(r.end);
+      records.push_back(r);
+    });
+  }
   // Threads interleave: order by time so a free drained from one thread never precedes the
   // allocation another thread made before it (kernels alone need no order).
   if (std::any_of(records.begin(), records.end(), [](const Record& r) { return r.type != RecordType::kKernel; })) {
     std::stable_sort(records.begin(), records.end(),
-                     [](const Record& a, const Record& b) { return a.start_ns < b.start_ns; });
+                     [](const Record& a, const Record& b) { return a.start < b.start; });
   }
 
   const bool build_events = !sinks_.empty();
@@ -211,7 +238,7 @@ void Monitor::drain() {
     m.kind = r.kind;
     m.tag = names_.name(r.name);
     m.device = config_.device;
-    m.ts_ns = r.start_ns;
+    m.ts_ns = r.start;
     memory_.apply(m);  // a free learns its size and kind here
     if (build_events) events.emplace_back(std::move(m));
   }

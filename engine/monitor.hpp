@@ -30,6 +30,7 @@
 #include "engine/events.hpp"
 #include "engine/memory_tracker.hpp"
 #include "engine/name_table.hpp"
+#include "engine/tick_clock.hpp"
 
 namespace perfscope {
 
@@ -67,15 +68,15 @@ class Monitor {
   // Times its own lifetime as one kernel execution.
   class ScopedKernel {
    public:
-    ScopedKernel(Monitor& m, std::string_view name) : m_(m), name_(m.names_.id_of(name)), start_(now_ns()) {}
-    ~ScopedKernel() { m_.push_kernel(name_, kNoVariant, start_, now_ns()); }
+    ScopedKernel(Monitor& m, std::string_view name) : m_(m), name_(m.names_.id_of(name)), start_(TickClock::now()) {}
+    ~ScopedKernel() { m_.push_kernel(name_, kNoVariant, start_, TickClock::now()); }
     ScopedKernel(const ScopedKernel&) = delete;
     ScopedKernel& operator=(const ScopedKernel&) = delete;
 
    private:
     Monitor& m_;
     NameTable::Id name_;
-    TimestampNs start_;
+    TickClock::Ticks start_;
   };
 
   void track_allocation(const void* ptr, std::size_t size, MemoryKind kind, std::string_view tag = {});
@@ -87,9 +88,9 @@ class Monitor {
   void run_variant(std::string_view test, std::string_view variant, Fn&& fn, int iterations) {
     const NameTable::Id test_id = names_.id_of(test), variant_id = names_.id_of(variant);
     for (int i = 0; i < iterations; ++i) {
-      const TimestampNs start = now_ns();
+      const TickClock::Ticks start = TickClock::now();
       fn();
-      push_kernel(test_id, variant_id, start, now_ns());
+      push_kernel(test_id, variant_id, start, TickClock::now());
     }
   }
 
@@ -116,8 +117,8 @@ class Monitor {
     MemoryKind kind;
     NameTable::Id name;     // kernel name or allocation tag
     NameTable::Id variant;  // kNoVariant when none
-    TimestampNs start_ns;
-    TimestampNs end_ns;
+    TickClock::Ticks start;  // raw ticks; converted to ns when drained
+    TickClock::Ticks end;
     std::uintptr_t address;
     std::uint64_t size;
   };
@@ -126,7 +127,8 @@ class Monitor {
 
   ThreadState& thread_state();
   void push(const Record& r);
-  void push_kernel(NameTable::Id name, NameTable::Id variant, TimestampNs start, TimestampNs end);
+  void push(ThreadState& t, const Record& r);
+  void push_kernel(NameTable::Id name, NameTable::Id variant, TickClock::Ticks start, TickClock::Ticks end);
   void run();
   void make_room(ThreadState& t, const Record& r);
   KernelEvent to_kernel_event(const Record& r) const;
@@ -134,6 +136,7 @@ class Monitor {
   const MonitorConfig config_;
   const std::uint64_t uid_;
   NameTable names_;
+  TickClock clock_;  // recalibrated under drain_mu_
   MemoryTracker memory_;
   std::vector<Sink> sinks_;
 
@@ -144,7 +147,7 @@ class Monitor {
   std::vector<Event> pending_;  // whole records, guarded by pending_mu_
 
   mutable std::mutex drain_mu_;  // one drain at a time; guards what follows
-  std::map<NameTable::Id, std::deque<Record>> kernels_;  // kept compact; events built on query
+  std::map<NameTable::Id, std::deque<Record>> kernels_;  // kept compact (times in ns); events built on query
   std::uint64_t retired_dropped_ = 0;
 
   std::atomic<std::uint64_t> drained_events_{0};

@@ -17,6 +17,9 @@ struct Hash {
 struct ThreadCache {
   std::uint64_t table_uid = 0;
   std::unordered_map<std::string, NameTable::Id, Hash, std::equal_to<>> ids;
+  // The last name looked up: begin/end pairs and loops ask for one name again and again.
+  const std::string* last = nullptr;
+  NameTable::Id last_id = 0;
 };
 
 ThreadCache& cache_for(std::uint64_t uid) {
@@ -34,13 +37,20 @@ NameTable::NameTable() : uid_(next_uid.fetch_add(1)) {}
 
 NameTable::Id NameTable::id_of(std::string_view name) {
   ThreadCache& cache = cache_for(uid_);
-  if (auto it = cache.ids.find(name); it != cache.ids.end()) return it->second;
+  if (cache.last && *cache.last == name) return cache.last_id;
+  if (auto it = cache.ids.find(name); it != cache.ids.end()) {
+    cache.last = &it->first;
+    cache.last_id = it->second;
+    return it->second;
+  }
   Id id;
   {
     std::lock_guard lock(mu_);
     id = intern_locked(name);
   }
-  cache.ids.emplace(std::string(name), id);
+  auto [it, inserted] = cache.ids.emplace(std::string(name), id);
+  cache.last = &it->first;  // node-based map: the key's address is stable
+  cache.last_id = id;
   return id;
 }
 
