@@ -71,6 +71,18 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
 
   CLI::App* serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
   CLI::App* version = app.add_subcommand("version", "Print the version and build information");
+  CLI::App* push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
+  push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
+  demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  demo->add_option("--duration", parsed.demo.duration_s, "Seconds to run (0: until Ctrl-C)")->check(CLI::Range(0.0, 1e7))->capture_default_str();
+  demo->add_option("--rate", parsed.demo.request_rate, "Inference requests per second (Poisson arrivals)")
+      ->check(CLI::Range(0.1, 10000.0))->capture_default_str();
+  demo->add_option("--llm", parsed.demo.llm, "Generate tokens one by one and report TTFT and token counts")->capture_default_str();
+  demo->add_option("--matrix-size", parsed.demo.matrix_size, "Matrix size of the matmul kernels")
+      ->check(CLI::Range(16, 1024))->capture_default_str();
 
   std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
   std::int64_t sampling_ms = c.engine.sampling_interval.count();
@@ -114,6 +126,14 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     app.parse(argc, argv);
     if (version->parsed()) {
       parsed.command = Command::kVersion;
+      return parsed;
+    }
+    if (push->parsed()) {
+      parsed.command = Command::kPush;
+      return parsed;
+    }
+    if (demo->parsed()) {
+      parsed.command = Command::kDemo;
       return parsed;
     }
     if (!config_file.empty()) {

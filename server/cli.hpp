@@ -1,4 +1,5 @@
-// The command line: `perfscope serve [options]`, `perfscope version`. Flags, PERFSCOPE_*
+// The command line: `perfscope serve [options]`, `perfscope push`, `perfscope demo`,
+// `perfscope version`. Flags, PERFSCOPE_*
 // environment variables and an optional config file fill one AppConfig; invalid values give
 // one clear message and exit code 2.
 #pragma once
@@ -7,15 +8,18 @@
 #include <string>
 
 #include "server/config.hpp"
+#include "server/tools.hpp"
 
 namespace perfscope::server {
 
-enum class Command { kServe, kVersion, kExit };
+enum class Command { kServe, kPush, kDemo, kVersion, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;
   int exit_code = 0;  // for kExit: help printed (0) or invalid input (2)
   AppConfig config;
+  PushOptions push;
+  DemoOptions demo;
 };
 
 // Prints help or errors itself (stdout for help, stderr for errors).

@@ -32,4 +32,9 @@ DecodeResult decode_ndjson_events(std::string_view body, TimestampNs now);
 // One event from an already parsed JSON object.
 DecodeResult decode_event(const nlohmann::json& object, std::size_t index, TimestampNs now);
 
+// The wire form of one event (what decode_event reads back).
+nlohmann::json encode_event(const Event& event);
+// Events as NDJSON, one line each.
+std::string encode_ndjson(const std::vector<Event>& events);
+
 }  // namespace perfscope::server

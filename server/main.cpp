@@ -1,10 +1,17 @@
 // perfscope's entry point: parse the command line, then run the chosen command.
+#include <atomic>
+#include <csignal>
 #include <iostream>
 
 #include "server/cli.hpp"
 #include "server/log.hpp"
 #include "server/server.hpp"
 #include "server/version.hpp"
+
+namespace {
+std::atomic<bool> stop_requested{false};
+extern "C" void request_stop(int) { stop_requested = true; }
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace perfscope::server;
@@ -15,6 +22,12 @@ int main(int argc, char** argv) {
     case Command::kVersion:
       std::cout << "perfscope " << version() << " (" << build_type() << ", " << compiler() << ")\n";
       return 0;
+    case Command::kPush:
+      return run_push(cmd.push);
+    case Command::kDemo:
+      std::signal(SIGINT, request_stop);
+      std::signal(SIGTERM, request_stop);
+      return run_demo(cmd.demo, stop_requested);
     case Command::kServe:
       break;
   }
