@@ -173,8 +173,11 @@ void Api::ingest(const ApiRequest& request, std::function<void(ApiResponse)> don
   const std::size_t n = decoded.events.size();
   if (n == 0) return done(json_response(200, {{"accepted", 0}}));
   if (!ctx_.writer) return done(error_response(503, "unavailable", "no database is open"));
-  ctx_.writer->submit(std::move(decoded.events), [n, done = std::move(done)](const Status& s) {
-    if (s.ok()) return done(json_response(200, {{"accepted", n}}));
+  ctx_.writer->submit(std::move(decoded.events), [this, n, done = std::move(done)](const Status& s) {
+    if (s.ok()) {
+      if (ctx_.on_events_committed) ctx_.on_events_committed();
+      return done(json_response(200, {{"accepted", n}}));
+    }
     done(error_response(s.code() == StatusCode::kUnavailable ? 503 : 500,
                         s.code() == StatusCode::kUnavailable ? "unavailable" : "internal",
                         "no event was stored: " + s.message()));

@@ -28,6 +28,7 @@ struct ApiContext {
   const db::EventReader* events = nullptr;
   const MemoryTracker* memory = nullptr;
   db::Writer* writer = nullptr;  // null: ingest answers 503
+  std::function<void()> on_events_committed;  // after every successful ingest commit
   // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.
   std::function<nlohmann::json()> runtime_status;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -77,6 +77,7 @@ Status Server::Impl::start() {
   actx.events = events.get();
   actx.memory = &memory;
   actx.writer = writer.get();
+  actx.on_events_committed = [this] { hub.notify_events(); };
   actx.runtime_status = [this] {
     db::WriterStats ws = writer->stats();
     return nlohmann::json{

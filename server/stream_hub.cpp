@@ -55,6 +55,11 @@ void StreamHub::publish(const std::shared_ptr<const SampleBatch>& batch) {
   }
   if (targets.empty()) return;
 
+  if (events_pending_.exchange(false, std::memory_order_relaxed)) {
+    auto note = std::make_shared<const std::string>("{\"type\":\"events\",\"ts_ns\":" + std::to_string(batch->ts_ns) + "}");
+    for (const auto& s : targets) s->deliver_text(note);
+  }
+
   auto prepared = std::make_shared<PreparedBatch>();
   prepared->ts_ns = batch->ts_ns;
   prepared->series.reserve(batch->values.size());

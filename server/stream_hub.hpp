@@ -39,6 +39,9 @@ class StreamHub {
   void join(const std::shared_ptr<WebSocketSession>& session);
   void leave(const WebSocketSession* session);
   void publish(const std::shared_ptr<const SampleBatch>& batch);
+  // Producers' events were committed: the next publish() tells every stream client with a
+  // {"type":"events"} message, so views of kernels, memory and inference can refresh.
+  void notify_events() { events_pending_.store(true, std::memory_order_relaxed); }
   // Asks every client to close with "going away" (shutdown).
   void close_all();
 
@@ -55,6 +58,7 @@ class StreamHub {
   std::vector<std::weak_ptr<WebSocketSession>> sessions_;  // guarded by mu_
   std::vector<std::shared_ptr<const StreamSeries>> described_;  // by SeriesId; sampler thread only
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<bool> events_pending_{false};
 };
 
 }  // namespace perfscope::server

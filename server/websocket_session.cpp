@@ -127,6 +127,12 @@ void WebSocketSession::deliver(std::shared_ptr<const PreparedBatch> batch) {
   net::post(ws_.get_executor(), [self = shared_from_this(), batch = std::move(batch)] { self->on_batch(batch); });
 }
 
+void WebSocketSession::deliver_text(std::shared_ptr<const std::string> text) {
+  net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)] {
+    if (self->role_ == Role::kStream) self->send(*text, true);
+  });
+}
+
 bool WebSocketSession::matches(const StreamSeries& series) {
   auto [it, fresh] = match_cache_.try_emplace(&series, false);
   if (fresh) {

@@ -35,6 +35,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   // Completes the upgrade whose HTTP request the HTTP session has read.
   void run(http::request<http::string_body> upgrade);
   void deliver(std::shared_ptr<const PreparedBatch> batch);
+  // A ready message for every stream client (droppable, like sample passes).
+  void deliver_text(std::shared_ptr<const std::string> text);
   void close_going_away();
 
  private:

@@ -56,4 +56,24 @@ check "a port in use is named in the error" "grep -q \"$port\" <<<\"\$err\""
 kill -TERM $pid; wait $pid
 rm -rf "$dir"
 
+# push: NDJSON from stdin into a running server; a bad line is refused with its position.
+dir=$(mktemp -d)
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir/data" >"$dir/out" 2>/dev/null &
+pid=$!
+for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
+url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$dir/out")
+out=$(printf '%s\n' '{"type":"kernel","name":"pushed","duration_ms":1}' '' '{"type":"kernel","name":"pushed","duration_ms":2}' \
+      | "$bin" push --server "$url"); rc=$?
+check "push exits 0 and reports what was accepted" "[ $rc -eq 0 ] && grep -q 'accepted 2 events' <<<\"\$out\""
+err=$(printf '%s\n' '{"type":"kernel","name":"ok","duration_ms":1}' '{"type":"kernel","name":"bad","start_ns":9,"end_ns":1}' \
+      | "$bin" push --server "$url" 2>&1 >/dev/null); rc=$?
+check "push of a bad event exits 1" "[ $rc -eq 1 ]"
+check "push names the field at fault" "grep -q end_ns <<<\"\$err\""
+count=$(curl -s "$url/api/v1/kernels" | grep -o '"count":[0-9]*' | head -1)
+check "only the good batch was stored" "[ '$count' = '\"count\":2' ]"
+err=$("$bin" push --server http://127.0.0.1:1 </dev/null 2>&1 >/dev/null; echo "rc=$?")
+check "push with an empty stdin sends nothing and succeeds" "grep -q 'rc=0' <<<\"\$err\""
+kill -TERM $pid; wait $pid
+rm -rf "$dir"
+
 exit $fail

@@ -113,6 +113,32 @@ test('charts are pre-filled from the REST history even when the stream is down',
   await page.close();
 });
 
+test('the kernels table, memory timeline and inference panel fill while the demo runs', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForFunction(() => window.perfscope.state.connection === 'live', null, { timeout: 15000 });
+  const demo = spawn(binary, ['demo', '--server', baseUrl, '--duration', '8', '--rate', '30'], { stdio: 'ignore' });
+  const demoExit = new Promise((resolve) => demo.on('exit', (code) => resolve(code)));
+  try {
+    // Rows arrive through the stream's {"type":"events"} notifications, no reload.
+    await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="matmul"]', { timeout: 20000 });
+    await page.waitForSelector('[data-testid=inference-table] tbody tr:not(.empty)', { timeout: 20000 });
+    await page.waitForFunction(() => window.perfscope.charts.alloc.xs.length > 3, null, { timeout: 20000 });
+    const variants = await page.textContent('[data-testid=kernels-table] tr[data-kernel="matmul"] td:last-child');
+    assert.equal(variants, 'blocked, naive, vectorized');
+    // Sorting by name puts decode_step first.
+    await page.click('[data-testid=kernels-table] th[data-key=name]');
+    const first = await page.getAttribute('[data-testid=kernels-table] tbody tr:first-child', 'data-kernel');
+    assert.equal(first, 'decode_step');
+    assert.ok(await page.evaluate(() => window.perfscope.state.eventRefreshes) >= 2);
+    mkdirSync(artifacts, { recursive: true });
+    await page.screenshot({ path: path.join(artifacts, 'dashboard-demo.png'), fullPage: true });
+  } finally {
+    assert.equal(await demoExit, 0, 'the demo delivered every event');
+  }
+  await page.close();
+});
+
 test('the connection state shows a lost server and reconnection', async () => {
   const page = await browser.newPage();
   await page.goto(baseUrl + '/');
