@@ -154,13 +154,14 @@ class Demo {
     m_.track_allocation(w.data(), w.size() * sizeof(float), MemoryKind::kHost, "model.weights");
     std::mt19937 rng(13);
     std::uniform_int_distribution<int> tokens(8, 48);
+    const std::string model = o_.llm ? "demo-llm" : "demo-mlp", version = "1";
     Request r;
     while (!done) {
       if (!queue.pop(r, done)) continue;
       const TimestampNs start = now_ns();
       InferenceEvent e;
-      e.model = o_.llm ? "demo-llm" : "demo-mlp";
-      e.version = "1";
+      e.model = model;
+      e.version = version;
       e.queue_ms = static_cast<double>(start - r.arrival_ns) / 1e6;
       {
         Monitor::ScopedKernel k(m_, "prefill");
