@@ -164,6 +164,7 @@ Status Monitor::record_kernel(KernelEvent event) {
 }
 
 Status Monitor::record_inference(InferenceEvent event) {
+  if (event.ts_ns == 0) event.ts_ns = now_ns();  // completion time not given: now
   if (Status s = validate(event); !s.ok()) return s;
   std::lock_guard lock(pending_mu_);
   pending_.emplace_back(std::move(event));
@@ -250,10 +251,10 @@ void Monitor::drain() {
   for (Event& e : whole) {
     if (const auto* k = std::get_if<KernelEvent>(&e)) {
       // Whole records keep only what the compact form holds; their full form goes to sinks.
-      auto& kept = kernels_[names_.id_of(k->name)];
-      kept.push_back(Record{RecordType::kKernel, MemoryKind::kDevice, names_.id_of(k->name),
+      auto& whole_kept = kernels_[names_.id_of(k->name)];
+      whole_kept.push_back(Record{RecordType::kKernel, MemoryKind::kDevice, names_.id_of(k->name),
                             k->variant.empty() ? kNoVariant : names_.id_of(k->variant), k->start_ns, k->end_ns, 0, 0});
-      if (kept.size() > config_.kept_records_per_kernel) kept.pop_front();
+      if (whole_kept.size() > config_.kept_records_per_kernel) whole_kept.pop_front();
     }
     if (build_events) events.push_back(std::move(e));
   }

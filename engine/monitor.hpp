@@ -94,7 +94,8 @@ class Monitor {
     }
   }
 
-  // --- whole records (copied; a lock, for rarer events) ---
+  // --- whole records (copied; a lock, for rarer events). An inference without ts_ns is
+  // stamped with the time of the call. ---
   Status record_kernel(KernelEvent event);
   Status record_inference(InferenceEvent event);
   Status record_command_buffer(CommandBufferEvent event);

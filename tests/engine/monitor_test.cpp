@@ -73,10 +73,11 @@ TEST(Monitor, WholeRecordsAreValidatedAndSinksSeeEverything) {
   KernelEvent good = bad;
   good.end_ns = 20;
   EXPECT_TRUE(m.record_kernel(good).ok());
-  InferenceEvent inf;
-  inf.model = "llama";
-  inf.latency_ms = 12;
-  EXPECT_TRUE(m.record_inference(inf).ok());
+  const TimestampNs before = now_ns();
+  InferenceEvent request;
+  request.model = "llama";
+  request.latency_ms = 12;
+  EXPECT_TRUE(m.record_inference(request).ok());
   m.begin_kernel("fast");
   m.end_kernel("fast");
   m.drain();
@@ -88,6 +89,11 @@ TEST(Monitor, WholeRecordsAreValidatedAndSinksSeeEverything) {
   }
   EXPECT_EQ(kernels, 2u);
   EXPECT_EQ(inferences, 1u);
+  for (const Event& e : seen) {
+    if (const auto* i = std::get_if<InferenceEvent>(&e)) {
+      EXPECT_GE(i->ts_ns, before) << "stamped on record";
+    }
+  }
 }
 
 // 8 threads × 1M begin/end pairs through small rings: the drain must keep up or the

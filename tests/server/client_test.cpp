@@ -78,7 +78,9 @@ TEST(Client, UnreachableServerAndFullQueueAreCounted) {
   o.flush_interval = std::chrono::hours(1);
   auto client = EventClient::create(o);
   ASSERT_TRUE(client.ok());
-  std::vector<Event> events(25, Event(KernelEvent{"k"}));
+  KernelEvent k;
+  k.name = "k";
+  std::vector<Event> events(25, Event(k));
   (*client)->send(events);
   (*client)->flush();
   ClientStats s = (*client)->stats();
