@@ -217,15 +217,10 @@ ApiResponse Api::kernel_records(const ApiRequest& request, const std::string& na
   if (!rows.ok()) return status_response(rows.status());
   json out = json::array();
   for (const KernelEvent& e : *rows) {
-    json r = {{"name", e.name}, {"device", e.device}, {"variant", e.variant}, {"stream", e.stream},
-              {"start_ns", e.start_ns}, {"end_ns", e.end_ns}, {"duration_ms", e.duration_ms()},
-              {"tags", labels_to_json(e.tags)}};
-    r["grid"] = e.grid ? json(*e.grid) : json(nullptr);
-    r["block"] = e.block ? json(*e.block) : json(nullptr);
-    r["shared_mem_bytes"] = e.shared_mem_bytes ? json(*e.shared_mem_bytes) : json(nullptr);
-    r["registers_per_thread"] = e.registers_per_thread ? json(*e.registers_per_thread) : json(nullptr);
-    r["launch_start_ns"] = e.launch_start_ns ? json(*e.launch_start_ns) : json(nullptr);
-    r["launch_end_ns"] = e.launch_end_ns ? json(*e.launch_end_ns) : json(nullptr);
+    // The wire form producers send, plus the duration: a record reads like what was posted.
+    json r = encode_event(e);
+    r.erase("type");
+    r["duration_ms"] = e.duration_ms();
     out.push_back(std::move(r));
   }
   return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
