@@ -12,8 +12,11 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   }
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, 5000);
-  const char* pragmas = read_only ? "PRAGMA foreign_keys=ON;"
-                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+  // A 64 MiB page cache and memory-mapped reads keep index pages of a growing database
+  // in memory instead of re-reading them with a syscall per page (measured in bench/db_bench).
+  const char* pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
+                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                                    "PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456;";
   if (Status s = conn.exec(pragmas); !s.ok()) return s;
   return conn;
 }
