@@ -59,16 +59,14 @@ void BM_SeriesAppendBatch(benchmark::State& state) {
 BENCHMARK(BM_SeriesAppendBatch)->Arg(64);
 
 // The in-process API's hot path: what a begin/end pair costs the application's thread.
-// The ring is drained outside the timed region every half ring, so the figure is the
-// recording cost alone, not the drain's.
-void BM_BeginEndPair(benchmark::State& state) {
-  MonitorConfig config;
-  Monitor monitor(config);
-  const std::size_t half = config.ring_capacity / 2;
+// Runs `record` once per iteration, draining the monitor outside the timed region every half
+// ring, so the figure is the recording cost on the application thread alone.
+template <typename Record>
+void time_recording(benchmark::State& state, Monitor& monitor, Record&& record) {
+  const std::size_t half = monitor.config().ring_capacity / 2;
   std::size_t n = 0;
   for (auto _ : state) {
-    monitor.begin_kernel("gemm");
-    monitor.end_kernel("gemm");
+    record();
     if (++n == half) {
       state.PauseTiming();
       monitor.drain();
@@ -77,6 +75,14 @@ void BM_BeginEndPair(benchmark::State& state) {
     }
   }
   state.counters["dropped"] = static_cast<double>(monitor.dropped_records());
+}
+
+void BM_BeginEndPair(benchmark::State& state) {
+  Monitor monitor;
+  time_recording(state, monitor, [&] {
+    monitor.begin_kernel("gemm");
+    monitor.end_kernel("gemm");
+  });
 }
 BENCHMARK(BM_BeginEndPair);
 
@@ -96,19 +102,8 @@ void BM_BeginEndPairSustained(benchmark::State& state) {
 BENCHMARK(BM_BeginEndPairSustained);
 
 void BM_ScopedKernel(benchmark::State& state) {
-  MonitorConfig config;
-  Monitor monitor(config);
-  const std::size_t half = config.ring_capacity / 2;
-  std::size_t n = 0;
-  for (auto _ : state) {
-    { Monitor::ScopedKernel k(monitor, "gemm"); }
-    if (++n == half) {
-      state.PauseTiming();
-      monitor.drain();
-      n = 0;
-      state.ResumeTiming();
-    }
-  }
+  Monitor monitor;
+  time_recording(state, monitor, [&] { Monitor::ScopedKernel k(monitor, "gemm"); });
 }
 BENCHMARK(BM_ScopedKernel);
 
