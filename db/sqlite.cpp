@@ -3,6 +3,13 @@
 namespace perfscope::db {
 
 Result<Connection> Connection::open(const std::string& path, bool read_only) {
+  // Memory statistics take a global mutex on every SQLite allocation; perfscope never reads
+  // them. Must precede SQLite's initialization, so it is done once, before the first open.
+  static const bool configured = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)configured;
   sqlite3* raw = nullptr;
   int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
@@ -48,7 +55,9 @@ Statement& Statement::bind(int index, double value) {
   return *this;
 }
 Statement& Statement::bind(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_.get(), index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  // SQLITE_STATIC: callers keep the text alive until the statement has run (bind → run/step
+  // → reset in one expression or scope), so SQLite need not copy it.
+  sqlite3_bind_text(stmt_.get(), index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
   return *this;
 }
 Statement& Statement::bind_null(int index) {

@@ -44,6 +44,8 @@ class Statement {
   Statement() = default;  // empty until assigned a prepared statement
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, double value);
+  // The text is NOT copied: it must stay alive until the statement has run (bind and
+  // run()/step() in one full expression, or the string in an enclosing scope).
   Statement& bind(int index, std::string_view value);
   Statement& bind_null(int index);
 

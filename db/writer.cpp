@@ -245,7 +245,8 @@ Status Writer::write_event(Event& event) {
           bind_opt(s, 14, e.registers_per_thread);
           bind_opt(s, 15, e.launch_start_ns);
           bind_opt(s, 16, e.launch_end_ns);
-          s.bind(17, format_labels(e.tags));
+          const std::string tags = format_labels(e.tags);  // alive until run(): bound without a copy
+          s.bind(17, tags);
           return s.run();
         } else if constexpr (std::is_same_v<T, MemoryEvent>) {
           memory_.apply(e);  // resolves a free's size from its allocation
@@ -264,7 +265,8 @@ Status Writer::write_event(Event& event) {
           bind_opt(s, 9, e.ttft_ms);
           bind_opt(s, 10, e.input_tokens);
           bind_opt(s, 11, e.output_tokens);
-          s.bind(12, format_labels(e.tags));
+          const std::string tags = format_labels(e.tags);
+          s.bind(12, tags);
           return s.run();
         } else if constexpr (std::is_same_v<T, OperatorEvent>) {
           return st_->op.bind(1, e.op_type).bind(2, e.name).bind(3, e.provider).bind(4, e.duration_ms).bind(5, e.model)
