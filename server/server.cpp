@@ -19,7 +19,8 @@ namespace perfscope::server {
 struct Server::Impl {
   explicit Impl(AppConfig c)
       : config(std::move(c)),
-        ioc(static_cast<int>(config.server.io_threads)),
+        ioc_owner(std::make_unique<net::io_context>(static_cast<int>(config.server.io_threads))),
+        ioc(*ioc_owner),
         workers(config.server.worker_threads),
         store(config.engine.history_buffer_size),
         sampler(store, config.engine.sampling_interval),
@@ -29,8 +30,17 @@ struct Server::Impl {
   void shutdown();
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
 
+  // Handlers still queued when the server stops own sessions whose destructors use the hub
+  // and the session context: the io_context goes first, while everything else still lives.
+  ~Impl() {
+    listener.reset();
+    drain_timer.reset();
+    ioc_owner.reset();
+  }
+
   const AppConfig config;
-  net::io_context ioc;  // declared first among the network parts: destroyed last
+  std::unique_ptr<net::io_context> ioc_owner;
+  net::io_context& ioc;
   net::thread_pool workers;
   SeriesStore store;
   Sampler sampler;

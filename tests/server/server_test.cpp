@@ -221,6 +221,24 @@ TEST_F(ServerTest, HistorySurvivesARestart) {
   EXPECT_GE(q["series"][0]["points"].size(), 5u);
 }
 
+TEST(ServerStop, AClientThatNeverAnswersTheCloseIsCutOffByTheTimer) {
+  TempDir dir;
+  AppConfig config;
+  config.server.listen_port = 0;
+  config.server.shutdown_timeout = std::chrono::milliseconds(300);
+  config.storage.data_dir = dir.str();
+  auto server = std::make_unique<Server>(config);
+  ASSERT_TRUE(server->start().ok());
+  std::thread run([&] { server->run(false); });
+  StreamClient silent(server->port());  // connects, then never reads again
+  silent.read();
+  auto t0 = std::chrono::steady_clock::now();
+  server->request_stop();
+  run.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  server.reset();  // sessions still owned by queued handlers are destroyed safely
+}
+
 TEST(ServerStart, PortInUseIsAClearError) {
   perfscope::testing::TempDir dir;
   AppConfig config;
