@@ -262,6 +262,10 @@ void Monitor::drain() {
   {
     std::lock_guard lock(threads_mu_);
     std::erase_if(threads_, [&](const std::shared_ptr<ThreadState>& t) {
+      // Only states this pass drained: a thread that registered after the copy above was
+      // taken holds just two references too (ours and its own) and must not be mistaken
+      // for one that has exited.
+      if (std::find(threads.begin(), threads.end(), t) == threads.end()) return false;
       if (t.use_count() > 2) return false;  // ours and the copy above: the thread's is gone
       if (!t->ring.empty()) return false;   // it pushed after we drained: next pass
       retired_dropped_ += t->dropped.load();
