@@ -5,6 +5,7 @@
 
 #include "engine/host_collector.hpp"
 #include "engine/monitor.hpp"
+#include "engine/tick_clock.hpp"
 #include "engine/sampler.hpp"
 #include "engine/series_store.hpp"
 
@@ -34,6 +35,18 @@ void BM_HostCollectorOnly(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HostCollectorOnly)->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
+
+// The two timestamps the code base uses: the wall clock (clock_gettime) and the TSC ticks
+// the Monitor's hot path reads.
+void BM_WallClockNow(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(now_ns());
+}
+BENCHMARK(BM_WallClockNow);
+
+void BM_TickClockNow(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(TickClock::now());
+}
+BENCHMARK(BM_TickClockNow);
 
 void BM_SeriesAppend(benchmark::State& state) {
   SeriesStore store(10000);

@@ -6,17 +6,6 @@
 namespace perfscope::db {
 namespace {
 
-// Runs fn(stmt) for each row; errors as a Status.
-template <typename Fn>
-Status for_each_row(Statement& stmt, Fn&& fn) {
-  for (;;) {
-    auto row = stmt.step();
-    if (!row.ok()) return row.status();
-    if (!*row) return Status();
-    fn(stmt);
-  }
-}
-
 std::optional<std::int64_t> opt_int(const Statement& s, int col) {
   return s.column_is_null(col) ? std::nullopt : std::optional<std::int64_t>(s.column_int64(col));
 }
@@ -48,7 +37,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     std::sort(parts.begin(), parts.end());
     return parts;
   };
-  Status s = for_each_row(*stmt, [&](Statement& r) {
+  Status s = stmt->for_each_row([&](Statement& r) {
     KernelSummary k;
     k.name = r.column_text(0);
     k.count = static_cast<std::uint64_t>(r.column_int64(1));
@@ -68,7 +57,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
       "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 ORDER BY 10 DESC");
   if (!cfg.ok()) return cfg.status();
   cfg->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
-  s = for_each_row(*cfg, [&](Statement& r) {
+  s = cfg->for_each_row([&](Statement& r) {
     auto it = index.find(r.column_text(0));
     if (it == index.end()) return;
     LaunchConfig c;
@@ -96,7 +85,7 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, name).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, static_cast<std::int64_t>(limit));
   std::vector<KernelEvent> out;
-  Status s = for_each_row(*stmt, [&](Statement& r) {
+  Status s = stmt->for_each_row([&](Statement& r) {
     KernelEvent e;
     e.name = r.column_text(0);
     e.device = r.column_text(1);
@@ -133,7 +122,7 @@ Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const Tim
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, range.from_ns).bind(2, range.to_ns);
   std::vector<InferenceSummary> out;
-  Status s = for_each_row(*stmt, [&](Statement& r) {
+  Status s = stmt->for_each_row([&](Statement& r) {
     InferenceSummary m;
     m.model = r.column_text(0);
     m.version = r.column_text(1);
@@ -163,7 +152,7 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, device).bind(2, range.from_ns).bind(3, range.to_ns);
   std::vector<AllocatedPoint> all;
-  Status s = for_each_row(*stmt, [&](Statement& r) { all.push_back({r.column_int64(0), r.column_double(1)}); });
+  Status s = stmt->for_each_row([&](Statement& r) { all.push_back({r.column_int64(0), r.column_double(1)}); });
   if (!s.ok()) return s;
   if (all.size() <= max_points || max_points == 0) return all;
   // Keep each bucket's highest point: a timeline of memory must not hide its peaks.

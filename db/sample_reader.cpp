@@ -17,27 +17,27 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
   auto latest = (*conn)->prepare("SELECT ts_ns, value FROM samples WHERE series_id = ?1 ORDER BY ts_ns DESC LIMIT 1");
   if (!latest.ok()) return latest.status();
   std::vector<StoredSeries> out;
-  for (;;) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  Status latest_status;
+  Status st = stmt->for_each_row([&](Statement& r) {
     StoredSeries s;
-    s.db_id = stmt->column_int64(0);
-    auto labels = parse_labels(stmt->column_text(2));
-    if (!labels.ok()) continue;  // not written by perfscope; skip rather than fail the listing
-    s.key = SeriesKey(stmt->column_text(1), std::move(*labels));
-    s.family = MetricFamily{s.key.name, stmt->column_text(3),
-                            stmt->column_text(4) == "counter" ? MetricType::kCounter : MetricType::kGauge,
-                            stmt->column_text(5)};
+    s.db_id = r.column_int64(0);
+    auto labels = parse_labels(r.column_text(2));
+    if (!labels.ok()) return;  // not written by perfscope; skip rather than fail the listing
+    s.key = SeriesKey(r.column_text(1), std::move(*labels));
+    s.family = MetricFamily{s.key.name, r.column_text(3),
+                            r.column_text(4) == "counter" ? MetricType::kCounter : MetricType::kGauge,
+                            r.column_text(5)};
     if (with_latest) {
       latest->bind(1, s.db_id);
       auto l = latest->step();
-      if (!l.ok()) return l.status();
-      if (*l) s.latest = Sample{latest->column_int64(0), latest->column_double(1)};
+      if (!l.ok()) latest_status = l.status();
+      if (l.ok() && *l) s.latest = Sample{latest->column_int64(0), latest->column_double(1)};
       latest->reset();
     }
     out.push_back(std::move(s));
-  }
+  });
+  if (!st.ok()) return st;
+  if (!latest_status.ok()) return latest_status;
   return out;
 }
 
@@ -60,12 +60,8 @@ Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs f
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns);
   std::vector<Sample> out;
-  for (;;) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(Sample{stmt->column_int64(0), stmt->column_double(1)});
-  }
+  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(Sample{r.column_int64(0), r.column_double(1)}); });
+  if (!s.ok()) return s;
   return out;
 }
 
@@ -79,13 +75,11 @@ Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, Times
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns);
   std::vector<Bucket> out;
-  for (;;) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(Bucket{stmt->column_int64(0), stmt->column_double(1), stmt->column_double(2),
-                         stmt->column_double(3), static_cast<std::uint64_t>(stmt->column_int64(4))});
-  }
+  Status s = stmt->for_each_row([&](Statement& r) {
+    out.push_back(Bucket{r.column_int64(0), r.column_double(1), r.column_double(2), r.column_double(3),
+                         static_cast<std::uint64_t>(r.column_int64(4))});
+  });
+  if (!s.ok()) return s;
   return out;
 }
 

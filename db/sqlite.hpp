@@ -53,6 +53,16 @@ class Statement {
   Result<bool> step();
   // Runs a statement that returns no rows, then resets it.
   Status run();
+  // Calls fn(*this) for every row; stops at the first error.
+  template <typename Fn>
+  Status for_each_row(Fn&& fn) {
+    for (;;) {
+      auto row = step();
+      if (!row.ok()) return row.status();
+      if (!*row) return Status();
+      fn(*this);
+    }
+  }
   void reset();
 
   std::int64_t column_int64(int index) const;

@@ -79,21 +79,17 @@ Status Writer::rebuild_memory() {
   memory_.clear();
   auto stmt = conn_.prepare("SELECT op, address, size_bytes, kind, tag, device, ts_ns FROM memory_events ORDER BY id");
   if (!stmt.ok()) return stmt.status();
-  for (;;) {
-    auto row = stmt->step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  return stmt->for_each_row([&](Statement& r) {
     MemoryEvent e;
-    e.op = stmt->column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
-    e.address = stmt->column_text(1);
-    e.size_bytes = static_cast<std::uint64_t>(stmt->column_int64(2));
-    e.kind = memory_kind_from(stmt->column_text(3)).value_or(MemoryKind::kDevice);
-    e.tag = stmt->column_text(4);
-    e.device = stmt->column_text(5);
-    e.ts_ns = stmt->column_int64(6);
+    e.op = r.column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
+    e.address = r.column_text(1);
+    e.size_bytes = static_cast<std::uint64_t>(r.column_int64(2));
+    e.kind = memory_kind_from(r.column_text(3)).value_or(MemoryKind::kDevice);
+    e.tag = r.column_text(4);
+    e.device = r.column_text(5);
+    e.ts_ns = r.column_int64(6);
     memory_.apply(e);
-  }
-  return Status();
+  });
 }
 
 void Writer::enqueue(std::shared_ptr<const SampleBatch> batch) {
@@ -149,7 +145,7 @@ void Writer::flush() {
   std::uint64_t target = enqueued_;
   urgent_ = true;
   wake_.notify_one();
-  flushed_.wait(lock, [&] { return written_ >= target || !thread_.joinable(); });
+  flushed_.wait(lock, [&] { return written_ >= target || finished_; });
 }
 
 void Writer::stop() {
@@ -205,8 +201,12 @@ void Writer::run() {
       }
     }
     written_ = taken;
+    if (stop_now && queue_.empty()) {
+      finished_ = true;  // nothing will be written any more: release flush() callers
+      flushed_.notify_all();
+      return;
+    }
     flushed_.notify_all();
-    if (stop_now && queue_.empty()) return;
   }
 }
 

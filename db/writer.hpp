@@ -101,6 +101,7 @@ class Writer {
   std::uint64_t enqueued_ = 0, written_ = 0;  // guarded by mu_ (item sequence numbers)
   bool stopping_ = false;            // guarded by mu_
   bool urgent_ = false;              // guarded by mu_: a flush or an event batch is waiting
+  bool finished_ = false;            // guarded by mu_: the writer thread has returned
   WriterStats stats_;                // guarded by mu_
   std::thread thread_;
 };

@@ -1,5 +1,5 @@
 // TickClock: the cheapest timestamp the CPU offers for the recording hot path (the TSC on
-// x86-64, about 10 ns against about 22 ns for clock_gettime here), converted to nanoseconds
+// x86-64: 9.3 ns against 21.1 ns for clock_gettime here, bench BM_TickClockNow/BM_WallClockNow), converted to nanoseconds
 // since the Unix epoch off the hot path. Calibrated against the wall clock at construction
 // (a 2 ms baseline) and refined at every to_ns() call site that asks for it, so the scale
 // error shrinks as the baseline grows. Requires an invariant TSC (constant_tsc, as on every

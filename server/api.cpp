@@ -230,7 +230,7 @@ ApiResponse Api::memory(const ApiRequest& request) const {
   const std::string device = param(request, "device");
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
-  auto max_points = size_param(request, "max_points", 500, 1, 100000);
+  auto max_points = size_param(request, "max_points", 500, 1, kMaxMaxPoints);
   if (!max_points.ok()) return status_response(max_points.status());
   auto counters = [](const MemoryCounters& c) {
     return json{{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes},
@@ -354,16 +354,9 @@ ApiResponse Api::series_query(const ApiRequest& request) const {
   }
   if (q.from_ns > q.to_ns) return error_response(400, "invalid_argument", "'from' is after 'to'", "from");
 
-  q.max_points = kDefaultMaxPoints;
-  if (auto it = request.query.find("max_points"); it != request.query.end()) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
-    if (it->second.empty() || *end != '\0' || v < 1 || v > kMaxMaxPoints) {
-      return error_response(400, "invalid_argument",
-                            "'max_points' must be an integer from 1 to " + std::to_string(kMaxMaxPoints), "max_points");
-    }
-    q.max_points = static_cast<std::size_t>(v);
-  }
+  auto max_points = size_param(request, "max_points", kDefaultMaxPoints, 1, kMaxMaxPoints);
+  if (!max_points.ok()) return status_response(max_points.status());
+  q.max_points = *max_points;
   for (const auto& [k, v] : request.query) {
     if (std::find(std::begin(kReserved), std::end(kReserved), k) != std::end(kReserved)) continue;
     if (!is_valid_label_name(k)) {

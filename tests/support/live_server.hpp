@@ -5,27 +5,23 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "server/net.hpp"
 #include "server/server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::testing {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-using tcp = net::ip::tcp;
+namespace net = server::net;
+namespace beast = server::beast;
+namespace http = server::http;
+namespace websocket = server::websocket;
+using server::tcp;
 using nlohmann::json;
 using server::AppConfig;
 using server::Server;
