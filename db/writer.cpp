@@ -215,7 +215,10 @@ void Writer::run() {
       (void)rebuild_memory();  // and so are its memory events
     }
     for (Item& item : work) {
-      if (auto* batch = std::get_if<EventBatch>(&item)) batch->done(s);
+      auto* batch = std::get_if<EventBatch>(&item);
+      if (!batch) continue;
+      if (s.ok() && options_.on_committed) options_.on_committed(batch->events);
+      batch->done(s);
     }
     run_tasks(work);
 

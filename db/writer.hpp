@@ -37,6 +37,9 @@ struct WriterOptions {
   std::size_t max_queued_batches = 100000;
   // Events waiting for a commit at most; beyond it submit() refuses (back-pressure).
   std::size_t max_pending_events = 1'000'000;
+  // Runs on the writer thread with each event batch once it is committed (before the
+  // batch's completion): live aggregates that must count only what the database holds.
+  std::function<void(const std::vector<Event>&)> on_committed;
 };
 
 struct WriterStats {

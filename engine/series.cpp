@@ -5,7 +5,12 @@
 namespace perfscope {
 
 std::string_view to_string(MetricType type) {
-  return type == MetricType::kCounter ? "counter" : "gauge";
+  switch (type) {
+    case MetricType::kCounter: return "counter";
+    case MetricType::kHistogram: return "histogram";
+    case MetricType::kGauge: break;
+  }
+  return "gauge";
 }
 
 SeriesKey::SeriesKey(std::string series_name, Labels series_labels)

@@ -14,7 +14,7 @@
 
 namespace perfscope {
 
-enum class MetricType { kGauge, kCounter };
+enum class MetricType { kGauge, kCounter, kHistogram };
 
 std::string_view to_string(MetricType type);
 

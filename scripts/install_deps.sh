@@ -12,7 +12,7 @@ packages=(cmake ninja-build ccache g++ pkg-config
           libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libcli11-dev
           libgtest-dev libbenchmark-dev)
 if (( with_tests )); then
-  packages+=(chromium sqlite3 curl)
+  packages+=(chromium sqlite3 curl prometheus)
 fi
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -70,7 +70,9 @@ json config_to_json(const AppConfig& c) {
   };
 }
 
-bool Api::owns(const std::string& path) { return path == "/healthz" || path.rfind("/api/", 0) == 0; }
+bool Api::owns(const std::string& path) {
+  return path == "/healthz" || path == "/metrics" || path.rfind("/api/", 0) == 0;
+}
 
 namespace {
 constexpr std::string_view kEventsPath = "/api/v1/events";
@@ -127,6 +129,7 @@ ApiResponse Api::handle(const ApiRequest& request) const {
   }
   if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
   if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
+  if (request.path == "/metrics") return metrics(request);
   if (request.path == "/api/v1/info") return info();
   if (request.path == "/api/v1/series") return series();
   if (request.path == "/api/v1/devices") return devices();

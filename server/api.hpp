@@ -16,6 +16,7 @@
 #include "db/series_history.hpp"
 #include "db/writer.hpp"
 #include "engine/anomaly_monitor.hpp"
+#include "engine/event_metrics.hpp"
 #include "engine/gpu_alerts.hpp"
 #include "engine/gpu_collector.hpp"
 #include "engine/memory_tracker.hpp"
@@ -35,6 +36,8 @@ struct ApiContext {
   const AnomalyMonitor* anomalies = nullptr;   // null: no sampler, no anomalies
   const GpuCollector* gpus = nullptr;          // null: the GPU collector is disabled
   const GpuAlerts* gpu_alerts = nullptr;
+  const SeriesStore* store = nullptr;         // latest readings for /metrics
+  const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics
   db::Writer* writer = nullptr;  // null: ingest answers 503
   std::function<void()> on_events_committed;  // after every successful ingest commit
   // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.
@@ -74,6 +77,8 @@ class Api {
   ApiResponse regressions(const ApiRequest& request) const;
   ApiResponse anomalies(const ApiRequest& request) const;
   ApiResponse alerts(const ApiRequest& request) const;
+  // metrics_api.cpp
+  ApiResponse metrics(const ApiRequest& request) const;
 
   ApiContext ctx_;
 };

@@ -15,6 +15,7 @@ struct ApiRequest {
   std::string method;  // "GET", "POST", …
   std::string path;    // percent-decoded, without the query
   std::map<std::string, std::string> query;  // decoded; a repeated key keeps the last value
+  std::string accept;  // the Accept header, as sent
   std::string accept_encoding;
   std::string if_none_match;
   std::string content_type;      // without parameters, lower-case ("application/json")

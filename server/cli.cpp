@@ -131,6 +131,13 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
       ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
 
+  serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
+                    "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
+      ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
+  serve->add_option("--profile-output", c.server.profile_output,
+                    "On shutdown, write the JSON report of everything recorded to this file")
+      ->envname("PERFSCOPE_PROFILE_OUTPUT");
+
   try {
     app.parse(argc, argv);
     if (version->parsed()) {

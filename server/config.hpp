@@ -23,6 +23,11 @@ struct ServerConfig {
   std::size_t ws_max_message_bytes = 64 << 10;
   std::size_t ws_send_queue_max = 32;  // messages queued per WebSocket client before dropping
   std::chrono::milliseconds shutdown_timeout{5000};
+  // /metrics: add dcgm-exporter's labels (UUID, modelName, Hostname) to GPU series, so
+  // dashboards built for it work unchanged.
+  bool metrics_dcgm_labels = false;
+  // Written with the JSON report of the whole run when the server stops (empty: none).
+  std::string profile_output;
 };
 
 struct StorageConfig {

@@ -75,6 +75,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_, role)->run(std::move(req));
     return;
   }
+  request.accept = std::string(req[http::field::accept]);
   request.accept_encoding = std::string(req[http::field::accept_encoding]);
   request.content_type = media_type(req[http::field::content_type]);
   request.content_encoding = media_type(req[http::field::content_encoding]);

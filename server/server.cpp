@@ -49,6 +49,7 @@ struct Server::Impl {
   net::io_context& ioc;
   net::thread_pool workers;
   SeriesStore store;
+  EventMetrics event_metrics;
   Sampler sampler;
   StreamHub hub;
   AnomalyMonitor anomalies;
@@ -77,6 +78,7 @@ Status Server::Impl::start() {
   db::WriterOptions wopts;
   wopts.commit_interval = config.storage.commit_interval;
   wopts.batch_rows = config.storage.commit_batch_rows;
+  wopts.on_committed = [this](const std::vector<Event>& e) { event_metrics.observe(e); };
   auto w = db::Writer::open(config.storage.database_path(), store, memory, wopts);
   if (!w.ok()) return w.status();
   writer = std::move(*w);
@@ -117,6 +119,8 @@ Status Server::Impl::start() {
   actx.gpus = gpus;
   actx.gpu_alerts = &gpu_alerts;
   actx.memory = &memory;
+  actx.store = &store;
+  actx.event_metrics = &event_metrics;
   actx.writer = writer.get();
   actx.on_events_committed = [this] { hub.notify_events(); };
   actx.runtime_status = [this] {

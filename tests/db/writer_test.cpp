@@ -65,7 +65,7 @@ TEST(Writer, FlushMakesEverythingVisibleToReaders) {
   MemoryTracker memory;
   SeriesStore store(10);
   SeriesId a = store.intern(SeriesKey("m", {}));
-  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 1000, 1000});
+  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 1000, 1000, {}});
   ASSERT_TRUE(writer.ok());
   auto reader = SampleReader::open(dir.file("p.db"));
   ASSERT_TRUE(reader.ok());
@@ -84,7 +84,7 @@ TEST(Writer, BoundedQueueDropsTheOldestPassAndCountsIt) {
   SeriesStore store(10);
   SeriesId a = store.intern(SeriesKey("m", {}));
   // Nothing commits on its own: the queue fills.
-  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 3, 1000});
+  auto writer = Writer::open(dir.file("p.db"), store, memory, WriterOptions{1000000, std::chrono::hours(1), 3, 1000, {}});
   ASSERT_TRUE(writer.ok());
   for (int i = 0; i < 5; ++i) (*writer)->enqueue(batch(i, {{a, static_cast<double>(i)}}));
   (*writer)->stop();

@@ -4,9 +4,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
 
 const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
 const { chromium } = require('playwright-core');
@@ -19,7 +19,7 @@ let server;
 let serverExit;
 let baseUrl;
 let browser;
-let dataDir;
+let instance;
 
 // Two GPUs through the scripted stand-in NVML (CI has none): GPU 1 is held back by its power cap.
 const nvmlScript = [
@@ -31,28 +31,11 @@ const nvmlScript = [
   '1.power_mw 700000', '1.limit_mw 700000', '1.temp 51', '1.reasons 0x4',
 ].join('\n') + '\n';
 
-function startServer() {
-  dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-browser-'));
-  const script = path.join(dataDir, 'nvml.txt');
-  writeFileSync(script, nvmlScript);
-  server = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--sampling-interval-ms', '100',
-                          '--nvml-library', process.env.PERFSCOPE_FAKE_NVML],
-                 { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, PERFSCOPE_FAKE_NVML_SCRIPT: script } });
-  serverExit = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('server did not report its address in 20 s: ' + out)), 20000);
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
-      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
-    });
-    server.on('exit', (code) => reject(new Error('server exited early with ' + code)));
-  });
-}
-
 before(async () => {
-  baseUrl = await startServer();
+  instance = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'browser' });
+  server = instance.proc;
+  serverExit = instance.exit;
+  baseUrl = instance.url;
   browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
@@ -63,8 +46,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (server && server.exitCode === null) server.kill('SIGTERM');
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (instance) await instance.stop();
 });
 
 // Counts canvas pixels close to a line colour (default: the CPU total line's green, #73bf69).

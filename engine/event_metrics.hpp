@@ -1,0 +1,86 @@
+// EventMetrics: cumulative Prometheus-style counters and histograms over every committed
+// event — kernel durations and executions, inference latency, time to first token, time per
+// output token, request and token counts, command-buffer latency, events by type. Histograms
+// (not summaries) so that quantiles aggregate across instances with histogram_quantile().
+// Values count from the start of the process, as Prometheus counters do; the database keeps
+// the history.
+//
+// Label sets are bounded: once a family holds `max_series_per_family` label sets, new kernel
+// names, models or queues are counted under the value "__other__" (and in overflowed()), so a
+// program that names every kernel differently cannot blow up a scrape.
+//
+// Thread-safety: every method is safe from any thread (one internal mutex).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/events.hpp"
+#include "engine/series.hpp"
+
+namespace perfscope {
+
+// Upper bounds (seconds) of the histogram buckets; +Inf is implied.
+const std::vector<double>& kernel_duration_buckets();
+const std::vector<double>& request_latency_buckets();
+const std::vector<double>& token_latency_buckets();
+
+struct HistogramSnapshot {
+  Labels labels;
+  std::vector<std::uint64_t> cumulative;  // one per bound, then +Inf (== count)
+  double sum = 0;
+  std::uint64_t count = 0;
+};
+
+struct CounterSnapshot {
+  Labels labels;
+  double value = 0;
+};
+
+// One family, named without the exporter prefix (counters end in _total).
+struct EventMetricFamily {
+  MetricFamily family;
+  std::vector<double> bounds;              // histograms only
+  std::vector<HistogramSnapshot> histograms;  // histograms only, sorted by labels
+  std::vector<CounterSnapshot> counters;      // counters only, sorted by labels
+};
+
+struct EventMetricsOptions {
+  std::size_t max_series_per_family = 1000;
+};
+
+class EventMetrics {
+ public:
+  explicit EventMetrics(EventMetricsOptions options = {});
+
+  void observe(const std::vector<Event>& events);
+  std::vector<EventMetricFamily> snapshot() const;
+  std::uint64_t overflowed() const;
+
+ private:
+  struct Histogram {
+    std::vector<std::uint64_t> buckets;  // not cumulative; last is +Inf
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  struct HistogramFamily {
+    const std::vector<double>* bounds;
+    std::map<Labels, Histogram> series;
+  };
+  void add(HistogramFamily& f, Labels labels, double seconds);
+  void add(std::map<Labels, double>& f, Labels labels, double amount);
+  // `labels` itself, or with `bounded_label` set to "__other__" once the family is full.
+  template <typename Map>
+  Labels bounded(const Map& family, Labels labels, const char* bounded_label);
+
+  const EventMetricsOptions options_;
+  mutable std::mutex mu_;
+  HistogramFamily kernel_duration_, request_duration_, ttft_, tpot_, command_buffer_latency_;
+  std::map<Labels, double> requests_, input_tokens_, output_tokens_, events_;
+  std::uint64_t overflowed_ = 0;
+};
+
+}  // namespace perfscope

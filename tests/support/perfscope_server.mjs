@@ -1,0 +1,49 @@
+// Starts the real perfscope binary on a free loopback port for the Node tests, with an
+// optional scripted stand-in NVML (CI has no GPU), and stops it again.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+// `nvmlScript`: the stand-in NVML's script text, or null for no GPU collector input.
+export async function startPerfscope({ args = [], nvmlScript = null, label = 'test' } = {}) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `perfscope-${label}-`));
+  const env = { ...process.env };
+  const extra = [];
+  if (nvmlScript !== null) {
+    const script = path.join(dataDir, 'nvml.txt');
+    writeFileSync(script, nvmlScript);
+    env.PERFSCOPE_FAKE_NVML_SCRIPT = script;
+    extra.push('--nvml-library', process.env.PERFSCOPE_FAKE_NVML);
+  }
+  const proc = spawn(process.env.PERFSCOPE_BIN,
+                     ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extra, ...args],
+                     { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('server did not report its address in 20 s: ' + out)), 20000);
+    proc.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = out.match(/listening on (http:\/\/[^\s]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
+    });
+    proc.on('exit', (code) => reject(new Error('server exited early with ' + code)));
+  });
+  return {
+    url, proc, exit, dataDir,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exit;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function postEvents(url, events) {
+  const r = await fetch(url + '/api/v1/events', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ events }),
+  });
+  if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${await r.text()}`);
+  return r.json();
+}
