@@ -177,6 +177,56 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
   return out;
 }
 
+Status EventReader::for_each_kernel(const TimeRange& range, const std::string& device,
+                                    const std::function<void(const KernelEvent&)>& fn) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
+                                ", c.count, c.data FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
+                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
+                                "ORDER BY c.id")
+                                   .c_str());
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
+  constexpr int c0 = kKernelSeriesColumnCount;
+  bool corrupt = false;
+  Status s = stmt->for_each_row([&](Statement& r) {
+    KernelEvent e = read_kernel_series(r, 0);
+    corrupt |= !for_each_in_range(r.column_blob(c0 + 1), r.column_int64(c0), range, [&](const KernelTiming& t) {
+      e.start_ns = t.start_ns;
+      e.end_ns = t.end_ns;
+      e.launch_start_ns = t.launch_start_ns;
+      e.launch_end_ns = t.launch_end_ns;
+      fn(e);
+    });
+  });
+  if (!s.ok()) return s;
+  if (corrupt) return Status::internal("a kernel chunk in the database is corrupt");
+  return Status();
+}
+
+Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare(
+      "SELECT op, address, size_bytes, kind, tag, device, ts_ns, tags FROM memory_events "
+      "WHERE ts_ns >= ?1 AND ts_ns <= ?2 ORDER BY id");
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  return stmt->for_each_row([&](Statement& r) {
+    MemoryEvent e;
+    e.op = r.column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
+    e.address = r.column_text(1);
+    e.size_bytes = static_cast<std::uint64_t>(r.column_int64(2));
+    e.kind = memory_kind_from(r.column_text(3)).value_or(MemoryKind::kDevice);
+    e.tag = r.column_text(4);
+    e.device = r.column_text(5);
+    e.ts_ns = r.column_int64(6);
+    if (auto tags = parse_labels(r.column_text(7)); tags.ok()) e.tags = std::move(*tags);
+    fn(e);
+  });
+}
+
 Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();

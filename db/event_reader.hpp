@@ -5,6 +5,7 @@
 // threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,13 @@ class EventReader {
                                                   const TimeRange& range) const;
   // Every kernel execution ending in the range (device: all when empty), for the timeline.
   Result<analysis::KernelTrace> kernel_trace(const TimeRange& range, const std::string& device) const;
+  // Every kernel execution ending in the range with its series' attributes (variant, launch
+  // configuration, tags), chunk by chunk — not in time order. For exports.
+  Status for_each_kernel(const TimeRange& range, const std::string& device,
+                         const std::function<void(const KernelEvent&)>& fn) const;
+  // Memory events in the range, in arrival order (frees carry the size of their allocation
+  // only in the live tracker; here a free's size is 0). For exports.
+  Status for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn) const;
   // Whole events in the range (by end time or completion time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const std::string& device) const;
   Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range) const;

@@ -31,6 +31,9 @@ class [[nodiscard]] Status {
   static Status io_error(std::string message) { return Status(StatusCode::kIoError, std::move(message)); }
   static Status internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }
 
+  // The same failure with context in front of its message ("file.db: ...").
+  Status with_context(const std::string& context) const { return Status(code_, context + ": " + message_, field_); }
+
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }

@@ -366,6 +366,8 @@ Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
   return d;
 }
 
+}  // namespace
+
 // The current result of a stored definition.
 Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   auto d = parse_definition(definition, now_ns());
@@ -406,6 +408,8 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   out["comparisons"] = comparisons;
   return out;
 }
+
+namespace {
 
 }  // namespace
 

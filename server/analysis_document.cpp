@@ -75,26 +75,26 @@ Result<TimeWindow> window_or(const ApiRequest& request, const char* fallback, Ti
 
 }  // namespace
 
-ApiResponse Api::analysis(const ApiRequest& request) const {
+Result<json> Api::analysis_json(const ApiRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "5m", now);
-  if (!w.ok()) return status_response(w.status());
+  if (!w.ok()) return w.status();
   const std::string device = param(request, "device");
   an::ServingSlo slo;
   for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
                            std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
     auto v = optional_ms(request, name);
-    if (!v.ok()) return status_response(v.status());
+    if (!v.ok()) return v.status();
     *out = *v;
   }
   auto leak_age = size_param(request, "leak_age_s", 60, 1, 86400 * 30);
-  if (!leak_age.ok()) return status_response(leak_age.status());
+  if (!leak_age.ok()) return leak_age.status();
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
 
   // Gauges: every series, raw samples in the window.
   std::vector<GaugeSummary> gauges;
   auto listed = ctx_.history->list();
-  if (!listed.ok()) return status_response(listed.status());
+  if (!listed.ok()) return listed.status();
   std::set<std::string> families;
   for (const auto& s : *listed) families.insert(s.key.name);
   for (const std::string& family : families) {
@@ -104,7 +104,7 @@ ApiResponse Api::analysis(const ApiRequest& request) const {
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
     auto data = ctx_.history->query(q);
-    if (!data.ok()) return status_response(data.status());
+    if (!data.ok()) return data.status();
     for (const auto& d : *data) {
       if (d.samples.empty()) continue;
       GaugeSummary g;
@@ -129,13 +129,13 @@ ApiResponse Api::analysis(const ApiRequest& request) const {
   }
 
   auto trace = ctx_.events->kernel_trace(range, device);
-  if (!trace.ok()) return status_response(trace.status());
+  if (!trace.ok()) return trace.status();
   auto timelines = an::analyze_timeline(*trace);
   auto buffers = ctx_.events->command_buffers(range, device);
-  if (!buffers.ok()) return status_response(buffers.status());
+  if (!buffers.ok()) return buffers.status();
   auto queues = an::analyze_command_queues(*buffers);
   auto requests = ctx_.events->inference_events(range);
-  if (!requests.ok()) return status_response(requests.status());
+  if (!requests.ok()) return requests.status();
   double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
   if (w->all) {  // "all": rates over the span the requests cover
     TimestampNs lo = INT64_MAX, hi = 0;
@@ -147,12 +147,12 @@ ApiResponse Api::analysis(const ApiRequest& request) const {
   }
   auto serving = an::serving_metrics(*requests, window_s, slo);
   auto kernels = ctx_.events->kernel_summaries(range, device);
-  if (!kernels.ok()) return status_response(kernels.status());
+  if (!kernels.ok()) return kernels.status();
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects.
   MemoryStatistics mem = ctx_.memory->statistics(device);
   auto mem_timeline = ctx_.events->allocated_timeline(range, device, 10'000);
-  if (!mem_timeline.ok()) return status_response(mem_timeline.status());
+  if (!mem_timeline.ok()) return mem_timeline.status();
   an::Trend mem_trend;
   {
     std::vector<double> t, y;
@@ -351,11 +351,17 @@ ApiResponse Api::analysis(const ApiRequest& request) const {
   json ab = json::array();
   if (ctx_.abtests) {
     auto tests = ctx_.abtests->list(100);
-    if (!tests.ok()) return status_response(tests.status());
+    if (!tests.ok()) return tests.status();
     for (const auto& t : *tests) ab.push_back({{"id", t.id}, {"name", t.name}, {"url", "/api/v1/abtests/" + std::to_string(t.id)}});
   }
   out["abtests"] = ab;
-  return json_response(200, out);
+  return out;
+}
+
+ApiResponse Api::analysis(const ApiRequest& request) const {
+  auto doc = analysis_json(request);
+  if (!doc.ok()) return status_response(doc.status());
+  return json_response(200, *doc);
 }
 
 namespace {

@@ -146,6 +146,8 @@ ApiResponse Api::handle(const ApiRequest& request) const {
   if (request.path == "/api/v1/inference") return inference(request);
   if (request.path == "/api/v1/percentiles") return percentiles(request);
   if (request.path == "/api/v1/analysis") return analysis(request);
+  if (request.path == "/api/v1/report") return report(request);
+  if (request.path == "/api/v1/trace") return trace(request);
   if (request.path == "/api/v1/regressions") return regressions(request);
   if (request.path == "/api/v1/anomalies") return anomalies(request);
   if (request.path == "/api/v1/alerts") return alerts(request);

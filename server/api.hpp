@@ -74,15 +74,25 @@ class Api {
   ApiResponse abtest(const std::string& id) const;
   // analysis_document.cpp
   ApiResponse analysis(const ApiRequest& request) const;
+  Result<nlohmann::json> analysis_json(const ApiRequest& request) const;
   ApiResponse regressions(const ApiRequest& request) const;
   ApiResponse anomalies(const ApiRequest& request) const;
   ApiResponse alerts(const ApiRequest& request) const;
+  // report_api.cpp
+  ApiResponse report(const ApiRequest& request) const;
+  Result<nlohmann::json> report_json(const ApiRequest& request) const;
+  // csv_export.cpp
+  ApiResponse csv_table(const ApiRequest& request) const;
+  // trace_api.cpp
+  ApiResponse trace(const ApiRequest& request) const;
   // metrics_api.cpp
   ApiResponse metrics(const ApiRequest& request) const;
 
   ApiContext ctx_;
 };
 
+// An A/B test definition (as stored) evaluated on the data in its window now.
+Result<nlohmann::json> evaluate_abtest(const ApiContext& ctx, const nlohmann::json& definition);
 nlohmann::json config_to_json(const AppConfig& config);
 nlohmann::json labels_to_json(const Labels& labels);
 unsigned http_status_for(const Status& status);

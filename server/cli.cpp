@@ -84,6 +84,28 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   demo->add_option("--matrix-size", parsed.demo.matrix_size, "Matrix size of the matmul kernels")
       ->check(CLI::Range(16, 1024))->capture_default_str();
 
+  CLI::App* report = app.add_subcommand(
+      "report", "Write a report (json, csv, md, html, terminal) from a running server or a database file");
+  ReportOptions& ro = parsed.report;
+  report->add_option("--format,-f", ro.format, "json, csv, md, html or terminal")
+      ->check(CLI::IsMember({"json", "csv", "md", "html", "terminal"}))->capture_default_str();
+  report->add_option("--window,-w", ro.window, "Time window: all, or a duration such as 30s, 5m, 1h (default 1h)");
+  auto* report_server = report->add_option("--server", ro.server, "perfscope server URL (default http://127.0.0.1:8080)")
+                            ->envname("PERFSCOPE_SERVER");
+  report->add_option("--db", ro.db, "Read this database file directly instead of asking a server")
+      ->excludes(report_server);
+  report->add_option("--output,-o", ro.output, "Write to this file (atomically) instead of stdout; .csv.gz is gzipped");
+  report->add_option("--table", ro.table, "CSV table: samples, kernels, inference, memory or abtests")
+      ->check(CLI::IsMember({"samples", "kernels", "inference", "memory", "abtests"}))->capture_default_str();
+  report->add_option("--sla-ms", ro.sla_ms, "Latency SLA in milliseconds for the percentile table")->check(CLI::Range(0.0, 1e9));
+  report->add_option("--device", ro.device, "Only this device");
+  CLI::App* top = app.add_subcommand("top", "The terminal report of a running server, refreshed live");
+  top->add_option("--server", parsed.top.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  top->add_option("--window,-w", parsed.top.window, "Time window of each view")->capture_default_str();
+  top->add_option("--interval", parsed.top.interval_s, "Seconds between refreshes")->check(CLI::Range(0.2, 3600.0))->capture_default_str();
+  top->add_option("--iterations,-n", parsed.top.iterations, "Stop after this many views (0: until Ctrl-C)")
+      ->check(CLI::Range(0, 1'000'000))->capture_default_str();
+
   std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
   std::int64_t sampling_ms = c.engine.sampling_interval.count();
   std::int64_t timeout_ms = c.server.request_timeout.count();
@@ -150,6 +172,14 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     }
     if (demo->parsed()) {
       parsed.command = Command::kDemo;
+      return parsed;
+    }
+    if (report->parsed()) {
+      parsed.command = Command::kReport;
+      return parsed;
+    }
+    if (top->parsed()) {
+      parsed.command = Command::kTop;
       return parsed;
     }
     if (!config_file.empty()) {

@@ -1,5 +1,5 @@
 // The command line: `perfscope serve [options]`, `perfscope push`, `perfscope demo`,
-// `perfscope version`. Flags, PERFSCOPE_*
+// `perfscope report`, `perfscope top`, `perfscope version`. Flags, PERFSCOPE_*
 // environment variables and an optional config file fill one AppConfig; invalid values give
 // one clear message and exit code 2.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace perfscope::server {
 
-enum class Command { kServe, kPush, kDemo, kVersion, kExit };
+enum class Command { kServe, kPush, kDemo, kReport, kTop, kVersion, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;
@@ -20,6 +20,8 @@ struct ParsedCommand {
   AppConfig config;
   PushOptions push;
   DemoOptions demo;
+  ReportOptions report;
+  TopOptions top;
 };
 
 // Prints help or errors itself (stdout for help, stderr for errors).

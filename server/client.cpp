@@ -34,6 +34,14 @@ HttpPoster::~HttpPoster() = default;
 
 Result<HttpPoster::Response> HttpPoster::post(const std::string& target, const std::string& content_type,
                                               const std::string& body) {
+  return exchange(true, target, content_type, body);
+}
+
+Result<HttpPoster::Response> HttpPoster::get(const std::string& target) { return exchange(false, target, {}, {}); }
+
+Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::string& target,
+                                                  const std::string& content_type, const std::string& body) {
+  const char* method = is_post ? "POST " : "GET ";
   Connection& c = *conn_;
   const std::string where = "http://" + host_ + ":" + port_;
   for (int attempt = 0; attempt < 2; ++attempt) {  // a kept-alive connection may have been closed
@@ -47,23 +55,25 @@ Result<HttpPoster::Response> HttpPoster::post(const std::string& target, const s
       if (ec) return Status::unavailable("cannot connect to " + where + ": " + ec.message());
       c.open = true;
     }
-    http::request<http::string_body> req(http::verb::post, target, 11);
+    http::request<http::string_body> req(is_post ? http::verb::post : http::verb::get, target, 11);
     req.set(http::field::host, host_);
-    req.set(http::field::content_type, content_type);
+    if (is_post) req.set(http::field::content_type, content_type);
     req.keep_alive(true);
-    req.body() = body;
-    req.prepare_payload();
+    if (is_post) {
+      req.body() = body;
+      req.prepare_payload();
+    }
     c.stream.expires_after(timeout_);
     http::write(c.stream, req, ec);
     http::response_parser<http::string_body> parser;
-    parser.body_limit(64 << 20);
+    parser.body_limit(1ULL << 30);  // reports and traces can be large
     beast::flat_buffer buffer;
     if (!ec) http::read(c.stream, buffer, parser, ec);
     if (ec) {
       c.stream.socket().close(ec);
       c.open = false;
       if (attempt == 0) continue;
-      return Status::unavailable("POST " + where + target + " failed: " + ec.message());
+      return Status::unavailable(method + where + target + " failed: " + ec.message());
     }
     auto res = parser.release();
     if (!res.keep_alive()) {
@@ -72,7 +82,7 @@ Result<HttpPoster::Response> HttpPoster::post(const std::string& target, const s
     }
     return Response{res.result_int(), std::move(res.body())};
   }
-  return Status::unavailable("POST " + where + target + " failed");
+  return Status::unavailable(method + where + target + " failed");
 }
 
 Result<std::unique_ptr<EventClient>> EventClient::create(ClientOptions options) {

@@ -38,7 +38,7 @@ struct ClientStats {
   std::string last_error;
 };
 
-// One kept-alive HTTP/1.1 connection for POSTs, reconnecting when the server closed it.
+// One kept-alive HTTP/1.1 connection for POSTs and GETs, reconnecting when the server closed it.
 // Not thread-safe: one owner thread.
 class HttpPoster {
  public:
@@ -52,9 +52,12 @@ class HttpPoster {
   HttpPoster& operator=(const HttpPoster&) = delete;
   // A transport failure is kUnavailable; any HTTP status is a Response.
   Result<Response> post(const std::string& target, const std::string& content_type, const std::string& body);
+  Result<Response> get(const std::string& target);
 
  private:
   struct Connection;
+  Result<Response> exchange(bool is_post, const std::string& target, const std::string& content_type,
+                            const std::string& body);
   std::string host_, port_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Connection> conn_;

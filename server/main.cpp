@@ -28,6 +28,12 @@ int main(int argc, char** argv) {
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);
       return run_demo(cmd.demo, stop_requested);
+    case Command::kReport:
+      return run_report(cmd.report);
+    case Command::kTop:
+      std::signal(SIGINT, request_stop);
+      std::signal(SIGTERM, request_stop);
+      return run_top(cmd.top, stop_requested);
     case Command::kServe:
       break;
   }

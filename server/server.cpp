@@ -16,6 +16,7 @@
 #include "engine/gpu_alerts.hpp"
 #include "engine/gpu_collector.hpp"
 #include "server/stream_hub.hpp"
+#include "server/tools.hpp"
 
 namespace perfscope::server {
 
@@ -34,6 +35,7 @@ struct Server::Impl {
 
   Status start();
   void shutdown();
+  void write_profile();
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
 
   // Handlers still queued when the server stops own sessions whose destructors use the hub
@@ -150,6 +152,22 @@ Status Server::Impl::start() {
   return Status();
 }
 
+// The JSON report of everything recorded, written once the last batch is committed.
+void Server::Impl::write_profile() {
+  ApiRequest request;
+  request.method = "GET";
+  request.path = "/api/v1/report";
+  request.query = {{"format", "json"}, {"window", "all"}};
+  ApiResponse r = api->handle(request);
+  Status s = r.status == 200 ? write_file_atomically(config.server.profile_output, r.body)
+                             : Status::internal("report failed: " + r.body);
+  if (s.ok()) {
+    log_info("profile written to " + config.server.profile_output);
+  } else {
+    log_error("cannot write the profile: " + s.message());
+  }
+}
+
 void Server::Impl::shutdown() {
   if (stopping) return;
   stopping = true;
@@ -163,6 +181,7 @@ void Server::Impl::shutdown() {
     db::WriterStats ws = writer->stats();
     log_info("database: " + std::to_string(ws.rows_written) + " rows in " + std::to_string(ws.commits) + " commits");
   }
+  if (!config.server.profile_output.empty() && api) write_profile();
   drain_timer = std::make_unique<net::steady_timer>(ioc);
   finish_when_drained(deadline);
 }

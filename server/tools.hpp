@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
+
+#include "engine/status.hpp"
 
 namespace perfscope::server {
 
@@ -20,8 +23,32 @@ struct DemoOptions {
   int matrix_size = 96;
 };
 
-// Both return a process exit code; `stop` ends the demo early (set from a signal handler).
+struct ReportOptions {
+  std::string format = "terminal";  // json, csv, md, html, terminal
+  std::string window;               // empty: the report's default (1h)
+  std::string server;               // a running server's URL, or
+  std::string db;                   // a database file read directly
+  std::string output;               // file to write (atomically); empty: stdout
+  std::string table = "kernels";    // csv
+  double sla_ms = 0;                // 0: no SLA
+  std::string device;
+};
+
+struct TopOptions {
+  std::string server = "http://127.0.0.1:8080";
+  std::string window = "5m";
+  double interval_s = 2;
+  int iterations = 0;  // 0: until stopped
+};
+
+// All return a process exit code; `stop` ends the demo or top early (set from a signal handler).
 int run_push(const PushOptions& options);
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);
+int run_report(const ReportOptions& options);
+int run_top(const TopOptions& options, const std::atomic<bool>& stop);
+
+// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
+// the old file or the whole new one, never a half-written one.
+Status write_file_atomically(const std::string& path, std::string_view content);
 
 }  // namespace perfscope::server

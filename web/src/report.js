@@ -1,0 +1,165 @@
+// The self-contained HTML report: reads the report document inlined in #report-data and
+// draws its tables and charts (uPlot, inlined too). Works offline from a file:// URL.
+(function () {
+  'use strict';
+  const report = JSON.parse(document.getElementById('report-data').textContent);
+  const root = document.getElementById('report');
+  const state = { charts: 0, ready: false };
+  window.perfscopeReport = state;
+
+  const el = (tag, attrs, ...children) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  };
+  const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+  const pct = (v) => (isNum(v) ? (v * 100).toFixed(1) + '%' : '—');
+  const count = (v) => (isNum(v) ? Math.round(v).toLocaleString('en-US') : '—');
+  const bytes = (v) => {
+    if (!isNum(v)) return '—';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB']; let i = 0;
+    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return i ? v.toFixed(2) + ' ' + u[i] : v.toFixed(0) + ' B';
+  };
+  const bandwidth = (v) => {
+    if (!isNum(v)) return '—';
+    const u = ['B/s', 'kB/s', 'MB/s', 'GB/s', 'TB/s']; let i = 0;
+    while (Math.abs(v) >= 1000 && i < u.length - 1) { v /= 1000; i++; }
+    return v.toFixed(1) + ' ' + u[i];
+  };
+  const ms = (v) => {
+    if (!isNum(v)) return '—';
+    if (Math.abs(v) >= 1000) return (v / 1000).toFixed(2) + ' s';
+    if (Math.abs(v) >= 0.1 || v === 0) return v.toFixed(2) + ' ms';
+    return (v * 1000).toFixed(1) + ' µs';
+  };
+  const byUnit = { ratio: pct, bytes, bytes_per_second: bandwidth, watts: (v) => (isNum(v) ? v.toFixed(1) + ' W' : '—'),
+                   celsius: (v) => (isNum(v) ? v.toFixed(0) + ' °C' : '—') };
+  const fmtUnit = (unit) => byUnit[unit] || ((v) => (isNum(v) ? v.toPrecision(3) : '—'));
+
+  // rows: arrays of cells; numeric columns right-aligned.
+  function table(header, rows, numeric, testid) {
+    const t = el('table', testid ? { 'data-testid': testid } : {});
+    t.append(el('tr', {}, ...header.map((h, i) => el('th', numeric[i] ? { class: 'num' } : {}, h))));
+    for (const r of rows) t.append(el('tr', {}, ...r.map((c, i) => el('td', numeric[i] ? { class: 'num' } : {}, c))));
+    return t;
+  }
+  const section = (title) => { root.append(el('h2', {}, title)); };
+
+  const w = report.window;
+  const windowText = typeof w === 'string' ? 'all data'
+    : new Date(w.from_ns / 1e6).toISOString().replace('T', ' ').slice(0, 19) + ' to ' +
+      new Date(w.to_ns / 1e6).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+  root.append(el('h1', {}, 'perfscope report'));
+  root.append(el('div', { class: 'muted' }, `Host ${report.report.host} · perfscope ${report.report.version} · ${windowText}`));
+
+  section('Summary');
+  const s = report.summary;
+  const summaryRows = [['GPU utilization', s.gpu_utilization, pct], ['Memory bandwidth', s.memory_bandwidth, bandwidth],
+                       ['GPU memory used', s.gpu_memory_used, bytes], ['GPU power', s.gpu_power, byUnit.watts],
+                       ['GPU temperature', s.gpu_temperature, byUnit.celsius], ['Host CPU utilization', s.host_cpu_utilization, pct]]
+    .filter(([, v]) => v).map(([label, v, f]) => [label, f(v.avg), f(v.peak)]);
+  root.append(table(['Metric', 'Average', 'Peak'], summaryRows, [false, true, true], 'summary'));
+  const kt = s.kernel_time;
+  root.append(el('p', {}, `Kernel time ${ms(kt.total_ms)} in ${count(kt.executions)} executions` +
+                           (isNum(kt.avg_ms) ? ` (average ${ms(kt.avg_ms)})` : '') + '.'));
+
+  if (report.charts.length) {
+    section('Charts');
+    const grid = el('div', { class: 'charts' });
+    root.append(grid);
+    const groups = new Map();
+    for (const c of report.charts) {
+      if (!groups.has(c.name)) groups.set(c.name, []);
+      groups.get(c.name).push(c);
+    }
+    const palette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+    for (const [name, list] of groups) {
+      // One x axis for every series of the group: the union of their times.
+      const xs = [...new Set(list.flatMap((c) => c.points.map((p) => p[0])))].sort((a, b) => a - b);
+      const index = new Map(xs.map((x, i) => [x, i]));
+      const data = [xs.map((x) => x / 1000)];
+      for (const c of list) {
+        const ys = new Array(xs.length).fill(null);
+        for (const [t, v] of c.points) ys[index.get(t)] = v;
+        data.push(ys);
+      }
+      const f = fmtUnit(list[0].unit);
+      const box = el('div', { class: 'chart', 'data-testid': 'chart-' + name });
+      box.append(el('h3', {}, name));
+      grid.append(box);
+      new uPlot({
+        width: 520, height: 220,
+        series: [{}, ...list.map((c, i) => ({
+          label: Object.values(c.labels).join(' ') || name, stroke: palette[i % palette.length], width: 1.5,
+          value: (u, v) => f(v), spanGaps: true,
+        }))],
+        axes: [{}, { values: (u, vals) => vals.map(f), size: 80 }],
+      }, data, box);
+      state.charts++;
+    }
+  }
+
+  section('Top kernels');
+  const kernels = report.kernels.top;
+  root.append(kernels.length
+    ? table(['Kernel', 'Count', 'Total', 'Average', 'Min', 'Max', 'Share'],
+            kernels.map((k) => [el('code', {}, k.name), count(k.count), ms(k.total_ms), ms(k.avg_ms), ms(k.min_ms), ms(k.max_ms), pct(k.share)]),
+            [false, true, true, true, true, true, true], 'kernels')
+    : el('p', { class: 'muted' }, 'No kernels in this window.'));
+
+  if (report.timeline.length) {
+    section('Kernel timeline');
+    root.append(table(['Device', 'Stream', 'Kernels', 'Busy', 'Idle', 'Avg gap', 'Launch efficiency'],
+                      report.timeline.map((q) => [q.device, q.stream === null ? '(all)' : q.stream, count(q.kernel_count),
+                                                  pct(q.busy_ratio), ms(q.idle_ms), ms(q.avg_gap_ms), pct(q.launch_efficiency)]),
+                      [false, false, true, true, true, true, true], 'timeline'));
+  }
+
+  section('Memory');
+  const m = report.memory;
+  root.append(table(['Statistic', 'Value'], [['Total allocated', bytes(m.total_allocated_bytes)],
+                                             ['Current allocated', bytes(m.current_allocated_bytes)],
+                                             ['Peak allocated', bytes(m.peak_allocated_bytes)]], [false, true], 'memory'));
+
+  if (report.latency.length) {
+    section('Latency percentiles');
+    const sla = report.slo && isNum(report.slo.latency_ms);
+    root.append(table(['Model', 'Requests', 'p50', 'p90', 'p95', 'p99', 'p99.9', ...(sla ? ['SLA compliance'] : [])],
+                      report.latency.map((l) => [l.model, count(l.count), ...['p50', 'p90', 'p95', 'p99', 'p99.9'].map((k) => ms(l.percentiles_ms[k])),
+                                                 ...(sla ? [pct(l.sla.compliance_rate)] : [])]),
+                      [false, true, true, true, true, true, true, true], 'latency'));
+  }
+
+  section('Bottlenecks');
+  const fired = report.bottlenecks.filter((f) => f.status === 'fired');
+  if (!fired.length) root.append(el('p', {}, 'No bottleneck detected.'));
+  for (const f of fired) {
+    const d = el('div', { class: 'finding', 'data-testid': 'finding' });
+    d.append(el('div', {}, el('span', { class: 'sev-' + f.severity }, f.severity + ' '), f.title));
+    d.append(el('div', { class: 'muted' }, 'Evidence: ' + Object.entries(f.evidence).map(([k, v]) => `${k} = ${Number(v).toPrecision(4)}`).join('; ')));
+    d.append(el('ul', {}, ...f.recommendations.map((r) => el('li', {}, r))));
+    root.append(d);
+  }
+
+  if (report.abtests.length) {
+    section('A/B tests');
+    const rows = [];
+    const side = (x) => Object.entries(x || {}).map(([k, v]) => `${k}=${v}`).join(' ');
+    for (const t of report.abtests) {
+      const comps = t.comparisons
+        ? t.comparisons.map((c) => [side(t.definition.variants[c.control]), side(t.definition.variants[c.variant]), c])
+        : [[side(t.definition.a), side(t.definition.b), t]];
+      for (const [a, b, c] of comps) {
+        rows.push([t.name, a, b, isNum(c.speedup) ? c.speedup.toFixed(3) + '×' : '—',
+                   isNum(c.speedup_ci95[0]) ? `${c.speedup_ci95[0].toFixed(3)}–${c.speedup_ci95[1].toFixed(3)}` : '—',
+                   c.p_value_used.toPrecision(3), c.verdict]);
+      }
+    }
+    root.append(table(['Test', 'Control', 'Variant', 'Speedup', '95% CI', 'p', 'Verdict'], rows,
+                      [false, false, false, true, true, true, false], 'abtests'));
+  }
+  root.append(el('p', { class: 'muted' }, 'Percentiles: ' + report.methods.percentiles + '.'));
+  state.ready = true;
+})();
