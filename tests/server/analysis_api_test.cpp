@@ -264,5 +264,34 @@ TEST_F(AnalysisApiTest, RegressionsFindAPlantedStepPerInterval) {
   EXPECT_TRUE(a["anomalies"].is_array());
 }
 
+TEST_F(AnalysisApiTest, ReportAndTraceRefuseBadParametersByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"/api/v1/report?format=pdf", "format"},
+      {"/api/v1/report?format=csv&table=users", "table"},
+      {"/api/v1/report?format=csv&table=kernels&compress=zip", "compress"},
+      {"/api/v1/report?format=html&auto_refresh=yes", "auto_refresh"},
+      {"/api/v1/report?format=html&auto_refresh=true&refresh_interval_ms=5", "refresh_interval_ms"},
+      {"/api/v1/report?window=fortnight", "window"},
+      {"/api/v1/trace?max_events=-1", "max_events"},
+  };
+  for (const auto& [path, field] : cases) {
+    Reply r = get(path);
+    EXPECT_EQ(r.status, 400u) << path;
+    EXPECT_EQ(r.body_json()["error"]["field"], field) << path << ": " << r.body;
+  }
+}
+
+TEST_F(AnalysisApiTest, LiveHtmlReportRefreshesItselfWhenAsked) {
+  kernels("gemm", "", {1, 2, 3});
+  Reply live = get("/api/v1/report?format=html&auto_refresh=true&refresh_interval_ms=2000");
+  ASSERT_EQ(live.status, 200u);
+  EXPECT_NE(live.body.find("<meta http-equiv=\"refresh\" content=\"2\">"), std::string::npos);
+  Reply still = get("/api/v1/report?format=html");
+  EXPECT_EQ(still.body.find("http-equiv=\"refresh\""), std::string::npos);
+  // Nothing is fetched from elsewhere: no src= or href= to another document.
+  EXPECT_EQ(still.body.find("<script src="), std::string::npos);
+  EXPECT_EQ(still.body.find("<link "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace perfscope::server

@@ -76,4 +76,27 @@ check "push with an empty stdin sends nothing and succeeds" "grep -q 'rc=0' <<<\
 kill -TERM $pid; wait $pid
 rm -rf "$dir"
 
+# report, top and the profile written at shutdown.
+dir=$(mktemp -d)
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir/data" --profile-output "$dir/profile.json" >"$dir/out" 2>/dev/null &
+pid=$!
+for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
+url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$dir/out")
+printf '%s\n' '{"type":"kernel","name":"reported","duration_ms":3}' | "$bin" push --server "$url" >/dev/null
+out=$("$bin" top --server "$url" -n 2 --interval 0.2); rc=$?
+check "top -n 2 exits 0 with two views" "[ $rc -eq 0 ] && [ \$(grep -c 'Performance Summary' <<<\"\$out\") -eq 2 ]"
+check "top piped prints no escape codes" "! grep -q $'\\x1b' <<<\"\$out\""
+out=$("$bin" report --server "$url" --format md); rc=$?
+check "report --format md from a server" "[ $rc -eq 0 ] && grep -q '| \`reported\` | 1 |' <<<\"\$out\""
+"$bin" report --server "$url" --format html -o "$dir/r.html" 2>/dev/null
+check "report -o writes the file" "grep -q '<!doctype html>' '$dir/r.html'"
+err=$("$bin" report --server "$url" --format yaml 2>&1 >/dev/null); rc=$?
+check "report with a bad format exits 2 naming the option" "[ $rc -eq 2 ] && grep -q -- --format <<<\"\$err\""
+err=$("$bin" report --server http://127.0.0.1:1 2>&1 >/dev/null); rc=$?
+check "report with no server exits 1" "[ $rc -eq 1 ] && grep -q 'cannot connect' <<<\"\$err\""
+kill -TERM $pid; wait $pid
+check "serve --profile-output writes the JSON report on shutdown" \
+  "[ \"\$(sqlite3 :memory: \"SELECT json_extract(readfile('$dir/profile.json'), '\$.summary.kernel_time.executions')\")\" = 1 ]"
+rm -rf "$dir"
+
 exit $fail
