@@ -5,14 +5,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --tests: also what the tests need; --container: Podman, Buildah and debootstrap for the
+# container image test (tests/container/test_image.sh).
 with_tests=0
-[[ "${1:-}" == "--tests" ]] && with_tests=1
+with_container=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) with_tests=1 ;;
+    --container) with_container=1 ;;
+    *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 packages=(cmake ninja-build ccache g++ pkg-config
           libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libcli11-dev
           libgtest-dev libbenchmark-dev)
 if (( with_tests )); then
   packages+=(chromium sqlite3 curl prometheus)
+fi
+if (( with_container )); then
+  packages+=(podman buildah debootstrap sqlite3 curl procps)
 fi
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)

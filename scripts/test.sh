@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with sanitizers and warnings as errors, and runs every
-# test (unit, integration, browser) through ctest. Exits non-zero on any failure.
+# test (unit, integration, browser) through ctest; with PERFSCOPE_TEST_CONTAINER=1 also builds
+# and tests the container image. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --tests
@@ -9,3 +10,7 @@ cmake --build --preset asan-ubsan
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir build/asan-ubsan --output-on-failure --no-tests=error -j 2 "$@"
+# The container image, built and run (long: about ten minutes on two cores).
+if [[ "${PERFSCOPE_TEST_CONTAINER:-0}" == 1 ]]; then
+  tests/container/test_image.sh
+fi

@@ -106,6 +106,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   top->add_option("--iterations,-n", parsed.top.iterations, "Stop after this many views (0: until Ctrl-C)")
       ->check(CLI::Range(0, 1'000'000))->capture_default_str();
 
+  CLI::App* healthcheck = app.add_subcommand(
+      "healthcheck", "Exit 0 when the server answers GET /healthz with 200 (for container health checks)");
+  healthcheck->add_option("--server", parsed.healthcheck_server, "perfscope server URL")
+      ->envname("PERFSCOPE_HEALTHCHECK_SERVER")->capture_default_str();
+
   std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
   std::int64_t sampling_ms = c.engine.sampling_interval.count();
   std::int64_t timeout_ms = c.server.request_timeout.count();
@@ -176,6 +181,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     }
     if (report->parsed()) {
       parsed.command = Command::kReport;
+      return parsed;
+    }
+    if (healthcheck->parsed()) {
+      parsed.command = Command::kHealthcheck;
       return parsed;
     }
     if (top->parsed()) {

@@ -12,7 +12,7 @@
 
 namespace perfscope::server {
 
-enum class Command { kServe, kPush, kDemo, kReport, kTop, kVersion, kExit };
+enum class Command { kServe, kPush, kDemo, kReport, kTop, kHealthcheck, kVersion, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;
@@ -22,6 +22,7 @@ struct ParsedCommand {
   DemoOptions demo;
   ReportOptions report;
   TopOptions top;
+  std::string healthcheck_server = "http://127.0.0.1:8080";
 };
 
 // Prints help or errors itself (stdout for help, stderr for errors).

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);
       return run_demo(cmd.demo, stop_requested);
+    case Command::kHealthcheck:
+      return run_healthcheck(cmd.healthcheck_server);
     case Command::kReport:
       return run_report(cmd.report);
     case Command::kTop:

@@ -41,7 +41,6 @@ std::string window_text(const json& report) {
   return utc_time(w["from_ns"].get<long long>()) + " to " + utc_time(w["to_ns"].get<long long>());
 }
 
-std::string or_dash(double v, std::string (*f)(double)) { return std::isfinite(v) ? f(v) : "—"; }
 
 std::string format_count(double v) {
   // Thousands separators: 1,523.

@@ -173,6 +173,25 @@ int run_report(const ReportOptions& o) {
   return 0;
 }
 
+int run_healthcheck(const std::string& server) {
+  auto hp = parse_http_url(server);
+  if (!hp.ok()) {
+    std::cerr << "perfscope healthcheck: " << hp.status().message() << "\n";
+    return 2;
+  }
+  HttpPoster http(hp->first, hp->second, std::chrono::seconds(5));
+  auto r = http.get("/healthz");
+  if (!r.ok()) {
+    std::cerr << "perfscope healthcheck: " << r.status().message() << "\n";
+    return 1;
+  }
+  if (r->status != 200) {
+    std::cerr << "perfscope healthcheck: HTTP " << r->status << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int run_top(const TopOptions& o, const std::atomic<bool>& stop) {
   auto hp = parse_http_url(o.server);
   if (!hp.ok()) {

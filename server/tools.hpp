@@ -46,6 +46,8 @@ int run_push(const PushOptions& options);
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);
 int run_report(const ReportOptions& options);
 int run_top(const TopOptions& options, const std::atomic<bool>& stop);
+// 0 when GET /healthz answers 200 within 5 s, else 1 (with the reason on stderr).
+int run_healthcheck(const std::string& server);
 
 // Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
 // the old file or the whole new one, never a half-written one.

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds the image from docker/Dockerfile as it is, runs the server from it and checks what a
+# container user relies on: a non-root process, /healthz and the health check command, the
+# dashboard and /metrics, events in and queryable, SIGTERM ending it within 10 s, and the
+# database it leaves behind intact with the data. No Docker engine is needed: Podman and
+# Buildah build the image, and the server runs from it in chroot isolation on the host's
+# network (the runtime's own isolation needs cgroup and rlimit support these machines lack).
+#
+#   tests/container/test_image.sh          (or PERFSCOPE_TEST_CONTAINER=1 scripts/test.sh)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/install_deps.sh --container
+
+image=localhost/perfscope:test
+base=docker.io/library/debian:bookworm-slim
+port=${PERFSCOPE_TEST_PORT:-18087}
+work=$(mktemp -d)
+container=""
+server=""
+fail=0
+check() { # description, condition
+  if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi
+}
+cleanup() {
+  [[ -n "$server" ]] && kill -KILL "$server" 2>/dev/null || true
+  [[ -n "$container" ]] && buildah rm "$container" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+started=$(date +%s)
+# No registry is reachable from the build machines: make the base image from Debian's mirror
+# under the name the Dockerfile uses (skipped when it exists, e.g. pulled normally).
+if ! podman image exists "$base"; then
+  echo "perfscope: making $base with debootstrap"
+  debootstrap --variant=minbase bookworm "$work/rootfs" http://deb.debian.org/debian >/dev/null
+  tar -C "$work/rootfs" -c . | podman import - "$base" >/dev/null
+  rm -rf "$work/rootfs"
+fi
+
+# Docker format: OCI image configs cannot carry a HEALTHCHECK.
+podman build --isolation chroot --format docker -t "$image" -f docker/Dockerfile . >"$work/build.log" 2>&1 \
+  || { tail -50 "$work/build.log"; echo "FAILED: the image does not build"; exit 1; }
+built=$(date +%s)
+size=$(podman image inspect --format '{{.Size}}' "$image")
+echo "image built in $((built - started)) s; size $size bytes ($((size / 1024 / 1024)) MiB)"
+
+inspect() { podman image inspect --format "$1" "$image"; }
+check "runs as the non-root user perfscope" "[ '$(inspect '{{.Config.User}}')' = perfscope ]"
+check "exec-form ENTRYPOINT" "[ '$(inspect '{{json .Config.Entrypoint}}')' = '[\"/usr/local/bin/perfscope\"]' ]"
+check "EXPOSE 8080" "grep -q 8080/tcp <<<'$(inspect '{{json .Config.ExposedPorts}}')'"
+check "VOLUME /data" "grep -q '\"/data\"' <<<'$(inspect '{{json .Config.Volumes}}')'"
+check "HEALTHCHECK runs perfscope healthcheck" "grep -q healthcheck <<<'$(inspect '{{json .Config.Healthcheck}}')'"
+check "listens on 0.0.0.0 by default" "grep -q 'PERFSCOPE_LISTEN=0.0.0.0:8080' <<<'$(inspect '{{json .Config.Env}}')'"
+
+# The database directory belongs to the image's user (uid 10001), as a volume would.
+mkdir -p "$work/data"
+chown 10001:10001 "$work/data"
+container=$(buildah from "$image")
+buildah run --isolation chroot -v "$work/data:/data" "$container" -- \
+  /usr/local/bin/perfscope serve --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+url="http://127.0.0.1:$port"
+for _ in $(seq 1 150); do curl -fsS "$url/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+server=$(pgrep -f "^/usr/local/bin/perfscope serve --listen 127.0.0.1:$port" || true)
+check "the server starts from the image" "[ -n '$server' ]"
+if [[ -z "$server" ]]; then cat "$work/server.log"; exit 1; fi
+
+check "the server process is not root" "[ \$(ps -o uid= -p $server) -ne 0 ]"
+check "/healthz answers" "curl -fsS '$url/healthz' | grep -q '\"ok\"'"
+check "the health check command passes" \
+  "buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope healthcheck --server '$url'"
+check "the dashboard is served" "curl -fsS '$url/' | grep -qi '<title>perfscope'"
+check "/metrics is served" "curl -fsS '$url/metrics' | grep -q '^perfscope_build_info'"
+events='{"events":['
+for i in $(seq 1 50); do
+  events+="{\"type\":\"kernel\",\"name\":\"in_container\",\"start_ns\":$((1735689600000000000 + i * 1000000)),\"end_ns\":$((1735689600000500000 + i * 1000000))},"
+done
+events="${events%,}]}"
+check "events are accepted" "curl -fsS -H 'Content-Type: application/json' -d '$events' '$url/api/v1/events' | grep -q '\"accepted\":50'"
+check "events are queryable" "curl -fsS '$url/api/v1/kernels?window=all' | grep -q '\"name\":\"in_container\",\"count\":50'"
+
+stop_start=$(date +%s%N)
+kill -TERM "$server"
+for _ in $(seq 1 100); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+stop_ms=$((($(date +%s%N) - stop_start) / 1000000))
+check "SIGTERM stops the server within 10 s (took ${stop_ms} ms)" "! kill -0 $server 2>/dev/null && [ $stop_ms -lt 10000 ]"
+server=""
+wait || true
+check "the database it left behind passes the integrity check" \
+  "[ \"\$(sqlite3 '$work/data/perfscope.db' 'PRAGMA integrity_check')\" = ok ]"
+check "and holds the events" \
+  "[ \"\$(sqlite3 '$work/data/perfscope.db' 'SELECT sum(count) FROM kernel_chunks')\" = 50 ]"
+echo "container test finished in $(($(date +%s) - started)) s"
+exit $fail
