@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "server/version.hpp"
@@ -108,8 +109,9 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
 
   CLI::App* healthcheck = app.add_subcommand(
       "healthcheck", "Exit 0 when the server answers GET /healthz with 200 (for container health checks)");
-  healthcheck->add_option("--server", parsed.healthcheck_server, "perfscope server URL")
-      ->envname("PERFSCOPE_HEALTHCHECK_SERVER")->capture_default_str();
+  auto* health_server = healthcheck->add_option("--server", parsed.healthcheck_server,
+                                                "perfscope server URL (default: the port of PERFSCOPE_LISTEN on loopback)")
+                            ->envname("PERFSCOPE_HEALTHCHECK_SERVER");
 
   std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
   std::int64_t sampling_ms = c.engine.sampling_interval.count();
@@ -184,6 +186,15 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       return parsed;
     }
     if (healthcheck->parsed()) {
+      // In a container the server's address comes from PERFSCOPE_LISTEN: check that port.
+      const char* listen_env = std::getenv("PERFSCOPE_LISTEN");
+      ServerConfig where;
+      if (health_server->count() == 0 && listen_env && parse_listen(listen_env, where).empty()) {
+        const bool any = where.listen_host == "0.0.0.0" || where.listen_host == "::";
+        const std::string host = any ? "127.0.0.1" : where.listen_host;
+        parsed.healthcheck_server = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                                    std::to_string(where.listen_port);
+      }
       parsed.command = Command::kHealthcheck;
       return parsed;
     }

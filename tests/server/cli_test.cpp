@@ -26,6 +26,18 @@ class ScopedEnv {
   const char* name_;
 };
 
+TEST(Cli, HealthcheckFollowsTheListenAddress) {
+  EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://127.0.0.1:8080");
+  {
+    ScopedEnv env("PERFSCOPE_LISTEN", "0.0.0.0:9100");
+    EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://127.0.0.1:9100");
+    EXPECT_EQ(parse({"healthcheck", "--server", "http://10.0.0.2:1"}).healthcheck_server, "http://10.0.0.2:1");
+  }
+  ScopedEnv env("PERFSCOPE_LISTEN", "10.1.2.3:9200");
+  EXPECT_EQ(parse({"healthcheck"}).command, Command::kHealthcheck);
+  EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://10.1.2.3:9200");
+}
+
 TEST(Cli, DefaultsMirrorTheDesignDocuments) {
   ParsedCommand c = parse({"serve"});
   ASSERT_EQ(c.command, Command::kServe);
