@@ -25,13 +25,6 @@ const std::vector<double>& token_latency_buckets() {
 
 namespace {
 constexpr const char* kOther = "__other__";
-
-Labels labels_of(std::initializer_list<std::pair<const char*, const std::string*>> pairs) {
-  Labels l;
-  for (const auto& [k, v] : pairs) l.emplace_back(k, *v);
-  sort_labels(l);
-  return l;
-}
 }  // namespace
 
 EventMetrics::EventMetrics(EventMetricsOptions options) : options_(options) {
@@ -42,18 +35,34 @@ EventMetrics::EventMetrics(EventMetricsOptions options) : options_(options) {
   tpot_.bounds = &token_latency_buckets();
 }
 
-template <typename Map>
-Labels EventMetrics::bounded(const Map& family, Labels labels, const char* bounded_label) {
-  if (family.size() < options_.max_series_per_family || family.count(labels)) return labels;
-  ++overflowed_;
-  for (auto& [k, v] : labels) {
-    if (k == bounded_label) v = kOther;
+template <typename Value>
+Value& EventMetrics::slot(Family<Value>& f, std::initializer_list<const char*> names,
+                          std::initializer_list<std::string_view> values, const char* bounded_label) {
+  key_.clear();
+  for (std::string_view v : values) {
+    key_ += v;
+    key_ += '\x1f';  // unit separator: label values rarely hold it, and then only collide harmlessly
   }
-  return labels;
+  if (auto it = f.index.find(key_); it != f.index.end()) return f.series[it->second].second;
+  Labels labels;
+  auto v = values.begin();
+  for (const char* n : names) labels.emplace_back(n, std::string(*v++));
+  if (f.series.size() >= options_.max_series_per_family) {
+    ++overflowed_;
+    key_.clear();
+    for (auto& [k, value] : labels) {
+      if (k == bounded_label) value = kOther;
+      key_ += value;
+      key_ += '\x1f';
+    }
+    if (auto it = f.index.find(key_); it != f.index.end()) return f.series[it->second].second;
+  }
+  f.index.emplace(key_, f.series.size());
+  f.series.emplace_back(std::move(labels), Value{});
+  return f.series.back().second;
 }
 
-void EventMetrics::add(HistogramFamily& f, Labels labels, double seconds) {
-  Histogram& h = f.series[std::move(labels)];
+void EventMetrics::observe_histogram(HistogramFamily& f, Histogram& h, double seconds) {
   if (h.buckets.empty()) h.buckets.assign(f.bounds->size() + 1, 0);
   // Prometheus buckets are upper-inclusive: the first bound >= the value.
   auto it = std::lower_bound(f.bounds->begin(), f.bounds->end(), seconds);
@@ -62,38 +71,33 @@ void EventMetrics::add(HistogramFamily& f, Labels labels, double seconds) {
   ++h.count;
 }
 
-void EventMetrics::add(std::map<Labels, double>& f, Labels labels, double amount) { f[std::move(labels)] += amount; }
-
 void EventMetrics::observe(const std::vector<Event>& events) {
   std::lock_guard lock(mu_);
-  static const std::string kOk = "ok", kError = "error";
   for (const Event& event : events) {
-    const std::string type(event_type(event));
-    add(events_, labels_of({{"type", &type}}), 1);
+    ++events_by_type_[event.index()];
     if (const auto* k = std::get_if<KernelEvent>(&event)) {
-      Labels l = bounded(kernel_duration_.series, labels_of({{"device", &k->device}, {"kernel", &k->name}, {"variant", &k->variant}}),
-                         "kernel");
-      add(kernel_duration_, std::move(l), static_cast<double>(k->end_ns - k->start_ns) / 1e9);
+      Histogram& h = slot(kernel_duration_, {"device", "kernel", "variant"}, {k->device, k->name, k->variant}, "kernel");
+      observe_histogram(kernel_duration_, h, static_cast<double>(k->end_ns - k->start_ns) / 1e9);
     } else if (const auto* r = std::get_if<InferenceEvent>(&event)) {
-      Labels model = bounded(requests_, labels_of({{"model", &r->model}, {"status", &kOk}}), "model");
-      const std::string model_name = model[0].second;  // "model" sorts before "status"
-      model[1].second = r->ok ? kOk : kError;
-      add(requests_, std::move(model), 1);
-      Labels by_model = labels_of({{"model", &model_name}});
-      add(request_duration_, by_model, r->latency_ms / 1e3);
-      if (r->ttft_ms) add(ttft_, by_model, *r->ttft_ms / 1e3);
-      if (r->input_tokens) add(input_tokens_, by_model, static_cast<double>(*r->input_tokens));
+      // The model's label value as the requests family holds it (possibly "__other__").
+      slot(requests_, {"model", "status"}, {r->model, "ok"}, "model");
+      const std::string model = requests_.series[requests_.index.at(key_)].first[0].second;
+      slot(requests_, {"model", "status"}, {model, r->ok ? "ok" : "error"}, "model") += 1;
+      observe_histogram(request_duration_, slot(request_duration_, {"model"}, {model}, "model"), r->latency_ms / 1e3);
+      if (r->ttft_ms) observe_histogram(ttft_, slot(ttft_, {"model"}, {model}, "model"), *r->ttft_ms / 1e3);
+      if (r->input_tokens) slot(input_tokens_, {"model"}, {model}, "model") += static_cast<double>(*r->input_tokens);
       if (r->output_tokens) {
-        add(output_tokens_, by_model, static_cast<double>(*r->output_tokens));
+        slot(output_tokens_, {"model"}, {model}, "model") += static_cast<double>(*r->output_tokens);
         // TPOT as the analysis defines it: requests with one token or none have no TPOT.
         if (r->ttft_ms && *r->output_tokens > 1) {
-          add(tpot_, by_model, (r->latency_ms - *r->ttft_ms) / 1e3 / static_cast<double>(*r->output_tokens - 1));
+          observe_histogram(tpot_, slot(tpot_, {"model"}, {model}, "model"),
+                            (r->latency_ms - *r->ttft_ms) / 1e3 / static_cast<double>(*r->output_tokens - 1));
         }
       }
     } else if (const auto* c = std::get_if<CommandBufferEvent>(&event)) {
-      Labels l = bounded(command_buffer_latency_.series, labels_of({{"device", &c->device}, {"queue", &c->queue}}), "queue");
+      Histogram& h = slot(command_buffer_latency_, {"device", "queue"}, {c->device, c->queue}, "queue");
       const TimestampNs from = c->submit_ns ? c->submit_ns : c->start_ns;
-      add(command_buffer_latency_, std::move(l), static_cast<double>(c->end_ns - from) / 1e9);
+      observe_histogram(command_buffer_latency_, h, static_cast<double>(c->end_ns - from) / 1e9);
     }
   }
 }
@@ -106,6 +110,7 @@ std::uint64_t EventMetrics::overflowed() const {
 std::vector<EventMetricFamily> EventMetrics::snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<EventMetricFamily> out;
+  auto by_labels = [](const auto& a, const auto& b) { return a.labels < b.labels; };
   auto histogram = [&](const HistogramFamily& f, MetricFamily family) {
     EventMetricFamily e{std::move(family), *f.bounds, {}, {}};
     for (const auto& [labels, h] : f.series) {
@@ -114,17 +119,22 @@ std::vector<EventMetricFamily> EventMetrics::snapshot() const {
       for (std::uint64_t b : h.buckets) s.cumulative.push_back(running += b);
       e.histograms.push_back(std::move(s));
     }
+    std::sort(e.histograms.begin(), e.histograms.end(), by_labels);
     out.push_back(std::move(e));
   };
-  auto counter = [&](const std::map<Labels, double>& f, MetricFamily family) {
+  auto counter = [&](const CounterFamily& f, MetricFamily family) {
     EventMetricFamily e{std::move(family), {}, {}, {}};
-    for (const auto& [labels, v] : f) e.counters.push_back({labels, v});
+    for (const auto& [labels, v] : f.series) {
+      if (v > 0) e.counters.push_back({labels, v});  // a model seen only with errors has no "ok" row
+    }
+    std::sort(e.counters.begin(), e.counters.end(), by_labels);
     out.push_back(std::move(e));
   };
   using T = MetricType;
   histogram(kernel_duration_, {"kernel_duration_seconds", "seconds", T::kHistogram, "Kernel execution time, start to end on the device"});
   EventMetricFamily executions{{"kernel_executions_total", "", T::kCounter, "Kernel executions recorded"}, {}, {}, {}};
   for (const auto& [labels, h] : kernel_duration_.series) executions.counters.push_back({labels, static_cast<double>(h.count)});
+  std::sort(executions.counters.begin(), executions.counters.end(), by_labels);
   out.push_back(std::move(executions));
   histogram(command_buffer_latency_, {"command_buffer_latency_seconds", "seconds", T::kHistogram,
                                       "Command buffer (stream submission) latency, submit to complete"});
@@ -136,7 +146,14 @@ std::vector<EventMetricFamily> EventMetrics::snapshot() const {
   counter(requests_, {"inference_requests_total", "", T::kCounter, "Inference requests by outcome"});
   counter(input_tokens_, {"inference_input_tokens_total", "", T::kCounter, "Prompt tokens of inference requests"});
   counter(output_tokens_, {"inference_output_tokens_total", "", T::kCounter, "Generated tokens of inference requests"});
-  counter(events_, {"events_ingested_total", "", T::kCounter, "Events committed to the database, by type"});
+  EventMetricFamily ingested{{"events_ingested_total", "", T::kCounter, "Events committed to the database, by type"}, {}, {}, {}};
+  for (std::size_t i = 0; i < events_by_type_.size(); ++i) {
+    if (events_by_type_[i]) {
+      ingested.counters.push_back({{{"type", std::string(event_type_name(i))}}, static_cast<double>(events_by_type_[i])});
+    }
+  }
+  std::sort(ingested.counters.begin(), ingested.counters.end(), by_labels);
+  out.push_back(std::move(ingested));
   return out;
 }
 

@@ -12,8 +12,12 @@
 // Thread-safety: every method is safe from any thread (one internal mutex).
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <map>
+#include <initializer_list>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -66,20 +70,31 @@ class EventMetrics {
     double sum = 0;
     std::uint64_t count = 0;
   };
-  struct HistogramFamily {
-    const std::vector<double>* bounds;
-    std::map<Labels, Histogram> series;
+  // Series found by a joined key of their label values (no Labels built on the hot path);
+  // labels are made once, when a series first appears.
+  template <typename Value>
+  struct Family {
+    std::unordered_map<std::string, std::size_t> index;  // joined label values → slot
+    std::vector<std::pair<Labels, Value>> series;
   };
-  void add(HistogramFamily& f, Labels labels, double seconds);
-  void add(std::map<Labels, double>& f, Labels labels, double amount);
-  // `labels` itself, or with `bounded_label` set to "__other__" once the family is full.
-  template <typename Map>
-  Labels bounded(const Map& family, Labels labels, const char* bounded_label);
+  struct HistogramFamily : Family<Histogram> {
+    const std::vector<double>* bounds = nullptr;
+  };
+  using CounterFamily = Family<double>;
+
+  // The series of `values` (label values in `names` order, names sorted), created on first
+  // use; once the family is full, new series go to `bounded_label` = "__other__".
+  template <typename Value>
+  Value& slot(Family<Value>& f, std::initializer_list<const char*> names, std::initializer_list<std::string_view> values,
+              const char* bounded_label);
+  void observe_histogram(HistogramFamily& f, Histogram& h, double seconds);
 
   const EventMetricsOptions options_;
   mutable std::mutex mu_;
+  std::string key_;  // scratch, guarded by mu_
   HistogramFamily kernel_duration_, request_duration_, ttft_, tpot_, command_buffer_latency_;
-  std::map<Labels, double> requests_, input_tokens_, output_tokens_, events_;
+  CounterFamily requests_, input_tokens_, output_tokens_;
+  std::array<std::uint64_t, std::variant_size_v<Event>> events_by_type_{};
   std::uint64_t overflowed_ = 0;
 };
 

@@ -22,10 +22,13 @@ std::optional<MemoryKind> memory_kind_from(std::string_view text) {
   return std::nullopt;
 }
 
-std::string_view event_type(const Event& event) {
+std::string_view event_type_name(std::size_t index) {
   static constexpr std::string_view kNames[] = {"kernel", "memory", "command_buffer", "inference", "operator", "sample"};
-  return kNames[event.index()];
+  static_assert(std::size(kNames) == std::variant_size_v<Event>);
+  return kNames[index];
 }
+
+std::string_view event_type(const Event& event) { return event_type_name(event.index()); }
 
 namespace {
 

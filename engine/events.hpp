@@ -100,6 +100,8 @@ struct SampleEvent {
 
 using Event = std::variant<KernelEvent, MemoryEvent, CommandBufferEvent, InferenceEvent, OperatorEvent, SampleEvent>;
 
+// The wire name of the i-th alternative of Event ("kernel", "memory", …).
+std::string_view event_type_name(std::size_t index);
 std::string_view event_type(const Event& event);
 
 // Ok, or kInvalidArgument naming the field at fault.
