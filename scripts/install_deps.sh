@@ -24,7 +24,7 @@ if (( with_tests )); then
   packages+=(chromium sqlite3 curl prometheus)
 fi
 if (( with_container )); then
-  packages+=(podman buildah debootstrap sqlite3 curl procps)
+  packages+=(podman buildah debootstrap sqlite3 curl procps docker-compose)
 fi
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)

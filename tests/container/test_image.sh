@@ -29,6 +29,11 @@ cleanup() {
 trap cleanup EXIT
 
 started=$(date +%s)
+# The compose stack, read by a Compose implementation against its schema.
+check "docker/compose.yml is a valid Compose file" "docker-compose -f docker/compose.yml config -q"
+check "and builds perfscope from docker/Dockerfile" \
+  "docker-compose -f docker/compose.yml config | grep -q 'dockerfile: docker/Dockerfile'"
+
 # No registry is reachable from the build machines: make the base image from Debian's mirror
 # under the name the Dockerfile uses (skipped when it exists, e.g. pulled normally).
 if ! podman image exists "$base"; then
