@@ -67,6 +67,8 @@ json config_to_json(const AppConfig& c) {
       {"ws_send_queue", c.server.ws_send_queue_max},
       {"db_commit_interval_ms", c.storage.commit_interval.count()},
       {"shutdown_timeout_ms", c.server.shutdown_timeout.count()},
+      {"token_file", c.server.token_file},
+      {"insecure_no_auth", c.server.insecure_no_auth},
   };
 }
 
@@ -337,6 +339,17 @@ ApiResponse Api::info() const {
       {"config", config_to_json(*ctx_.config)},
   };
   if (ctx_.runtime_status) body["runtime"] = ctx_.runtime_status();
+  {
+    const bool tokens = ctx_.access && ctx_.access->enabled();
+    json security = {{"auth", tokens ? "bearer_tokens" : "none"},
+                     {"tokens", tokens ? ctx_.access->token_count() : 0},
+                     {"loopback_only", is_loopback_host(ctx_.config->server.listen_host)}};
+    if (!tokens && !is_loopback_host(ctx_.config->server.listen_host)) {
+      security["warning"] = "listening on " + ctx_.config->server.listen_host +
+                            " without authentication (--insecure-no-auth): anyone who can reach it can read and write";
+    }
+    body["security"] = security;
+  }
   return json_response(200, body);
 }
 

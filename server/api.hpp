@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/abtest_store.hpp"
+#include "server/access.hpp"
 #include "db/event_reader.hpp"
 #include "db/series_history.hpp"
 #include "db/writer.hpp"
@@ -38,6 +39,7 @@ struct ApiContext {
   const GpuAlerts* gpu_alerts = nullptr;
   const SeriesStore* store = nullptr;         // latest readings for /metrics
   const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics
+  const AccessControl* access = nullptr;  // for /api/v1/info
   db::Writer* writer = nullptr;  // null: ingest answers 503
   std::function<void()> on_events_committed;  // after every successful ingest commit
   // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.

@@ -74,10 +74,12 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   CLI::App* version = app.add_subcommand("version", "Print the version and build information");
   CLI::App* push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
   CLI::App* demo = app.add_subcommand(
       "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
   demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  demo->add_option("--token", parsed.demo.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   demo->add_option("--duration", parsed.demo.duration_s, "Seconds to run (0: until Ctrl-C)")->check(CLI::Range(0.0, 1e7))->capture_default_str();
   demo->add_option("--rate", parsed.demo.request_rate, "Inference requests per second (Poisson arrivals)")
       ->check(CLI::Range(0.1, 10000.0))->capture_default_str();
@@ -100,8 +102,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"samples", "kernels", "inference", "memory", "abtests"}))->capture_default_str();
   report->add_option("--sla-ms", ro.sla_ms, "Latency SLA in milliseconds for the percentile table")->check(CLI::Range(0.0, 1e9));
   report->add_option("--device", ro.device, "Only this device");
+  report->add_option("--token", ro.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   CLI::App* top = app.add_subcommand("top", "The terminal report of a running server, refreshed live");
   top->add_option("--server", parsed.top.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  top->add_option("--token", parsed.top.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   top->add_option("--window,-w", parsed.top.window, "Time window of each view")->capture_default_str();
   top->add_option("--interval", parsed.top.interval_s, "Seconds between refreshes")->check(CLI::Range(0.2, 3600.0))->capture_default_str();
   top->add_option("--iterations,-n", parsed.top.iterations, "Stop after this many views (0: until Ctrl-C)")
@@ -160,6 +164,17 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
       ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
 
+  serve->add_option("--token-file", c.server.token_file,
+                    "Bearer tokens, one `read <token>` or `write <token>` per line (also PERFSCOPE_READ_TOKEN, "
+                    "PERFSCOPE_WRITE_TOKEN)")
+      ->envname("PERFSCOPE_TOKEN_FILE");
+  serve->add_option("--init-token-file", c.server.init_token_file,
+                    "Create the token file with a fresh read and write token when it does not exist (true|false)")
+      ->envname("PERFSCOPE_INIT_TOKEN_FILE")->capture_default_str();
+  serve->add_option("--insecure-no-auth", c.server.insecure_no_auth,
+                    "Listen on a non-loopback address without any token (true|false); everyone on the network "
+                    "can read and write")
+      ->envname("PERFSCOPE_INSECURE_NO_AUTH")->capture_default_str();
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();

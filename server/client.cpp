@@ -58,6 +58,7 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     http::request<http::string_body> req(is_post ? http::verb::post : http::verb::get, target, 11);
     req.set(http::field::host, host_);
     if (is_post) req.set(http::field::content_type, content_type);
+    if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
     req.keep_alive(true);
     if (is_post) {
       req.body() = body;
@@ -94,7 +95,9 @@ Result<std::unique_ptr<EventClient>> EventClient::create(ClientOptions options) 
 }
 
 EventClient::EventClient(ClientOptions options, std::string host, std::string port)
-    : options_(std::move(options)), poster_(std::move(host), std::move(port), options_.timeout) {}
+    : options_(std::move(options)), poster_(std::move(host), std::move(port), options_.timeout) {
+  poster_.set_token(options_.token);
+}
 
 EventClient::~EventClient() {
   flush();

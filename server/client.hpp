@@ -28,6 +28,7 @@ struct ClientOptions {
   std::size_t batch_events = 5'000;
   std::chrono::milliseconds flush_interval{200};
   std::chrono::milliseconds timeout{5000};
+  std::string token;  // a write token when the server requires one (never logged)
 };
 
 struct ClientStats {
@@ -53,12 +54,14 @@ class HttpPoster {
   // A transport failure is kUnavailable; any HTTP status is a Response.
   Result<Response> post(const std::string& target, const std::string& content_type, const std::string& body);
   Result<Response> get(const std::string& target);
+  // Sent as `Authorization: Bearer …` with every request when not empty.
+  void set_token(std::string token) { token_ = std::move(token); }
 
  private:
   struct Connection;
   Result<Response> exchange(bool is_post, const std::string& target, const std::string& content_type,
                             const std::string& body);
-  std::string host_, port_;
+  std::string host_, port_, token_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Connection> conn_;
 };

@@ -26,6 +26,13 @@ struct ServerConfig {
   // /metrics: add dcgm-exporter's labels (UUID, modelName, Hostname) to GPU series, so
   // dashboards built for it work unchanged.
   bool metrics_dcgm_labels = false;
+  // Access control: a token file (`read <token>` / `write <token>` lines), plus the tokens in
+  // PERFSCOPE_READ_TOKEN / PERFSCOPE_WRITE_TOKEN. Without any, a non-loopback listen address
+  // is refused unless insecure_no_auth is set. init_token_file: create the file with fresh
+  // tokens when it does not exist (containers).
+  std::string token_file;
+  bool init_token_file = false;
+  bool insecure_no_auth = false;
   // Written with the JSON report of the whole run when the server stops (empty: none).
   std::string profile_output;
 };

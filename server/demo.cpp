@@ -197,6 +197,7 @@ class Demo {
 
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop) {
   ClientOptions copts;
+  copts.token = options.token;
   copts.url = options.server;
   auto client = EventClient::create(copts);
   if (!client.ok()) {

@@ -61,6 +61,17 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return send(error_response(400, "bad_request", "request target must be an absolute path", "target"));
   }
   request.method = std::string(req.method_string());
+  {
+    // Browsers cannot put headers on a WebSocket upgrade: there the token may come as a parameter.
+    const bool upgrade = websocket::is_upgrade(req);
+    auto token = request.query.find("access_token");
+    const std::string_view query_token = upgrade && token != request.query.end() ? std::string_view(token->second) : "";
+    const auto authorization = req[http::field::authorization];
+    if (auto denied = ctx_.access.check(request.method, request.path,
+                                        std::string_view(authorization.data(), authorization.size()), query_token)) {
+      return send(std::move(*denied));
+    }
+  }
 
   if (websocket::is_upgrade(req)) {
     WebSocketSession::Role role;

@@ -15,6 +15,7 @@ int run_push(const PushOptions& options) {
     return 2;
   }
   HttpPoster poster(hp->first, hp->second, std::chrono::seconds(30));
+  poster.set_token(options.token);
   std::uint64_t accepted = 0, line_no = 0, batch_start = 1;
   std::string batch, line;
   std::size_t lines = 0;

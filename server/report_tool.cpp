@@ -148,6 +148,7 @@ int run_report(const ReportOptions& o) {
       return 2;
     }
     HttpPoster http(hp->first, hp->second, std::chrono::seconds(120));
+    http.set_token(o.token);
     auto r = http.get("/api/v1/report" + query_string(q));
     if (!r.ok()) {
       std::cerr << "perfscope report: " << r.status().message() << "\n";
@@ -200,6 +201,7 @@ int run_top(const TopOptions& o, const std::atomic<bool>& stop) {
   }
   const bool tty = ::isatty(STDOUT_FILENO);
   HttpPoster http(hp->first, hp->second, std::chrono::seconds(30));
+  http.set_token(o.token);
   const std::string target = "/api/v1/report" + query_string({{"format", "json"}, {"window", o.window}});
   for (int i = 0; !stop && (o.iterations == 0 || i < o.iterations); ++i) {
     auto r = http.get(target);

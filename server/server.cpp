@@ -8,6 +8,7 @@
 #include "db/series_history.hpp"
 #include "engine/host_collector.hpp"
 #include "engine/sampler.hpp"
+#include "server/access.hpp"
 #include "server/api.hpp"
 #include "server/listener.hpp"
 #include "server/log.hpp"
@@ -36,6 +37,7 @@ struct Server::Impl {
   Status start();
   void shutdown();
   void write_profile();
+  Status configure_access();
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
 
   // Handlers still queued when the server stops own sessions whose destructors use the hub
@@ -52,6 +54,7 @@ struct Server::Impl {
   net::thread_pool workers;
   SeriesStore store;
   EventMetrics event_metrics;
+  AccessControl access;
   Sampler sampler;
   StreamHub hub;
   AnomalyMonitor anomalies;
@@ -73,6 +76,7 @@ struct Server::Impl {
 };
 
 Status Server::Impl::start() {
+  if (Status s = configure_access(); !s.ok()) return s;
   std::error_code fs_ec;
   std::filesystem::create_directories(config.storage.data_dir, fs_ec);
   if (fs_ec) return Status::io_error("cannot create data directory " + config.storage.data_dir + ": " + fs_ec.message());
@@ -123,6 +127,7 @@ Status Server::Impl::start() {
   actx.memory = &memory;
   actx.store = &store;
   actx.event_metrics = &event_metrics;
+  actx.access = &access;
   actx.writer = writer.get();
   actx.on_events_committed = [this] { hub.notify_events(); };
   actx.runtime_status = [this] {
@@ -138,7 +143,7 @@ Status Server::Impl::start() {
   };
   api = std::make_unique<Api>(std::move(actx));
   session_context = std::make_unique<SessionContext>(
-      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval});
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access});
 
   beast::error_code ec;
   auto address = net::ip::make_address(config.server.listen_host, ec);
@@ -149,6 +154,41 @@ Status Server::Impl::start() {
   sampler.start();
   sampler_running = true;
   listener->start();
+  return Status();
+}
+
+// Tokens from the file and the environment; refuses an open non-loopback address.
+Status Server::Impl::configure_access() {
+  std::vector<AccessToken> tokens;
+  const ServerConfig& sc = config.server;
+  if (!sc.token_file.empty()) {
+    if (sc.init_token_file && !std::filesystem::exists(sc.token_file)) {
+      if (Status s = create_token_file(sc.token_file); !s.ok()) return s;
+      log_info("created " + sc.token_file + " with a new read and a new write token (and the read token alone in " +
+               sc.token_file + ".read for scrapers)");
+    }
+    auto loaded = load_token_file(sc.token_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = std::move(*loaded);
+  }
+  for (auto [env, scope] : {std::pair{"PERFSCOPE_READ_TOKEN", Scope::kRead}, std::pair{"PERFSCOPE_WRITE_TOKEN", Scope::kWrite}}) {
+    const char* v = std::getenv(env);
+    if (!v || !*v) continue;
+    if (std::string_view(v).size() < kMinTokenLength) {
+      return Status::invalid_argument(std::string(env) + " must be at least " + std::to_string(kMinTokenLength) + " characters");
+    }
+    tokens.push_back({scope, v});
+  }
+  access = AccessControl(std::move(tokens));
+  if (!access.enabled() && !is_loopback_host(sc.listen_host)) {
+    if (!sc.insecure_no_auth) {
+      return Status::invalid_argument("refusing to listen on " + sc.listen_host +
+                                      " without a token: give --token-file (or PERFSCOPE_READ_TOKEN/PERFSCOPE_WRITE_TOKEN), "
+                                      "or --insecure-no-auth true to allow anyone on the network");
+    }
+    log_warn("listening on " + sc.listen_host + " with no authentication (--insecure-no-auth): anyone who can reach it "
+             "can read and write");
+  }
   return Status();
 }
 

@@ -1,6 +1,7 @@
 // What every connection needs from the server, borrowed for the server's lifetime.
 #pragma once
 
+#include "server/access.hpp"
 #include "server/api.hpp"
 #include "server/config.hpp"
 #include "server/net.hpp"
@@ -16,6 +17,7 @@ struct SessionContext {
   StreamHub& hub;
   net::thread_pool& workers;  // where blocking handlers run
   std::chrono::milliseconds sampling_interval;
+  const AccessControl& access;
 };
 
 }  // namespace perfscope::server

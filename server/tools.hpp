@@ -12,11 +12,13 @@ namespace perfscope::server {
 
 struct PushOptions {
   std::string server = "http://127.0.0.1:8080";
+  std::string token;  // PERFSCOPE_TOKEN
   std::size_t batch_lines = 5000;
 };
 
 struct DemoOptions {
   std::string server = "http://127.0.0.1:8080";
+  std::string token;
   double duration_s = 0;     // 0: until stopped
   double request_rate = 20;  // inference requests per second (Poisson arrivals)
   bool llm = true;           // token-by-token generation with TTFT and token counts
@@ -32,10 +34,12 @@ struct ReportOptions {
   std::string table = "kernels";    // csv
   double sla_ms = 0;                // 0: no SLA
   std::string device;
+  std::string token;
 };
 
 struct TopOptions {
   std::string server = "http://127.0.0.1:8080";
+  std::string token;
   std::string window = "5m";
   double interval_s = 2;
   int iterations = 0;  // 0: until stopped

@@ -64,6 +64,7 @@ check "EXPOSE 8080" "grep -q 8080/tcp <<<'$(inspect '{{json .Config.ExposedPorts
 check "VOLUME /data" "grep -q '\"/data\"' <<<'$(inspect '{{json .Config.Volumes}}')'"
 check "HEALTHCHECK runs perfscope healthcheck" "grep -q healthcheck <<<'$(inspect '{{json .Config.Healthcheck}}')'"
 check "listens on 0.0.0.0 by default" "grep -q 'PERFSCOPE_LISTEN=0.0.0.0:8080' <<<'$(inspect '{{json .Config.Env}}')'"
+check "with tokens created in the volume" "grep -q 'PERFSCOPE_TOKEN_FILE=/data/tokens' <<<'$(inspect '{{json .Config.Env}}')'"
 
 # The database directory belongs to the image's user (uid 10001), as a volume would.
 mkdir -p "$work/data"
@@ -83,19 +84,27 @@ check "the server starts from the image" "[ -n '$server' ]"
 if [[ -z "$server" ]]; then cat "$work/server.log"; exit 1; fi
 
 check "the server process is not root" "[ \$(ps -o uid= -p $server) -ne 0 ]"
-check "/healthz answers" "curl -fsS '$url/healthz' | grep -q '\"ok\"'"
+check "the tokens were created in the volume, private to the server's user" \
+  "[ \"\$(stat -c '%a %u' '$work/data/tokens')\" = '600 10001' ]"
+read_token=$(sed -n 's/^read //p' "$work/data/tokens")
+write_token=$(sed -n 's/^write //p' "$work/data/tokens")
+check "/healthz answers without a token" "curl -fsS '$url/healthz' | grep -q '\"ok\"'"
+check "the API refuses a request without a token" "[ \$(curl -s -o /dev/null -w '%{http_code}' '$url/metrics') = 401 ]"
 check "the HEALTHCHECK command passes" "buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope healthcheck"
 check "and fails when nothing answers" \
   "! buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope healthcheck --server http://127.0.0.1:1 2>/dev/null"
 check "the dashboard is served" "curl -fsS '$url/' | grep -qi '<title>perfscope'"
-check "/metrics is served" "curl -fsS '$url/metrics' | grep -q '^perfscope_build_info'"
+check "/metrics is served with the read token" \
+  "curl -fsS -H 'Authorization: Bearer $read_token' '$url/metrics' | grep -q '^perfscope_build_info'"
 events='{"events":['
 for i in $(seq 1 50); do
   events+="{\"type\":\"kernel\",\"name\":\"in_container\",\"start_ns\":$((1735689600000000000 + i * 1000000)),\"end_ns\":$((1735689600000500000 + i * 1000000))},"
 done
 events="${events%,}]}"
-check "events are accepted" "curl -fsS -H 'Content-Type: application/json' -d '$events' '$url/api/v1/events' | grep -q '\"accepted\":50'"
-check "events are queryable" "curl -fsS '$url/api/v1/kernels?window=all' | grep -q '\"count\":50,.*\"name\":\"in_container\"'"
+check "events are accepted with the write token" \
+  "curl -fsS -H 'Authorization: Bearer $write_token' -H 'Content-Type: application/json' -d '$events' '$url/api/v1/events' | grep -q '\"accepted\":50'"
+check "events are queryable" \
+  "curl -fsS -H 'Authorization: Bearer $read_token' '$url/api/v1/kernels?window=all' | grep -q '\"count\":50,.*\"name\":\"in_container\"'"
 
 stop_start=$(date +%s%N)
 kill -TERM "$server"

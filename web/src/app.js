@@ -272,8 +272,42 @@
     return null;
   }
 
+  // Access tokens: when the server answers 401, ask once (every waiting request shares the
+  // question) and keep the token for this tab only (sessionStorage).
+  const auth = {
+    token: sessionStorage.getItem('perfscope.token') || '',
+    asking: null,
+    headers(extra) { return this.token ? { ...extra, Authorization: 'Bearer ' + this.token } : { ...extra }; },
+    ask(reason) {
+      if (this.asking) return this.asking;
+      const box = document.getElementById('auth');
+      document.getElementById('auth-reason').textContent = reason;
+      box.hidden = false;
+      document.getElementById('auth-token').focus();
+      this.asking = new Promise((resolve) => {
+        document.getElementById('auth-form').onsubmit = (ev) => {
+          ev.preventDefault();
+          this.token = document.getElementById('auth-token').value.trim();
+          sessionStorage.setItem('perfscope.token', this.token);
+          box.hidden = true;
+          this.asking = null;
+          resolve();
+        };
+      });
+      return this.asking;
+    },
+  };
+  async function apiFetch(url, opts = {}) {
+    for (;;) {
+      const res = await fetch(url, { ...opts, headers: auth.headers(opts.headers || {}) });
+      if (res.status !== 401) return res;
+      await auth.ask(auth.token ? 'That token was not accepted. Token:' : 'This perfscope server needs an access token:');
+    }
+  }
+  window.perfscopeAuth = auth;
+
   async function fetchJson(url) {
-    const res = await fetch(url, { cache: 'no-store' });
+    const res = await apiFetch(url, { cache: 'no-store' });
     if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
     return res.json();
   }
@@ -328,7 +362,8 @@
 
   function connect() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(`${proto}//${location.host}/api/v1/stream`);
+    const tokenParam = auth.token ? '?access_token=' + encodeURIComponent(auth.token) : '';
+    const ws = new WebSocket(`${proto}//${location.host}/api/v1/stream${tokenParam}`);
     state.ws = ws;
     ws.onopen = () => {
       state.attempts = 0;
@@ -580,7 +615,7 @@
     const a = document.getElementById('ab-a').value, b = document.getElementById('ab-b').value;
     if (!kernel || !a || !b) return;
     try {
-      const created = await fetch('/api/v1/abtests', {
+      const created = await apiFetch('/api/v1/abtests', {
         method: 'POST', headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ name: `${kernel}: ${a} vs ${b}`, a: { kernel, variant: a }, b: { kernel, variant: b } }),
       });
@@ -622,4 +657,23 @@
   loadInfo();
   prefill().catch(() => {});  // history first, whether or not the stream connects
   connect();
+  // Report and trace links: with a token they cannot be plain links (no header on a
+  // navigation), so fetch them and hand the browser the result.
+  document.querySelectorAll('[data-testid=exports] a').forEach((a) => {
+    a.addEventListener('click', async (ev) => {
+      if (!auth.token) return;
+      ev.preventDefault();
+      const res = await apiFetch(a.getAttribute('href'));
+      const url = URL.createObjectURL(await res.blob());
+      if (a.hasAttribute('download')) {
+        const tmp = document.createElement('a');
+        tmp.href = url;
+        tmp.download = a.getAttribute('download');
+        tmp.click();
+      } else {
+        window.open(url, '_blank', 'noopener');
+      }
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+    });
+  });
 })();
