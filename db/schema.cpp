@@ -1,7 +1,10 @@
 #include "db/schema.hpp"
 
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <string_view>
 
 #include "db/kernel_chunks.hpp"
 
@@ -154,6 +157,48 @@ Status kernels_into_chunks(Connection& conn) {
 }  // namespace
 
 int schema_version() { return static_cast<int>(kMigrations.size()); }
+
+Status check_database_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return Status();
+  {
+    // The SQLite header names the format in its first 16 bytes.
+    std::ifstream in(path, std::ios::binary);
+    char magic[16] = {};
+    in.read(magic, sizeof magic);
+    if (!in || std::string_view(magic, sizeof magic) != std::string_view("SQLite format 3\0", 16)) {
+      return Status::invalid_argument(path + " is not a SQLite database (corrupt, or another kind of file); perfscope "
+                                      "will not touch it: move it away or choose another --data-dir");
+    }
+  }
+  auto conn = Connection::open(path, /*read_only=*/true);
+  if (!conn.ok()) return Status::invalid_argument(path + ": " + conn.status().message());
+  auto version = conn->prepare("PRAGMA user_version");
+  if (!version.ok()) return Status::invalid_argument(path + " cannot be read as a database: " + version.status().message());
+  auto row = version->step();
+  if (!row.ok()) return Status::invalid_argument(path + " cannot be read as a database: " + row.status().message());
+  const int user_version = static_cast<int>(version->column_int64(0));
+  if (user_version > schema_version()) {
+    return Status::invalid_argument(path + " has perfscope schema version " + std::to_string(user_version) +
+                                    ", newer than this build understands (" + std::to_string(schema_version()) + ")");
+  }
+  auto tables = conn->prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  if (!tables.ok()) return Status::invalid_argument(path + " cannot be read as a database: " + tables.status().message());
+  std::string names;
+  bool has_series = false;
+  Status s = tables->for_each_row([&](Statement& r) {
+    const std::string name = r.column_text(0);
+    has_series |= name == "series";
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + name;
+  });
+  if (!s.ok()) return Status::invalid_argument(path + " cannot be read as a database: " + s.message());
+  const bool foreign = user_version == 0 ? !names.empty() : !has_series;
+  if (foreign) {
+    return Status::invalid_argument(path + " is another program's SQLite database (tables: " + names +
+                                    "); perfscope will not change it: choose another --data-dir");
+  }
+  return Status();
+}
 
 Status migrate(Connection& conn) {
   auto stmt = conn.prepare("PRAGMA user_version");

@@ -10,5 +10,9 @@ namespace perfscope::db {
 // The schema version this build writes.
 int schema_version();
 Status migrate(Connection& conn);
+// Before anything writes to `path`: fine when it does not exist, is empty, or is a perfscope
+// database this build can read or migrate; otherwise an error naming the file — a corrupt file,
+// another program's SQLite database, or one from a newer perfscope — so it is never changed.
+Status check_database_file(const std::string& path);
 
 }  // namespace perfscope::db

@@ -29,9 +29,10 @@ void bind_opt(Statement& s, int index, const std::optional<T>& v) {
 
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
                                              WriterOptions options) {
+  if (Status s = check_database_file(path); !s.ok()) return s;
   auto conn = Connection::open(path);
   if (!conn.ok()) return conn.status();
-  if (Status s = migrate(*conn); !s.ok()) return s;
+  if (Status s = migrate(*conn); !s.ok()) return s.with_context(path);
   auto prepare = [&](const char* sql, Statement& out) -> Status {
     auto st = conn->prepare(sql);
     if (!st.ok()) return st.status();

@@ -12,6 +12,7 @@
 #include "db/abtest_store.hpp"
 #include "db/event_reader.hpp"
 #include "db/sample_reader.hpp"
+#include "db/schema.hpp"
 #include "db/series_history.hpp"
 #include "engine/memory_tracker.hpp"
 #include "engine/series_store.hpp"
@@ -80,6 +81,7 @@ class DatabaseReport {
  public:
   static Result<std::unique_ptr<DatabaseReport>> open(const std::string& path) {
     if (!std::filesystem::is_regular_file(path)) return Status::not_found("no database file " + path);
+    if (Status s = db::check_database_file(path); !s.ok()) return s;
     auto reader = db::SampleReader::open(path);
     if (!reader.ok()) return reader.status().with_context(path);
     auto r = std::unique_ptr<DatabaseReport>(new DatabaseReport(path, std::move(*reader)));

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "db/sample_reader.hpp"
 #include "db/schema.hpp"
 #include "support/temp_dir.hpp"
@@ -13,6 +16,40 @@ using perfscope::testing::TempDir;
 
 std::shared_ptr<const SampleBatch> batch(TimestampNs ts, std::vector<std::pair<SeriesId, double>> values) {
   return std::make_shared<const SampleBatch>(SampleBatch{ts, std::move(values)});
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Writer, RefusesCorruptAndForeignFilesWithoutChangingThem) {
+  perfscope::testing::TempDir dir;
+  SeriesStore store(10);
+  MemoryTracker memory;
+  {
+    std::ofstream(dir.file("garbage.db"), std::ios::binary) << std::string(8192, '\x5a');
+  }
+  {
+    auto foreign = Connection::open(dir.file("foreign.db"));
+    ASSERT_TRUE(foreign.ok());
+    ASSERT_TRUE(foreign->exec("PRAGMA journal_mode=DELETE; CREATE TABLE users(id INTEGER); INSERT INTO users VALUES (7)").ok());
+  }
+  for (const char* name : {"garbage.db", "foreign.db"}) {
+    const std::string path = dir.file(name), before = file_bytes(path);
+    auto w = Writer::open(path, store, memory);
+    ASSERT_FALSE(w.ok()) << name;
+    EXPECT_NE(w.status().message().find(path), std::string::npos) << w.status().message();
+    EXPECT_EQ(file_bytes(path), before) << name << " was changed";
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal")) << name;
+  }
+  EXPECT_NE(check_database_file(dir.file("foreign.db")).message().find("users"), std::string::npos);
+  // A perfscope database, an empty file and no file at all are fine.
+  EXPECT_TRUE(check_database_file(dir.file("absent.db")).ok());
+  { std::ofstream(dir.file("empty.db")); }
+  EXPECT_TRUE(check_database_file(dir.file("empty.db")).ok());
+  ASSERT_TRUE(Writer::open(dir.file("ours.db"), store, memory).ok());
+  EXPECT_TRUE(check_database_file(dir.file("ours.db")).ok());
 }
 
 TEST(Writer, RoundTripThroughAFileAndAReopen) {
