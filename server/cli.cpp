@@ -154,6 +154,19 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->envname("PERFSCOPE_MAX_BODY_BYTES")->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))->capture_default_str();
   serve->add_option("--request-timeout-ms", timeout_ms, "Time allowed to read a request or write a response")
       ->envname("PERFSCOPE_REQUEST_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  std::int64_t header_timeout_ms = c.server.header_timeout.count();
+  serve->add_option("--header-timeout-ms", header_timeout_ms,
+                    "Time to receive a request's headers, and the longest idle keep-alive wait")
+      ->envname("PERFSCOPE_HEADER_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  serve->add_option("--max-connections", c.server.max_connections,
+                    "Open connections at most (HTTP and WebSocket); beyond, 503 with Retry-After")
+      ->envname("PERFSCOPE_MAX_CONNECTIONS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  serve->add_option("--max-requests-per-connection", c.server.max_requests_per_connection,
+                    "Requests served on one kept-alive connection before it is closed")
+      ->envname("PERFSCOPE_MAX_REQUESTS_PER_CONNECTION")->check(CLI::Range(1, 100'000'000))->capture_default_str();
+  serve->add_option("--max-pending-requests", c.server.max_pending_requests,
+                    "Requests waiting for a worker thread at most; beyond, 503 with Retry-After")
+      ->envname("PERFSCOPE_MAX_PENDING_REQUESTS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
   serve->add_option("--ws-max-message-bytes", c.server.ws_max_message_bytes, "Largest accepted WebSocket message")
       ->envname("PERFSCOPE_WS_MAX_MESSAGE_BYTES")->check(CLI::Range(std::size_t{256}, std::size_t{16} << 20))->capture_default_str();
   serve->add_option("--ws-send-queue", c.server.ws_send_queue_max,
@@ -226,6 +239,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     }
     c.engine.sampling_interval = std::chrono::milliseconds(sampling_ms);
     c.server.request_timeout = std::chrono::milliseconds(timeout_ms);
+    c.server.header_timeout = std::chrono::milliseconds(header_timeout_ms);
     c.storage.commit_interval = std::chrono::milliseconds(commit_ms);
     c.server.shutdown_timeout = std::chrono::milliseconds(shutdown_ms);
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");

@@ -20,6 +20,12 @@ struct ServerConfig {
   std::size_t max_body_bytes = 16 << 20;  // also the limit after gzip decompression
   std::size_t max_header_bytes = 16 << 10;
   std::chrono::milliseconds request_timeout{30000};
+  // To receive a request's headers, and the longest idle wait on a kept-alive connection: a
+  // client that trickles its headers (slowloris) is cut off here.
+  std::chrono::milliseconds header_timeout{10000};
+  std::size_t max_connections = 1024;               // beyond: 503 with Retry-After, then close
+  std::size_t max_requests_per_connection = 10000;  // then Connection: close
+  std::size_t max_pending_requests = 256;           // waiting for a worker; beyond: 503 at once
   std::size_t ws_max_message_bytes = 64 << 10;
   std::size_t ws_send_queue_max = 32;  // messages queued per WebSocket client before dropping
   std::chrono::milliseconds shutdown_timeout{5000};

@@ -18,7 +18,8 @@ std::string media_type(beast::string_view header) {
 }
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket&& socket, const SessionContext& ctx) : stream_(std::move(socket)), ctx_(ctx) {}
+HttpSession::HttpSession(tcp::socket&& socket, const SessionContext& ctx, std::shared_ptr<void> slot)
+    : stream_(std::move(socket)), ctx_(ctx), slot_(std::move(slot)) {}
 
 void HttpSession::run() {
   net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
@@ -28,6 +29,15 @@ void HttpSession::do_read() {
   parser_.emplace();
   parser_->body_limit(ctx_.config.max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(ctx_.config.max_header_bytes));
+  // Headers (or the next request on a kept-alive connection) within the header timeout; the
+  // body then within the request timeout.
+  stream_.expires_after(ctx_.config.header_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+}
+
+void HttpSession::on_header(beast::error_code ec, std::size_t bytes) {
+  if (ec) return on_read(ec, bytes);
   stream_.expires_after(ctx_.config.request_timeout);
   http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
 }
@@ -53,7 +63,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
 
   http::request<http::string_body> req = parser_->release();
   request_version_ = req.version();
-  request_keep_alive_ = req.keep_alive();
+  request_keep_alive_ = req.keep_alive() && ++requests_ < ctx_.config.max_requests_per_connection;
   head_request_ = req.method() == http::verb::head;
 
   ApiRequest request;
@@ -83,7 +93,9 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
       return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
     }
     stream_.expires_never();
-    std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_, role)->run(std::move(req));
+    auto ws = std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_, role);
+    ws->hold(std::move(slot_));
+    ws->run(std::move(req));
     return;
   }
   request.accept = std::string(req[http::field::accept]);
@@ -105,10 +117,19 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   if (request.path == "/healthz") return send(ctx_.api.handle(request));  // cheap: answer inline
 
   // Everything else may block on SQLite or analysis: run it on the worker pool and come
-  // back to this connection's strand to write.
+  // back to this connection's strand to write — unless the pool is already backed up, then
+  // say so at once rather than queue without bound.
+  if (ctx_.load.pending_requests.load() >= ctx_.config.max_pending_requests) {
+    ++ctx_.load.refused_requests;
+    ApiResponse busy = error_response(503, "overloaded", "the server is busy; retry later");
+    busy.headers.emplace_back("Retry-After", "1");
+    return send(std::move(busy));
+  }
+  ++ctx_.load.pending_requests;
   net::post(ctx_.workers, [self = shared_from_this(), request = std::move(request)]() mutable {
     const bool gzip_ok = accepts_gzip(request.accept_encoding);
     self->ctx_.api.handle_async(std::move(request), [self, gzip_ok](ApiResponse response) {
+      --self->ctx_.load.pending_requests;
       if (gzip_ok && response.compressible && response.body.size() >= kGzipMinBytes) {
         if (auto z = gzip_compress(response.body)) {
           response.body = std::move(*z);

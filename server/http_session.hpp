@@ -15,11 +15,13 @@ namespace perfscope::server {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket&& socket, const SessionContext& ctx);
+  // `slot` counts this connection against the cap until it closes.
+  HttpSession(tcp::socket&& socket, const SessionContext& ctx, std::shared_ptr<void> slot);
   void run();
 
  private:
   void do_read();
+  void on_header(beast::error_code ec, std::size_t bytes);
   void on_read(beast::error_code ec, std::size_t bytes);
   void send(ApiResponse response);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
@@ -32,6 +34,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   unsigned request_version_ = 11;
   bool request_keep_alive_ = true;
   bool head_request_ = false;
+  std::size_t requests_ = 0;
+  std::shared_ptr<void> slot_;
   std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
 };
 

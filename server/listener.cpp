@@ -43,8 +43,26 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
   if (ec) {
     log_warn("accept failed: " + ec.message());
+  } else if (ctx_.load.connections.load() >= ctx_.config.max_connections) {
+    // Full: say so at once and close, rather than hold the client in a queue.
+    ++ctx_.load.refused_connections;
+    static const std::string kBusy = [] {
+      const std::string body = R"({"error":{"code":"overloaded","message":"too many connections; retry later"}})";
+      return "HTTP/1.1 503 Service Unavailable\r\nServer: perfscope\r\nRetry-After: 1\r\n"
+             "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    net::async_write(*s, net::buffer(kBusy), [s](beast::error_code, std::size_t) {
+      beast::error_code ignored;
+      s->shutdown(tcp::socket::shutdown_both, ignored);
+      s->close(ignored);
+    });
   } else {
-    std::make_shared<HttpSession>(std::move(socket), ctx_)->run();
+    // The slot follows the connection into a WebSocket session on upgrade.
+    ++ctx_.load.connections;
+    std::shared_ptr<void> slot(nullptr, [load = &ctx_.load](void*) { --load->connections; });
+    std::make_shared<HttpSession>(std::move(socket), ctx_, std::move(slot))->run();
   }
   do_accept();
 }

@@ -55,6 +55,7 @@ struct Server::Impl {
   SeriesStore store;
   EventMetrics event_metrics;
   AccessControl access;
+  ServerLoad load;
   Sampler sampler;
   StreamHub hub;
   AnomalyMonitor anomalies;
@@ -139,11 +140,14 @@ Status Server::Impl::start() {
                              {"last_error", ws.last_error}}},
         {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},
         {"series", store.series_count()},
+        {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
+                  {"refused_connections", load.refused_connections.load()},
+                  {"refused_requests", load.refused_requests.load()}}},
     };
   };
   api = std::make_unique<Api>(std::move(actx));
   session_context = std::make_unique<SessionContext>(
-      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access});
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, load});
 
   beast::error_code ec;
   auto address = net::ip::make_address(config.server.listen_host, ec);

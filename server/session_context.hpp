@@ -1,6 +1,8 @@
 // What every connection needs from the server, borrowed for the server's lifetime.
 #pragma once
 
+#include <atomic>
+
 #include "server/access.hpp"
 #include "server/api.hpp"
 #include "server/config.hpp"
@@ -10,6 +12,14 @@
 
 namespace perfscope::server {
 
+// Live load figures shared by the listener and every session.
+struct ServerLoad {
+  std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> pending_requests{0};
+  std::atomic<std::uint64_t> refused_connections{0};
+  std::atomic<std::uint64_t> refused_requests{0};
+};
+
 struct SessionContext {
   const ServerConfig& config;
   const Api& api;
@@ -18,6 +28,7 @@ struct SessionContext {
   net::thread_pool& workers;  // where blocking handlers run
   std::chrono::milliseconds sampling_interval;
   const AccessControl& access;
+  ServerLoad& load;
 };
 
 }  // namespace perfscope::server

@@ -31,6 +31,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
 
   WebSocketSession(tcp::socket&& socket, const SessionContext& ctx, Role role);
   ~WebSocketSession();
+  // Keeps `slot` (the connection's place under the connection cap) until the session ends.
+  void hold(std::shared_ptr<void> slot) { slot_ = std::move(slot); }
 
   // Completes the upgrade whose HTTP request the HTTP session has read.
   void run(http::request<http::string_body> upgrade);
@@ -66,6 +68,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   bool close_pending_ = false;
   std::vector<SeriesPattern> patterns_;
   std::unordered_map<const StreamSeries*, bool> match_cache_;  // cleared on re-subscribe
+  std::shared_ptr<void> slot_;
 };
 
 }  // namespace perfscope::server
