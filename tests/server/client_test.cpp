@@ -52,7 +52,9 @@ TEST_F(ClientTest, MonitorSinkDeliversEverythingToTheServer) {
 }
 
 TEST_F(ClientTest, RefusedBatchesAreCountedNotRetried) {
-  auto client = EventClient::create(ClientOptions{url()});
+  ClientOptions options;
+  options.url = url();
+  auto client = EventClient::create(options);
   ASSERT_TRUE(client.ok());
   KernelEvent bad;  // no name: the server refuses the batch
   bad.start_ns = 1;
@@ -87,7 +89,9 @@ TEST(Client, UnreachableServerAndFullQueueAreCounted) {
   EXPECT_EQ(s.events_dropped, 15u);
   EXPECT_EQ(s.events_failed, 10u);
   EXPECT_EQ(s.events_sent, 0u);
-  EXPECT_FALSE(EventClient::create(ClientOptions{"https://example"}).ok());
+  ClientOptions https;
+  https.url = "https://example";
+  EXPECT_FALSE(EventClient::create(https).ok());
   EXPECT_FALSE(parse_http_url("http://host:port").ok());
   EXPECT_EQ(parse_http_url("http://localhost:8080/x")->second, "8080");
 }

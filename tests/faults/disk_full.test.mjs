@@ -1,0 +1,73 @@
+// A full disk under the database: ingest is refused with a clear error (503 with Retry-After,
+// nothing half-written), the server stays up and keeps answering reads, and ingest works
+// again once space is freed. Uses a real size-limited tmpfs, which needs root to mount; where
+// mounting is not permitted the test is skipped and says so.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+function kernels(n, offset) {
+  const t0 = 1_700_000_000_000_000_000 / 1e9;  // whole seconds: exact in a double
+  const events = [];
+  for (let i = 0; i < n; i++) {
+    // Distinct names and tags make rows that do not compress into one chunk.
+    events.push({ type: 'inference', model: 'disk-' + ((offset + i) % 997), latency_ms: 1 + i % 7,
+                  ts_ns: (t0 + offset + i) * 1e9, tags: { request: 'r' + (offset + i), pad: 'x'.repeat(200) } });
+  }
+  return { events };
+}
+
+async function post(url, body) {
+  const r = await fetch(url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                  body: JSON.stringify(body) });
+  return { status: r.status, retry: r.headers.get('retry-after'), body: await r.json() };
+}
+
+test('a full disk refuses ingest clearly, keeps serving reads, and recovers', async (t) => {
+  const mnt = mkdtempSync(path.join(tmpdir(), 'perfscope-full-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=6m', 'tmpfs', mnt]);
+  if (mounted.status !== 0) {
+    rmSync(mnt, { recursive: true, force: true });
+    t.skip('mounting a size-limited tmpfs needs root: ' + String(mounted.stderr).trim());
+    return;
+  }
+  let server;
+  try {
+    server = await startPerfscope({ args: ['--data-dir', mnt, '--enable-host-collector', 'false',
+                                           '--db-commit-interval-ms', '20'], label: 'full' });
+    // The server's start-up files are in place; leave it about 1.5 MB.
+    const { bavail, bsize } = statfsSync(mnt);
+    const filler = path.join(mnt, 'filler');
+    writeFileSync(filler, Buffer.alloc(Math.max(0, bavail * bsize - 1_500_000)));
+
+    let accepted = 0, refused = null;
+    for (let batch = 0; batch < 200 && !refused; batch++) {
+      const r = await post(server.url, kernels(500, batch * 500));
+      if (r.status === 200) accepted += r.body.accepted;
+      else refused = r;
+    }
+    assert.ok(refused, 'the disk filled up');
+    assert.ok(accepted > 0);
+    assert.ok([503, 507].includes(refused.status), `status ${refused.status}`);
+    assert.match(refused.body.error.message, /full/i);
+    assert.equal(refused.retry, '5');
+
+    // Still up, still answering reads, and every accepted event is there.
+    assert.equal((await fetch(server.url + '/healthz')).status, 200);
+    const inference = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
+    const stored = inference.models.reduce((n, m) => n + m.requests, 0);
+    assert.equal(stored, accepted);
+
+    unlinkSync(filler);
+    const again = await post(server.url, kernels(500, 1_000_000));
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+  } finally {
+    if (server) await server.stop().catch(() => {});
+    spawnSync('umount', [mnt]);
+    rmSync(mnt, { recursive: true, force: true });
+  }
+});
