@@ -28,13 +28,30 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   return conn;
 }
 
+namespace {
+
+// A failed SQLite call as a Status: conditions that pass (busy, a full disk, a read-only
+// file) are kUnavailable — the caller may retry later — with a message that names the cause.
+Status failure(int rc, const std::string& message) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return Status::unavailable(message);
+    case SQLITE_FULL: return Status::unavailable("the disk holding the database is full (" + message + ")");
+    case SQLITE_READONLY:
+      return Status::unavailable("the database cannot be written: read-only file or directory (" + message + ")");
+    default: return Status::io_error(message);
+  }
+}
+
+}  // namespace
+
 Status Connection::exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, &err);
   if (rc == SQLITE_OK) return Status();
   std::string message = err ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  return Status::io_error(message);
+  return failure(rc, message);
 }
 
 Result<Statement> Connection::prepare(const char* sql) {
@@ -74,9 +91,7 @@ Result<bool> Statement::step() {
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   sqlite3* db = sqlite3_db_handle(stmt_.get());
-  Status s = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_FULL
-                 ? Status::unavailable(sqlite3_errmsg(db))
-                 : Status::io_error(sqlite3_errmsg(db));
+  Status s = failure(rc, sqlite3_errmsg(db));
   sqlite3_reset(stmt_.get());
   return s;
 }

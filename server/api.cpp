@@ -205,9 +205,11 @@ void Api::ingest(const ApiRequest& request, std::function<void(ApiResponse)> don
       if (ctx_.on_events_committed) ctx_.on_events_committed();
       return done(json_response(200, {{"accepted", n}}));
     }
-    done(error_response(s.code() == StatusCode::kUnavailable ? 503 : 500,
-                        s.code() == StatusCode::kUnavailable ? "unavailable" : "internal",
-                        "no event was stored: " + s.message()));
+    const bool later = s.code() == StatusCode::kUnavailable;  // busy, disk full, read-only: may pass
+    ApiResponse r = error_response(later ? 503 : 500, later ? "unavailable" : "internal",
+                                   "no event was stored: " + s.message());
+    if (later) r.headers.emplace_back("Retry-After", "5");
+    done(std::move(r));
   });
 }
 

@@ -44,11 +44,12 @@ int main(int argc, char** argv) {
     log_error(s.message());
     return 1;
   }
-  // Tests and scripts read this line to find the port.
-  std::cout << "perfscope listening on http://" << cmd.config.server.listen_host << ":" << server.port() << "/"
-            << std::endl;
-  log_info("database " + cmd.config.storage.database_path());
-  server.run(/*handle_signals=*/true);
+  server.run(/*handle_signals=*/true, [&] {
+    // Tests and scripts read this line to find the port (and may signal the server at once).
+    std::cout << "perfscope listening on http://" << cmd.config.server.listen_host << ":" << server.port() << "/"
+              << std::endl;
+    log_info("database " + cmd.config.storage.database_path());
+  });
   log_info("stopped");
   return 0;
 }

@@ -259,7 +259,7 @@ void Server::request_stop() {
   net::post(impl_->ioc, [impl = impl_.get()] { impl->shutdown(); });
 }
 
-void Server::run(bool handle_signals) {
+void Server::run(bool handle_signals, const std::function<void()>& on_ready) {
   std::optional<net::signal_set> signals;
   if (handle_signals) {
     signals.emplace(impl_->ioc, SIGINT, SIGTERM);
@@ -269,6 +269,7 @@ void Server::run(bool handle_signals) {
       impl_->shutdown();
     });
   }
+  if (on_ready) on_ready();
   std::vector<std::thread> threads;
   for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
   impl_->ioc.run();

@@ -8,6 +8,8 @@
 // Thread-safety: start() and run() from the owning thread; request_stop() from any thread.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <memory>
 
@@ -28,7 +30,9 @@ class Server {
   // The port actually bound (useful with port 0).
   std::uint16_t port() const;
   // Serves until request_stop() or, with handle_signals, SIGINT/SIGTERM; then shuts down.
-  void run(bool handle_signals);
+  // `on_ready` runs once the signal handlers are in place, just before serving: a SIGTERM
+  // from whoever waits for readiness is then always a graceful stop.
+  void run(bool handle_signals, const std::function<void()>& on_ready = {});
   void request_stop();
 
  private:

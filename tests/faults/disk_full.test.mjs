@@ -37,8 +37,8 @@ test('a full disk refuses ingest clearly, keeps serving reads, and recovers', as
   }
   let server;
   try {
-    server = await startPerfscope({ args: ['--data-dir', mnt, '--enable-host-collector', 'false',
-                                           '--db-commit-interval-ms', '20'], label: 'full' });
+    server = await startPerfscope({ args: ['--enable-host-collector', 'false', '--db-commit-interval-ms', '20'],
+                                    dataDir: mnt });
     // The server's start-up files are in place; leave it about 1.5 MB.
     const { bavail, bsize } = statfsSync(mnt);
     const filler = path.join(mnt, 'filler');
@@ -66,7 +66,7 @@ test('a full disk refuses ingest clearly, keeps serving reads, and recovers', as
     const again = await post(server.url, kernels(500, 1_000_000));
     assert.equal(again.status, 200, JSON.stringify(again.body));
   } finally {
-    if (server) await server.stop().catch(() => {});
+    if (server) await server.stop();
     spawnSync('umount', [mnt]);
     rmSync(mnt, { recursive: true, force: true });
   }

@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 // `nvmlScript`: the stand-in NVML's script text, or null for no GPU collector input.
-export async function startPerfscope({ args = [], nvmlScript = null, label = 'test' } = {}) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `perfscope-${label}-`));
+// `dataDir`: the caller's data directory (kept on stop); by default a fresh one, removed.
+export async function startPerfscope({ args = [], nvmlScript = null, label = 'test', dataDir: given = null } = {}) {
+  const dataDir = given || mkdtempSync(path.join(tmpdir(), `perfscope-${label}-`));
   const env = { ...process.env };
   const extra = [];
   if (nvmlScript !== null) {
-    const script = path.join(dataDir, 'nvml.txt');
+    const script = path.join(dataDir, 'nvml.txt');  // (in a given directory too)
     writeFileSync(script, nvmlScript);
     env.PERFSCOPE_FAKE_NVML_SCRIPT = script;
     extra.push('--nvml-library', process.env.PERFSCOPE_FAKE_NVML);
@@ -35,7 +36,7 @@ export async function startPerfscope({ args = [], nvmlScript = null, label = 'te
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await exit;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!given) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
