@@ -109,8 +109,16 @@ bool is_loopback_host(std::string_view host) {
   return false;
 }
 
+bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin) {
+  if (origin.empty()) return false;
+  for (const std::string& a : allowed) {
+    if (a == "*" || a == origin) return true;
+  }
+  return false;
+}
+
 Scope AccessControl::required(std::string_view method, std::string_view path) {
-  if (path == "/healthz") return Scope::kNone;
+  if (path == "/healthz" || method == "OPTIONS") return Scope::kNone;  // CORS preflights carry no credentials
   const bool api = path.starts_with("/api/") || path == "/metrics";
   if (!api) return Scope::kNone;  // the dashboard's static files
   if (path == "/api/v1/ingest") return Scope::kWrite;

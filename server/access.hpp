@@ -39,6 +39,10 @@ Status create_token_file(const std::string& path);
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(std::string_view host);
 
+// CORS: whether a page from `origin` may read the API's answers (`allowed` from
+// --cors-allow-origin; "*" allows any origin).
+bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin);
+
 class AccessControl {
  public:
   AccessControl() = default;  // no tokens: everything is open

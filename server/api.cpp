@@ -73,6 +73,7 @@ json config_to_json(const AppConfig& c) {
       {"shutdown_timeout_ms", c.server.shutdown_timeout.count()},
       {"token_file", c.server.token_file},
       {"insecure_no_auth", c.server.insecure_no_auth},
+      {"cors_allow_origin", c.server.cors_origins},
   };
 }
 

@@ -188,6 +188,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                     "Listen on a non-loopback address without any token (true|false); everyone on the network "
                     "can read and write")
       ->envname("PERFSCOPE_INSECURE_NO_AUTH")->capture_default_str();
+  serve->add_option("--cors-allow-origin", c.server.cors_origins,
+                    "Origins (scheme://host[:port]) whose pages may call the API, comma-separated; * for any. "
+                    "Default: none (CORS off)")
+      ->envname("PERFSCOPE_CORS_ALLOW_ORIGIN")->delimiter(',');
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();

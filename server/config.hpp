@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/engine_config.hpp"
 
@@ -39,6 +40,8 @@ struct ServerConfig {
   std::string token_file;
   bool init_token_file = false;
   bool insecure_no_auth = false;
+  // Browser origins allowed to call the API from other pages (CORS); empty: none, "*": any.
+  std::vector<std::string> cors_origins;
   // Written with the JSON report of the whole run when the server stops (empty: none).
   std::string profile_output;
 };

@@ -38,6 +38,28 @@ void HttpSession::do_read() {
 
 void HttpSession::on_header(beast::error_code ec, std::size_t bytes) {
   if (ec) return on_read(ec, bytes);
+  // Credentials are checked on the headers, before a body is read: an unauthorized client
+  // cannot make the server take in megabytes.
+  const auto& head = parser_->get();
+  const auto origin = head[http::field::origin];
+  cors_origin_ = cors_allows(ctx_.config.cors_origins, std::string_view(origin.data(), origin.size()))
+                     ? std::string(origin.data(), origin.size())
+                     : std::string();
+  ApiRequest target;
+  if (parse_target(std::string_view(head.target().data(), head.target().size()), target)) {
+    // Browsers cannot put headers on a WebSocket upgrade: there the token may come as a parameter.
+    const bool upgrade = websocket::is_upgrade(head);
+    auto token = target.query.find("access_token");
+    const std::string_view query_token = upgrade && token != target.query.end() ? std::string_view(token->second) : "";
+    const auto authorization = head[http::field::authorization];
+    if (auto denied = ctx_.access.check(std::string(head.method_string()), target.path,
+                                        std::string_view(authorization.data(), authorization.size()), query_token)) {
+      request_version_ = head.version();
+      request_keep_alive_ = false;  // the body, if any, is left unread
+      head_request_ = head.method() == http::verb::head;
+      return send(std::move(*denied));
+    }
+  }
   stream_.expires_after(ctx_.config.request_timeout);
   http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
 }
@@ -71,17 +93,6 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return send(error_response(400, "bad_request", "request target must be an absolute path", "target"));
   }
   request.method = std::string(req.method_string());
-  {
-    // Browsers cannot put headers on a WebSocket upgrade: there the token may come as a parameter.
-    const bool upgrade = websocket::is_upgrade(req);
-    auto token = request.query.find("access_token");
-    const std::string_view query_token = upgrade && token != request.query.end() ? std::string_view(token->second) : "";
-    const auto authorization = req[http::field::authorization];
-    if (auto denied = ctx_.access.check(request.method, request.path,
-                                        std::string_view(authorization.data(), authorization.size()), query_token)) {
-      return send(std::move(*denied));
-    }
-  }
 
   if (websocket::is_upgrade(req)) {
     WebSocketSession::Role role;
@@ -105,6 +116,14 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   request.if_none_match = std::string(req[http::field::if_none_match]);
   request.body = std::move(req.body());
 
+  if (request.method == "OPTIONS" && !cors_origin_.empty()) {  // a CORS preflight from an allowed origin
+    ApiResponse preflight;
+    preflight.status = 204;
+    preflight.headers = {{"Access-Control-Allow-Methods", "GET, HEAD, POST"},
+                         {"Access-Control-Allow-Headers", "Authorization, Content-Type, Content-Encoding"},
+                         {"Access-Control-Max-Age", "600"}};
+    return send(std::move(preflight));
+  }
   if (request.path == "/api/v1/stream" || request.path == "/api/v1/ingest") {
     return send(error_response(426, "upgrade_required", request.path + " is a WebSocket endpoint"));
   }
@@ -150,6 +169,12 @@ void HttpSession::send(ApiResponse r) {
   res->set(http::field::server, "perfscope");
   if (r.status != 304) res->set(http::field::content_type, r.content_type);
   for (auto& [name, value] : r.headers) res->set(name, value);
+  if (!cors_origin_.empty()) {
+    res->set(http::field::access_control_allow_origin, cors_origin_);
+    res->set(http::field::access_control_expose_headers, "Retry-After, WWW-Authenticate, Content-Disposition");
+    const auto vary = (*res)[http::field::vary];
+    res->set(http::field::vary, vary.empty() ? std::string("Origin") : std::string(vary) + ", Origin");
+  }
   res->keep_alive(request_keep_alive_);
   // A HEAD response announces the GET body's length and sends no body.
   res->content_length(r.body.size());

@@ -35,6 +35,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool request_keep_alive_ = true;
   bool head_request_ = false;
   std::size_t requests_ = 0;
+  std::string cors_origin_;  // the request's Origin when CORS allows it (echoed in the answer)
   std::shared_ptr<void> slot_;
   std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
 };

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,6 +107,23 @@ test('read and write scopes on REST and /metrics; /healthz stays open', async ()
   assert.ok(!JSON.stringify(info).includes(READ), 'info never shows a token');
 });
 
+test('the token is checked before a body is read', async () => {
+  // Headers announcing 10 MB, and no body: the answer must come at once, not after a timeout.
+  const { hostname, port } = new URL(server.url);
+  const started = Date.now();
+  const reply = await new Promise((resolve) => {
+    const s = connect(Number(port), hostname, () => {
+      s.write('POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n');
+    });
+    let got = '';
+    s.on('data', (c) => { got += c; });
+    s.on('close', () => resolve(got));
+    s.on('error', () => resolve(got));
+  });
+  assert.match(reply, /^HTTP\/1\.1 401/);
+  assert.ok(Date.now() - started < 3000, 'answered without waiting for the body');
+});
+
 test('the WebSocket stream checks the token', async () => {
   const ws = (suffix) => new Promise((resolve) => {
     const s = new WebSocket(server.url.replace('http', 'ws') + '/api/v1/stream' + suffix);
@@ -132,5 +150,44 @@ test('the dashboard asks for a token, then shows live data', async () => {
     assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing kept beyond the session');
   } finally {
     await browser.close();
+  }
+});
+
+test('CORS: off by default; an allowed origin may call the API from its pages, others may not', async () => {
+  // Page origins: two more servers; the API server allows the first one only.
+  const allowedPage = await startPerfscope({ args: ['--enable-host-collector', 'false'], label: 'page-a' });
+  const otherPage = await startPerfscope({ args: ['--enable-host-collector', 'false'], label: 'page-b' });
+  const api = await startPerfscope({ args: ['--enable-host-collector', 'false', '--cors-allow-origin', allowedPage.url],
+                                     label: 'cors' });
+  const browser = await chromium.launch({ executablePath: process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium', headless: true,
+                                          args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  try {
+    const plain = await fetch(server.url + '/healthz', { headers: { Origin: allowedPage.url } });
+    assert.equal(plain.headers.get('access-control-allow-origin'), null, 'no CORS unless configured');
+    const preflight = await fetch(api.url + '/api/v1/events', {
+      method: 'OPTIONS', headers: { Origin: allowedPage.url, 'Access-Control-Request-Method': 'POST' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.match(preflight.headers.get('access-control-allow-headers'), /Authorization/);
+    const callFrom = async (page) => {
+      const tab = await browser.newPage();
+      await tab.goto(page.url + '/healthz');
+      const result = await tab.evaluate(async (url) => {
+        try {
+          const r = await fetch(url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                          body: JSON.stringify({ events: [{ type: 'kernel', name: 'cors', duration_ms: 1 }] }) });
+          return 'HTTP ' + r.status;
+        } catch (e) {
+          return 'blocked';
+        }
+      }, api.url);
+      await tab.close();
+      return result;
+    };
+    assert.equal(await callFrom(allowedPage), 'HTTP 200');
+    assert.equal(await callFrom(otherPage), 'blocked');
+  } finally {
+    await browser.close();
+    for (const s of [api, allowedPage, otherPage]) await s.stop();
   }
 });
