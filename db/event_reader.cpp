@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "db/kernel_chunks.hpp"
+#include "db/schema.hpp"
 
 namespace perfscope::db {
 namespace {
@@ -208,23 +209,12 @@ Status EventReader::for_each_kernel(const TimeRange& range, const std::string& d
 Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
-      "SELECT op, address, size_bytes, kind, tag, device, ts_ns, tags FROM memory_events "
-      "WHERE ts_ns >= ?1 AND ts_ns <= ?2 ORDER BY id");
+  auto stmt = (*conn)->prepare((std::string("SELECT ") + kMemoryEventColumns +
+                                " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 ORDER BY id")
+                                   .c_str());
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, range.from_ns).bind(2, range.to_ns);
-  return stmt->for_each_row([&](Statement& r) {
-    MemoryEvent e;
-    e.op = r.column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
-    e.address = r.column_text(1);
-    e.size_bytes = static_cast<std::uint64_t>(r.column_int64(2));
-    e.kind = memory_kind_from(r.column_text(3)).value_or(MemoryKind::kDevice);
-    e.tag = r.column_text(4);
-    e.device = r.column_text(5);
-    e.ts_ns = r.column_int64(6);
-    if (auto tags = parse_labels(r.column_text(7)); tags.ok()) e.tags = std::move(*tags);
-    fn(e);
-  });
+  return stmt->for_each_row([&](Statement& r) { fn(read_memory_event(r)); });
 }
 
 Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {

@@ -158,6 +158,19 @@ Status kernels_into_chunks(Connection& conn) {
 
 int schema_version() { return static_cast<int>(kMigrations.size()); }
 
+MemoryEvent read_memory_event(const Statement& r) {
+  MemoryEvent e;
+  e.op = r.column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
+  e.address = r.column_text(1);
+  e.size_bytes = static_cast<std::uint64_t>(r.column_int64(2));
+  e.kind = memory_kind_from(r.column_text(3)).value_or(MemoryKind::kDevice);
+  e.tag = r.column_text(4);
+  e.device = r.column_text(5);
+  e.ts_ns = r.column_int64(6);
+  if (auto tags = parse_labels(r.column_text(7)); tags.ok()) e.tags = std::move(*tags);
+  return e;
+}
+
 Status check_database_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) return Status();

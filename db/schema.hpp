@@ -4,6 +4,7 @@
 #pragma once
 
 #include "db/sqlite.hpp"
+#include "engine/events.hpp"
 
 namespace perfscope::db {
 
@@ -14,5 +15,10 @@ Status migrate(Connection& conn);
 // database this build can read or migrate; otherwise an error naming the file — a corrupt file,
 // another program's SQLite database, or one from a newer perfscope — so it is never changed.
 Status check_database_file(const std::string& path);
+
+// Columns of memory_events that read_memory_event() expects, in order, for a SELECT list.
+inline constexpr const char* kMemoryEventColumns = "op, address, size_bytes, kind, tag, device, ts_ns, tags";
+// One memory_events row as an event (a free's size is 0 here; the tracker fills it in).
+MemoryEvent read_memory_event(const Statement& row);
 
 }  // namespace perfscope::db

@@ -79,17 +79,10 @@ Writer::~Writer() { stop(); }
 
 Status Writer::rebuild_memory() {
   memory_.clear();
-  auto stmt = conn_.prepare("SELECT op, address, size_bytes, kind, tag, device, ts_ns FROM memory_events ORDER BY id");
+  auto stmt = conn_.prepare((std::string("SELECT ") + kMemoryEventColumns + " FROM memory_events ORDER BY id").c_str());
   if (!stmt.ok()) return stmt.status();
   return stmt->for_each_row([&](Statement& r) {
-    MemoryEvent e;
-    e.op = r.column_text(0) == "free" ? MemoryOp::kFree : MemoryOp::kAlloc;
-    e.address = r.column_text(1);
-    e.size_bytes = static_cast<std::uint64_t>(r.column_int64(2));
-    e.kind = memory_kind_from(r.column_text(3)).value_or(MemoryKind::kDevice);
-    e.tag = r.column_text(4);
-    e.device = r.column_text(5);
-    e.ts_ns = r.column_int64(6);
+    MemoryEvent e = read_memory_event(r);
     memory_.apply(e);
   });
 }
