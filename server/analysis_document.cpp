@@ -65,14 +65,6 @@ Result<std::optional<double>> optional_ms(const ApiRequest& request, const char*
   return std::optional<double>(d);
 }
 
-// `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given.
-Result<TimeWindow> window_or(const ApiRequest& request, const char* fallback, TimestampNs now) {
-  std::string window = param(request, "window");
-  const bool explicit_range = !param(request, "from").empty() || !param(request, "to").empty();
-  return parse_window(window.empty() && !explicit_range ? fallback : window, param(request, "from"), param(request, "to"),
-                      now);
-}
-
 }  // namespace
 
 Result<json> Api::analysis_json(const ApiRequest& request) const {

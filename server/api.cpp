@@ -115,6 +115,13 @@ Result<std::size_t> size_param(const ApiRequest& request, const char* name, std:
   return static_cast<std::size_t>(v);
 }
 
+Result<TimeWindow> window_or(const ApiRequest& request, const char* fallback, TimestampNs now) {
+  std::string window = param(request, "window");
+  const bool explicit_range = !param(request, "from").empty() || !param(request, "to").empty();
+  return parse_window(window.empty() && !explicit_range ? fallback : window, param(request, "from"), param(request, "to"),
+                      now);
+}
+
 json window_json(const TimeWindow& w) {
   if (w.all) return "all";
   return {{"from_ns", w.from_ns}, {"to_ns", w.to_ns}};

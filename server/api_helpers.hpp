@@ -20,5 +20,9 @@ std::string param(const ApiRequest& request, const char* name);
 Result<std::size_t> size_param(const ApiRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);
 nlohmann::json window_json(const TimeWindow& w);
+// The window of a report (every format, CSV included) when the request names none.
+inline constexpr const char* kDefaultReportWindow = "1h";
+// `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given.
+Result<TimeWindow> window_or(const ApiRequest& request, const char* fallback, TimestampNs now);
 
 }  // namespace perfscope::server

@@ -72,10 +72,7 @@ ApiResponse Api::csv_table(const ApiRequest& request) const {
     return error_response(400, "invalid_argument", "'compress' must be gzip or absent", "compress");
   }
   const TimestampNs now = now_ns();
-  auto w = parse_window(param(request, "window").empty() && param(request, "from").empty() && param(request, "to").empty()
-                            ? "1h"
-                            : param(request, "window"),
-                        param(request, "from"), param(request, "to"), now);
+  auto w = window_or(request, kDefaultReportWindow, now);
   if (!w.ok()) return status_response(w.status());
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
   std::string body;

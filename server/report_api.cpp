@@ -23,7 +23,6 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-constexpr const char* kDefaultReportWindow = "1h";
 constexpr std::size_t kChartPoints = 600;
 
 // Average over GPUs of each GPU's average, and the highest peak of any: the figures the
@@ -43,7 +42,7 @@ json gauge_summary(const json& gauges, std::string_view name, const Labels& must
     per.push_back({{"labels", g["labels"]}, {"avg", g["avg"]}, {"peak", g["peak"]}});
   }
   if (n == 0) return nullptr;
-  return {{"avg", sum / static_cast<double>(n)}, {"peak", peak}, {"unit", gauges.empty() ? "" : ""}, {"series", per}};
+  return {{"avg", sum / static_cast<double>(n)}, {"peak", peak}, {"series", per}};
 }
 
 std::string hostname() {
@@ -63,7 +62,7 @@ Result<json> Api::report_json(const ApiRequest& request) const {
   if (!doc_result.ok()) return doc_result.status();
   json doc = std::move(*doc_result);
   const TimestampNs now = doc["generated_ns"].get<TimestampNs>();
-  auto w = parse_window(param(r, "window"), param(r, "from"), param(r, "to"), now);
+  auto w = window_or(r, kDefaultReportWindow, now);
   if (!w.ok()) return w.status();
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
 
@@ -76,15 +75,11 @@ Result<json> Api::report_json(const ApiRequest& request) const {
   summary["gpu_temperature"] = gauge_summary(gauges, "gpu_temperature_celsius");
   summary["gpu_memory_used"] = gauge_summary(gauges, "gpu_memory_used_bytes");
   summary["host_cpu_utilization"] = gauge_summary(gauges, "host_cpu_utilization_ratio", {{"cpu", "total"}});
+  // Every kernel, not only the top ten the document lists.
   std::uint64_t executions = 0;
-  for (const json& k : doc["kernels"]["top"]) executions += k["count"].get<std::uint64_t>();
-  {
-    // Every kernel, not only the top ten the document lists.
-    auto all = ctx_.events->kernel_summaries(range, param(r, "device"));
-    if (!all.ok()) return all.status();
-    executions = 0;
-    for (const auto& k : *all) executions += k.count;
-  }
+  auto all = ctx_.events->kernel_summaries(range, param(r, "device"));
+  if (!all.ok()) return all.status();
+  for (const auto& k : *all) executions += k.count;
   const double kernel_total = doc["kernels"]["total_ms"].get<double>();
   summary["kernel_time"] = {{"total_ms", kernel_total}, {"executions", executions},
                             {"avg_ms", executions ? json(kernel_total / static_cast<double>(executions)) : json(nullptr)}};

@@ -112,8 +112,7 @@ std::string dims_text(const std::array<std::uint32_t, 3>& d) {
 
 ApiResponse Api::trace(const ApiRequest& request) const {
   const TimestampNs now = now_ns();
-  const bool explicit_range = !param(request, "window").empty() || !param(request, "from").empty() || !param(request, "to").empty();
-  auto w = parse_window(explicit_range ? param(request, "window") : "5m", param(request, "from"), param(request, "to"), now);
+  auto w = window_or(request, "5m", now);
   if (!w.ok()) return status_response(w.status());
   auto max_events = size_param(request, "max_events", kDefaultMaxEvents, 1, 50'000'000);
   if (!max_events.ok()) return status_response(max_events.status());
