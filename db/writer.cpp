@@ -1,5 +1,7 @@
 #include "db/writer.hpp"
 
+#include <cmath>
+
 #include "db/kernel_chunks.hpp"
 #include "db/schema.hpp"
 
@@ -303,6 +305,9 @@ Status Writer::write(std::deque<Item>& items) {
   for (Item& item : items) {
     if (auto* pass = std::get_if<std::shared_ptr<const SampleBatch>>(&item)) {
       for (const auto& [id, value] : (*pass)->values) {
+        // A collector reading that is not a number (a GPU counter before its first interval)
+        // would be stored as NULL and fail the whole commit, applications' events included.
+        if (!std::isfinite(value)) continue;
         auto db_id = db_series_id(id);
         if (!db_id.ok()) return db_id.status();
         if (Status s = st_->insert_sample.bind(1, *db_id).bind(2, (*pass)->ts_ns).bind(3, value).run(); !s.ok()) {

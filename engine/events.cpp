@@ -32,7 +32,7 @@ std::string_view event_type(const Event& event) { return event_type_name(event.i
 
 namespace {
 
-constexpr std::size_t kMaxText = 1024;  // names, ids and tag values
+constexpr std::size_t kMaxText = kMaxEventText;
 constexpr std::size_t kMaxTags = 32;
 
 Status bad(std::string field, std::string message) {

@@ -15,6 +15,9 @@
 
 namespace perfscope {
 
+// The longest name, id or tag value an event may carry, in bytes.
+inline constexpr std::size_t kMaxEventText = 1024;
+
 // Low-cardinality key → value pairs, sorted by key (same encoding as labels).
 using Tags = Labels;
 

@@ -76,6 +76,21 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  CLI::App* import = app.add_subcommand("import", "Load an events file (NDJSON) into a server, e.g. what `perfscope run` wrote offline");
+  import->add_option("file", parsed.import_path, "The NDJSON file")->required();
+  import->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  import->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a CUDA program with kernel tracing (CUPTI) and send its kernels, copies and allocations to a server");
+  RunOptions& rn = parsed.run;
+  run->add_option("--server", rn.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  run->add_option("--token", rn.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  run->add_option("--name", rn.name, "Run name, tagged on every event as `run` (default: command and start time)");
+  run->add_option("--kinds", rn.kinds, "Activity kinds: kernel, memcpy, memset, runtime, driver, memory, or all")
+      ->capture_default_str();
+  run->add_option("--output,-o", rn.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
+  run->add_option("--library", rn.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
+  run->add_option("command", rn.command, "The command and its arguments, after --")->required();
   CLI::App* demo = app.add_subcommand(
       "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
   demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
@@ -207,6 +222,14 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     }
     if (push->parsed()) {
       parsed.command = Command::kPush;
+      return parsed;
+    }
+    if (import->parsed()) {
+      parsed.command = Command::kImport;
+      return parsed;
+    }
+    if (run->parsed()) {
+      parsed.command = Command::kRun;
       return parsed;
     }
     if (demo->parsed()) {

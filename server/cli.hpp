@@ -1,4 +1,4 @@
-// The command line: `perfscope serve [options]`, `perfscope push`, `perfscope demo`,
+// The command line: `perfscope serve [options]`, `perfscope push`, `import`, `run`, `perfscope demo`,
 // `perfscope report`, `perfscope top`, `perfscope version`. Flags, PERFSCOPE_*
 // environment variables and an optional config file fill one AppConfig; invalid values give
 // one clear message and exit code 2.
@@ -12,13 +12,15 @@
 
 namespace perfscope::server {
 
-enum class Command { kServe, kPush, kDemo, kReport, kTop, kHealthcheck, kVersion, kExit };
+enum class Command { kServe, kPush, kImport, kRun, kDemo, kReport, kTop, kHealthcheck, kVersion, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;
   int exit_code = 0;  // for kExit: help printed (0) or invalid input (2)
   AppConfig config;
   PushOptions push;
+  std::string import_path;
+  RunOptions run;
   DemoOptions demo;
   ReportOptions report;
   TopOptions top;

@@ -24,6 +24,12 @@ int main(int argc, char** argv) {
       return 0;
     case Command::kPush:
       return run_push(cmd.push);
+    case Command::kImport:
+      return run_import(cmd.push, cmd.import_path);
+    case Command::kRun:
+      std::signal(SIGINT, request_stop);
+      std::signal(SIGTERM, request_stop);
+      return run_traced(cmd.run, stop_requested);
     case Command::kDemo:
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);

@@ -1,3 +1,4 @@
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -8,10 +9,13 @@
 
 namespace perfscope::server {
 
-int run_push(const PushOptions& options) {
+namespace {
+
+// NDJSON lines from `in` to the server in batches; `what` prefixes messages.
+int push_lines(std::istream& in, const PushOptions& options, const std::string& what) {
   auto hp = parse_http_url(options.server);
   if (!hp.ok()) {
-    std::cerr << "perfscope push: " << hp.status().message() << "\n";
+    std::cerr << what << ": " << hp.status().message() << "\n";
     return 2;
   }
   HttpPoster poster(hp->first, hp->second, std::chrono::seconds(30));
@@ -23,16 +27,16 @@ int run_push(const PushOptions& options) {
     if (lines == 0) return true;
     auto res = poster.post("/api/v1/events", "application/x-ndjson", batch);
     if (!res.ok()) {
-      std::cerr << "perfscope push: " << res.status().message() << "\n";
+      std::cerr << what << ": " << res.status().message() << "\n";
       return false;
     }
     if (res->status != 200) {
       // The server names the event at fault by its index within this batch.
       auto body = nlohmann::json::parse(res->body, nullptr, false);
-      std::cerr << "perfscope push: the server refused lines " << batch_start << "-" << line_no << " (HTTP "
+      std::cerr << what << ": the server refused lines " << batch_start << "-" << line_no << " (HTTP "
                 << res->status << "): " << res->body << "\n";
       if (body.is_object() && body.contains("error") && body["error"].value("index", nlohmann::json()).is_number()) {
-        std::cerr << "perfscope push: first bad event is input line ~"
+        std::cerr << what << ": first bad event is input line ~"
                   << batch_start + body["error"]["index"].get<std::uint64_t>() << " (blank lines not counted)\n";
       }
       return false;
@@ -43,7 +47,7 @@ int run_push(const PushOptions& options) {
     batch_start = line_no + 1;
     return true;
   };
-  while (std::getline(std::cin, line)) {
+  while (std::getline(in, line)) {
     ++line_no;
     batch += line;
     batch += '\n';
@@ -52,6 +56,19 @@ int run_push(const PushOptions& options) {
   if (!send()) return 1;
   std::cout << "accepted " << accepted << " events\n";
   return 0;
+}
+
+}  // namespace
+
+int run_push(const PushOptions& options) { return push_lines(std::cin, options, "perfscope push"); }
+
+int run_import(const PushOptions& options, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "perfscope import: cannot open " << path << "\n";
+    return 2;
+  }
+  return push_lines(in, options, "perfscope import");
 }
 
 }  // namespace perfscope::server

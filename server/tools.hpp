@@ -1,10 +1,13 @@
-// The producer-side subcommands: `perfscope push` (NDJSON events from stdin to a server) and
-// `perfscope demo` (a real, instrumented CPU workload reporting to a server).
+// The producer-side subcommands: `perfscope push` (NDJSON events from stdin to a server),
+// `perfscope import` (the same from a file), `perfscope run` (an unmodified CUDA program traced
+// through the CUPTI injection library) and `perfscope demo` (a real, instrumented CPU workload
+// reporting to a server); and the readers `report`, `top` and `healthcheck`.
 #pragma once
 
 #include <atomic>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/status.hpp"
 
@@ -14,6 +17,16 @@ struct PushOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;  // PERFSCOPE_TOKEN
   std::size_t batch_lines = 5000;
+};
+
+struct RunOptions {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;
+  std::string name;     // empty: the command's name and the start time
+  std::string kinds = "kernel,memcpy,memset,runtime,memory";
+  std::string output;   // where events go when no server answers; empty: perfscope-run-NAME.ndjson
+  std::string library;  // empty: PERFSCOPE_CUPTI_LIBRARY, else beside the perfscope executable
+  std::vector<std::string> command;
 };
 
 struct DemoOptions {
@@ -47,6 +60,10 @@ struct TopOptions {
 
 // All return a process exit code; `stop` ends the demo or top early (set from a signal handler).
 int run_push(const PushOptions& options);
+// `perfscope import FILE`: what `perfscope run` wrote when no server answered.
+int run_import(const PushOptions& options, const std::string& path);
+// Exits with the traced command's status (128+signal when a signal ended it).
+int run_traced(const RunOptions& options, const std::atomic<bool>& stop);
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);
 int run_report(const ReportOptions& options);
 int run_top(const TopOptions& options, const std::atomic<bool>& stop);

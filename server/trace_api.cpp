@@ -7,6 +7,7 @@
 // instant in Unix nanoseconds): epoch microseconds do not fit a double at nanosecond
 // resolution.
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -158,8 +159,19 @@ ApiResponse Api::trace(const ApiRequest& request) const {
     if (k.block) args["block"] = dims_text(*k.block);
     if (k.registers_per_thread) args["registers_per_thread"] = *k.registers_per_thread;
     if (k.shared_mem_bytes) args["shared_mem_bytes"] = *k.shared_mem_bytes;
-    for (const auto& [tk, tv] : k.tags) args[tk] = tv;
-    out.complete(k.name, "kernel", pid, tid, k.start_ns, k.end_ns, args);
+    // Traced copies and memsets (tag op) get the categories profilers give them, and a copy
+    // its bandwidth from bytes / duration.
+    std::string_view category = "kernel";
+    for (const auto& [tk, tv] : k.tags) {
+      args[tk] = tv;
+      if (tk == "op" && (tv == "memcpy" || tv == "memset")) category = tv == "memcpy" ? "gpu_memcpy" : "gpu_memset";
+      std::uint64_t bytes = 0;
+      if (tk == "bytes" && k.end_ns > k.start_ns &&
+          std::from_chars(tv.data(), tv.data() + tv.size(), bytes).ec == std::errc()) {
+        args["bandwidth_GBps"] = static_cast<double>(bytes) / static_cast<double>(k.end_ns - k.start_ns);
+      }
+    }
+    out.complete(k.name, category, pid, tid, k.start_ns, k.end_ns, args);
     if (k.launch_start_ns && k.launch_end_ns) {
       const int host = out.tid(pid, "launch calls (host)");
       out.complete("launch " + k.name, "launch", pid, host, *k.launch_start_ns, *k.launch_end_ns, json::object());

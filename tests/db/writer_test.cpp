@@ -1,5 +1,7 @@
 #include "db/writer.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -113,6 +115,26 @@ TEST(Writer, FlushMakesEverythingVisibleToReaders) {
   ASSERT_TRUE(series.ok());
   ASSERT_EQ(series->size(), 1u);
   EXPECT_EQ(*(*reader)->count((*series)[0].db_id, 0, 10), 2);
+}
+
+TEST(Writer, AReadingThatIsNotANumberCostsNothingElseInTheCommit) {
+  TempDir dir;
+  MemoryTracker memory;
+  SeriesStore store(10);
+  SeriesId a = store.intern(SeriesKey("m", {}));
+  SeriesId b = store.intern(SeriesKey("n", {}));
+  auto writer = Writer::open(dir.file("p.db"), store, memory);
+  ASSERT_TRUE(writer.ok());
+  (*writer)->enqueue(batch(1, {{a, std::nan("")}, {b, 2}}));
+  (*writer)->flush();
+  EXPECT_EQ((*writer)->stats().write_errors, 0u);
+  auto reader = SampleReader::open(dir.file("p.db"));
+  ASSERT_TRUE(reader.ok());
+  auto series = (*reader)->list_series(false);
+  ASSERT_TRUE(series.ok());
+  std::int64_t rows = 0;
+  for (const StoredSeries& s : *series) rows += *(*reader)->count(s.db_id, 0, 10);
+  EXPECT_EQ(rows, 1);  // the NaN is skipped; the reading beside it is kept
 }
 
 TEST(Writer, BoundedQueueDropsTheOldestPassAndCountsIt) {

@@ -1,0 +1,156 @@
+// CUDA activity records in a CUPTI-independent form, and their conversion to perfscope events.
+// The injection library (injection.cpp) copies each CUPTI record it drains into one of these
+// plain structs; everything after that — launch-call correlation, demangling, naming copies,
+// tags — happens here, so it builds and is tested on machines without a CUDA toolkit.
+// Enum values are CUPTI's own (CUpti_ActivityMemcpyKind, CUpti_ActivityMemoryKind); the
+// injection library checks them against the headers at compile time.
+//
+// Value types and a single-threaded converter (the trace sink's thread owns it).
+#pragma once
+
+#include <array>
+#include <deque>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/events.hpp"
+
+namespace perfscope::trace {
+
+// The activity kinds a run can trace (`perfscope run --kinds`).
+struct TraceKinds {
+  bool kernel = true;
+  bool memcpy = true;
+  bool memset = true;
+  bool runtime = true;  // runtime API calls: needed to correlate kernels with their launches
+  bool driver = false;  // driver API calls: launches by Triton and other driver-API users
+  bool memory = true;   // device memory allocations and frees
+};
+// "kernel,memcpy,…" or "all"; kInvalidArgument naming the unknown kind.
+Result<TraceKinds> parse_trace_kinds(std::string_view text);
+std::string format_trace_kinds(const TraceKinds& kinds);
+
+// A runtime or driver API call.
+struct ApiRecord {
+  std::uint32_t correlation_id = 0;
+  std::uint32_t cbid = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint32_t thread_id = 0;
+};
+
+struct KernelRecord {
+  std::string name;  // mangled, as CUPTI reports it
+  std::uint32_t correlation_id = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::array<std::int32_t, 3> grid{};
+  std::array<std::int32_t, 3> block{};
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t static_shared_bytes = 0;
+  std::uint32_t dynamic_shared_bytes = 0;
+};
+
+// A memcpy or memset on the GPU.
+struct CopyRecord {
+  bool memset = false;
+  std::uint32_t copy_kind = 0;  // CUpti_ActivityMemcpyKind (memcpy only)
+  std::uint32_t src_kind = 0;   // CUpti_ActivityMemoryKind (for memset: the destination's)
+  std::uint32_t dst_kind = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t correlation_id = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+// A memory allocation or release (CUPTI's MEMORY2 records).
+struct MemoryRecord {
+  bool alloc = true;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t ts_ns = 0;
+  std::uint32_t device = 0;
+  std::uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind
+};
+
+using TraceRecord = std::variant<ApiRecord, KernelRecord, CopyRecord, MemoryRecord>;
+
+// CUPTI's enum values the conversion relies on.
+namespace cupti_values {
+inline constexpr std::uint32_t kMemcpyHtoD = 1, kMemcpyDtoH = 2, kMemcpyHtoA = 3, kMemcpyAtoH = 4,
+                               kMemcpyAtoA = 5, kMemcpyAtoD = 6, kMemcpyDtoA = 7, kMemcpyDtoD = 8,
+                               kMemcpyHtoH = 9, kMemcpyPtoP = 10;
+inline constexpr std::uint32_t kMemoryPageable = 1, kMemoryPinned = 2, kMemoryDevice = 3, kMemoryArray = 4,
+                               kMemoryManaged = 5, kMemoryDeviceStatic = 6, kMemoryManagedStatic = 7;
+}  // namespace cupti_values
+
+std::string_view memcpy_kind_name(std::uint32_t kind);  // "HtoD", … ("unknown")
+std::string_view memory_kind_name(std::uint32_t kind);  // "device", "pinned", … ("unknown")
+
+// Records as JSON objects, one per line, for recorded-record fixtures (`{"record":"kernel",…}`).
+nlohmann::json record_to_json(const TraceRecord& record);
+Result<TraceRecord> record_from_json(const nlohmann::json& j);
+
+struct ConverterOptions {
+  std::string run;  // the run name, tagged as `run`
+  std::string pid;  // the traced process, tagged as `pid`
+  // Launch calls kept while their kernel has not arrived (CUPTI delivers API and GPU records
+  // in separate buffers, in either order); the oldest are forgotten beyond this.
+  std::size_t max_pending_calls = 100'000;
+  // Batches a kernel may wait for its launch call before it is sent without one.
+  int max_wait_batches = 2;
+};
+
+struct ConverterStats {
+  std::uint64_t kernels = 0;
+  std::uint64_t copies = 0;
+  std::uint64_t memory_operations = 0;
+  std::uint64_t api_calls = 0;
+  std::uint64_t without_launch = 0;  // kernels and copies sent without their launch call
+};
+
+class TraceConverter {
+ public:
+  explicit TraceConverter(ConverterOptions options);
+
+  // Takes one record; appends the events it completes to `out`.
+  void add(const TraceRecord& record, std::vector<Event>& out);
+  // After each drained buffer: kernels that have waited too long go out without a launch call.
+  void end_batch(std::vector<Event>& out);
+  // At the end of the trace: everything still waiting goes out.
+  void finish(std::vector<Event>& out);
+  const ConverterStats& stats() const { return stats_; }
+
+ private:
+  struct Waiting {
+    KernelEvent event;
+    int batches = 0;
+  };
+  void add_api(const ApiRecord& api, std::vector<Event>& out);
+  void add_gpu_work(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out);
+  KernelEvent kernel_event(const KernelRecord& k);
+  KernelEvent copy_event(const CopyRecord& c) const;
+  MemoryEvent memory_event(const MemoryRecord& m) const;
+  const std::string& demangled(const std::string& mangled);
+  Tags base_tags() const;
+
+  ConverterOptions options_;
+  // API calls by correlation id, kept after a match: one graph launch call starts many kernels.
+  std::unordered_map<std::uint32_t, ApiRecord> calls_;
+  std::deque<std::uint32_t> call_order_;  // correlation ids in arrival order, for eviction
+  std::unordered_map<std::uint32_t, std::vector<Waiting>> waiting_;  // GPU work before its call
+  std::unordered_map<std::string, std::string> names_;  // mangled → demangled
+  ConverterStats stats_;
+};
+
+}  // namespace perfscope::trace

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Kernel-tracing verification on a machine with an NVIDIA GPU, the CUDA toolkit (nvcc, CUPTI)
+# and PyTorch: builds libperfscope_cupti.so (CUPTI-only configuration) and the short CUDA test
+# program, starts perfscope (PERFSCOPE_BIN, default build/release/perfscope) and runs
+# verify_cupti.py. Leaves cupti_report.json/.md, the build log and the recorded fixtures in
+# REPORT_DIR. Exit status: 0 when every check passed.
+# Usage: tests/gpu/run_cupti.sh [REPORT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=$(realpath "${PERFSCOPE_BIN:-build/release/perfscope}")
+report=$(mkdir -p "${1:-gpu-report}" && realpath "${1:-gpu-report}")
+cuda=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$cuda/bin:$PATH"
+cmake -S . -B build/cupti -G Ninja -DCMAKE_BUILD_TYPE=Release -DPERFSCOPE_CUPTI_ONLY=ON \
+  -DCUDAToolkit_ROOT="$cuda" >"$report/build.log" 2>&1
+cmake --build build/cupti >>"$report/build.log" 2>&1 || { cat "$report/build.log" >&2; exit 1; }
+export PERFSCOPE_CUPTI_LIBRARY=$PWD/build/cupti/libperfscope_cupti.so
+nvcc -O2 -o build/cupti/short_kernels tests/gpu/short_kernels.cu
+dir=$(mktemp -d)
+trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir" --sampling-interval-ms 200 >"$dir/out" 2>"$report/server.log" &
+pid=$!
+for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
+url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$dir/out")
+[[ -n $url ]] || { echo "perfscope did not start" >&2; cat "$report/server.log" >&2; exit 1; }
+PYTHONUNBUFFERED=1 ${PYTHON:-python3} tests/gpu/verify_cupti.py "$url" "$bin" build/cupti/short_kernels "$report"

@@ -1,0 +1,149 @@
+// `perfscope run` end to end without a GPU: the real binary starts a stand-in "CUDA program"
+// (trace_replay) the way it starts any command — injection variables set, a unix socket to
+// report to — and the stand-in replays activity records recorded on an H100 through the
+// injection library's own sink. Checks that every event reaches the server tagged with the run,
+// that several processes are collected, the offline file and `perfscope import`, the exit
+// status, two runs compared by the A/B endpoint, and clear errors for bad invocations.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+const bin = process.env.PERFSCOPE_BIN;
+const replay = process.env.PERFSCOPE_TRACE_REPLAY;
+const records = path.join(process.env.PERFSCOPE_FIXTURES, 'cupti', 'records.ndjson');
+const lines = readFileSync(records, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const gpuWork = lines.filter((r) => ['kernel', 'memcpy', 'memset'].includes(r.record)).length;
+const memoryOps = lines.filter((r) => r.record === 'memory').length;
+const work = mkdtempSync(path.join(tmpdir(), 'perfscope-trace-'));
+let server;
+
+before(async () => { server = await startPerfscope({ label: 'trace' }); });
+after(async () => { await server.stop(); rmSync(work, { recursive: true, force: true }); });
+
+function run(args, command) {
+  // Asynchronous: the server runs in this process's event loop and must keep answering.
+  return new Promise((resolve) => {
+    const p = spawn(bin, ['run', ...args, '--', ...command], { cwd: work });
+    let stderr = '';
+    p.stderr.on('data', (d) => { stderr += d; });
+    p.on('exit', (status) => resolve({ status, stderr }));
+  });
+}
+
+// RFC 4180 rows as objects keyed by the header.
+function parseCsv(text) {
+  const rows = [];
+  let row = [], field = '', quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; }
+      else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; }
+    else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i++;
+      row.push(field); rows.push(row); row = []; field = '';
+    } else field += c;
+  }
+  if (field !== '' || row.length) { row.push(field); rows.push(row); }
+  const [header, ...body] = rows;
+  return body.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
+}
+
+async function csv(table) {
+  const r = await fetch(`${server.url}/api/v1/report?format=csv&table=${table}&window=all`);
+  assert.equal(r.status, 200);
+  return parseCsv(await r.text());
+}
+
+async function eventsOfRun(table, name) {
+  for (let i = 0; i < 50; i++) {  // the writer commits in intervals
+    const rows = (await csv(table)).filter((r) => r.tags.includes(`run="${name}"`));
+    if (rows.length > 0) {
+      await new Promise((r) => setTimeout(r, 300));
+      return (await csv(table)).filter((r) => r.tags.includes(`run="${name}"`));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return [];
+}
+
+test('every recorded kernel, copy and allocation reaches the server, tagged with the run', async () => {
+  const r = await run(['--server', server.url, '--name', 'ci-a', '--library', replay],
+                      [replay, records, '--expect-injection', replay]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /ci-a: \d+ kernels and copies/);
+  assert.match(r.stderr, /from 1 process;/);
+  const kernels = await eventsOfRun('kernels', 'ci-a');
+  assert.equal(kernels.length, gpuWork);
+  assert.ok(kernels.some((k) => k.name === 'tiny_kernel(int*, int)'), 'demangled names');
+  assert.ok(kernels.every((k) => /pid="\d+"/.test(k.tags)));
+  const launched = kernels.filter((k) => k.launch_start_ns !== '');
+  assert.ok(launched.length > 0, 'kernels correlated with their launch calls');
+  assert.equal((await eventsOfRun('memory', 'ci-a')).length, memoryOps);
+});
+
+test('several traced processes of one command are all collected', async () => {
+  const r = await run(['--server', server.url, '--name', 'ci-multi', '--library', replay],
+                      ['bash', '-c', `"${replay}" "${records}" & "${replay}" "${records}"; wait`]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /from 2 processes/);
+  assert.equal((await eventsOfRun('kernels', 'ci-multi')).length, 2 * gpuWork);
+});
+
+test('without a server the events go to a file that perfscope import loads', async () => {
+  const file = path.join(work, 'offline.ndjson');
+  const r = await run(['--server', 'http://127.0.0.1:9', '--name', 'ci-offline', '--output', file, '--library', replay],
+                      [replay, records]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /no server at http:\/\/127\.0\.0\.1:9/);
+  assert.match(r.stderr, /perfscope import/);
+  assert.ok(existsSync(file));
+  const imported = spawnSync(bin, ['import', file, '--server', server.url], { encoding: 'utf8' });
+  assert.equal(imported.status, 0, imported.stderr);
+  assert.equal((await eventsOfRun('kernels', 'ci-offline')).length, gpuWork);
+});
+
+test('the command\'s exit status is perfscope run\'s', async () => {
+  const r = await run(['--server', server.url, '--library', replay], ['bash', '-c', 'exit 7']);
+  assert.equal(r.status, 7);
+  const missing = await run(['--server', server.url, '--library', replay], ['/nonexistent/program']);
+  assert.equal(missing.status, 127);
+  assert.match(missing.stderr, /cannot start \/nonexistent\/program/);
+});
+
+test('two runs compare with the A/B endpoint by their run tags', async () => {
+  const r = await run(['--server', server.url, '--name', 'ci-b', '--library', replay], [replay, records]);
+  assert.equal(r.status, 0, r.stderr);
+  await eventsOfRun('kernels', 'ci-b');
+  const res = await fetch(`${server.url}/api/v1/abtests`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'runs', window: 'all',
+                           a: { kernel: 'tiny_kernel(int*, int)', tags: { run: 'ci-a' } },
+                           b: { kernel: 'tiny_kernel(int*, int)', tags: { run: 'ci-b' } } }),
+  });
+  const created = await res.json();
+  assert.equal(res.status, 201, JSON.stringify(created));
+  const body = await (await fetch(server.url + created.url)).json();
+  const tiny = lines.filter((l) => l.record === 'kernel' && l.name === '_Z11tiny_kernelPii').length;
+  assert.equal(body.a.n, tiny);
+  assert.equal(body.b.n, tiny);
+  assert.ok(body.verdict, JSON.stringify(body));
+});
+
+test('bad invocations get a clear message and exit 2', async () => {
+  const kinds = await run(['--kinds', 'kernel,graphs', '--library', replay], ['true']);
+  assert.equal(kinds.status, 2);
+  assert.match(kinds.stderr, /unknown activity kind "graphs"/);
+  const lib = await run(['--library', path.join(work, 'missing.so')], ['true']);
+  assert.equal(lib.status, 2);
+  assert.match(lib.stderr, /injection library \(libperfscope_cupti\.so\) was not found at/);
+  const none = spawnSync(bin, ['run'], { encoding: 'utf8' });
+  assert.equal(none.status, 2);
+});
