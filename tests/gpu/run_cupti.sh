@@ -18,7 +18,7 @@ export PERFSCOPE_CUPTI_LIBRARY=$PWD/build/cupti/libperfscope_cupti.so
 nvcc -O2 -o build/cupti/short_kernels tests/gpu/short_kernels.cu
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir" --sampling-interval-ms 200 >"$dir/out" 2>"$report/server.log" &
+"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir" --sampling-interval-ms 100 >"$dir/out" 2>"$report/server.log" &
 pid=$!
 for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
 url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$dir/out")

@@ -87,6 +87,14 @@ test('every recorded kernel, copy and allocation reaches the server, tagged with
   const launched = kernels.filter((k) => k.launch_start_ns !== '');
   assert.ok(launched.length > 0, 'kernels correlated with their launch calls');
   assert.equal((await eventsOfRun('memory', 'ci-a')).length, memoryOps);
+  // What the dashboard's kernel table and the timeline analysis read.
+  const table = await (await fetch(`${server.url}/api/v1/kernels?window=all`)).json();
+  const tiny = table.kernels.find((k) => k.name === 'tiny_kernel(int*, int)');
+  assert.ok(tiny && tiny.count >= 20, JSON.stringify(table.kernels.map((k) => k.name)));
+  assert.deepEqual(tiny.launch_configs[0].block, [256, 1, 1]);
+  const analysis = await (await fetch(`${server.url}/api/v1/analysis?window=all`)).json();
+  const stream = analysis.timeline.find((t) => t.stream === '7');
+  assert.ok(stream && stream.kernel_count >= gpuWork && stream.launch_delay_ms.count > 0, JSON.stringify(analysis.timeline));
 });
 
 test('several traced processes of one command are all collected', async () => {
