@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with sanitizers and warnings as errors, and runs every
-# test (unit, integration, browser) through ctest; with PERFSCOPE_TEST_CONTAINER=1 also builds
-# and tests the container image. Exits non-zero on any failure.
+# test (unit, integration, browser) through ctest, then the fuzz targets for 30 s each; with
+# PERFSCOPE_TEST_CONTAINER=1 also builds and tests the container image. Exits non-zero on any
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --tests
@@ -10,6 +11,13 @@ cmake --build --preset asan-ubsan
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir build/asan-ubsan --output-on-failure --no-tests=error -j 2 "$@"
+# The libFuzzer targets (clang, their own preset): each runs 30 s over its seeds. Skipped when
+# ctest arguments pick a subset of the tests.
+if (( $# == 0 )); then
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz --target fuzz_targets
+  tests/fuzz/run.sh 30
+fi
 # The container image, built and run (long: about ten minutes on two cores).
 if [[ "${PERFSCOPE_TEST_CONTAINER:-0}" == 1 ]]; then
   tests/container/test_image.sh

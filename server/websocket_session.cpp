@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/subscription.hpp"
 
 namespace perfscope::server {
 
@@ -104,19 +105,12 @@ void WebSocketSession::handle_subscribe(const std::string& text) {
     if (field) err["field"] = field;
     send(json{{"type", "error"}, {"error", err}}.dump(), false);
   };
-  json msg = json::parse(text, nullptr, false);
-  if (msg.is_discarded() || !msg.is_object()) return reply_error("message is not a JSON object", nullptr);
-  auto it = msg.find("subscribe");
-  if (it == msg.end()) return reply_error("expected {\"subscribe\":[patterns]}", "subscribe");
-  if (!it->is_array()) return reply_error("'subscribe' must be an array of strings", "subscribe");
-  std::vector<SeriesPattern> patterns;
-  for (const json& p : *it) {
-    if (!p.is_string() || p.get_ref<const std::string&>().empty()) {
-      return reply_error("'subscribe' must be an array of non-empty strings", "subscribe");
-    }
-    patterns.emplace_back(p.get<std::string>());
+  auto patterns = parse_subscription(text);
+  if (!patterns.ok()) {
+    const std::string& field = patterns.status().field();
+    return reply_error(patterns.status().message(), field.empty() ? nullptr : field.c_str());
   }
-  patterns_ = std::move(patterns);
+  patterns_ = std::move(*patterns);
   match_cache_.clear();
   json echoed = json::array();
   for (const SeriesPattern& p : patterns_) echoed.push_back(p.text());
