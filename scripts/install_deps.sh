@@ -18,11 +18,11 @@ for arg in "$@"; do
 done
 
 packages=(cmake ninja-build ccache g++ pkg-config
-          libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libcli11-dev
+          libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libssl-dev libcli11-dev
           libgtest-dev libbenchmark-dev)
 if (( with_tests )); then
   # clang and its runtime: the libFuzzer targets (tests/fuzz)
-  packages+=(chromium sqlite3 curl prometheus clang libclang-rt-14-dev)
+  packages+=(chromium sqlite3 curl prometheus clang libclang-rt-14-dev openssl)
 fi
 if (( with_container )); then
   packages+=(podman buildah debootstrap sqlite3 curl procps docker-compose)

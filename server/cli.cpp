@@ -210,6 +210,13 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
+  auto* tls_cert = serve->add_option("--tls-cert-file", c.server.tls_cert_file,
+                                     "Serve HTTPS and WSS with this PEM certificate (chain); needs --tls-key-file")
+                       ->envname("PERFSCOPE_TLS_CERT_FILE");
+  auto* tls_key = serve->add_option("--tls-key-file", c.server.tls_key_file, "The PEM private key of --tls-cert-file")
+                      ->envname("PERFSCOPE_TLS_KEY_FILE");
+  tls_cert->needs(tls_key);
+  tls_key->needs(tls_cert);
   serve->add_option("--profile-output", c.server.profile_output,
                     "On shutdown, write the JSON report of everything recorded to this file")
       ->envname("PERFSCOPE_PROFILE_OUTPUT");

@@ -44,6 +44,9 @@ struct ServerConfig {
   std::vector<std::string> cors_origins;
   // Written with the JSON report of the whole run when the server stops (empty: none).
   std::string profile_output;
+  // TLS: PEM certificate chain and private key; both empty: plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 struct StorageConfig {

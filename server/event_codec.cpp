@@ -10,6 +10,10 @@
 
 namespace perfscope::server {
 
+namespace {
+constexpr double kMaxKernelDurationMs = 7 * 24 * 3600 * 1e3;
+}  // namespace
+
 using nlohmann::json;
 
 namespace {
@@ -205,19 +209,27 @@ KernelEvent kernel(const Fields& f, TimestampNs now) {
   auto end = f.integer("end_ns");
   auto duration = f.number("duration_ms");
   if (duration && *duration < 0) fail("duration_ms", "must not be negative");
+  // A week is far beyond any kernel; the bound keeps the nanosecond arithmetic in range.
+  if (duration && *duration > kMaxKernelDurationMs) fail("duration_ms", "must be at most 604800000 (a week)");
   auto dur_ns = duration ? std::optional<std::int64_t>(static_cast<std::int64_t>(std::llround(*duration * 1e6))) : std::nullopt;
+  // start/end ± duration, refused where it would leave the range of a timestamp.
+  auto shifted = [](std::int64_t t, std::int64_t by, const char* field) {
+    std::int64_t out = 0;
+    if (__builtin_add_overflow(t, by, &out)) fail(field, "with duration_ms, lies outside the range of a timestamp");
+    return out;
+  };
   if (start && end) {
     e.start_ns = *start;
     e.end_ns = *end;
   } else if (start && dur_ns) {
     e.start_ns = *start;
-    e.end_ns = *start + *dur_ns;
+    e.end_ns = shifted(*start, *dur_ns, "start_ns");
   } else if (end && dur_ns) {
     e.end_ns = *end;
-    e.start_ns = *end - *dur_ns;
+    e.start_ns = shifted(*end, -*dur_ns, "end_ns");
   } else if (dur_ns) {
     e.end_ns = now;
-    e.start_ns = now - *dur_ns;
+    e.start_ns = shifted(now, -*dur_ns, "duration_ms");
   } else {
     fail(start ? "end_ns" : "start_ns", "a kernel needs start_ns and end_ns, or duration_ms");
   }

@@ -1,12 +1,18 @@
 #include "server/http_session.hpp"
 
 #include <cctype>
+#include <optional>
+
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "server/compression.hpp"
 #include "server/websocket_session.hpp"
 
 namespace perfscope::server {
 namespace {
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
 
 // "Application/JSON; charset=utf-8" → "application/json".
@@ -18,25 +24,75 @@ std::string media_type(beast::string_view header) {
 }
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket&& socket, const SessionContext& ctx, std::shared_ptr<void> slot)
-    : stream_(std::move(socket)), ctx_(ctx), slot_(std::move(slot)) {}
+// One connection over `Stream`: beast::tcp_stream, or TlsStream.
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+ public:
+  template <class... Args>
+  HttpSession(const SessionContext& ctx, std::shared_ptr<void> slot, Args&&... stream_args)
+      : stream_(std::forward<Args>(stream_args)...), ctx_(ctx), slot_(std::move(slot)) {}
+  void run();
 
-void HttpSession::run() {
-  net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+ private:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  auto& lowest() { return beast::get_lowest_layer(stream_); }
+  void on_handshake(beast::error_code ec, std::size_t bytes_used);
+  void do_read();
+  void on_header(beast::error_code ec, std::size_t bytes);
+  void on_read(beast::error_code ec, std::size_t bytes);
+  void send(ApiResponse response);
+  void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
+  void do_close();
+
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  const SessionContext& ctx_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  unsigned request_version_ = 11;
+  bool request_keep_alive_ = true;
+  bool head_request_ = false;
+  std::size_t requests_ = 0;
+  std::string cors_origin_;  // the request's Origin when CORS allows it (echoed in the answer)
+  std::shared_ptr<void> slot_;
+  std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
+};
+
+template <class Stream>
+void HttpSession<Stream>::run() {
+  if constexpr (kTls) {
+    // The handshake within the header timeout: a client that connects and says nothing is
+    // cut off like a slow one.
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->lowest().expires_after(self->ctx_.config.header_timeout);
+      self->stream_.async_handshake(net::ssl::stream_base::server, self->buffer_.data(),
+                                    beast::bind_front_handler(&HttpSession::on_handshake, self));
+    });
+  } else {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, this->shared_from_this()));
+  }
 }
 
-void HttpSession::do_read() {
+template <class Stream>
+void HttpSession<Stream>::on_handshake(beast::error_code ec, std::size_t bytes_used) {
+  if (ec) return;  // not TLS, or it gave up: nothing to answer over a stream that never formed
+  buffer_.consume(bytes_used);
+  do_read();
+}
+
+template <class Stream>
+void HttpSession<Stream>::do_read() {
   parser_.emplace();
   parser_->body_limit(ctx_.config.max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(ctx_.config.max_header_bytes));
   // Headers (or the next request on a kept-alive connection) within the header timeout; the
   // body then within the request timeout.
-  stream_.expires_after(ctx_.config.header_timeout);
+  lowest().expires_after(ctx_.config.header_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
-                          beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+                          beast::bind_front_handler(&HttpSession::on_header, this->shared_from_this()));
 }
 
-void HttpSession::on_header(beast::error_code ec, std::size_t bytes) {
+template <class Stream>
+void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
   if (ec) return on_read(ec, bytes);
   // Credentials are checked on the headers, before a body is read: an unauthorized client
   // cannot make the server take in megabytes.
@@ -60,11 +116,12 @@ void HttpSession::on_header(beast::error_code ec, std::size_t bytes) {
       return send(std::move(*denied));
     }
   }
-  stream_.expires_after(ctx_.config.request_timeout);
-  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+  lowest().expires_after(ctx_.config.request_timeout);
+  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
 }
 
-void HttpSession::on_read(beast::error_code ec, std::size_t) {
+template <class Stream>
+void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   if (ec == http::error::end_of_stream) return do_close();
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
     request_keep_alive_ = false;
@@ -103,11 +160,8 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     } else {
       return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
     }
-    stream_.expires_never();
-    auto ws = std::make_shared<WebSocketSession>(stream_.release_socket(), ctx_, role);
-    ws->hold(std::move(slot_));
-    ws->run(std::move(req));
-    return;
+    lowest().expires_never();
+    return start_websocket_session(std::move(stream_), ctx_, role, std::move(slot_), std::move(req));
   }
   request.accept = std::string(req[http::field::accept]);
   request.accept_encoding = std::string(req[http::field::accept_encoding]);
@@ -145,7 +199,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return send(std::move(busy));
   }
   ++ctx_.load.pending_requests;
-  net::post(ctx_.workers, [self = shared_from_this(), request = std::move(request)]() mutable {
+  net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request)]() mutable {
     const bool gzip_ok = accepts_gzip(request.accept_encoding);
     self->ctx_.api.handle_async(std::move(request), [self, gzip_ok](ApiResponse response) {
       --self->ctx_.load.pending_requests;
@@ -164,7 +218,8 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   });
 }
 
-void HttpSession::send(ApiResponse r) {
+template <class Stream>
+void HttpSession<Stream>::send(ApiResponse r) {
   auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), request_version_);
   res->set(http::field::server, "perfscope");
   if (r.status != 304) res->set(http::field::content_type, r.content_type);
@@ -180,21 +235,40 @@ void HttpSession::send(ApiResponse r) {
   res->content_length(r.body.size());
   if (!head_request_) res->body() = std::move(r.body);
   response_ = res;
-  stream_.expires_after(ctx_.config.request_timeout);
+  lowest().expires_after(ctx_.config.request_timeout);
   http::async_write(stream_, *response_,
-                    beast::bind_front_handler(&HttpSession::on_write, shared_from_this(), res->keep_alive()));
+                    beast::bind_front_handler(&HttpSession::on_write, this->shared_from_this(), res->keep_alive()));
 }
 
-void HttpSession::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+template <class Stream>
+void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
   response_.reset();
   if (ec) return do_close();
   if (!keep_alive) return do_close();
   do_read();
 }
 
-void HttpSession::do_close() {
-  beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+template <class Stream>
+void HttpSession<Stream>::do_close() {
+  if constexpr (kTls) {
+    // close_notify, then the TCP close; a peer that does not answer is cut off by the timeout.
+    lowest().expires_after(ctx_.config.header_timeout);
+    stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+      beast::error_code ignored;
+      self->lowest().socket().close(ignored);
+    });
+  } else {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+}
+
+void start_http_session(tcp::socket&& socket, const SessionContext& ctx, std::shared_ptr<void> slot) {
+  if (ctx.tls) {
+    std::make_shared<HttpSession<TlsStream>>(ctx, std::move(slot), std::move(socket), *ctx.tls)->run();
+  } else {
+    std::make_shared<HttpSession<beast::tcp_stream>>(ctx, std::move(slot), std::move(socket))->run();
+  }
 }
 
 }  // namespace perfscope::server

@@ -62,7 +62,7 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
     // The slot follows the connection into a WebSocket session on upgrade.
     ++ctx_.load.connections;
     std::shared_ptr<void> slot(nullptr, [load = &ctx_.load](void*) { --load->connections; });
-    std::make_shared<HttpSession>(std::move(socket), ctx_, std::move(slot))->run();
+    start_http_session(std::move(socket), ctx_, std::move(slot));
   }
   do_accept();
 }

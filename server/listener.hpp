@@ -1,4 +1,5 @@
-// Listener: accepts TCP connections and starts an HttpSession for each on its own strand.
+// Listener: accepts TCP connections and starts an HTTP session (plain or TLS) for each on its
+// own strand.
 // Thread-safety: strand-free (the acceptor is used from its handlers and from stop(), which
 // the server posts to the same io_context before it stops running).
 #pragma once

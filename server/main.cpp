@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   }
   server.run(/*handle_signals=*/true, [&] {
     // Tests and scripts read this line to find the port (and may signal the server at once).
-    std::cout << "perfscope listening on http://" << cmd.config.server.listen_host << ":" << server.port() << "/"
+    const bool tls = !cmd.config.server.tls_cert_file.empty();
+    std::cout << "perfscope listening on " << (tls ? "https://" : "http://") << cmd.config.server.listen_host << ":" << server.port() << "/"
               << std::endl;
     log_info("database " + cmd.config.storage.database_path());
   });

@@ -6,6 +6,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+namespace boost::asio::ssl {
+class context;  // <boost/asio/ssl.hpp> only where TLS streams are used
+}
+
 namespace perfscope::server {
 namespace net = boost::asio;
 namespace beast = boost::beast;

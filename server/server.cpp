@@ -1,5 +1,7 @@
 #include "server/server.hpp"
 
+#include <boost/asio/ssl.hpp>
+
 #include <filesystem>
 #include <thread>
 
@@ -38,6 +40,7 @@ struct Server::Impl {
   void shutdown();
   void write_profile();
   Status configure_access();
+  Status configure_tls();
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
 
   // Handlers still queued when the server stops own sessions whose destructors use the hub
@@ -69,6 +72,7 @@ struct Server::Impl {
   std::unique_ptr<db::AbTestReader> abtests;
   std::unique_ptr<Api> api;
   StaticAssets assets;
+  std::unique_ptr<net::ssl::context> tls;  // when --tls-cert-file is given
   std::unique_ptr<SessionContext> session_context;
   std::shared_ptr<Listener> listener;
   std::unique_ptr<net::steady_timer> drain_timer;
@@ -146,8 +150,9 @@ Status Server::Impl::start() {
     };
   };
   api = std::make_unique<Api>(std::move(actx));
+  if (Status s = configure_tls(); !s.ok()) return s;
   session_context = std::make_unique<SessionContext>(
-      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, load});
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, load, tls.get()});
 
   beast::error_code ec;
   auto address = net::ip::make_address(config.server.listen_host, ec);
@@ -158,6 +163,31 @@ Status Server::Impl::start() {
   sampler.start();
   sampler_running = true;
   listener->start();
+  return Status();
+}
+
+// The certificate and key, loaded once: a file that cannot be read or a key that does not
+// match the certificate stops the start with the file named.
+Status Server::Impl::configure_tls() {
+  const ServerConfig& sc = config.server;
+  if (sc.tls_cert_file.empty() && sc.tls_key_file.empty()) return Status();
+  if (sc.tls_cert_file.empty() || sc.tls_key_file.empty()) {
+    return Status::invalid_argument("--tls-cert-file and --tls-key-file are needed together", "tls_cert_file");
+  }
+  tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                   net::ssl::context::single_dh_use);
+  beast::error_code ec;
+  tls->use_certificate_chain_file(sc.tls_cert_file, ec);
+  if (ec) return Status::invalid_argument("cannot use TLS certificate " + sc.tls_cert_file + ": " + ec.message(), "tls_cert_file");
+  tls->use_private_key_file(sc.tls_key_file, net::ssl::context::pem, ec);
+  if (ec) return Status::invalid_argument("cannot use TLS key " + sc.tls_key_file + ": " + ec.message(), "tls_key_file");
+  if (SSL_CTX_check_private_key(tls->native_handle()) != 1) {
+    return Status::invalid_argument("TLS key " + sc.tls_key_file + " does not match the certificate " + sc.tls_cert_file,
+                                    "tls_key_file");
+  }
+  log_info("serving HTTPS and WSS with " + sc.tls_cert_file);
   return Status();
 }
 

@@ -29,6 +29,7 @@ struct SessionContext {
   std::chrono::milliseconds sampling_interval;
   const AccessControl& access;
   ServerLoad& load;
+  net::ssl::context* tls = nullptr;  // set when the server speaks TLS
 };
 
 }  // namespace perfscope::server

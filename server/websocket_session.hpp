@@ -16,59 +16,34 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
-#include <vector>
+
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "server/send_queue.hpp"
 #include "server/session_context.hpp"
 
 namespace perfscope::server {
 
-class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
+// What the stream hub holds of a session; the sessions themselves (plain or TLS) live in
+// websocket_session.cpp.
+class WebSocketSession {
  public:
   enum class Role { kStream, kIngest };
   static constexpr std::size_t kMaxIngestInFlight = 8;
 
-  WebSocketSession(tcp::socket&& socket, const SessionContext& ctx, Role role);
-  ~WebSocketSession();
-  // Keeps `slot` (the connection's place under the connection cap) until the session ends.
-  void hold(std::shared_ptr<void> slot) { slot_ = std::move(slot); }
-
-  // Completes the upgrade whose HTTP request the HTTP session has read.
-  void run(http::request<http::string_body> upgrade);
-  void deliver(std::shared_ptr<const PreparedBatch> batch);
+  virtual ~WebSocketSession() = default;
+  virtual void deliver(std::shared_ptr<const PreparedBatch> batch) = 0;
   // A ready message for every stream client (droppable, like sample passes).
-  void deliver_text(std::shared_ptr<const std::string> text);
-  void close_going_away();
-
- private:
-  void on_accept(beast::error_code ec);
-  void do_read();
-  void on_read(beast::error_code ec, std::size_t bytes);
-  void handle_message(std::string text);
-  void handle_subscribe(const std::string& text);
-  void handle_ingest(std::string text);
-  void on_ingested(std::uint64_t seq, const ApiResponse& response);
-  void on_batch(const std::shared_ptr<const PreparedBatch>& batch);
-  bool matches(const StreamSeries& series);
-  void send(std::string text, bool droppable);
-  void do_write();
-  void on_write(beast::error_code ec, std::size_t bytes);
-  void do_close();
-
-  websocket::stream<beast::tcp_stream> ws_;
-  beast::flat_buffer buffer_;
-  const SessionContext& ctx_;
-  const Role role_;
-  SendQueue queue_;
-  std::uint64_t ingest_seq_ = 0;       // client messages received (ingest role)
-  std::size_t ingest_in_flight_ = 0;   // batches awaiting their commit
-  bool read_paused_ = false;           // reading stopped for back-pressure
-  bool open_ = false;
-  bool close_pending_ = false;
-  std::vector<SeriesPattern> patterns_;
-  std::unordered_map<const StreamSeries*, bool> match_cache_;  // cleared on re-subscribe
-  std::shared_ptr<void> slot_;
+  virtual void deliver_text(std::shared_ptr<const std::string> text) = 0;
+  virtual void close_going_away() = 0;
 };
+
+// Completes the upgrade whose HTTP request the HTTP session has read, over that session's
+// stream. `slot` keeps the connection's place under the connection cap until the session ends.
+void start_websocket_session(beast::tcp_stream&& stream, const SessionContext& ctx, WebSocketSession::Role role,
+                             std::shared_ptr<void> slot, http::request<http::string_body> upgrade);
+void start_websocket_session(beast::ssl_stream<beast::tcp_stream>&& stream, const SessionContext& ctx,
+                             WebSocketSession::Role role, std::shared_ptr<void> slot,
+                             http::request<http::string_body> upgrade);
 
 }  // namespace perfscope::server

@@ -71,6 +71,10 @@ TEST(EventCodec, RejectsBadInputNamingTheField) {
   expect_rejected(R"({"type":"kernel","name":7,"start_ns":1,"end_ns":2})", "name");
   expect_rejected(R"({"type":"kernel","name":"k","start_ns":5,"end_ns":2})", "end_ns");
   expect_rejected(R"({"type":"kernel","name":"k","duration_ms":-1})", "duration_ms");
+  // Found by the fuzzer: a duration whose nanoseconds overflowed the timestamp arithmetic.
+  expect_rejected(R"({"type":"kernel","name":"k","duration_ms":1e13})", "duration_ms");
+  expect_rejected(R"({"type":"kernel","name":"k","start_ns":9223372036854775000,"duration_ms":1000})", "start_ns");
+  expect_rejected(R"({"type":"kernel","name":"k","end_ns":-9223372036854775000,"duration_ms":1000})", "end_ns");
   expect_rejected(R"({"type":"kernel","name":"k","start_ns":1})", "end_ns");
   expect_rejected(R"({"type":"kernel","name":"k","start_ns":1.5,"end_ns":2})", "start_ns");
   expect_rejected(R"({"type":"kernel","name":"k","start_ns":"1","end_ns":2})", "start_ns");

@@ -26,7 +26,7 @@ export async function startPerfscope({ args = [], nvmlScript = null, label = 'te
     const timer = setTimeout(() => reject(new Error('server did not report its address in 20 s: ' + out)), 20000);
     proc.stdout.on('data', (chunk) => {
       out += chunk;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
+      const m = out.match(/listening on (https?:\/\/[^\s]+)/);
       if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
     });
     proc.on('exit', (code) => reject(new Error('server exited early with ' + code)));

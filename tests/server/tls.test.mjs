@@ -1,0 +1,114 @@
+// TLS: with --tls-cert-file/--tls-key-file the real server speaks HTTPS and WSS (OpenSSL
+// through Beast's SSL stream) with a certificate made here by the openssl tool; plain HTTP to
+// that port gets no answer and costs the server nothing; bad certificate options stop the
+// start with the file named.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-tls-'));
+const cert = path.join(dir, 'cert.pem');
+const key = path.join(dir, 'key.pem');
+let server, ca, port;
+
+function makeCert(certPath, keyPath) {
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath,
+                           '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+               { stdio: 'ignore' });
+}
+
+before(async () => {
+  makeCert(cert, key);
+  ca = readFileSync(cert);
+  server = await startPerfscope({ label: 'tls', args: ['--tls-cert-file', cert, '--tls-key-file', key] });
+  port = Number(new URL(server.url).port);
+});
+after(async () => { await server.stop(); rmSync(dir, { recursive: true, force: true }); });
+
+function request(method, pathname, body) {
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, method, path: pathname, ca,
+                                headers: body ? { 'Content-Type': 'application/json' } : {} }, (res) => {
+      let data = '';
+      res.on('data', (c) => { data += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body: data }));
+    });
+    req.on('error', reject);
+    if (body) req.write(body);
+    req.end();
+  });
+}
+
+test('HTTPS: the URL says https, the certificate verifies, the API answers and ingest works', async () => {
+  assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+  assert.equal((await request('GET', '/healthz')).status, 200);
+  const posted = await request('POST', '/api/v1/events',
+                               JSON.stringify({ events: [{ type: 'kernel', name: 'tls_kernel', duration_ms: 1 }] }));
+  assert.equal(posted.status, 200, posted.body);
+  const page = await request('GET', '/');
+  assert.equal(page.status, 200);
+  assert.match(page.body, /<!doctype html>/i);
+});
+
+test('WSS: the stream upgrades over TLS and says hello', async () => {
+  const text = await new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, ca, servername: 'localhost' }, () => {
+      s.write('GET /api/v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+              'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    });
+    let got = '';
+    s.on('data', (c) => {
+      got += c.toString('latin1');
+      if (got.includes('"hello"')) { s.destroy(); resolve(got); }
+    });
+    s.on('error', reject);
+    setTimeout(() => { s.destroy(); resolve(got); }, 3000);
+  });
+  assert.match(text, /^HTTP\/1\.1 101/);
+  assert.match(text, /"type":"hello"/);
+});
+
+test('plain HTTP to the TLS port gets no HTTP answer, and the server keeps serving', async () => {
+  const reply = await new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+    let got = '';
+    s.on('data', (c) => { got += c.toString('latin1'); });
+    s.on('close', () => resolve(got));
+    s.on('error', () => resolve(got));
+    setTimeout(() => { s.destroy(); resolve(got); }, 3000);
+  });
+  assert.doesNotMatch(reply, /HTTP\/1\.1 200/);
+  assert.equal((await request('GET', '/healthz')).status, 200);
+});
+
+test('a certificate the client does not trust is refused by the client', async () => {
+  await assert.rejects(new Promise((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port, path: '/healthz' }, resolve).on('error', reject);
+  }), /self[- ]signed|unable to verify|certificate/i);
+});
+
+test('bad TLS options stop the start and name the file', () => {
+  const other = path.join(dir, 'other');
+  makeCert(other + '.pem', other + '.key');
+  const run = (args) => spawnSync(process.env.PERFSCOPE_BIN, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dir, ...args],
+                                  { encoding: 'utf8', timeout: 20000 });
+  const mismatch = run(['--tls-cert-file', cert, '--tls-key-file', other + '.key']);
+  assert.notEqual(mismatch.status, 0);
+  assert.match(mismatch.stderr, /TLS key .*other\.key.*(mismatch|does not match)/);
+  const missing = run(['--tls-cert-file', path.join(dir, 'nope.pem'), '--tls-key-file', key]);
+  assert.notEqual(missing.status, 0);
+  assert.match(missing.stderr, /cannot use TLS certificate .*nope\.pem/);
+  writeFileSync(path.join(dir, 'garbage.pem'), 'not a certificate');
+  const garbage = run(['--tls-cert-file', path.join(dir, 'garbage.pem'), '--tls-key-file', key]);
+  assert.match(garbage.stderr, /garbage\.pem/);
+  const alone = run(['--tls-cert-file', cert]);
+  assert.equal(alone.status, 2);
+  assert.match(alone.stderr, /tls-key-file/);
+});
