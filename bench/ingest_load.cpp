@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     std::string body = body_for(c);
     body_bytes = static_cast<long long>(body.size());
     threads.emplace_back([&, c, body = std::move(body)] {
-      HttpPoster poster(hp->first, hp->second, std::chrono::seconds(30));
+      HttpPoster poster(*hp, std::chrono::seconds(30));
       while (std::chrono::steady_clock::now() < deadline) {
         auto s = std::chrono::steady_clock::now();
         auto res = poster.post("/api/v1/events", "application/x-ndjson", body);

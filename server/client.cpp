@@ -5,30 +5,54 @@
 #include "server/event_codec.hpp"
 #include "server/net.hpp"
 
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
+
 namespace perfscope::server {
 
-Result<std::pair<std::string, std::string>> parse_http_url(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0) return Status::invalid_argument("server URL must start with http://: " + url, "server");
-  std::string rest = url.substr(scheme.size());
+Result<ServerUrl> parse_http_url(const std::string& url) {
+  ServerUrl out;
+  std::string rest;
+  if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else if (url.rfind("https://", 0) == 0) {
+    rest = url.substr(8);
+    out.tls = true;
+  } else {
+    return Status::invalid_argument("server URL must start with http:// or https://: " + url, "server");
+  }
   rest = rest.substr(0, rest.find('/'));
   auto colon = rest.rfind(':');
-  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  std::string port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
-  if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos) {
+  out.host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  out.port = colon == std::string::npos ? (out.tls ? "443" : "80") : rest.substr(colon + 1);
+  if (out.host.empty() || out.port.empty() || out.port.find_first_not_of("0123456789") != std::string::npos) {
     return Status::invalid_argument("server URL must look like http://host:port, got " + url, "server");
   }
-  return std::make_pair(host, port);
+  return out;
 }
 
 struct HttpPoster::Connection {
   net::io_context ioc;
-  beast::tcp_stream stream{ioc};
+  net::ssl::context tls_context{net::ssl::context::tls_client};
+  beast::tcp_stream plain{ioc};
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;  // a fresh one per connection
   bool open = false;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : plain; }
+  void close() {
+    beast::error_code ignored;
+    lowest().socket().close(ignored);
+    open = false;
+  }
 };
 
-HttpPoster::HttpPoster(std::string host, std::string port, std::chrono::milliseconds timeout)
-    : host_(std::move(host)), port_(std::move(port)), timeout_(timeout), conn_(std::make_unique<Connection>()) {}
+HttpPoster::HttpPoster(ServerUrl url, std::chrono::milliseconds timeout)
+    : url_(std::move(url)), timeout_(timeout), conn_(std::make_unique<Connection>()) {
+  if (url_.tls) {
+    conn_->tls_context.set_default_verify_paths();
+    conn_->tls_context.set_verify_mode(net::ssl::verify_peer);
+  }
+}
 
 HttpPoster::~HttpPoster() = default;
 
@@ -43,20 +67,30 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
                                                   const std::string& content_type, const std::string& body) {
   const char* method = is_post ? "POST " : "GET ";
   Connection& c = *conn_;
-  const std::string where = "http://" + host_ + ":" + port_;
+  const std::string where = url_.text();
   for (int attempt = 0; attempt < 2; ++attempt) {  // a kept-alive connection may have been closed
     beast::error_code ec;
     if (!c.open) {
       tcp::resolver resolver(c.ioc);
-      auto endpoints = resolver.resolve(host_, port_, ec);
-      if (ec) return Status::unavailable("cannot resolve " + host_ + ": " + ec.message());
-      c.stream.expires_after(timeout_);
-      c.stream.connect(endpoints, ec);
+      auto endpoints = resolver.resolve(url_.host, url_.port, ec);
+      if (ec) return Status::unavailable("cannot resolve " + url_.host + ": " + ec.message());
+      if (url_.tls) c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, c.tls_context);
+      c.lowest().expires_after(timeout_);
+      c.lowest().connect(endpoints, ec);
       if (ec) return Status::unavailable("cannot connect to " + where + ": " + ec.message());
+      if (url_.tls) {
+        SSL_set_tlsext_host_name(c.tls->native_handle(), url_.host.c_str());  // SNI
+        c.tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
+        c.tls->handshake(net::ssl::stream_base::client, ec);
+        if (ec) {
+          c.close();
+          return Status::unavailable("TLS with " + where + " failed: " + ec.message());
+        }
+      }
       c.open = true;
     }
     http::request<http::string_body> req(is_post ? http::verb::post : http::verb::get, target, 11);
-    req.set(http::field::host, host_);
+    req.set(http::field::host, url_.host);
     if (is_post) req.set(http::field::content_type, content_type);
     if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
     req.keep_alive(true);
@@ -64,23 +98,23 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
       req.body() = body;
       req.prepare_payload();
     }
-    c.stream.expires_after(timeout_);
-    http::write(c.stream, req, ec);
     http::response_parser<http::string_body> parser;
     parser.body_limit(1ULL << 30);  // reports and traces can be large
     beast::flat_buffer buffer;
-    if (!ec) http::read(c.stream, buffer, parser, ec);
+    auto exchange_on = [&](auto& stream) {
+      http::write(stream, req, ec);
+      if (!ec) http::read(stream, buffer, parser, ec);
+    };
+    c.lowest().expires_after(timeout_);
+    if (c.tls) exchange_on(*c.tls);
+    else exchange_on(c.plain);
     if (ec) {
-      c.stream.socket().close(ec);
-      c.open = false;
+      c.close();
       if (attempt == 0) continue;
       return Status::unavailable(method + where + target + " failed: " + ec.message());
     }
     auto res = parser.release();
-    if (!res.keep_alive()) {
-      c.stream.socket().close(ec);
-      c.open = false;
-    }
+    if (!res.keep_alive()) c.close();
     return Response{res.result_int(), std::move(res.body())};
   }
   return Status::unavailable(method + where + target + " failed");
@@ -89,13 +123,13 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
 Result<std::unique_ptr<EventClient>> EventClient::create(ClientOptions options) {
   auto hp = parse_http_url(options.url);
   if (!hp.ok()) return hp.status();
-  std::unique_ptr<EventClient> c(new EventClient(std::move(options), hp->first, hp->second));
+  std::unique_ptr<EventClient> c(new EventClient(std::move(options), std::move(*hp)));
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
 }
 
-EventClient::EventClient(ClientOptions options, std::string host, std::string port)
-    : options_(std::move(options)), poster_(std::move(host), std::move(port), options_.timeout) {
+EventClient::EventClient(ClientOptions options, ServerUrl url)
+    : options_(std::move(options)), poster_(std::move(url), options_.timeout) {
   poster_.set_token(options_.token);
 }
 

@@ -39,7 +39,17 @@ struct ClientStats {
   std::string last_error;
 };
 
+// Where a server is: host, port, and whether it speaks TLS.
+struct ServerUrl {
+  std::string host;
+  std::string port;
+  bool tls = false;
+  std::string text() const { return (tls ? "https://" : "http://") + host + ":" + port; }
+};
+
 // One kept-alive HTTP/1.1 connection for POSTs and GETs, reconnecting when the server closed it.
+// Over TLS the server's certificate is verified against the system's trust store (OpenSSL's
+// default paths; SSL_CERT_FILE names another bundle) and its host name.
 // Not thread-safe: one owner thread.
 class HttpPoster {
  public:
@@ -47,7 +57,7 @@ class HttpPoster {
     unsigned status = 0;
     std::string body;
   };
-  HttpPoster(std::string host, std::string port, std::chrono::milliseconds timeout);
+  HttpPoster(ServerUrl url, std::chrono::milliseconds timeout);
   ~HttpPoster();
   HttpPoster(const HttpPoster&) = delete;
   HttpPoster& operator=(const HttpPoster&) = delete;
@@ -61,14 +71,15 @@ class HttpPoster {
   struct Connection;
   Result<Response> exchange(bool is_post, const std::string& target, const std::string& content_type,
                             const std::string& body);
-  std::string host_, port_, token_;
+  ServerUrl url_;
+  std::string token_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Connection> conn_;
 };
 
 class EventClient {
  public:
-  // Fails on a URL it cannot use (only http://host:port[/] is supported).
+  // Fails on a URL it cannot use (http:// or https://host:port[/]).
   static Result<std::unique_ptr<EventClient>> create(ClientOptions options);
   ~EventClient();  // flushes, then stops
   EventClient(const EventClient&) = delete;
@@ -82,7 +93,7 @@ class EventClient {
   Monitor::Sink sink();
 
  private:
-  EventClient(ClientOptions options, std::string host, std::string port);
+  EventClient(ClientOptions options, ServerUrl url);
   void run();
 
   const ClientOptions options_;
@@ -99,7 +110,7 @@ class EventClient {
   std::thread thread_;
 };
 
-// Splits "http://host:port/..." into host and port; nullopt-like failure as a Status.
-Result<std::pair<std::string, std::string>> parse_http_url(const std::string& url);
+// Splits "http://host:port/..." or "https://host:port/..." (port defaults 80 / 443).
+Result<ServerUrl> parse_http_url(const std::string& url);
 
 }  // namespace perfscope::server

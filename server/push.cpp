@@ -18,7 +18,7 @@ int push_lines(std::istream& in, const PushOptions& options, const std::string& 
     std::cerr << what << ": " << hp.status().message() << "\n";
     return 2;
   }
-  HttpPoster poster(hp->first, hp->second, std::chrono::seconds(30));
+  HttpPoster poster(*hp, std::chrono::seconds(30));
   poster.set_token(options.token);
   std::uint64_t accepted = 0, line_no = 0, batch_start = 1;
   std::string batch, line;

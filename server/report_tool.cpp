@@ -149,7 +149,7 @@ int run_report(const ReportOptions& o) {
       std::cerr << "perfscope report: " << hp.status().message() << "\n";
       return 2;
     }
-    HttpPoster http(hp->first, hp->second, std::chrono::seconds(120));
+    HttpPoster http(*hp, std::chrono::seconds(120));
     http.set_token(o.token);
     auto r = http.get("/api/v1/report" + query_string(q));
     if (!r.ok()) {
@@ -182,7 +182,7 @@ int run_healthcheck(const std::string& server) {
     std::cerr << "perfscope healthcheck: " << hp.status().message() << "\n";
     return 2;
   }
-  HttpPoster http(hp->first, hp->second, std::chrono::seconds(5));
+  HttpPoster http(*hp, std::chrono::seconds(5));
   auto r = http.get("/healthz");
   if (!r.ok()) {
     std::cerr << "perfscope healthcheck: " << r.status().message() << "\n";
@@ -202,7 +202,7 @@ int run_top(const TopOptions& o, const std::atomic<bool>& stop) {
     return 2;
   }
   const bool tty = ::isatty(STDOUT_FILENO);
-  HttpPoster http(hp->first, hp->second, std::chrono::seconds(30));
+  HttpPoster http(*hp, std::chrono::seconds(30));
   http.set_token(o.token);
   const std::string target = "/api/v1/report" + query_string({{"format", "json"}, {"window", o.window}});
   for (int i = 0; !stop && (o.iterations == 0 || i < o.iterations); ++i) {

@@ -72,7 +72,7 @@ class Forwarder {
       reason_ = hp.status().message();
       return;
     }
-    poster_.emplace(hp->first, hp->second, std::chrono::seconds(30));
+    poster_.emplace(*hp, std::chrono::seconds(30));
     poster_->set_token(options.token);
     auto r = poster_->get("/healthz");
     if (!r.ok() || r->status != 200) {

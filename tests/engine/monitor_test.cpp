@@ -164,8 +164,9 @@ TEST(MonitorAbTest, RecordedVariantsAreComparedInProcess) {
   Monitor m;
   m.start();
   m.start_ab_test("gemm_comparison");
-  m.record_variant("basic", [] { spin(200'000); }, 30);
-  m.record_variant("optimized", [] { spin(20'000); }, 30);
+  // Thirty-fold apart, so that a loaded machine's preemptions cannot blur the verdict.
+  m.record_variant("basic", [] { spin(300'000); }, 30);
+  m.record_variant("optimized", [] { spin(10'000); }, 30);
   analysis::AbOptions o;
   o.bootstrap_resamples = 500;
   auto results = m.ab_test_results("gemm_comparison", o);
@@ -177,12 +178,12 @@ TEST(MonitorAbTest, RecordedVariantsAreComparedInProcess) {
   EXPECT_GT(results[0].result.speedup, 3);
 
   // A third variant: every comparison against the control, corrected together.
-  m.record_variant("basic_again", [] { spin(200'000); }, 30);
+  m.record_variant("basic_again", [] { spin(300'000); }, 30);
   auto three = m.ab_test_results("gemm_comparison", o);
   ASSERT_EQ(three.size(), 2u);
   EXPECT_GE(three[0].result.p_value_used, three[0].result.mann_whitney.p_value);
 
-  m.run_variant("slow_kernel", "", [] { spin(100'000); }, 10);
+  m.run_variant("slow_kernel", "", [] { spin(300'000); }, 10);
   m.run_variant("fast_kernel", "", [] { spin(10'000); }, 10);
   analysis::AbResult direct = m.compare_kernels("slow_kernel", "fast_kernel", o);
   EXPECT_EQ(direct.a.n, 10u);

@@ -89,11 +89,14 @@ TEST(Client, UnreachableServerAndFullQueueAreCounted) {
   EXPECT_EQ(s.events_dropped, 15u);
   EXPECT_EQ(s.events_failed, 10u);
   EXPECT_EQ(s.events_sent, 0u);
-  ClientOptions https;
-  https.url = "https://example";
-  EXPECT_FALSE(EventClient::create(https).ok());
+  ClientOptions other;
+  other.url = "ftp://example";
+  EXPECT_FALSE(EventClient::create(other).ok());
   EXPECT_FALSE(parse_http_url("http://host:port").ok());
-  EXPECT_EQ(parse_http_url("http://localhost:8080/x")->second, "8080");
+  EXPECT_EQ(parse_http_url("http://localhost:8080/x")->port, "8080");
+  EXPECT_EQ(parse_http_url("https://localhost/x")->port, "443");
+  EXPECT_TRUE(parse_http_url("https://localhost/x")->tls);
+  EXPECT_FALSE(parse_http_url("ftp://localhost").ok());
 }
 
 }  // namespace
