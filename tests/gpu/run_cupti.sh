@@ -16,11 +16,5 @@ cmake -S . -B build/cupti -G Ninja -DCMAKE_BUILD_TYPE=Release -DPERFSCOPE_CUPTI_
 cmake --build build/cupti >>"$report/build.log" 2>&1 || { cat "$report/build.log" >&2; exit 1; }
 export PERFSCOPE_CUPTI_LIBRARY=$PWD/build/cupti/libperfscope_cupti.so
 nvcc -O2 -o build/cupti/short_kernels tests/gpu/short_kernels.cu
-dir=$(mktemp -d)
-trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-"$bin" serve --listen 127.0.0.1:0 --data-dir "$dir" --sampling-interval-ms 100 >"$dir/out" 2>"$report/server.log" &
-pid=$!
-for _ in $(seq 1 100); do grep -q listening "$dir/out" && break; sleep 0.1; done
-url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$dir/out")
-[[ -n $url ]] || { echo "perfscope did not start" >&2; cat "$report/server.log" >&2; exit 1; }
+source tests/gpu/start_server.sh
 PYTHONUNBUFFERED=1 ${PYTHON:-python3} tests/gpu/verify_cupti.py "$url" "$bin" build/cupti/short_kernels "$report"
