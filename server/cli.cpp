@@ -223,29 +223,15 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
 
   try {
     app.parse(argc, argv);
-    if (version->parsed()) {
-      parsed.command = Command::kVersion;
-      return parsed;
-    }
-    if (push->parsed()) {
-      parsed.command = Command::kPush;
-      return parsed;
-    }
-    if (import->parsed()) {
-      parsed.command = Command::kImport;
-      return parsed;
-    }
-    if (run->parsed()) {
-      parsed.command = Command::kRun;
-      return parsed;
-    }
-    if (demo->parsed()) {
-      parsed.command = Command::kDemo;
-      return parsed;
-    }
-    if (report->parsed()) {
-      parsed.command = Command::kReport;
-      return parsed;
+    // Every subcommand but serve and healthcheck is complete once parsed.
+    for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{push, Command::kPush},
+                                std::pair{import, Command::kImport}, std::pair{run, Command::kRun},
+                                std::pair{demo, Command::kDemo}, std::pair{report, Command::kReport},
+                                std::pair{top, Command::kTop}}) {
+      if (sub->parsed()) {
+        parsed.command = command;
+        return parsed;
+      }
     }
     if (healthcheck->parsed()) {
       // In a container the server's address comes from PERFSCOPE_LISTEN: check that port.
@@ -258,10 +244,6 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                                     std::to_string(where.listen_port);
       }
       parsed.command = Command::kHealthcheck;
-      return parsed;
-    }
-    if (top->parsed()) {
-      parsed.command = Command::kTop;
       return parsed;
     }
     if (!config_file.empty()) {

@@ -1,5 +1,7 @@
 #include "server/client.hpp"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "server/event_codec.hpp"
@@ -33,7 +35,7 @@ Result<ServerUrl> parse_http_url(const std::string& url) {
 
 struct HttpPoster::Connection {
   net::io_context ioc;
-  net::ssl::context tls_context{net::ssl::context::tls_client};
+  std::optional<net::ssl::context> tls_context;  // https:// servers only
   beast::tcp_stream plain{ioc};
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;  // a fresh one per connection
   bool open = false;
@@ -49,8 +51,9 @@ struct HttpPoster::Connection {
 HttpPoster::HttpPoster(ServerUrl url, std::chrono::milliseconds timeout)
     : url_(std::move(url)), timeout_(timeout), conn_(std::make_unique<Connection>()) {
   if (url_.tls) {
-    conn_->tls_context.set_default_verify_paths();
-    conn_->tls_context.set_verify_mode(net::ssl::verify_peer);
+    conn_->tls_context.emplace(net::ssl::context::tls_client);
+    conn_->tls_context->set_default_verify_paths();
+    conn_->tls_context->set_verify_mode(net::ssl::verify_peer);
   }
 }
 
@@ -74,7 +77,7 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
       tcp::resolver resolver(c.ioc);
       auto endpoints = resolver.resolve(url_.host, url_.port, ec);
       if (ec) return Status::unavailable("cannot resolve " + url_.host + ": " + ec.message());
-      if (url_.tls) c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, c.tls_context);
+      if (url_.tls) c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.tls_context);
       c.lowest().expires_after(timeout_);
       c.lowest().connect(endpoints, ec);
       if (ec) return Status::unavailable("cannot connect to " + where + ": " + ec.message());

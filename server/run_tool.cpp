@@ -239,10 +239,11 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     return 2;
   }
   const std::string name = options.name.empty() ? default_name(options.command.front()) : options.name;
-  Forwarder forwarder(options, options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output);
+  const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
+  Forwarder forwarder(options, fallback);
   if (!forwarder.to_server()) {
     std::cerr << kWhat << ": no server at " << options.server << " (" << forwarder.reason() << "); events go to "
-              << (options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output) << "\n";
+              << fallback << "\n";
   }
   TraceSocket socket;
   if (socket.fd() < 0) {

@@ -192,24 +192,18 @@ void TraceSink::write_records(const std::vector<TraceRecord>& records) {
   write_all(records_fd_, false, text);
 }
 
-void TraceSink::write_events(const std::vector<Event>& events) {
+void TraceSink::write_events(std::vector<Event>& events) {
   if (events.empty()) return;
   // The server takes a batch all or nothing; a single event that fails the rules must not
   // cost the others, so each is checked here first.
-  std::vector<Event> valid;
-  valid.reserve(events.size());
-  std::uint64_t invalid = 0;
-  for (const Event& e : events) {
-    if (validate(e).ok()) valid.push_back(e);
-    else ++invalid;
-  }
-  bool written = !output_failed_ && write_all(fd_, is_socket_, server::encode_ndjson(valid));
+  const std::uint64_t invalid = std::erase_if(events, [](const Event& e) { return !validate(e).ok(); });
+  bool written = !output_failed_ && write_all(fd_, is_socket_, server::encode_ndjson(events));
   if (!written) output_failed_ = true;
   std::lock_guard lock(mu_);
   stats_.converter = converter_.stats();
   stats_.events_lost += invalid;
-  if (written) stats_.events_written += valid.size();
-  else stats_.events_lost += valid.size();
+  if (written) stats_.events_written += events.size();
+  else stats_.events_lost += events.size();
 }
 
 void TraceSink::write_summary() {
@@ -229,10 +223,11 @@ void TraceSink::write_summary() {
     e.value = static_cast<double>(value);
     return Event{std::move(e)};
   };
-  write_events({sample("trace_records", s.records, nullptr),
-                sample("trace_records_dropped", s.records_dropped, "queue"),
-                sample("trace_records_dropped", s.cupti_dropped, "cupti"),
-                sample("trace_kernels_without_launch", s.converter.without_launch, nullptr)});
+  std::vector<Event> counts{sample("trace_records", s.records, nullptr),
+                            sample("trace_records_dropped", s.records_dropped, "queue"),
+                            sample("trace_records_dropped", s.cupti_dropped, "cupti"),
+                            sample("trace_kernels_without_launch", s.converter.without_launch, nullptr)};
+  write_events(counts);
 }
 
 }  // namespace perfscope::trace

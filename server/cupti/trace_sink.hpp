@@ -74,7 +74,7 @@ class TraceSink {
  private:
   TraceSink(TraceSinkOptions options, int fd, bool is_socket, int records_fd);
   void run();
-  void write_events(const std::vector<Event>& events);
+  void write_events(std::vector<Event>& events);  // drops the invalid ones
   void write_records(const std::vector<TraceRecord>& records);
   void write_summary();
 
