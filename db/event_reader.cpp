@@ -217,17 +217,14 @@ Status EventReader::for_each_memory_event(const TimeRange& range, const std::fun
   return stmt->for_each_row([&](Statement& r) { fn(read_memory_event(r)); });
 }
 
-Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  auto series = (*conn)->prepare(
+namespace {
+
+// The kernel_series ids a selector matches (tags: every wanted tag present).
+Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const KernelSelector& sel) {
+  auto series = conn.prepare(
       "SELECT id, tags FROM kernel_series WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR variant = ?2) "
       "AND (?3 = '' OR device = ?3) AND (?4 = '' OR stream = ?4)");
-  auto chunks = (*conn)->prepare(
-      "SELECT count, total_ns, first_end_ns, last_end_ns, data FROM kernel_chunks "
-      "WHERE series_id = ?1 AND last_end_ns >= ?2 AND first_end_ns <= ?3");
   if (!series.ok()) return series.status();
-  if (!chunks.ok()) return chunks.status();
   series->bind(1, sel.name).bind(2, sel.variant).bind(3, sel.device).bind(4, sel.stream);
   std::vector<std::int64_t> ids;
   Status s = series->for_each_row([&](Statement& r) {
@@ -241,6 +238,88 @@ Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelecto
     ids.push_back(r.column_int64(0));
   });
   if (!s.ok()) return s;
+  return ids;
+}
+
+std::string_view inference_field_name(InferenceField f) {
+  switch (f) {
+    case InferenceField::kLatency: return "latency_ms";
+    case InferenceField::kTtft: return "ttft_ms";
+    case InferenceField::kTpot: return "tpot_ms";
+    case InferenceField::kQueue: return "queue_ms";
+    case InferenceField::kCompute: return "compute_ms";
+  }
+  return "latency_ms";
+}
+
+// Rollups of the keys that start with `prefix`.
+Result<std::optional<RollupAnswer>> rollup_by_prefix(Connection& conn, std::string_view source, std::string_view field,
+                                                     std::string_view prefix, const TimeRange& range) {
+  auto keys = rollup_keys(conn, source, field, prefix);
+  if (!keys.ok()) return keys.status();
+  return read_rollups(conn, source, *keys, field, range);
+}
+
+}  // namespace
+
+Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelector& sel, const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  auto ids = matching_kernel_series(**conn, sel);
+  if (!ids.ok()) return ids.status();
+  std::vector<std::string> keys;
+  for (std::int64_t id : *ids) keys.push_back(std::to_string(id));
+  return read_rollups(**conn, rollup_source::kKernel, keys, "", range);
+}
+
+Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const InferenceSelector& sel, InferenceField field,
+                                                                  const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  const std::string_view name = inference_field_name(field);
+  if (!sel.version.empty()) {
+    return read_rollups(**conn, rollup_source::kInference, {rollup_key(sel.model, sel.version)}, name, range);
+  }
+  return rollup_by_prefix(**conn, rollup_source::kInference, name, rollup_key(sel.model, ""), range);
+}
+
+Result<std::optional<RollupAnswer>> EventReader::command_buffer_rollup(const std::string& queue, const std::string& device,
+                                                                       const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  if (!queue.empty() && !device.empty()) {
+    return read_rollups(**conn, rollup_source::kCommandBuffer, {rollup_key(queue, device)}, "", range);
+  }
+  if (device.empty()) {
+    return rollup_by_prefix(**conn, rollup_source::kCommandBuffer, "", queue.empty() ? "" : rollup_key(queue, ""), range);
+  }
+  // Every queue on one device: the device is the key's second part.
+  auto keys = rollup_keys(**conn, rollup_source::kCommandBuffer, "", "");
+  if (!keys.ok()) return keys.status();
+  std::erase_if(*keys, [&](const std::string& k) { return !k.ends_with(rollup_key("", device)); });
+  return read_rollups(**conn, rollup_source::kCommandBuffer, *keys, "", range);
+}
+
+Result<std::optional<RollupAnswer>> EventReader::series_rollup(const std::vector<std::int64_t>& series_ids,
+                                                               const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  std::vector<std::string> keys;
+  for (std::int64_t id : series_ids) keys.push_back(std::to_string(id));
+  return read_rollups(**conn, rollup_source::kSeries, keys, "", range);
+}
+
+Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  auto chunks = (*conn)->prepare(
+      "SELECT count, total_ns, first_end_ns, last_end_ns, data FROM kernel_chunks "
+      "WHERE series_id = ?1 AND last_end_ns >= ?2 AND first_end_ns <= ?3");
+  if (!chunks.ok()) return chunks.status();
+  auto matched = matching_kernel_series(**conn, sel);
+  if (!matched.ok()) return matched.status();
+  const std::vector<std::int64_t>& ids = *matched;
+  Status s;
   std::vector<double> out;
   bool corrupt = false;
   for (std::int64_t id : ids) {

@@ -12,15 +12,12 @@
 #include <vector>
 
 #include "db/connection_pool.hpp"
+#include "db/rollups.hpp"
+#include "db/time_range.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/events.hpp"
 
 namespace perfscope::db {
-
-struct TimeRange {
-  TimestampNs from_ns = 0;
-  TimestampNs to_ns = INT64_MAX;
-};
 
 struct LaunchConfig {
   std::array<std::uint32_t, 3> grid{};
@@ -113,6 +110,17 @@ class EventReader {
   // the record), at most max_points points keeping each bucket's maximum.
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const std::string& device,
                                                          std::size_t max_points) const;
+  // The rolled-up part of the same distributions, from the histogram tiers that retention
+  // writes (rollups.hpp): whole tier buckets overlapping the range merged; nullopt when none
+  // does. Add the raw values above to it for the answer over the whole range.
+  Result<std::optional<RollupAnswer>> kernel_rollup(const KernelSelector& selector, const TimeRange& range) const;
+  Result<std::optional<RollupAnswer>> inference_rollup(const InferenceSelector& selector, InferenceField field,
+                                                       const TimeRange& range) const;
+  Result<std::optional<RollupAnswer>> command_buffer_rollup(const std::string& queue, const std::string& device,
+                                                            const TimeRange& range) const;
+  // Of the samples of the given stored series (their database ids).
+  Result<std::optional<RollupAnswer>> series_rollup(const std::vector<std::int64_t>& series_ids,
+                                                    const TimeRange& range) const;
   // How many rows each event table holds (for info and tests).
   Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;
 

@@ -12,6 +12,7 @@ namespace perfscope::db {
 namespace {
 
 Status kernels_into_chunks(Connection& conn);
+Status enable_incremental_vacuum(Connection& conn);
 
 // One schema step: SQL, then optionally code that moves data the SQL cannot.
 struct Migration {
@@ -112,6 +113,29 @@ const std::array kMigrations = {
         created_ns INTEGER NOT NULL
       );
     )sql"},
+    // 5: histogram tiers of retired raw rows (rollups.hpp) and what retention last did.
+    Migration{R"sql(
+      CREATE TABLE rollups (
+        source   TEXT NOT NULL,
+        field    TEXT NOT NULL,
+        tier     INTEGER NOT NULL,
+        key      TEXT NOT NULL,
+        start_ns INTEGER NOT NULL,
+        count    INTEGER NOT NULL,
+        sum      REAL NOT NULL,
+        m2       REAL NOT NULL,
+        min      REAL NOT NULL,
+        max      REAL NOT NULL,
+        histogram BLOB NOT NULL,
+        PRIMARY KEY (source, field, tier, key, start_ns)
+      ) WITHOUT ROWID;
+      CREATE TABLE retention (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        raw_before_ns INTEGER NOT NULL,
+        rollups_before_ns INTEGER NOT NULL
+      );
+      INSERT INTO retention VALUES (1, 0, 0);
+    )sql"},
 };
 
 Status copy_kernel_rows(Connection& conn) {
@@ -147,6 +171,20 @@ Status copy_kernel_rows(Connection& conn) {
   if (!s.ok()) return s;
   if (!added.ok()) return added;
   return (*writer)->flush();
+}
+
+// A file created before retention existed: switch it to incremental vacuum, which takes one
+// VACUUM (a rewrite of the file, once).
+Status enable_incremental_vacuum(Connection& conn) {
+  auto mode = conn.prepare("PRAGMA auto_vacuum");
+  if (!mode.ok()) return mode.status();
+  auto row = mode->step();
+  if (!row.ok()) return row.status();
+  const bool incremental = *row && mode->column_int64(0) == 2;
+  mode->reset();
+  if (incremental) return Status();
+  if (Status s = conn.exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
+  return conn.exec("VACUUM");
 }
 
 Status kernels_into_chunks(Connection& conn) {
@@ -224,6 +262,11 @@ Status migrate(Connection& conn) {
     return Status::unavailable("database schema version " + std::to_string(current) +
                                " is newer than this build understands (" + std::to_string(schema_version()) + ")");
   }
+  // Retention frees pages with incremental vacuum, which needs the mode set before the first
+  // table exists; an older file is converted once below.
+  if (current == 0) {
+    if (Status s = conn.exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
+  }
   for (int v = current; v < schema_version(); ++v) {
     Transaction tx(conn);
     if (!tx.begin_status().ok()) return tx.begin_status();
@@ -236,7 +279,7 @@ Status migrate(Connection& conn) {
     if (Status s = conn.exec(bump.c_str()); !s.ok()) return s;
     if (Status s = tx.commit(); !s.ok()) return s;
   }
-  return Status();
+  return enable_incremental_vacuum(conn);
 }
 
 }  // namespace perfscope::db

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/analysis/stats.hpp"
+
 namespace perfscope::analysis {
 namespace {
 
@@ -107,15 +109,23 @@ bool LogHistogram::subtract(const LogHistogram& o) {
 
 std::optional<double> LogHistogram::percentile(double q) const {
   if (total_ == 0) return std::nullopt;
-  const auto milli = static_cast<unsigned long long>(std::llround(std::clamp(q, 0.0, 100.0) * 1000.0));
-  unsigned long long rank = (milli * total_ + 99'999) / 100'000;
-  rank = std::clamp<unsigned long long>(rank, 1, total_);
+  return midpoint(bucket_at_rank(nearest_rank_index(std::clamp(q, 0.0, 100.0), static_cast<std::size_t>(total_))));
+}
+
+std::uint32_t LogHistogram::bucket_at_rank(std::uint64_t k) const {
   std::uint64_t seen = 0;
   for (const Bin& bin : bins_) {
     seen += bin.count;
-    if (seen >= rank) return midpoint(bin.bucket);
+    if (seen > k) return bin.bucket;
   }
-  return midpoint(bins_.back().bucket);
+  return bins_.empty() ? 0 : bins_.back().bucket;
+}
+
+std::uint64_t LogHistogram::count_above(double value) const {
+  const std::uint32_t b = bucket_of(value);
+  std::uint64_t n = 0;
+  for (auto it = bins_.rbegin(); it != bins_.rend() && it->bucket > b; ++it) n += it->count;
+  return n;
 }
 
 std::optional<double> LogHistogram::min() const {

@@ -36,6 +36,10 @@ class LogHistogram {
   bool empty() const { return total_ == 0; }
   // Nearest-rank percentile (rank ⌈q/100·n⌉), as the bucket's midpoint.
   std::optional<double> percentile(double q) const;
+  // The bucket holding the value of 0-based rank k in sorted order (k < count()).
+  std::uint32_t bucket_at_rank(std::uint64_t k) const;
+  // Values in buckets above the one `value` falls in (the bucket holding it is not counted).
+  std::uint64_t count_above(double value) const;
   std::optional<double> min() const;
   std::optional<double> max() const;
   double sum() const { return sum_; }

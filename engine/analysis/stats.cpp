@@ -17,10 +17,6 @@ std::optional<PercentileConvention> convention_from(std::string_view text) {
   return std::nullopt;
 }
 
-namespace {
-
-// 0-based index of the nearest-rank percentile: rank ⌈q/100·n⌉ in exact integer arithmetic
-// on q in thousandths, so that 99.9 % of 1000 is rank 999, not 1000 by rounding.
 std::size_t nearest_rank_index(double q, std::size_t n) {
   const auto milli = static_cast<unsigned long long>(std::llround(q * 1000.0));
   const unsigned long long scaled = milli * n;  // q ≤ 100 → ≤ 1e5 · n
@@ -28,8 +24,6 @@ std::size_t nearest_rank_index(double q, std::size_t n) {
   rank = std::clamp<unsigned long long>(rank, 1, n);
   return static_cast<std::size_t>(rank - 1);
 }
-
-}  // namespace
 
 std::vector<double> percentiles(std::vector<double>& values, std::span<const double> qs, PercentileConvention c) {
   std::vector<double> out(qs.size());

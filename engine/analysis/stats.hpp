@@ -23,6 +23,9 @@ std::optional<PercentileConvention> convention_from(std::string_view text);
 // by selection (no full sort). Empty values give an empty result.
 std::vector<double> percentiles(std::vector<double>& values, std::span<const double> qs, PercentileConvention c);
 double percentile(std::vector<double>& values, double q, PercentileConvention c);
+// 0-based index of the nearest-rank percentile of n values: rank ⌈q/100·n⌉ in exact integer
+// arithmetic on q in thousandths, so that 99.9 % of 1000 is rank 999, not 1000 by rounding.
+std::size_t nearest_rank_index(double q, std::size_t n);
 
 struct Moments {
   std::size_t n = 0;

@@ -1,0 +1,348 @@
+#include "db/retention.hpp"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "db/kernel_chunks.hpp"
+#include "db/rollups.hpp"
+#include "db/writer.hpp"
+
+namespace perfscope::db {
+namespace {
+
+constexpr std::int64_t kDayNs = 86'400'000'000'000;
+
+TimestampNs floor_to(TimestampNs t, std::int64_t width) {
+  const TimestampNs r = t - t % width;
+  return t % width < 0 ? r - width : r;
+}
+
+Result<std::optional<std::int64_t>> single_value(Connection& conn, const char* sql, std::optional<std::int64_t> bind = {}) {
+  auto stmt = conn.prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  if (bind) stmt->bind(1, *bind);
+  auto row = stmt->step();
+  if (!row.ok()) return row.status();
+  if (!*row || stmt->column_is_null(0)) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(stmt->column_int64(0));
+}
+
+// The oldest raw time that retention could retire (memory events follow the others).
+Result<std::optional<TimestampNs>> oldest_raw(Connection& conn) {
+  return single_value(conn,
+                      "SELECT MIN(t) FROM ("
+                      " SELECT MIN(last_end_ns) AS t FROM kernel_chunks"
+                      " UNION ALL SELECT MIN(ts_ns) FROM inference"
+                      " UNION ALL SELECT MIN(end_ns) FROM command_buffers"
+                      " UNION ALL SELECT MIN(ts_ns) FROM operators"
+                      " UNION ALL SELECT MIN((SELECT MIN(ts_ns) FROM samples WHERE series_id = series.id)) FROM series)");
+}
+
+// Runs a DELETE with the cutoff as ?1 (and an optional id as ?2); returns the rows it removed.
+Result<std::uint64_t> delete_rows(Connection& conn, Statement& stmt) {
+  if (Status s = stmt.run(); !s.ok()) return s;
+  return static_cast<std::uint64_t>(sqlite3_changes(conn.handle()));
+}
+
+Status retire_kernels(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
+  auto chunks = conn.prepare("SELECT series_id, count, data FROM kernel_chunks WHERE last_end_ns < ?1");
+  if (!chunks.ok()) return chunks.status();
+  chunks->bind(1, cutoff);
+  bool corrupt = false;
+  Status s = chunks->for_each_row([&](Statement& row) {
+    const std::string key = std::to_string(row.column_int64(0));
+    corrupt |= !unpack_kernel_chunk(row.column_blob(2), row.column_int64(1), [&](const KernelTiming& t) {
+      acc.add(rollup_source::kKernel, key, "", t.end_ns, static_cast<double>(t.end_ns - t.start_ns) / 1e6);
+      ++r.values_rolled_up;
+    });
+  });
+  if (!s.ok()) return s;
+  // A corrupt chunk is not deleted: nothing is dropped that was not rolled up.
+  if (corrupt) return Status::internal("a kernel chunk in the database is corrupt; retention stopped before it");
+  auto del = conn.prepare("DELETE FROM kernel_chunks WHERE last_end_ns < ?1");
+  if (!del.ok()) return del.status();
+  del->bind(1, cutoff);
+  auto n = delete_rows(conn, *del);
+  if (!n.ok()) return n.status();
+  r.raw_rows_deleted += *n;
+  return Status();
+}
+
+Status retire_inference(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
+  auto rows = conn.prepare(
+      "SELECT model, version, ts_ns, latency_ms, ttft_ms, queue_ms, compute_ms, output_tokens FROM inference "
+      "WHERE ts_ns < ?1");
+  if (!rows.ok()) return rows.status();
+  rows->bind(1, cutoff);
+  Status s = rows->for_each_row([&](Statement& row) {
+    const std::string key = rollup_key(row.column_text(0), row.column_text(1));
+    const TimestampNs ts = row.column_int64(2);
+    auto add = [&](std::string_view field, double v) {
+      acc.add(rollup_source::kInference, key, field, ts, v);
+      ++r.values_rolled_up;
+    };
+    const double latency = row.column_double(3);
+    add("latency_ms", latency);
+    if (!row.column_is_null(4)) {
+      add("ttft_ms", row.column_double(4));
+      // TPOT as the raw path derives it: requests with more than one output token.
+      if (!row.column_is_null(7) && row.column_int64(7) > 1) {
+        add("tpot_ms", (latency - row.column_double(4)) / static_cast<double>(row.column_int64(7) - 1));
+      }
+    }
+    if (!row.column_is_null(5)) add("queue_ms", row.column_double(5));
+    if (!row.column_is_null(6)) add("compute_ms", row.column_double(6));
+  });
+  if (!s.ok()) return s;
+  auto del = conn.prepare("DELETE FROM inference WHERE ts_ns < ?1");
+  if (!del.ok()) return del.status();
+  del->bind(1, cutoff);
+  auto n = delete_rows(conn, *del);
+  if (!n.ok()) return n.status();
+  r.raw_rows_deleted += *n;
+  return Status();
+}
+
+Status retire_command_buffers(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
+  auto rows = conn.prepare("SELECT queue, device, end_ns, end_ns - submit_ns FROM command_buffers WHERE end_ns < ?1");
+  if (!rows.ok()) return rows.status();
+  rows->bind(1, cutoff);
+  Status s = rows->for_each_row([&](Statement& row) {
+    acc.add(rollup_source::kCommandBuffer, rollup_key(row.column_text(0), row.column_text(1)), "", row.column_int64(2),
+            static_cast<double>(row.column_int64(3)) / 1e6);
+    ++r.values_rolled_up;
+  });
+  if (!s.ok()) return s;
+  auto del = conn.prepare("DELETE FROM command_buffers WHERE end_ns < ?1");
+  if (!del.ok()) return del.status();
+  del->bind(1, cutoff);
+  auto n = delete_rows(conn, *del);
+  if (!n.ok()) return n.status();
+  r.raw_rows_deleted += *n;
+  return Status();
+}
+
+Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
+  std::vector<std::int64_t> ids;
+  {
+    auto series = conn.prepare("SELECT id FROM series");
+    if (!series.ok()) return series.status();
+    if (Status s = series->for_each_row([&](Statement& row) { ids.push_back(row.column_int64(0)); }); !s.ok()) return s;
+  }
+  auto rows = conn.prepare("SELECT ts_ns, value FROM samples WHERE series_id = ?2 AND ts_ns < ?1");
+  auto del = conn.prepare("DELETE FROM samples WHERE series_id = ?2 AND ts_ns < ?1");
+  if (!rows.ok()) return rows.status();
+  if (!del.ok()) return del.status();
+  for (std::int64_t id : ids) {
+    const std::string key = std::to_string(id);
+    rows->bind(1, cutoff).bind(2, id);
+    Status s = rows->for_each_row([&](Statement& row) {
+      acc.add(rollup_source::kSeries, key, "", row.column_int64(0), row.column_double(1));
+      ++r.values_rolled_up;
+    });
+    rows->reset();
+    if (!s.ok()) return s;
+    del->bind(1, cutoff).bind(2, id);
+    auto n = delete_rows(conn, *del);
+    if (!n.ok()) return n.status();
+    r.raw_rows_deleted += *n;
+  }
+  return Status();
+}
+
+// Freed allocations and their frees, both older than the cutoff; live allocations stay.
+Status retire_memory_events(Connection& conn, TimestampNs cutoff, RetentionResult& r) {
+  auto rows = conn.prepare(
+      "SELECT id, op, address, device FROM memory_events WHERE ts_ns < ?1 ORDER BY ts_ns, id");
+  if (!rows.ok()) return rows.status();
+  rows->bind(1, cutoff);
+  std::map<std::pair<std::string, std::string>, std::int64_t> live;  // (device, address) → alloc id
+  std::vector<std::int64_t> gone;
+  Status s = rows->for_each_row([&](Statement& row) {
+    const std::int64_t id = row.column_int64(0);
+    auto where = std::make_pair(row.column_text(3), row.column_text(2));
+    if (row.column_text(1) == "alloc") {
+      live[std::move(where)] = id;
+      return;
+    }
+    gone.push_back(id);
+    if (auto it = live.find(where); it != live.end()) {
+      gone.push_back(it->second);
+      live.erase(it);
+    }
+  });
+  if (!s.ok()) return s;
+  auto del = conn.prepare("DELETE FROM memory_events WHERE id = ?1");
+  if (!del.ok()) return del.status();
+  for (std::int64_t id : gone) {
+    del->bind(1, id);
+    auto n = delete_rows(conn, *del);
+    if (!n.ok()) return n.status();
+    r.raw_rows_deleted += *n;
+  }
+  return Status();
+}
+
+Status record_state(Connection& conn, const RetentionResult& r) {
+  auto stmt = conn.prepare(
+      "UPDATE retention SET raw_before_ns = MAX(raw_before_ns, ?1), rollups_before_ns = MAX(rollups_before_ns, ?2) "
+      "WHERE id = 1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, r.raw_before_ns).bind(2, r.rollups_before_ns);
+  return stmt->run();
+}
+
+}  // namespace
+
+Result<std::uint64_t> database_bytes_used(Connection& conn) {
+  auto pages = single_value(conn, "SELECT (SELECT page_count FROM pragma_page_count()) - "
+                                  "(SELECT freelist_count FROM pragma_freelist_count())");
+  auto size = single_value(conn, "SELECT page_size FROM pragma_page_size()");
+  if (!pages.ok()) return pages.status();
+  if (!size.ok()) return size.status();
+  return static_cast<std::uint64_t>(pages->value_or(0) * size->value_or(0));
+}
+
+Status retire_raw_before(Connection& conn, TimestampNs cutoff, RetentionResult& result) {
+  RollupAccumulator acc;
+  for (auto retire : {retire_kernels, retire_inference, retire_command_buffers, retire_samples}) {
+    if (Status s = retire(conn, cutoff, acc, result); !s.ok()) return s;
+  }
+  if (Status s = retire_memory_events(conn, cutoff, result); !s.ok()) return s;
+  auto del = conn.prepare("DELETE FROM operators WHERE ts_ns < ?1");
+  if (!del.ok()) return del.status();
+  del->bind(1, cutoff);
+  auto n = delete_rows(conn, *del);
+  if (!n.ok()) return n.status();
+  result.raw_rows_deleted += *n;
+  auto written = acc.write(conn);
+  if (!written.ok()) return written.status();
+  result.rollup_rows_written += *written;
+  result.raw_before_ns = std::max(result.raw_before_ns, cutoff);
+  return Status();
+}
+
+Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& policy, TimestampNs now) {
+  RetentionResult r;
+  auto used = database_bytes_used(conn);
+  if (!used.ok()) return used.status();
+  const bool over = policy.max_bytes > 0 && *used > policy.max_bytes;
+  auto oldest = oldest_raw(conn);
+  if (!oldest.ok()) return oldest.status();
+
+  // Raw rows: by age, and the oldest step beyond that while over the size limit.
+  TimestampNs cutoff = 0;
+  if (policy.raw_max_age_ns > 0) cutoff = floor_to(now - policy.raw_max_age_ns, kRollupMinuteNs);
+  const TimestampNs newest_size_may_take = floor_to(now - policy.keep_raw_ns, kRollupMinuteNs);
+  const bool raw_retirable_for_size = *oldest && **oldest < newest_size_may_take;
+  if (over && raw_retirable_for_size) {
+    cutoff = std::max(cutoff, std::min(floor_to(**oldest, kRollupMinuteNs) + policy.step_ns, newest_size_may_take));
+  }
+  if (*oldest && **oldest < cutoff) {
+    const TimestampNs limited = std::min(cutoff, floor_to(**oldest, kRollupMinuteNs) + policy.step_ns);
+    if (Status s = retire_raw_before(conn, limited, r); !s.ok()) return s;
+    r.more = limited < cutoff || over;
+  }
+
+  // Rollups: whole days, by age, and the oldest day while over the size limit with no raw
+  // rows left that may go.
+  TimestampNs rollup_cutoff = policy.rollup_max_age_ns > 0 ? floor_to(now - policy.rollup_max_age_ns, kDayNs) : 0;
+  if (over && !raw_retirable_for_size) {
+    auto first_day = single_value(conn, "SELECT MIN(start_ns) FROM rollups WHERE tier = 86400");
+    if (!first_day.ok()) return first_day.status();
+    // Never today's rows: those are what the newest retired raw data became.
+    if (*first_day && **first_day + kDayNs <= floor_to(now, kDayNs)) {
+      rollup_cutoff = std::max(rollup_cutoff, **first_day + kDayNs);
+      r.more = true;
+    }
+  }
+  if (rollup_cutoff > 0) {
+    auto del = conn.prepare("DELETE FROM rollups WHERE start_ns < ?1");
+    if (!del.ok()) return del.status();
+    del->bind(1, rollup_cutoff);
+    auto n = delete_rows(conn, *del);
+    if (!n.ok()) return n.status();
+    r.rollup_rows_deleted += *n;
+    r.rollups_before_ns = rollup_cutoff;
+  }
+  if (r.raw_rows_deleted + r.rollup_rows_deleted > 0) {
+    if (Status s = conn.exec("PRAGMA incremental_vacuum"); !s.ok()) return s;
+    if (Status s = record_state(conn, r); !s.ok()) return s;
+  } else {
+    r.more = false;  // nothing could go: no busy loop
+  }
+  auto after = database_bytes_used(conn);
+  if (!after.ok()) return after.status();
+  r.bytes_used = *after;
+  r.over_size = policy.max_bytes > 0 && r.bytes_used > policy.max_bytes && !r.more;
+  return r;
+}
+
+RetentionTask::RetentionTask(Writer& writer, RetentionPolicy policy, std::chrono::milliseconds interval)
+    : writer_(writer), policy_(policy), interval_(interval) {}
+
+RetentionTask::~RetentionTask() { stop(); }
+
+void RetentionTask::start() {
+  if (thread_.joinable() || !policy_.enabled()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void RetentionTask::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+RetentionStats RetentionTask::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void RetentionTask::run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    // Back to back while a step has more to do, bounded so a stop is never far away.
+    for (int i = 0; i < 1000 && step(); ++i) {
+      std::lock_guard check(mu_);
+      if (stopping_) break;
+    }
+    lock.lock();
+    wake_.wait_for(lock, interval_, [this] { return stopping_; });
+  }
+}
+
+bool RetentionTask::step() {
+  auto result = std::make_shared<RetentionResult>();
+  std::promise<Status> done;
+  auto finished = done.get_future();
+  writer_.run_task(
+      [this, result](Connection& conn) {
+        auto r = retention_step(conn, policy_, now_ns());
+        if (!r.ok()) return r.status();
+        *result = *r;
+        return Status();
+      },
+      [&done](const Status& s) { done.set_value(s); });
+  const Status s = finished.get();
+  std::lock_guard lock(mu_);
+  stats_.last_run_ns = now_ns();
+  if (!s.ok()) {
+    ++stats_.errors;
+    stats_.last_error = s.message();
+    return false;
+  }
+  ++stats_.runs;
+  stats_.last = *result;
+  return result->more;
+}
+
+}  // namespace perfscope::db
