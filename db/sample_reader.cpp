@@ -1,5 +1,7 @@
 #include "db/sample_reader.hpp"
 
+#include "db/rollups.hpp"
+
 namespace perfscope::db {
 
 Result<std::unique_ptr<SampleReader>> SampleReader::open(const std::string& path) {
@@ -65,6 +67,16 @@ Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs f
   return out;
 }
 
+namespace {
+
+// A bucket from a (start, min, max, sum, count) row.
+Bucket bucket_row(const Statement& r) {
+  return Bucket{r.column_int64(0), r.column_double(1), r.column_double(2), r.column_double(3),
+                static_cast<std::uint64_t>(r.column_int64(4))};
+}
+
+}  // namespace
+
 Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                        TimestampNs width_ns) const {
   auto conn = lease();
@@ -75,12 +87,41 @@ Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, Times
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns);
   std::vector<Bucket> out;
-  Status s = stmt->for_each_row([&](Statement& r) {
-    out.push_back(Bucket{r.column_int64(0), r.column_double(1), r.column_double(2), r.column_double(3),
-                         static_cast<std::uint64_t>(r.column_int64(4))});
-  });
-  if (!s.ok()) return s;
+  if (Status s = stmt->for_each_row([&](Statement& r) { out.push_back(bucket_row(r)); }); !s.ok()) return s;
   return out;
+}
+
+Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
+                                                              TimestampNs width_ns) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  std::vector<Bucket> out;
+  std::int64_t tier_s = 60;
+  for (std::int64_t t : kRollupTiersNs) {
+    if (t <= width_ns) {
+      tier_s = t / 1'000'000'000;
+      break;
+    }
+  }
+  auto rolled = (*conn)->prepare(
+      "SELECT MIN(start_ns), MIN(min), MAX(max), TOTAL(sum), SUM(count) FROM rollups "
+      "WHERE source = 'series' AND field = '' AND tier = ?5 AND key = ?1 AND start_ns BETWEEN ?2 AND ?3 "
+      "GROUP BY (start_ns - ?2) / ?4 ORDER BY 1");
+  if (!rolled.ok()) return rolled.status();
+  const std::string key = std::to_string(db_id);
+  rolled->bind(1, std::string_view(key)).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns).bind(5, tier_s);
+  if (Status s = rolled->for_each_row([&](Statement& r) { out.push_back(bucket_row(r)); }); !s.ok()) return s;
+  return out;
+}
+
+Result<TimestampNs> SampleReader::retired_before() const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  auto stmt = (*conn)->prepare("SELECT raw_before_ns FROM retention WHERE id = 1");
+  if (!stmt.ok()) return stmt.status();
+  auto row = stmt->step();
+  if (!row.ok()) return row.status();
+  return *row ? stmt->column_int64(0) : TimestampNs{0};
 }
 
 }  // namespace perfscope::db

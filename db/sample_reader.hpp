@@ -35,6 +35,13 @@ class SampleReader {
   // Partial buckets aligned to from_ns, each stamped with the earliest sample time in it.
   Result<std::vector<Bucket>> read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                            TimestampNs width_ns) const;
+  // The same from the rollups of samples retention retired: rows of the largest tier no
+  // wider than a bucket starting in [from_ns, to_ns], each stamped with its start (count,
+  // sum, min and max are exact).
+  Result<std::vector<Bucket>> read_rollup_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
+                                                  TimestampNs width_ns) const;
+  // Raw rows older than this have been rolled up by retention (0: none).
+  Result<TimestampNs> retired_before() const;
 
  private:
   explicit SampleReader(std::string path) : pool_(std::move(path)) {}

@@ -50,6 +50,12 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
   auto located = locate(/*with_latest=*/false);
   if (!located.ok()) return located.status();
 
+  TimestampNs retired_before = 0;
+  if (reader_) {
+    auto r = reader_->retired_before();
+    if (!r.ok()) return r.status();
+    retired_before = *r;
+  }
   std::vector<SeriesData> out;
   for (Located& l : *located) {
     if (!glob_match(q.name, l.info.key.name)) continue;
@@ -73,8 +79,12 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     }
     data.from_memory = memory.samples.size();
     data.from_database = static_cast<std::size_t>(db_count);
+    data.db_id = l.db_id;
+    data.retired_before = retired_before;
+    // Where retention rolled samples up, only buckets can show them (raw reads would leave a gap).
+    const bool rolled_up = use_db && q.from_ns < retired_before && q.max_points != SIZE_MAX;
 
-    if (data.from_memory + data.from_database <= q.max_points) {
+    if (!rolled_up && data.from_memory + data.from_database <= q.max_points) {
       if (db_count > 0) {
         auto rows = reader_->read(*l.db_id, q.from_ns, db_to);
         if (!rows.ok()) return rows.status();
@@ -90,7 +100,15 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
         if (!partial.ok()) return partial.status();
         for (const Bucket& b : *partial) grid.add(b);
       }
-      for (const Sample& s : memory.samples) grid.add(s);
+      if (rolled_up) {
+        // Rollups hold everything before the cutoff, including samples memory may still hold.
+        auto partial = reader_->read_rollup_buckets(*l.db_id, q.from_ns, std::min(q.to_ns, retired_before - 1), data.bucket_ns);
+        if (!partial.ok()) return partial.status();
+        for (const Bucket& b : *partial) grid.add(b);
+      }
+      for (const Sample& s : memory.samples) {
+        if (!rolled_up || s.ts_ns >= retired_before) grid.add(s);
+      }
       data.buckets = grid.buckets();
     }
     data.info = std::move(l.info);

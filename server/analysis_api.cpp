@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/analysis/ab_test.hpp"
+#include "engine/analysis/rollup.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api.hpp"
 #include "server/api_helpers.hpp"
@@ -134,14 +135,39 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
   return s;
 }
 
-// The raw values a selector names, in its unit (ms for events; a series' own unit).
-Result<std::vector<double>> load_values(const ApiContext& ctx, const Selector& s, const db::TimeRange& range,
-                                        std::string* unit) {
-  if (unit) *unit = "ms";
+// What a selector names in a window: the raw values still kept (in its unit: ms for events,
+// a series' own unit) and, where retention rolled older ones up, the merged histogram tiers.
+struct Distribution {
+  std::vector<double> raw;
+  std::optional<db::RollupAnswer> rolled;
+  std::string unit = "ms";
+};
+
+Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s, const db::TimeRange& range,
+                                       bool with_rollups) {
+  Distribution d;
+  auto take = [&](Result<std::vector<double>> raw, auto rollup) -> Status {
+    if (!raw.ok()) return raw.status();
+    d.raw = std::move(*raw);
+    if (!with_rollups) return Status();
+    Result<std::optional<db::RollupAnswer>> r = rollup();
+    if (!r.ok()) return r.status();
+    d.rolled = std::move(*r);
+    return Status();
+  };
+  Status st;
   switch (s.kind) {
-    case Selector::Kind::kKernel: return ctx.events->kernel_durations_ms(s.kernel, range);
-    case Selector::Kind::kModel: return ctx.events->inference_values_ms(s.model, s.field, range);
-    case Selector::Kind::kCommandQueue: return ctx.events->command_buffer_latencies_ms(s.queue, s.device, range);
+    case Selector::Kind::kKernel:
+      st = take(ctx.events->kernel_durations_ms(s.kernel, range), [&] { return ctx.events->kernel_rollup(s.kernel, range); });
+      break;
+    case Selector::Kind::kModel:
+      st = take(ctx.events->inference_values_ms(s.model, s.field, range),
+                [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
+      break;
+    case Selector::Kind::kCommandQueue:
+      st = take(ctx.events->command_buffer_latencies_ms(s.queue, s.device, range),
+                [&] { return ctx.events->command_buffer_rollup(s.queue, s.device, range); });
+      break;
     case Selector::Kind::kSeries: {
       db::HistoryQuery q;
       std::string_view text = s.series;
@@ -157,15 +183,35 @@ Result<std::vector<double>> load_values(const ApiContext& ctx, const Selector& s
       q.max_points = SIZE_MAX;  // raw samples: percentiles over buckets would be wrong
       auto data = ctx.history->query(q);
       if (!data.ok()) return data.status();
-      std::vector<double> out;
-      for (const auto& d : *data) {
-        if (unit) *unit = d.info.family.unit;
-        for (const Sample& p : d.samples) out.push_back(p.value);
+      std::vector<std::int64_t> ids;
+      TimestampNs retired_before = 0;
+      for (const auto& series : *data) {
+        d.unit = series.info.family.unit;
+        if (series.db_id) ids.push_back(*series.db_id);
+        retired_before = series.retired_before;
       }
-      return out;
+      if (with_rollups && !ids.empty()) {
+        auto r = ctx.events->series_rollup(ids, range);
+        if (!r.ok()) return r.status();
+        d.rolled = std::move(*r);
+      }
+      for (const auto& series : *data) {
+        for (const Sample& p : series.samples) {
+          // Samples memory still holds from before the retention cutoff are in the rollups.
+          if (!d.rolled || p.ts_ns >= retired_before) d.raw.push_back(p.value);
+        }
+      }
+      break;
     }
   }
-  return std::vector<double>{};
+  if (!st.ok()) return st;
+  return d;
+}
+
+Result<std::vector<double>> load_values(const ApiContext& ctx, const Selector& s, const db::TimeRange& range) {
+  auto d = load_distribution(ctx, s, range, /*with_rollups=*/false);
+  if (!d.ok()) return d.status();
+  return std::move(d->raw);
 }
 
 }  // namespace
@@ -221,17 +267,40 @@ ApiResponse Api::percentiles(const ApiRequest& request) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
 
-  std::string unit;
-  auto values = load_values(ctx_, sel, {w->from_ns, w->to_ns}, &unit);
-  if (!values.ok()) return status_response(values.status());
-  an::Moments m = an::moments(*values);
-  json out = {{"selector", sel.to_json()}, {"window", window_json(*w)}, {"count", m.n}, {"unit", unit},
-              {"method", "exact"}, {"convention", an::to_string(*convention)}, {"std_kind", "sample"}};
-  json warnings = json::array();
-  json pct = json::object();
+  auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
+  if (!dist.ok()) return status_response(dist.status());
+  std::vector<double>& values = dist->raw;
+  const bool from_histogram = dist->rolled.has_value();
+  an::Moments m;
+  std::vector<double> p;
   std::optional<an::SlaCompliance> compliance;
-  if (sla) compliance = an::sla_compliance(*values, *sla);  // before selection reorders nothing it needs
-  auto p = an::percentiles(*values, *qs, *convention);
+  if (from_histogram) {
+    // Raw values older than the retention cutoff exist only as tiers: merge the raw values
+    // still kept into them and answer from the histogram (within its relative error).
+    an::Rollup all = dist->rolled->rollup;
+    for (double v : values) all.add(v);
+    m = all.moments();
+    p = all.percentiles(*qs, *convention);
+    if (sla) compliance = all.sla(*sla);
+  } else {
+    m = an::moments(values);
+    if (sla) compliance = an::sla_compliance(values, *sla);  // before selection reorders the values
+    p = an::percentiles(values, *qs, *convention);
+  }
+  json out = {{"selector", sel.to_json()}, {"window", window_json(*w)}, {"count", m.n}, {"unit", dist->unit},
+              {"method", from_histogram ? "histogram" : "exact"}, {"convention", an::to_string(*convention)},
+              {"std_kind", "sample"}};
+  json warnings = json::array();
+  if (from_histogram) {
+    out["max_relative_error"] = 0.001;
+    out["histogram"] = {{"rolled_up_count", dist->rolled->rollup.count}, {"raw_count", values.size()},
+                        {"buckets", dist->rolled->rows}, {"from_ns", dist->rolled->from_ns},
+                        {"to_ns", dist->rolled->to_ns}};
+    warnings.push_back("the window reaches back before the raw data kept (retention): older values come from "
+                       "histogram tiers, whole buckets from " + std::to_string(dist->rolled->from_ns) + " to " +
+                       std::to_string(dist->rolled->to_ns) + " ns");
+  }
+  json pct = json::object();
   for (std::size_t i = 0; i < qs->size(); ++i) {
     const double q = (*qs)[i];
     pct[an::percentile_key(q)] = p.empty() ? json(nullptr) : json(p[i]);
@@ -377,7 +446,7 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   if (!w.ok()) return w.status();
   std::vector<std::vector<double>> samples;
   for (const Selector& s : d->sides) {
-    auto v = load_values(ctx, s, {w->from_ns, w->to_ns}, nullptr);
+    auto v = load_values(ctx, s, {w->from_ns, w->to_ns});
     if (!v.ok()) return v.status();
     samples.push_back(std::move(*v));
   }

@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 
+#include "server/query_time.hpp"
 #include "server/version.hpp"
 
 namespace perfscope::server {
@@ -59,6 +61,28 @@ void apply_config_file(CLI::App& serve, const std::string& path) {
 }
 
 }  // namespace
+
+Result<std::uint64_t> parse_byte_size(std::string_view text) {
+  auto bad = [&] {
+    return Status::invalid_argument("a size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, "
+                                    "TiB), e.g. 20GB, got '" + std::string(text) + "'");
+  };
+  double amount = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), amount);
+  if (ec != std::errc() || p == text.data() || !(amount >= 0)) return bad();
+  const std::string_view unit(p, static_cast<std::size_t>(text.data() + text.size() - p));
+  constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},       {"B", 1},        {"kB", 1e3},          {"KB", 1e3},          {"MB", 1e6},
+      {"GB", 1e9},   {"TB", 1e12},    {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}};
+  for (auto [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double bytes = amount * scale;
+    if (bytes >= 1.8e19) return bad();
+    return static_cast<std::uint64_t>(bytes);
+  }
+  return bad();
+}
 
 ParsedCommand parse_command_line(int argc, const char* const* argv) {
   ParsedCommand parsed;
@@ -137,6 +161,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   std::int64_t timeout_ms = c.server.request_timeout.count();
   std::int64_t commit_ms = c.storage.commit_interval.count();
   std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
+  std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
+  std::int64_t retention_ms = c.storage.retention_interval.count();
 
   std::string config_file;
   serve->add_option("--config", config_file, "Read options from this file (`option = value` lines, TOML subset)")
@@ -189,6 +215,16 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->envname("PERFSCOPE_WS_SEND_QUEUE")->check(CLI::Range(1, 100000))->capture_default_str();
   serve->add_option("--db-commit-interval-ms", commit_ms, "How often the database writer commits")
       ->envname("PERFSCOPE_DB_COMMIT_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
+  serve->add_option("--retention-raw-max-age", raw_max_age,
+                    "Raw rows older than this roll up into histogram tiers and are deleted, e.g. 15d (0: kept)")
+      ->envname("PERFSCOPE_RETENTION_RAW_MAX_AGE")->capture_default_str();
+  serve->add_option("--retention-rollup-max-age", rollup_max_age, "Histogram tiers older than this are dropped, e.g. 400d (0: kept)")
+      ->envname("PERFSCOPE_RETENTION_ROLLUP_MAX_AGE")->capture_default_str();
+  serve->add_option("--retention-max-size", max_size,
+                    "Largest database: beyond it the oldest raw rows roll up first, then the oldest tiers go, e.g. 20GB (0: none)")
+      ->envname("PERFSCOPE_RETENTION_MAX_SIZE")->capture_default_str();
+  serve->add_option("--retention-interval-ms", retention_ms, "How often retention runs")
+      ->envname("PERFSCOPE_RETENTION_INTERVAL_MS")->check(CLI::Range(100, 86'400'000))->capture_default_str();
   serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
       ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
 
@@ -258,6 +294,18 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     c.server.header_timeout = std::chrono::milliseconds(header_timeout_ms);
     c.storage.commit_interval = std::chrono::milliseconds(commit_ms);
     c.server.shutdown_timeout = std::chrono::milliseconds(shutdown_ms);
+    c.storage.retention_interval = std::chrono::milliseconds(retention_ms);
+    for (auto [text, out, name] : {std::tuple{&raw_max_age, &c.storage.raw_max_age_ns, "--retention-raw-max-age"},
+                                   std::tuple{&rollup_max_age, &c.storage.rollup_max_age_ns, "--retention-rollup-max-age"}}) {
+      if (*text == "0") continue;
+      auto ns = parse_duration_ns(*text, name);
+      if (!ns.ok()) throw CLI::ValidationError(name, ns.status().message());
+      if (*ns < 60'000'000'000) throw CLI::ValidationError(name, "must be at least 1m (or 0 to keep everything)");
+      *out = *ns;
+    }
+    auto bytes = parse_byte_size(max_size);
+    if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());
+    c.storage.max_bytes = *bytes;
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
     parsed.command = Command::kServe;
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,11 @@
 // one clear message and exit code 2.
 #pragma once
 
+#include <cstdint>
+#include <string_view>
+
+#include "engine/status.hpp"
+
 #include <optional>
 #include <string>
 
@@ -26,6 +31,10 @@ struct ParsedCommand {
   TopOptions top;
   std::string healthcheck_server = "http://127.0.0.1:8080";
 };
+
+// A size in bytes: a number with an optional unit — B, kB/MB/GB/TB (powers of 1000) or
+// KiB/MiB/GiB/TiB (powers of 1024); "0" is zero.
+Result<std::uint64_t> parse_byte_size(std::string_view text);
 
 // Prints help or errors itself (stdout for help, stderr for errors).
 ParsedCommand parse_command_line(int argc, const char* const* argv);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "db/sample_reader.hpp"
+#include "db/retention.hpp"
 #include "db/writer.hpp"
 #include "db/series_history.hpp"
 #include "engine/host_collector.hpp"
@@ -41,6 +42,7 @@ struct Server::Impl {
   void write_profile();
   Status configure_access();
   Status configure_tls();
+  nlohmann::json retention_json() const;
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
 
   // Handlers still queued when the server stops own sessions whose destructors use the hub
@@ -66,6 +68,7 @@ struct Server::Impl {
   const GpuCollector* gpus = nullptr;  // owned by the sampler
   MemoryTracker memory;
   std::unique_ptr<db::Writer> writer;
+  std::unique_ptr<db::RetentionTask> retention;  // stopped before the writer
   std::unique_ptr<db::SampleReader> reader;
   std::unique_ptr<db::SeriesHistory> history;
   std::unique_ptr<db::EventReader> events;
@@ -93,6 +96,12 @@ Status Server::Impl::start() {
   auto w = db::Writer::open(config.storage.database_path(), store, memory, wopts);
   if (!w.ok()) return w.status();
   writer = std::move(*w);
+  db::RetentionPolicy policy;
+  policy.raw_max_age_ns = config.storage.raw_max_age_ns;
+  policy.rollup_max_age_ns = config.storage.rollup_max_age_ns;
+  policy.max_bytes = config.storage.max_bytes;
+  retention = std::make_unique<db::RetentionTask>(*writer, policy, config.storage.retention_interval);
+  retention->start();
   auto r = db::SampleReader::open(config.storage.database_path());
   if (!r.ok()) return r.status();
   reader = std::move(*r);
@@ -144,6 +153,7 @@ Status Server::Impl::start() {
                              {"last_error", ws.last_error}}},
         {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},
         {"series", store.series_count()},
+        {"retention", retention_json()},
         {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
                   {"refused_connections", load.refused_connections.load()},
                   {"refused_requests", load.refused_requests.load()}}},
@@ -239,6 +249,27 @@ void Server::Impl::write_profile() {
   }
 }
 
+nlohmann::json Server::Impl::retention_json() const {
+  const db::RetentionPolicy& p = retention->policy();
+  const db::RetentionStats st = retention->stats();
+  TimestampNs retired_before = 0;
+  if (reader) {
+    if (auto r = reader->retired_before(); r.ok()) retired_before = *r;
+  }
+  auto age = [](std::int64_t ns) { return ns > 0 ? nlohmann::json(static_cast<double>(ns) / 1e9) : nlohmann::json(nullptr); };
+  return {{"enabled", p.enabled()},
+          {"raw_max_age_s", age(p.raw_max_age_ns)},
+          {"rollup_max_age_s", age(p.rollup_max_age_ns)},
+          {"max_bytes", p.max_bytes ? nlohmann::json(p.max_bytes) : nlohmann::json(nullptr)},
+          {"steps", st.runs},
+          {"errors", st.errors},
+          {"last_error", st.last_error},
+          {"last_run_ns", st.last_run_ns},
+          {"raw_before_ns", retired_before},
+          {"bytes_used", st.last.bytes_used},
+          {"over_size", st.last.over_size}};
+}
+
 void Server::Impl::shutdown() {
   if (stopping) return;
   stopping = true;
@@ -247,6 +278,7 @@ void Server::Impl::shutdown() {
   if (listener) listener->stop();
   hub.close_all();
   if (sampler_running) sampler.stop();
+  if (retention) retention->stop();
   if (writer) {
     writer->stop();  // commits everything the sampler produced
     db::WriterStats ws = writer->stats();
@@ -272,6 +304,7 @@ Server::Server(AppConfig config) : impl_(std::make_unique<Impl>(std::move(config
 Server::~Server() {
   if (impl_) {
     impl_->sampler.stop();
+    if (impl_->retention) impl_->retention->stop();
     if (impl_->writer) impl_->writer->stop();
     impl_->workers.stop();
     impl_->workers.join();

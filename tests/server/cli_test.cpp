@@ -62,6 +62,29 @@ TEST(Cli, FlagsSetTheConfig) {
   EXPECT_EQ(c.config.server.ws_send_queue_max, 4u);
 }
 
+TEST(Cli, RetentionOptionsTakeDurationsAndSizes) {
+  ParsedCommand c = parse({"serve", "--retention-raw-max-age", "15d", "--retention-rollup-max-age", "400d",
+                           "--retention-max-size", "20GB", "--retention-interval-ms", "5000"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.storage.raw_max_age_ns, 15LL * 86'400'000'000'000);
+  EXPECT_EQ(c.config.storage.rollup_max_age_ns, 400LL * 86'400'000'000'000);
+  EXPECT_EQ(c.config.storage.max_bytes, 20'000'000'000u);
+  EXPECT_EQ(c.config.storage.retention_interval.count(), 5000);
+  ParsedCommand off = parse({"serve"});
+  EXPECT_EQ(off.config.storage.raw_max_age_ns, 0);
+  EXPECT_EQ(off.config.storage.max_bytes, 0u);
+  for (auto [args, ok] : {std::pair{std::vector<const char*>{"serve", "--retention-max-size", "1.5GiB"}, true},
+                          std::pair{std::vector<const char*>{"serve", "--retention-max-size", "-1GB"}, false},
+                          std::pair{std::vector<const char*>{"serve", "--retention-raw-max-age", "59s"}, false},
+                          std::pair{std::vector<const char*>{"serve", "--retention-raw-max-age", "1m"}, true}}) {
+    EXPECT_EQ(parse(args).command == Command::kServe, ok) << args[2];
+  }
+  EXPECT_EQ(*parse_byte_size("1.5GiB"), 1'610'612'736u);
+  EXPECT_EQ(*parse_byte_size("400kB"), 400'000u);
+  EXPECT_EQ(*parse_byte_size("0"), 0u);
+  for (const char* bad : {"", "GB", "12XB", "1e30", "5 GB"}) EXPECT_FALSE(parse_byte_size(bad).ok()) << bad;
+}
+
 TEST(Cli, InvalidValuesExitWithCode2) {
   for (auto args : std::vector<std::vector<const char*>>{
            {"serve", "--sampling-interval-ms", "5"},
