@@ -1,5 +1,10 @@
 #include "db/sqlite.hpp"
 
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
+
 namespace perfscope::db {
 
 Result<Connection> Connection::open(const std::string& path, bool read_only) {
@@ -30,9 +35,27 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
 
 namespace {
 
+// Whether the database's files can no longer be written (read-only file system, permissions,
+// the immutable attribute). SQLite reports such a write as a plain I/O error, and the errno
+// it keeps may be a later call's.
+bool database_read_only(sqlite3* db) {
+  const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+  if (!file || !*file) return false;
+  for (const std::string& path : {std::string(file), std::string(file) + "-wal"}) {
+    if (::access(path.c_str(), W_OK) != 0 && (errno == EROFS || errno == EPERM || errno == EACCES)) return true;
+  }
+  return false;
+}
+
 // A failed SQLite call as a Status: conditions that pass (busy, a full disk, a read-only
 // file) are kUnavailable — the caller may retry later — with a message that names the cause.
-Status failure(int rc, const std::string& message) {
+Status failure(int rc, const std::string& message, sqlite3* db) {
+  if ((rc & 0xff) == SQLITE_IOERR) {
+    const int system_errno = db ? sqlite3_system_errno(db) : 0;
+    if (system_errno == ENOSPC) rc = SQLITE_FULL;
+    else if (database_read_only(db)) rc = SQLITE_READONLY;
+    else if (system_errno != 0) return Status::io_error(message + " (" + std::strerror(system_errno) + ")");
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED: return Status::unavailable(message);
@@ -51,7 +74,7 @@ Status Connection::exec(const char* sql) {
   if (rc == SQLITE_OK) return Status();
   std::string message = err ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  return failure(rc, message);
+  return failure(rc, message, db_.get());
 }
 
 Result<Statement> Connection::prepare(const char* sql) {
@@ -91,7 +114,7 @@ Result<bool> Statement::step() {
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   sqlite3* db = sqlite3_db_handle(stmt_.get());
-  Status s = failure(rc, sqlite3_errmsg(db));
+  Status s = failure(rc, sqlite3_errmsg(db), db);
   sqlite3_reset(stmt_.get());
   return s;
 }

@@ -256,7 +256,7 @@ nlohmann::json Server::Impl::retention_json() const {
   if (reader) {
     if (auto r = reader->retired_before(); r.ok()) retired_before = *r;
   }
-  auto age = [](std::int64_t ns) { return ns > 0 ? nlohmann::json(static_cast<double>(ns) / 1e9) : nlohmann::json(nullptr); };
+  auto age = [](std::int64_t ns) { return ns > 0 ? nlohmann::json(ns / 1'000'000'000) : nlohmann::json(nullptr); };
   return {{"enabled", p.enabled()},
           {"raw_max_age_s", age(p.raw_max_age_ns)},
           {"rollup_max_age_s", age(p.rollup_max_age_ns)},

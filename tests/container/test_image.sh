@@ -94,11 +94,15 @@ check "the HEALTHCHECK command passes" "buildah run --isolation chroot '$contain
 check "and fails when nothing answers" \
   "! buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope healthcheck --server http://127.0.0.1:1 2>/dev/null"
 check "the dashboard is served" "curl -fsS '$url/' | grep -qi '<title>perfscope'"
+check "retention is on: 15 days raw, 400 days of tiers" \
+  "curl -fsS -H 'Authorization: Bearer $read_token' '$url/api/v1/info' | grep -q '\"raw_max_age_s\":1296000,\"rollup_max_age_s\":34560000,'"
 check "/metrics is served with the read token" \
   "curl -fsS -H 'Authorization: Bearer $read_token' '$url/metrics' | grep -q '^perfscope_build_info'"
+# Recent timestamps: the image keeps raw rows for 15 days, older ones would be rolled up.
 events='{"events":['
+t0=$(( $(date +%s) * 1000000000 - 60000000000 ))
 for i in $(seq 1 50); do
-  events+="{\"type\":\"kernel\",\"name\":\"in_container\",\"start_ns\":$((1735689600000000000 + i * 1000000)),\"end_ns\":$((1735689600000500000 + i * 1000000))},"
+  events+="{\"type\":\"kernel\",\"name\":\"in_container\",\"start_ns\":$((t0 + i * 1000000)),\"end_ns\":$((t0 + 500000 + i * 1000000))},"
 done
 events="${events%,}]}"
 check "events are accepted with the write token" \

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "db/sample_reader.hpp"
 #include "db/schema.hpp"
@@ -135,6 +136,41 @@ TEST(Writer, AReadingThatIsNotANumberCostsNothingElseInTheCommit) {
   std::int64_t rows = 0;
   for (const StoredSeries& s : *series) rows += *(*reader)->count(s.db_id, 0, 10);
   EXPECT_EQ(rows, 1);  // the NaN is skipped; the reading beside it is kept
+}
+
+TEST(Writer, AReadOnlyDatabaseRefusesABatchWholeAndSaysWhy) {
+  TempDir dir;
+  MemoryTracker memory;
+  SeriesStore store(10);
+  auto writer = Writer::open(dir.file("p.db"), store, memory);
+  ASSERT_TRUE(writer.ok());
+  auto submit = [&](const std::string& name) {
+    InferenceEvent e;
+    e.model = name;
+    e.ts_ns = 100;
+    e.latency_ms = 1;
+    std::vector<Event> events(3, Event(e));
+    std::promise<Status> done;
+    (*writer)->submit(std::move(events), [&](const Status& s) { done.set_value(s); });
+    return done.get_future().get();
+  };
+  ASSERT_TRUE(submit("before").ok());
+  // The SQLITE_READONLY a read-only file gives, on the writer's own connection. (Recovery when
+  // the file is writable again: tests/faults/disk_full.test.mjs, with the real file made
+  // immutable and back.)
+  std::promise<Status> set;
+  (*writer)->run_task([](Connection& c) { return c.exec("PRAGMA query_only = ON"); },
+                      [&](const Status& s) { set.set_value(s); });
+  ASSERT_TRUE(set.get_future().get().ok());
+  Status refused = submit("during");
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("read-only"), std::string::npos) << refused.message();
+  (*writer)->stop();
+  auto c = Connection::open(dir.file("p.db"), true);
+  auto rows = c->prepare("SELECT model, COUNT(*) FROM inference GROUP BY model ORDER BY model");
+  std::vector<std::pair<std::string, std::int64_t>> got;
+  ASSERT_TRUE(rows->for_each_row([&](Statement& r) { got.emplace_back(r.column_text(0), r.column_int64(1)); }).ok());
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::int64_t>>{{"before", 3}}));  // nothing half-written
 }
 
 TEST(Writer, BoundedQueueDropsTheOldestPassAndCountsIt) {

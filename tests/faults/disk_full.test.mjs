@@ -71,3 +71,51 @@ test('a full disk refuses ingest clearly, keeps serving reads, and recovers', as
     rmSync(mnt, { recursive: true, force: true });
   }
 });
+
+// The database turning read-only under the running server (its files made immutable, which
+// stops even root from writing): ingest is refused with 503 naming the cause, nothing is
+// half-written, reads go on, and ingest works again once the files are writable. Needs root
+// and a file system with the immutable attribute (ext4, xfs); skipped elsewhere.
+test('a read-only database refuses ingest clearly, keeps serving reads, and recovers', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-ro-'));
+  const probe = path.join(dir, 'probe');
+  writeFileSync(probe, '');
+  const attr = (flag, files) => spawnSync('chattr', [flag, ...files]);
+  if (attr('+i', [probe]).status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    t.skip('the immutable attribute is not available here (needs root and ext4/xfs)');
+    return;
+  }
+  attr('-i', [probe]);
+  unlinkSync(probe);
+  let server;
+  // The database and its WAL, where commits write. Not the -shm index: SQLite maps it into
+  // memory, and a mapped file made immutable faults the process on its next store (a real
+  // file system cannot be remounted read-only while files on it are open for writing).
+  const files = ['perfscope.db', 'perfscope.db-wal'].map((f) => path.join(dir, f));
+  try {
+    server = await startPerfscope({ args: ['--enable-host-collector', 'false', '--db-commit-interval-ms', '20'],
+                                    dataDir: dir });
+    const first = await post(server.url, kernels(100, 0));
+    assert.equal(first.status, 200);
+
+    assert.equal(attr('+i', [...files, dir]).status, 0);
+    const refused = await post(server.url, kernels(100, 100));
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.match(refused.body.error.message, /read-only|cannot be written/i);
+    assert.equal(refused.retry, '5');
+    assert.equal((await fetch(server.url + '/healthz')).status, 200);
+    const during = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
+    assert.equal(during.models.reduce((n, m) => n + m.requests, 0), 100);
+
+    assert.equal(attr('-i', [...files, dir]).status, 0);
+    const again = await post(server.url, kernels(100, 200));
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    const after = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
+    assert.equal(after.models.reduce((n, m) => n + m.requests, 0), 200);  // the refused batch is not there
+  } finally {
+    attr('-i', [...files, dir]);
+    if (server) await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
