@@ -7,6 +7,7 @@
 #include "engine/analysis/ab_test.hpp"
 #include "engine/analysis/log_histogram.hpp"
 #include "engine/analysis/stats.hpp"
+#include "engine/analysis/timeline.hpp"
 
 namespace {
 
@@ -107,6 +108,34 @@ void BM_HistogramMinutes30Days(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HistogramMinutes30Days)->Unit(benchmark::kMillisecond);
+
+// The kernel timeline of a busy 5-minute window: 300,000 executions (1,000/s) on 4 streams of
+// one device, each with its launch call, arriving chunk by chunk as the database returns them.
+void BM_AnalyzeTimeline(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  KernelTrace trace;
+  trace.devices = {"0"};
+  trace.streams = {"7", "13", "21", "29"};
+  for (int i = 0; i < 16; ++i) trace.names.push_back("kernel_" + std::to_string(i));
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int> duration(20'000, 900'000), gap(0, 400'000);
+  std::vector<perfscope::TimestampNs> at(4, 1'767'225'600'000'000'000);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto stream = static_cast<std::uint32_t>((i / 64) % 4);  // chunks of 64 per stream
+    TraceKernel k;
+    k.launch_start_ns = at[stream];
+    k.launch_end_ns = at[stream] + 4'000;
+    k.start_ns = at[stream] + 6'000 + gap(rng);
+    k.end_ns = k.start_ns + duration(rng);
+    at[stream] = k.end_ns;
+    k.name = static_cast<std::uint32_t>(i % 16);
+    k.stream = stream;
+    trace.kernels.push_back(k);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(analyze_timeline(trace));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AnalyzeTimeline)->Arg(300'000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

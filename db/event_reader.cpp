@@ -419,7 +419,8 @@ Result<analysis::KernelTrace> EventReader::kernel_trace(const TimeRange& range, 
     }
     const auto [name, dev, stream] = known->second;
     corrupt |= !for_each_in_range(r.column_blob(5), r.column_int64(4), range, [&](const KernelTiming& t) {
-      trace.kernels.push_back({t.start_ns, t.end_ns, t.launch_start_ns, t.launch_end_ns, name, dev, stream});
+      trace.kernels.push_back({t.start_ns, t.end_ns, t.launch_start_ns.value_or(analysis::kNoLaunch),
+                               t.launch_end_ns.value_or(analysis::kNoLaunch), name, dev, stream});
     });
   });
   if (!s.ok()) return s;

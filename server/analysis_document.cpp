@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <future>
 #include <map>
 #include <set>
 
@@ -83,6 +84,14 @@ Result<json> Api::analysis_json(const ApiRequest& request) const {
   if (!leak_age.ok()) return leak_age.status();
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
 
+  // The kernel timeline is the largest part of a busy window (every execution unpacked,
+  // ordered and walked); it runs on a thread of its own while the rest is gathered here.
+  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::QueueTimeline>> {
+    auto trace = ctx_.events->kernel_trace(range, device);
+    if (!trace.ok()) return trace.status();
+    return an::analyze_timeline(*trace);
+  });
+
   // Gauges: every series, raw samples in the window.
   std::vector<GaugeSummary> gauges;
   auto listed = ctx_.history->list();
@@ -120,9 +129,6 @@ Result<json> Api::analysis_json(const ApiRequest& request) const {
     }
   }
 
-  auto trace = ctx_.events->kernel_trace(range, device);
-  if (!trace.ok()) return trace.status();
-  auto timelines = an::analyze_timeline(*trace);
   auto buffers = ctx_.events->command_buffers(range, device);
   if (!buffers.ok()) return buffers.status();
   auto queues = an::analyze_command_queues(*buffers);
@@ -140,6 +146,10 @@ Result<json> Api::analysis_json(const ApiRequest& request) const {
   auto serving = an::serving_metrics(*requests, window_s, slo);
   auto kernels = ctx_.events->kernel_summaries(range, device);
   if (!kernels.ok()) return kernels.status();
+
+  auto timeline_result = timeline_part.get();
+  if (!timeline_result.ok()) return timeline_result.status();
+  const std::vector<an::QueueTimeline>& timelines = *timeline_result;
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects.
   MemoryStatistics mem = ctx_.memory->statistics(device);

@@ -69,6 +69,61 @@ std::vector<double> percentiles(std::vector<double>& values, std::span<const dou
   return out;
 }
 
+std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
+                                                   std::span<const std::size_t> ranks) {
+  std::vector<std::int64_t> out(ranks.size());
+  if (values.empty()) return out;
+  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
+  const std::int64_t lo = *lo_it;
+  const auto span = static_cast<std::uint64_t>(*hi_it) - static_cast<std::uint64_t>(lo);
+  if (span == 0) {  // all equal (a launch call that always takes the same time)
+    std::fill(out.begin(), out.end(), lo);
+    return out;
+  }
+  constexpr int kDigitBits = 16;
+  int bits = 0;
+  while (bits < 64 && (span >> bits) != 0) ++bits;
+  const int shift = std::max(0, bits - kDigitBits);
+  auto digit = [&](std::int64_t v) {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo)) >> shift);
+  };
+  std::vector<std::uint32_t> count((span >> shift) + 1, 0);
+  for (std::int64_t v : values) ++count[digit(v)];
+  // Each rank's bucket and its rank inside the bucket.
+  struct Want {
+    std::size_t bucket, rank_in_bucket;
+  };
+  std::vector<Want> wants(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    std::size_t seen = 0, b = 0;
+    while (seen + count[b] <= ranks[i]) seen += count[b++];
+    wants[i] = {b, ranks[i] - seen};
+  }
+  std::vector<std::size_t> buckets;
+  for (const Want& w : wants) buckets.push_back(w.bucket);
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  std::vector<std::vector<std::int64_t>> members(buckets.size());
+  // count[] becomes a slot map: 0 for buckets not wanted, else 1 + the member list's index.
+  std::fill(count.begin(), count.end(), 0);
+  for (std::size_t j = 0; j < buckets.size(); ++j) count[buckets[j]] = static_cast<std::uint32_t>(j + 1);
+  for (std::int64_t v : values) {
+    if (const std::uint32_t slot = count[digit(v)]) members[slot - 1].push_back(v);
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    auto& m = members[static_cast<std::size_t>(std::lower_bound(buckets.begin(), buckets.end(), wants[i].bucket) - buckets.begin())];
+    if (m.size() > 4096) {  // a crowded bucket (values bunched under an outlier): one level further
+      const std::size_t rank[] = {wants[i].rank_in_bucket};
+      out[i] = integer_order_statistics(m, rank)[0];
+      continue;
+    }
+    auto nth = m.begin() + static_cast<std::ptrdiff_t>(wants[i].rank_in_bucket);
+    std::nth_element(m.begin(), nth, m.end());
+    out[i] = *nth;
+  }
+  return out;
+}
+
 double percentile(std::vector<double>& values, double q, PercentileConvention c) {
   const double qs[] = {q};
   auto out = percentiles(values, qs, c);

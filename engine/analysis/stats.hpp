@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -26,6 +27,14 @@ double percentile(std::vector<double>& values, double q, PercentileConvention c)
 // 0-based index of the nearest-rank percentile of n values: rank ⌈q/100·n⌉ in exact integer
 // arithmetic on q in thousandths, so that 99.9 % of 1000 is rank 999, not 1000 by rounding.
 std::size_t nearest_rank_index(double q, std::size_t n);
+
+// The values at the 0-based sorted-order `ranks` of integers, exactly and in linear time:
+// one pass finds the range, one histograms the top 16 bits of each value above the minimum,
+// a third collects the values of the buckets holding the ranks, which are selected among
+// (for a few hundred thousand durations, a few times faster than nth_element on doubles).
+// Every rank must be below values.size().
+std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
+                                                   std::span<const std::size_t> ranks);
 
 struct Moments {
   std::size_t n = 0;

@@ -27,7 +27,7 @@ TEST(Timeline, BusyUnionGapsAndLaunchFigures) {
       {0, 100, -50, -10, 0, 0, 0},
       {101, 200, 50, 60, 0, 0, 0},
       {1000, 1100, 900, 950, 0, 0, 0},
-      {150, 400, std::nullopt, std::nullopt, 1, 0, 1},
+      {150, 400, kNoLaunch, kNoLaunch, 1, 0, 1},
   };
   TimelineOptions o;
   o.kernel_wait_max_ns = 1;
