@@ -67,6 +67,31 @@ TEST(Percentiles, SelectionMatchesAFullSortOnRandomData) {
   }
 }
 
+TEST(Percentiles, IntegerOrderStatisticsMatchAFullSort) {
+  std::mt19937_64 rng(17);
+  auto check = [&](std::vector<std::int64_t> v, const char* what) {
+    std::vector<std::int64_t> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::size_t> ranks = {0, v.size() / 2, v.size() * 95 / 100, v.size() - 1};
+    for (int i = 0; i < 20; ++i) ranks.push_back(static_cast<std::size_t>(rng() % v.size()));
+    const auto got = integer_order_statistics(v, ranks);
+    for (std::size_t i = 0; i < ranks.size(); ++i) EXPECT_EQ(got[i], sorted[ranks[i]]) << what << " rank " << ranks[i];
+  };
+  std::vector<std::int64_t> spread(100'000);
+  for (auto& x : spread) x = static_cast<std::int64_t>(rng() % 900'000) + 20'000;
+  check(spread, "uniform");
+  check(std::vector<std::int64_t>(50'000, 4'000), "all equal");
+  // Bunched values under one huge outlier: the bucket holding them is split again.
+  std::vector<std::int64_t> bunched(60'000);
+  for (auto& x : bunched) x = 3'000 + static_cast<std::int64_t>(rng() % 50);
+  bunched.push_back(INT64_MAX / 2);
+  bunched.push_back(-5);
+  check(bunched, "bunched");
+  std::vector<std::int64_t> wide = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MAX, INT64_MIN + 1};
+  check(wide, "extremes");
+  check({42}, "one");
+}
+
 TEST(Moments, NistNumAcc4) {
   // NIST StRD NumAcc4: 10000000.2, then 10000000.1 and 10000000.3 alternating, 1001 values;
   // certified mean 10000000.2 and standard deviation 0.1.
