@@ -276,7 +276,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       if (health_server->count() == 0 && listen_env && parse_listen(listen_env, where).empty()) {
         const bool any = where.listen_host == "0.0.0.0" || where.listen_host == "::";
         const std::string host = any ? "127.0.0.1" : where.listen_host;
-        parsed.healthcheck_server = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+        // A server with TLS on (PERFSCOPE_TLS_CERT_FILE): https, trusting that certificate.
+        const char* cert_env = std::getenv("PERFSCOPE_TLS_CERT_FILE");
+        const bool tls = cert_env && *cert_env;
+        if (tls) parsed.healthcheck_certificate = cert_env;
+        parsed.healthcheck_server = (tls ? "https://" : "http://") + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                                     std::to_string(where.listen_port);
       }
       parsed.command = Command::kHealthcheck;

@@ -30,6 +30,7 @@ struct ParsedCommand {
   ReportOptions report;
   TopOptions top;
   std::string healthcheck_server = "http://127.0.0.1:8080";
+  std::string healthcheck_certificate;  // pinned when derived from a TLS server's own settings
 };
 
 // A size in bytes: a number with an optional unit — B, kB/MB/GB/TB (powers of 1000) or

@@ -44,12 +44,16 @@ struct ServerUrl {
   std::string host;
   std::string port;
   bool tls = false;
+  // A PEM certificate to trust as it is — the server's own, read from its file — instead of
+  // the trust store and the host name (`perfscope healthcheck` inside a container).
+  std::string pinned_certificate;
   std::string text() const { return (tls ? "https://" : "http://") + host + ":" + port; }
 };
 
 // One kept-alive HTTP/1.1 connection for POSTs and GETs, reconnecting when the server closed it.
 // Over TLS the server's certificate is verified against the system's trust store (OpenSSL's
-// default paths; SSL_CERT_FILE names another bundle) and its host name.
+// default paths; SSL_CERT_FILE names another bundle) and its host name, or against a pinned
+// certificate alone.
 // Not thread-safe: one owner thread.
 class HttpPoster {
  public:
@@ -73,6 +77,7 @@ class HttpPoster {
                             const std::string& body);
   ServerUrl url_;
   std::string token_;
+  std::string setup_error_;  // the TLS trust could not be loaded
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Connection> conn_;
 };

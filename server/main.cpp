@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       std::signal(SIGTERM, request_stop);
       return run_demo(cmd.demo, stop_requested);
     case Command::kHealthcheck:
-      return run_healthcheck(cmd.healthcheck_server);
+      return run_healthcheck(cmd.healthcheck_server, cmd.healthcheck_certificate);
     case Command::kReport:
       return run_report(cmd.report);
     case Command::kTop:

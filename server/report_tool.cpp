@@ -176,12 +176,13 @@ int run_report(const ReportOptions& o) {
   return 0;
 }
 
-int run_healthcheck(const std::string& server) {
+int run_healthcheck(const std::string& server, const std::string& pinned_certificate) {
   auto hp = parse_http_url(server);
   if (!hp.ok()) {
     std::cerr << "perfscope healthcheck: " << hp.status().message() << "\n";
     return 2;
   }
+  hp->pinned_certificate = pinned_certificate;
   HttpPoster http(*hp, std::chrono::seconds(5));
   auto r = http.get("/healthz");
   if (!r.ok()) {

@@ -68,7 +68,7 @@ int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);
 int run_report(const ReportOptions& options);
 int run_top(const TopOptions& options, const std::atomic<bool>& stop);
 // 0 when GET /healthz answers 200 within 5 s, else 1 (with the reason on stderr).
-int run_healthcheck(const std::string& server);
+int run_healthcheck(const std::string& server, const std::string& pinned_certificate = {});
 
 // Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
 // the old file or the whole new one, never a half-written one.

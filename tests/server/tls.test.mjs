@@ -131,3 +131,22 @@ test('bad TLS options stop the start and name the file', () => {
   assert.equal(alone.status, 2);
   assert.match(alone.stderr, /tls-key-file/);
 });
+
+test('healthcheck in a TLS container: https to the listen port, trusting the server\'s own certificate', () => {
+  const run = (env) => spawnSync(process.env.PERFSCOPE_BIN, ['healthcheck'],
+                                 { encoding: 'utf8', env: { ...process.env, PERFSCOPE_LISTEN: `0.0.0.0:${port}`, ...env } });
+  const ok = run({ PERFSCOPE_TLS_CERT_FILE: cert });
+  assert.equal(ok.status, 0, ok.stderr);
+  // Plain HTTP to the TLS port gets no answer.
+  const plain = run({ PERFSCOPE_TLS_CERT_FILE: '' });
+  assert.equal(plain.status, 1);
+  // Another certificate pinned: the server's does not verify.
+  const otherCert = path.join(dir, 'other.pem'), otherKey = path.join(dir, 'other-key.pem');
+  makeCert(otherCert, otherKey);
+  const wrong = run({ PERFSCOPE_TLS_CERT_FILE: otherCert });
+  assert.equal(wrong.status, 1);
+  assert.match(wrong.stderr, /TLS|certificate/i);
+  const missing = run({ PERFSCOPE_TLS_CERT_FILE: path.join(dir, 'absent.pem') });
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /absent\.pem/);
+});
