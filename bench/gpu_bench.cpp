@@ -128,6 +128,8 @@ void BM_NvmlCall(benchmark::State& state) {
 }
 BENCHMARK(BM_NvmlCall)->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {0}})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 1, 2, 4, 5, 6, 7, 8, 9}, {110}})->Unit(benchmark::kMicrosecond)->Iterations(20);
+// How the first call's cost grows with the idle time before it (utilization, GPM sample).
+BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 9}, {1, 5, 20, 50}})->Unit(benchmark::kMicrosecond)->Iterations(20);
 
 }  // namespace
 
