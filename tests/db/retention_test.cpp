@@ -106,6 +106,12 @@ TEST(Rollups, TiersAnswerAnyWindowLikeTheRawValuesWithinTheBound) {
   EXPECT_FALSE(none->has_value());
 }
 
+KernelSelector gemm() {
+  KernelSelector s;
+  s.name = "gemm";
+  return s;
+}
+
 KernelEvent kernel(std::string name, TimestampNs end, double ms) {
   KernelEvent e;
   e.name = std::move(name);
@@ -207,7 +213,7 @@ TEST(Retention, OldRawRowsMoveIntoRollupsInOneStepAndNothingIsLost) {
   f.fill();
   EventReader reader(f.path);
   const TimeRange all{0, INT64_MAX};
-  auto before = reader.kernel_durations_ms({"gemm"}, all);
+  auto before = reader.kernel_durations_ms(gemm(), all);
   ASSERT_TRUE(before.ok());
   ASSERT_EQ(before->size(), 3u * 3600u);
   EXPECT_EQ(count_rows(f.path, "PRAGMA auto_vacuum"), 2);  // incremental, from creation
@@ -228,8 +234,8 @@ TEST(Retention, OldRawRowsMoveIntoRollupsInOneStepAndNothingIsLost) {
   EXPECT_EQ(count_rows(f.path, "SELECT raw_before_ns FROM retention"), now - kHour);
 
   // Kernels: raw after the cutoff plus rollups before it = everything, exactly once.
-  auto raw = reader.kernel_durations_ms({"gemm"}, all);
-  auto rolled = reader.kernel_rollup({"gemm"}, all);
+  auto raw = reader.kernel_durations_ms(gemm(), all);
+  auto rolled = reader.kernel_rollup(gemm(), all);
   ASSERT_TRUE(raw.ok());
   ASSERT_TRUE(rolled.ok() && rolled->has_value());
   EXPECT_EQ(raw->size() + (*rolled)->rollup.count, 3u * 3600u);
@@ -384,7 +390,7 @@ TEST(RetentionTask, RunsOnTheWriterUntilCaughtUpAndReportsIt) {
   EXPECT_GT(stats.runs, 0u);
   EXPECT_EQ(stats.errors, 0u);
   EventReader reader(f.path);
-  auto k = reader.kernel_rollup({"gemm"}, {0, INT64_MAX});
+  auto k = reader.kernel_rollup(gemm(), {0, INT64_MAX});
   ASSERT_TRUE(k.ok() && k->has_value());
   EXPECT_EQ((*k)->rollup.count, 3u * 3600u);
 }
