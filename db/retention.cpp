@@ -42,18 +42,36 @@ Result<std::optional<TimestampNs>> oldest_raw(Connection& conn) {
                       " UNION ALL SELECT MIN((SELECT MIN(ts_ns) FROM samples WHERE series_id = series.id)) FROM series)");
 }
 
-// Runs a DELETE with the cutoff as ?1 (and an optional id as ?2); returns the rows it removed.
+// Runs a prepared DELETE; returns the rows it removed.
 Result<std::uint64_t> delete_rows(Connection& conn, Statement& stmt) {
   if (Status s = stmt.run(); !s.ok()) return s;
   return static_cast<std::uint64_t>(sqlite3_changes(conn.handle()));
 }
 
+// Calls fn(row) for every row of `sql`, its ?1 bound to the cutoff.
+template <typename Fn>
+Status select_before(Connection& conn, const char* sql, TimestampNs cutoff, Fn&& fn) {
+  auto rows = conn.prepare(sql);
+  if (!rows.ok()) return rows.status();
+  rows->bind(1, cutoff);
+  return rows->for_each_row(std::forward<Fn>(fn));
+}
+
+// Runs the DELETE `sql`, its ?1 bound to the cutoff, and adds the rows it removed to `deleted`.
+Status delete_before(Connection& conn, const char* sql, TimestampNs cutoff, std::uint64_t& deleted) {
+  auto del = conn.prepare(sql);
+  if (!del.ok()) return del.status();
+  del->bind(1, cutoff);
+  auto n = delete_rows(conn, *del);
+  if (!n.ok()) return n.status();
+  deleted += *n;
+  return Status();
+}
+
 Status retire_kernels(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
-  auto chunks = conn.prepare("SELECT series_id, count, data FROM kernel_chunks WHERE last_end_ns < ?1");
-  if (!chunks.ok()) return chunks.status();
-  chunks->bind(1, cutoff);
   bool corrupt = false;
-  Status s = chunks->for_each_row([&](Statement& row) {
+  Status s = select_before(conn, "SELECT series_id, count, data FROM kernel_chunks WHERE last_end_ns < ?1", cutoff,
+                           [&](Statement& row) {
     const std::string key = std::to_string(row.column_int64(0));
     corrupt |= !unpack_kernel_chunk(row.column_blob(2), row.column_int64(1), [&](const KernelTiming& t) {
       acc.add(rollup_source::kKernel, key, "", t.end_ns, static_cast<double>(t.end_ns - t.start_ns) / 1e6);
@@ -63,22 +81,14 @@ Status retire_kernels(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
   if (!s.ok()) return s;
   // A corrupt chunk is not deleted: nothing is dropped that was not rolled up.
   if (corrupt) return Status::internal("a kernel chunk in the database is corrupt; retention stopped before it");
-  auto del = conn.prepare("DELETE FROM kernel_chunks WHERE last_end_ns < ?1");
-  if (!del.ok()) return del.status();
-  del->bind(1, cutoff);
-  auto n = delete_rows(conn, *del);
-  if (!n.ok()) return n.status();
-  r.raw_rows_deleted += *n;
-  return Status();
+  return delete_before(conn, "DELETE FROM kernel_chunks WHERE last_end_ns < ?1", cutoff, r.raw_rows_deleted);
 }
 
 Status retire_inference(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
-  auto rows = conn.prepare(
+  const char* select =
       "SELECT model, version, ts_ns, latency_ms, ttft_ms, queue_ms, compute_ms, output_tokens FROM inference "
-      "WHERE ts_ns < ?1");
-  if (!rows.ok()) return rows.status();
-  rows->bind(1, cutoff);
-  Status s = rows->for_each_row([&](Statement& row) {
+      "WHERE ts_ns < ?1";
+  Status s = select_before(conn, select, cutoff, [&](Statement& row) {
     const std::string key = rollup_key(row.column_text(0), row.column_text(1));
     const TimestampNs ts = row.column_int64(2);
     auto add = [&](std::string_view field, double v) {
@@ -98,32 +108,18 @@ Status retire_inference(Connection& conn, TimestampNs cutoff, RollupAccumulator&
     if (!row.column_is_null(6)) add("compute_ms", row.column_double(6));
   });
   if (!s.ok()) return s;
-  auto del = conn.prepare("DELETE FROM inference WHERE ts_ns < ?1");
-  if (!del.ok()) return del.status();
-  del->bind(1, cutoff);
-  auto n = delete_rows(conn, *del);
-  if (!n.ok()) return n.status();
-  r.raw_rows_deleted += *n;
-  return Status();
+  return delete_before(conn, "DELETE FROM inference WHERE ts_ns < ?1", cutoff, r.raw_rows_deleted);
 }
 
 Status retire_command_buffers(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
-  auto rows = conn.prepare("SELECT queue, device, end_ns, end_ns - submit_ns FROM command_buffers WHERE end_ns < ?1");
-  if (!rows.ok()) return rows.status();
-  rows->bind(1, cutoff);
-  Status s = rows->for_each_row([&](Statement& row) {
+  const char* select = "SELECT queue, device, end_ns, end_ns - submit_ns FROM command_buffers WHERE end_ns < ?1";
+  Status s = select_before(conn, select, cutoff, [&](Statement& row) {
     acc.add(rollup_source::kCommandBuffer, rollup_key(row.column_text(0), row.column_text(1)), "", row.column_int64(2),
             static_cast<double>(row.column_int64(3)) / 1e6);
     ++r.values_rolled_up;
   });
   if (!s.ok()) return s;
-  auto del = conn.prepare("DELETE FROM command_buffers WHERE end_ns < ?1");
-  if (!del.ok()) return del.status();
-  del->bind(1, cutoff);
-  auto n = delete_rows(conn, *del);
-  if (!n.ok()) return n.status();
-  r.raw_rows_deleted += *n;
-  return Status();
+  return delete_before(conn, "DELETE FROM command_buffers WHERE end_ns < ?1", cutoff, r.raw_rows_deleted);
 }
 
 Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
@@ -156,13 +152,10 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
 
 // Freed allocations and their frees, both older than the cutoff; live allocations stay.
 Status retire_memory_events(Connection& conn, TimestampNs cutoff, RetentionResult& r) {
-  auto rows = conn.prepare(
-      "SELECT id, op, address, device FROM memory_events WHERE ts_ns < ?1 ORDER BY ts_ns, id");
-  if (!rows.ok()) return rows.status();
-  rows->bind(1, cutoff);
   std::map<std::pair<std::string, std::string>, std::int64_t> live;  // (device, address) → alloc id
   std::vector<std::int64_t> gone;
-  Status s = rows->for_each_row([&](Statement& row) {
+  const char* select = "SELECT id, op, address, device FROM memory_events WHERE ts_ns < ?1 ORDER BY ts_ns, id";
+  Status s = select_before(conn, select, cutoff, [&](Statement& row) {
     const std::int64_t id = row.column_int64(0);
     auto where = std::make_pair(row.column_text(3), row.column_text(2));
     if (row.column_text(1) == "alloc") {
@@ -213,12 +206,9 @@ Status retire_raw_before(Connection& conn, TimestampNs cutoff, RetentionResult& 
     if (Status s = retire(conn, cutoff, acc, result); !s.ok()) return s;
   }
   if (Status s = retire_memory_events(conn, cutoff, result); !s.ok()) return s;
-  auto del = conn.prepare("DELETE FROM operators WHERE ts_ns < ?1");
-  if (!del.ok()) return del.status();
-  del->bind(1, cutoff);
-  auto n = delete_rows(conn, *del);
-  if (!n.ok()) return n.status();
-  result.raw_rows_deleted += *n;
+  if (Status s = delete_before(conn, "DELETE FROM operators WHERE ts_ns < ?1", cutoff, result.raw_rows_deleted); !s.ok()) {
+    return s;
+  }
   auto written = acc.write(conn);
   if (!written.ok()) return written.status();
   result.rollup_rows_written += *written;
@@ -261,12 +251,10 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
     }
   }
   if (rollup_cutoff > 0) {
-    auto del = conn.prepare("DELETE FROM rollups WHERE start_ns < ?1");
-    if (!del.ok()) return del.status();
-    del->bind(1, rollup_cutoff);
-    auto n = delete_rows(conn, *del);
-    if (!n.ok()) return n.status();
-    r.rollup_rows_deleted += *n;
+    if (Status s = delete_before(conn, "DELETE FROM rollups WHERE start_ns < ?1", rollup_cutoff, r.rollup_rows_deleted);
+        !s.ok()) {
+      return s;
+    }
     r.rollups_before_ns = rollup_cutoff;
   }
   if (r.raw_rows_deleted + r.rollup_rows_deleted > 0) {

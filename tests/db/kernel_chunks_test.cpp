@@ -7,6 +7,7 @@
 #include "db/event_reader.hpp"
 #include "db/schema.hpp"
 #include "db/writer.hpp"
+#include "support/commit_events.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {
@@ -77,12 +78,7 @@ KernelEvent kernel(std::string name, TimestampNs start, TimestampNs end, std::st
   return e;
 }
 
-void commit(Writer& w, std::vector<Event> events) {
-  std::promise<Status> done;
-  w.submit(std::move(events), [&](const Status& s) { done.set_value(s); });
-  Status s = done.get_future().get();
-  ASSERT_TRUE(s.ok()) << s.message();
-}
+using perfscope::testing::commit;
 
 TEST(KernelChunks, WindowEdgesCountOnlyExecutionsInside) {
   TempDir dir;

@@ -12,6 +12,7 @@
 #include "db/rollups.hpp"
 #include "db/schema.hpp"
 #include "db/writer.hpp"
+#include "support/commit_events.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {
@@ -120,12 +121,7 @@ KernelEvent kernel(std::string name, TimestampNs end, double ms) {
   return e;
 }
 
-void commit(Writer& w, std::vector<Event> events) {
-  std::promise<Status> done;
-  w.submit(std::move(events), [&](const Status& s) { done.set_value(s); });
-  Status s = done.get_future().get();
-  ASSERT_TRUE(s.ok()) << s.message();
-}
+using perfscope::testing::commit;
 
 Result<RetentionResult> run_step(Writer& w, const RetentionPolicy& policy, TimestampNs now) {
   auto out = std::make_shared<Result<RetentionResult>>(Status::internal("not run"));
