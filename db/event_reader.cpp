@@ -241,16 +241,6 @@ Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const
   return ids;
 }
 
-std::string_view inference_field_name(InferenceField f) {
-  switch (f) {
-    case InferenceField::kLatency: return "latency_ms";
-    case InferenceField::kTtft: return "ttft_ms";
-    case InferenceField::kTpot: return "tpot_ms";
-    case InferenceField::kQueue: return "queue_ms";
-    case InferenceField::kCompute: return "compute_ms";
-  }
-  return "latency_ms";
-}
 
 // Rollups of the keys that start with `prefix`.
 Result<std::optional<RollupAnswer>> rollup_by_prefix(Connection& conn, std::string_view source, std::string_view field,
@@ -261,6 +251,26 @@ Result<std::optional<RollupAnswer>> rollup_by_prefix(Connection& conn, std::stri
 }
 
 }  // namespace
+
+namespace {
+constexpr std::pair<InferenceField, std::string_view> kInferenceFieldNames[] = {
+    {InferenceField::kLatency, "latency_ms"}, {InferenceField::kTtft, "ttft_ms"}, {InferenceField::kTpot, "tpot_ms"},
+    {InferenceField::kQueue, "queue_ms"},     {InferenceField::kCompute, "compute_ms"}};
+}  // namespace
+
+std::string_view to_string(InferenceField field) {
+  for (auto [f, name] : kInferenceFieldNames) {
+    if (f == field) return name;
+  }
+  return "latency_ms";
+}
+
+std::optional<InferenceField> inference_field_from(std::string_view name) {
+  for (auto [f, text] : kInferenceFieldNames) {
+    if (text == name) return f;
+  }
+  return std::nullopt;
+}
 
 Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelector& sel, const TimeRange& range) const {
   auto conn = pool_.lease();
@@ -276,7 +286,7 @@ Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const Inferenc
                                                                   const TimeRange& range) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
-  const std::string_view name = inference_field_name(field);
+  const std::string_view name = to_string(field);
   if (!sel.version.empty()) {
     return read_rollups(**conn, rollup_source::kInference, {rollup_key(sel.model, sel.version)}, name, range);
   }

@@ -75,6 +75,9 @@ struct InferenceSelector {
 // The per-request latencies of inference events. TPOT is derived per request:
 // (latency − ttft) / (output_tokens − 1), requests with ≤ 1 output token or no ttft left out.
 enum class InferenceField { kLatency, kTtft, kTpot, kQueue, kCompute };
+// The API's names of the fields ("latency_ms", "ttft_ms", …), which the rollups use too.
+std::string_view to_string(InferenceField field);
+std::optional<InferenceField> inference_field_from(std::string_view name);
 
 class EventReader {
  public:

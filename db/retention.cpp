@@ -7,19 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "db/event_reader.hpp"
 #include "db/kernel_chunks.hpp"
 #include "db/rollups.hpp"
 #include "db/writer.hpp"
+#include "engine/analysis/serving.hpp"
 
 namespace perfscope::db {
 namespace {
 
 constexpr std::int64_t kDayNs = 86'400'000'000'000;
-
-TimestampNs floor_to(TimestampNs t, std::int64_t width) {
-  const TimestampNs r = t - t % width;
-  return t % width < 0 ? r - width : r;
-}
 
 Result<std::optional<std::int64_t>> single_value(Connection& conn, const char* sql, std::optional<std::int64_t> bind = {}) {
   auto stmt = conn.prepare(sql);
@@ -95,17 +92,20 @@ Status retire_inference(Connection& conn, TimestampNs cutoff, RollupAccumulator&
       acc.add(rollup_source::kInference, key, field, ts, v);
       ++r.values_rolled_up;
     };
-    const double latency = row.column_double(3);
-    add("latency_ms", latency);
-    if (!row.column_is_null(4)) {
-      add("ttft_ms", row.column_double(4));
-      // TPOT as the raw path derives it: requests with more than one output token.
-      if (!row.column_is_null(7) && row.column_int64(7) > 1) {
-        add("tpot_ms", (latency - row.column_double(4)) / static_cast<double>(row.column_int64(7) - 1));
-      }
+    auto optional = [&](int col) {
+      return row.column_is_null(col) ? std::nullopt : std::optional<double>(row.column_double(col));
+    };
+    InferenceEvent e;
+    e.latency_ms = row.column_double(3);
+    e.ttft_ms = optional(4);
+    e.queue_ms = optional(5);
+    e.compute_ms = optional(6);
+    if (!row.column_is_null(7)) e.output_tokens = static_cast<std::uint64_t>(row.column_int64(7));
+    add(to_string(InferenceField::kLatency), e.latency_ms);
+    for (auto [field, value] : {std::pair{InferenceField::kTtft, e.ttft_ms}, std::pair{InferenceField::kTpot, analysis::request_tpot_ms(e)},
+                                std::pair{InferenceField::kQueue, e.queue_ms}, std::pair{InferenceField::kCompute, e.compute_ms}}) {
+      if (value) add(to_string(field), *value);
     }
-    if (!row.column_is_null(5)) add("queue_ms", row.column_double(5));
-    if (!row.column_is_null(6)) add("compute_ms", row.column_double(6));
   });
   if (!s.ok()) return s;
   return delete_before(conn, "DELETE FROM inference WHERE ts_ns < ?1", cutoff, r.raw_rows_deleted);

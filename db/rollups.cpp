@@ -7,11 +7,6 @@ namespace {
 
 constexpr char kKeySeparator = '\x1f';
 
-TimestampNs floor_to(TimestampNs t, std::int64_t width) {
-  TimestampNs r = t - t % width;
-  return (t % width < 0) ? r - width : r;
-}
-
 TimestampNs ceil_to(TimestampNs t, std::int64_t width) {
   TimestampNs f = floor_to(t, width);
   return f == t ? t : f + width;
@@ -33,6 +28,11 @@ Result<analysis::Rollup> read_row(const Statement& r, int first) {
 constexpr const char* kRowColumns = "count, sum, m2, min, max, histogram";
 
 }  // namespace
+
+TimestampNs floor_to(TimestampNs t, std::int64_t width) {
+  const TimestampNs r = t - t % width;
+  return t % width < 0 ? r - width : r;
+}
 
 std::string rollup_key(std::string_view first, std::string_view second) {
   std::string key(first);
@@ -141,6 +141,11 @@ Result<std::optional<RollupAnswer>> read_rollups(Connection& conn, std::string_v
     }
   }
   if (answer.rows == 0) return std::optional<RollupAnswer>();
+  auto cutoff = conn.prepare("SELECT raw_before_ns FROM retention WHERE id = 1");
+  if (!cutoff.ok()) return cutoff.status();
+  auto row = cutoff->step();
+  if (!row.ok()) return row.status();
+  if (*row) answer.raw_before_ns = cutoff->column_int64(0);
   return std::optional<RollupAnswer>(std::move(answer));
 }
 

@@ -40,6 +40,9 @@ inline constexpr std::string_view kSeries = "series";
 inline constexpr std::int64_t kRollupTiersNs[] = {86'400'000'000'000, 3'600'000'000'000, 60'000'000'000};
 inline constexpr std::int64_t kRollupMinuteNs = 60'000'000'000;
 
+// t rounded down to a multiple of width (towards −∞).
+TimestampNs floor_to(TimestampNs t, std::int64_t width);
+
 // Joins the parts of a two-part key.
 std::string rollup_key(std::string_view first, std::string_view second);
 
@@ -71,6 +74,7 @@ struct RollupAnswer {
   TimestampNs from_ns = 0;  // the buckets merged: from the earliest start to the latest end
   TimestampNs to_ns = 0;
   std::size_t rows = 0;
+  TimestampNs raw_before_ns = 0;  // retention's cutoff: the rolled-up values are all older
 };
 
 // Merges the rows of `keys` whose buckets overlap `range` (a bucket counts whole); nullopt

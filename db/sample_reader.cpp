@@ -105,11 +105,12 @@ Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id
   }
   auto rolled = (*conn)->prepare(
       "SELECT MIN(start_ns), MIN(min), MAX(max), TOTAL(sum), SUM(count) FROM rollups "
-      "WHERE source = 'series' AND field = '' AND tier = ?5 AND key = ?1 AND start_ns BETWEEN ?2 AND ?3 "
+      "WHERE source = ?6 AND field = '' AND tier = ?5 AND key = ?1 AND start_ns BETWEEN ?2 AND ?3 "
       "GROUP BY (start_ns - ?2) / ?4 ORDER BY 1");
   if (!rolled.ok()) return rolled.status();
   const std::string key = std::to_string(db_id);
-  rolled->bind(1, std::string_view(key)).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns).bind(5, tier_s);
+  rolled->bind(1, std::string_view(key)).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns).bind(5, tier_s)
+      .bind(6, rollup_source::kSeries);
   if (Status s = rolled->for_each_row([&](Statement& r) { out.push_back(bucket_row(r)); }); !s.ok()) return s;
   return out;
 }

@@ -50,12 +50,17 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
   auto located = locate(/*with_latest=*/false);
   if (!located.ok()) return located.status();
 
-  TimestampNs retired_before = 0;
-  if (reader_) {
-    auto r = reader_->retired_before();
-    if (!r.ok()) return r.status();
-    retired_before = *r;
-  }
+  // Where retention's cutoff lies matters only to series the database answers for: asked
+  // once, the first time one does (a window that memory holds asks nothing).
+  std::optional<TimestampNs> retired;
+  auto retired_before = [&]() -> Result<TimestampNs> {
+    if (!retired) {
+      auto r = reader_->retired_before();
+      if (!r.ok()) return r.status();
+      retired = *r;
+    }
+    return *retired;
+  };
   std::vector<SeriesData> out;
   for (Located& l : *located) {
     if (!glob_match(q.name, l.info.key.name)) continue;
@@ -80,9 +85,14 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     data.from_memory = memory.samples.size();
     data.from_database = static_cast<std::size_t>(db_count);
     data.db_id = l.db_id;
-    data.retired_before = retired_before;
+    TimestampNs cutoff = 0;
+    if (use_db) {
+      auto r = retired_before();
+      if (!r.ok()) return r.status();
+      cutoff = *r;
+    }
     // Where retention rolled samples up, only buckets can show them (raw reads would leave a gap).
-    const bool rolled_up = use_db && q.from_ns < retired_before && q.max_points != SIZE_MAX;
+    const bool rolled_up = use_db && q.from_ns < cutoff && q.max_points != SIZE_MAX;
 
     if (!rolled_up && data.from_memory + data.from_database <= q.max_points) {
       if (db_count > 0) {
@@ -102,12 +112,13 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
       }
       if (rolled_up) {
         // Rollups hold everything before the cutoff, including samples memory may still hold.
-        auto partial = reader_->read_rollup_buckets(*l.db_id, q.from_ns, std::min(q.to_ns, retired_before - 1), data.bucket_ns);
+        auto partial =
+            reader_->read_rollup_buckets(*l.db_id, q.from_ns, std::min(q.to_ns, cutoff - 1), data.bucket_ns);
         if (!partial.ok()) return partial.status();
         for (const Bucket& b : *partial) grid.add(b);
       }
       for (const Sample& s : memory.samples) {
-        if (!rolled_up || s.ts_ns >= retired_before) grid.add(s);
+        if (!rolled_up || s.ts_ns >= cutoff) grid.add(s);
       }
       data.buckets = grid.buckets();
     }

@@ -40,7 +40,6 @@ struct SeriesData {
   std::size_t from_memory = 0;  // raw samples that came from memory
   std::size_t from_database = 0;
   std::optional<std::int64_t> db_id;  // the stored series, when the database has it
-  TimestampNs retired_before = 0;     // raw rows older than this were rolled up (retention)
 };
 
 class SeriesHistory {

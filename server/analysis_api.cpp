@@ -47,12 +47,8 @@ Result<std::vector<double>> parse_quantiles(const std::string& text) {
 }
 
 std::optional<db::InferenceField> inference_field(std::string_view name) {
-  if (name.empty() || name == "latency_ms") return db::InferenceField::kLatency;
-  if (name == "ttft_ms") return db::InferenceField::kTtft;
-  if (name == "tpot_ms") return db::InferenceField::kTpot;
-  if (name == "queue_ms") return db::InferenceField::kQueue;
-  if (name == "compute_ms") return db::InferenceField::kCompute;
-  return std::nullopt;
+  if (name.empty()) return db::InferenceField::kLatency;
+  return db::inference_field_from(name);
 }
 
 // One side of a comparison or the subject of a percentile query, as JSON names it:
@@ -184,11 +180,9 @@ Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s,
       auto data = ctx.history->query(q);
       if (!data.ok()) return data.status();
       std::vector<std::int64_t> ids;
-      TimestampNs retired_before = 0;
       for (const auto& series : *data) {
         d.unit = series.info.family.unit;
         if (series.db_id) ids.push_back(*series.db_id);
-        retired_before = series.retired_before;
       }
       if (with_rollups && !ids.empty()) {
         auto r = ctx.events->series_rollup(ids, range);
@@ -198,7 +192,7 @@ Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s,
       for (const auto& series : *data) {
         for (const Sample& p : series.samples) {
           // Samples memory still holds from before the retention cutoff are in the rollups.
-          if (!d.rolled || p.ts_ns >= retired_before) d.raw.push_back(p.value);
+          if (!d.rolled || p.ts_ns >= d.rolled->raw_before_ns) d.raw.push_back(p.value);
         }
       }
       break;

@@ -204,7 +204,7 @@ struct Fixture {
   }
 };
 
-TEST(Retention, OldRawRowsMoveIntoRollupsInOneStepAndNothingIsLost) {
+TEST(Retention, OldRawRowsMoveIntoRollupsAndNothingIsLost) {
   Fixture f;
   f.fill();
   EventReader reader(f.path);
