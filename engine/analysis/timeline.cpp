@@ -1,8 +1,9 @@
 #include "engine/analysis/timeline.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <map>
+#include <optional>
+#include <span>
 
 #include "engine/analysis/stats.hpp"
 
@@ -28,7 +29,7 @@ Distribution distribution(std::vector<double> v) {
 // The same figures from integer nanoseconds (the timeline's own unit), with exact nearest-rank
 // percentiles by integer_order_statistics: three of these per queue over every execution were
 // most of a busy window's timeline time as doubles through nth_element.
-Distribution distribution_ns(const std::vector<TimestampNs>& v) {
+Distribution distribution_ns(std::span<const TimestampNs> v) {
   Distribution d;
   if (v.empty()) return d;
   double sum = 0;
@@ -47,88 +48,99 @@ Distribution distribution_ns(const std::vector<TimestampNs>& v) {
   return d;
 }
 
-// Fills the timeline figures of one queue from its kernels, already sorted by start.
-// compute[name]: whether kernels of that name count as compute.
-void fill(QueueTimeline& q, const KernelTrace& trace, const std::vector<bool>& compute,
-          const std::vector<const TraceKernel*>& ks, const TimelineOptions& o) {
-  q.kernel_count = ks.size();
-  if (ks.empty()) return;
-  TimestampNs first = ks.front()->start_ns, last = 0;
-  TimestampNs busy = 0, compute_busy = 0;
-  TimestampNs group_start = ks.front()->start_ns, group_end = ks.front()->end_ns;
-  TimestampNs cgroup_start = -1, cgroup_end = -1;
-  TimestampNs host_wait = 0, kernel_wait = 0, other = 0;
-  std::vector<TimestampNs> delays, overheads, durations;
-  durations.reserve(ks.size());
-  std::vector<TopKernel> by_name(trace.names.size());
-  for (std::size_t i = 0; i < ks.size(); ++i) {
-    const TraceKernel& k = *ks[i];
-    last = std::max(last, k.end_ns);
-    if (i > 0) {
-      if (k.start_ns > group_end) {  // a gap: the previous busy group has ended
-        busy += group_end - group_start;
-        const TimestampNs gap = k.start_ns - group_end;
-        if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > group_end) {
-          host_wait += gap;
-        } else if (gap <= o.kernel_wait_max_ns) {
-          kernel_wait += gap;
-        } else {
-          other += gap;
-        }
-        ++q.gaps;
-        group_start = k.start_ns;
-        group_end = k.end_ns;
+// A queue's launch delays, launch-call durations and kernel durations (any order).
+struct QueueValues {
+  std::span<const TimestampNs> durations, delays, overheads;
+};
+
+// The figures of one queue (a device, or one of its streams), fed its kernels in start order.
+class QueueAccumulator {
+ public:
+  explicit QueueAccumulator(std::size_t names) : by_name_(names) {}
+
+  void add(const TraceKernel& k, bool compute, const TimelineOptions& o) {
+    if (count_ == 0) {
+      first_ = k.start_ns;
+      group_start_ = k.start_ns;
+      group_end_ = k.end_ns;
+    } else if (k.start_ns > group_end_) {  // a gap: the previous busy group has ended
+      busy_ += group_end_ - group_start_;
+      const TimestampNs gap = k.start_ns - group_end_;
+      if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > group_end_) {
+        host_wait_ += gap;
+      } else if (gap <= o.kernel_wait_max_ns) {
+        kernel_wait_ += gap;
       } else {
-        group_end = std::max(group_end, k.end_ns);
+        other_ += gap;
       }
+      ++gaps_;
+      group_start_ = k.start_ns;
+      group_end_ = k.end_ns;
+    } else {
+      group_end_ = std::max(group_end_, k.end_ns);
     }
-    if (compute[k.name]) {
-      if (cgroup_end < 0 || k.start_ns > cgroup_end) {
-        if (cgroup_end >= 0) compute_busy += cgroup_end - cgroup_start;
-        cgroup_start = k.start_ns;
-        cgroup_end = k.end_ns;
+    ++count_;
+    last_ = std::max(last_, k.end_ns);
+    if (compute) {
+      if (cgroup_end_ < 0 || k.start_ns > cgroup_end_) {
+        if (cgroup_end_ >= 0) compute_busy_ += cgroup_end_ - cgroup_start_;
+        cgroup_start_ = k.start_ns;
+        cgroup_end_ = k.end_ns;
       } else {
-        cgroup_end = std::max(cgroup_end, k.end_ns);
+        cgroup_end_ = std::max(cgroup_end_, k.end_ns);
       }
     }
     const TimestampNs duration = k.end_ns - k.start_ns;
-    durations.push_back(duration);
-    if (k.launch_end_ns != kNoLaunch) delays.push_back(std::max<TimestampNs>(0, k.start_ns - k.launch_end_ns));
     if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {
-      const TimestampNs call = k.launch_end_ns - k.launch_start_ns;
-      overheads.push_back(call);
-      ++q.with_launch_info;
-      if (duration < call) ++q.short_kernels;
+      ++with_launch_info_;
+      if (duration < k.launch_end_ns - k.launch_start_ns) ++short_kernels_;
     }
-    TopKernel& t = by_name[k.name];
+    TopKernel& t = by_name_[k.name];
     ++t.count;
     t.total_ms += static_cast<double>(duration) / kMs;
   }
-  busy += group_end - group_start;
-  if (cgroup_end >= 0) compute_busy += cgroup_end - cgroup_start;
-  const TimestampNs span = last - first;
-  q.span_ms = static_cast<double>(span) / kMs;
-  q.busy_ms = static_cast<double>(busy) / kMs;
-  q.idle_ms = static_cast<double>(span - busy) / kMs;
-  q.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 1.0;
-  q.launch_efficiency = span > 0 ? static_cast<double>(compute_busy) / static_cast<double>(span) : 1.0;
-  q.idle_host_wait_ms = static_cast<double>(host_wait) / kMs;
-  q.idle_kernel_wait_ms = static_cast<double>(kernel_wait) / kMs;
-  q.idle_other_ms = static_cast<double>(other) / kMs;
-  q.avg_gap_ms = q.gaps ? q.idle_ms / static_cast<double>(q.gaps) : 0;
-  q.short_kernel_share = q.with_launch_info ? static_cast<double>(q.short_kernels) / static_cast<double>(q.with_launch_info) : 0;
-  q.launch_delay_ms = distribution_ns(delays);
-  q.launch_overhead_ms = distribution_ns(overheads);
-  q.kernel_ms = distribution_ns(durations);
-  for (std::size_t name = 0; name < by_name.size(); ++name) {
-    if (by_name[name].count == 0) continue;
-    by_name[name].name = trace.names[name];
-    q.top_kernels.push_back(std::move(by_name[name]));
+
+  // The queue's figures; the distributions come from the values its kernels gave.
+  void finish(QueueTimeline& q, const KernelTrace& trace, const QueueValues& values, const TimelineOptions& o) {
+    q.kernel_count = count_;
+    if (count_ == 0) return;
+    const TimestampNs busy = busy_ + (group_end_ - group_start_);
+    const TimestampNs compute_busy = compute_busy_ + (cgroup_end_ >= 0 ? cgroup_end_ - cgroup_start_ : 0);
+    const TimestampNs span = last_ - first_;
+    q.span_ms = static_cast<double>(span) / kMs;
+    q.busy_ms = static_cast<double>(busy) / kMs;
+    q.idle_ms = static_cast<double>(span - busy) / kMs;
+    q.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 1.0;
+    q.launch_efficiency = span > 0 ? static_cast<double>(compute_busy) / static_cast<double>(span) : 1.0;
+    q.idle_host_wait_ms = static_cast<double>(host_wait_) / kMs;
+    q.idle_kernel_wait_ms = static_cast<double>(kernel_wait_) / kMs;
+    q.idle_other_ms = static_cast<double>(other_) / kMs;
+    q.gaps = gaps_;
+    q.avg_gap_ms = gaps_ ? q.idle_ms / static_cast<double>(gaps_) : 0;
+    q.with_launch_info = with_launch_info_;
+    q.short_kernels = short_kernels_;
+    q.short_kernel_share =
+        with_launch_info_ ? static_cast<double>(short_kernels_) / static_cast<double>(with_launch_info_) : 0;
+    q.launch_delay_ms = distribution_ns(values.delays);
+    q.launch_overhead_ms = distribution_ns(values.overheads);
+    q.kernel_ms = distribution_ns(values.durations);
+    for (std::size_t name = 0; name < by_name_.size(); ++name) {
+      if (by_name_[name].count == 0) continue;
+      by_name_[name].name = trace.names[name];
+      q.top_kernels.push_back(std::move(by_name_[name]));
+    }
+    std::sort(q.top_kernels.begin(), q.top_kernels.end(),
+              [](const TopKernel& a, const TopKernel& b) { return a.total_ms > b.total_ms; });
+    if (q.top_kernels.size() > o.top_kernels) q.top_kernels.resize(o.top_kernels);
   }
-  std::sort(q.top_kernels.begin(), q.top_kernels.end(),
-            [](const TopKernel& a, const TopKernel& b) { return a.total_ms > b.total_ms; });
-  if (q.top_kernels.size() > o.top_kernels) q.top_kernels.resize(o.top_kernels);
-}
+
+ private:
+  std::size_t count_ = 0, gaps_ = 0, with_launch_info_ = 0, short_kernels_ = 0;
+  TimestampNs first_ = 0, last_ = 0, busy_ = 0, compute_busy_ = 0;
+  TimestampNs group_start_ = 0, group_end_ = 0, cgroup_start_ = -1, cgroup_end_ = -1;
+  TimestampNs host_wait_ = 0, kernel_wait_ = 0, other_ = 0;
+  std::vector<TopKernel> by_name_;
+};
 
 }  // namespace
 
@@ -139,28 +151,78 @@ bool is_compute_kernel(std::string_view name) {
 
 namespace {
 
-// Executions in start order, per stream and per device.
-struct Ordered {
-  std::vector<std::vector<const TraceKernel*>> by_device;  // by device index
-  std::vector<std::vector<const TraceKernel*>> by_stream;  // by device index × streams + stream index
+// A stretch of the trace on one device and stream whose starts ascend: [begin, end) of
+// trace.kernels. The database returns a stream's executions series by series, each in
+// start order, so a device's kernels are a few such runs to merge rather than to sort.
+struct Run {
+  std::size_t begin = 0, end = 0;
 };
 
-// Start keys relative to the trace's earliest start, with the execution's index.
+// Above this many runs on a device, merging costs more than sorting.
+constexpr std::size_t kMaxMergedRuns = 64;
+
+constexpr std::size_t kPrefetchAhead = 8;
+
+// Calls fn(kernel index) for the kernels of `runs` in start order by a k-way merge; equal
+// starts in trace order (runs are in trace order and do not overlap in it).
+template <typename Fn>
+void merge_runs(const KernelTrace& trace, const std::vector<Run>& runs, Fn&& fn) {
+  struct Head {
+    TimestampNs start;
+    std::uint32_t run;
+    bool operator<(const Head& o) const { return start < o.start || (start == o.start && run < o.run); }
+  };
+  std::vector<std::size_t> next(runs.size());
+  std::vector<Head> heap;  // a binary min-heap on (start, run)
+  heap.reserve(runs.size());
+  for (std::uint32_t r = 0; r < runs.size(); ++r) {
+    next[r] = runs[r].begin;
+    heap.push_back({trace.kernels[runs[r].begin].start_ns, r});
+  }
+  std::make_heap(heap.begin(), heap.end(), [](const Head& a, const Head& b) { return b < a; });
+  while (!heap.empty()) {
+    const std::uint32_t r = heap.front().run;
+    fn(next[r]++);
+    // Each run is read in order but the runs in turn, more streams of reads than the
+    // hardware follows: ask for this run's lines a few kernels ahead.
+    __builtin_prefetch(&trace.kernels[std::min(next[r] + kPrefetchAhead, runs[r].end - 1)]);
+    if (next[r] == runs[r].end) {  // the run is spent: the last leaf takes its place
+      heap.front() = heap.back();
+      heap.pop_back();
+      if (heap.empty()) break;
+    } else {
+      heap.front().start = trace.kernels[next[r]].start_ns;
+    }
+    // Sift the root down.
+    std::size_t i = 0;
+    const Head moving = heap[0];
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= heap.size()) break;
+      if (c + 1 < heap.size() && heap[c + 1] < heap[c]) ++c;
+      if (!(heap[c] < moving)) break;
+      heap[i] = heap[c];
+      i = c;
+    }
+    heap[i] = moving;
+  }
+}
+
+// Start keys relative to the device's earliest start, with the execution's index.
 struct StartKey {
   std::uint64_t key;
   std::size_t index;
 };
 
 // A stable LSD radix sort, 11 bits a pass over only the bits the keys span (3–4 passes for
-// minutes of nanoseconds): linear, where a comparison sort of a few hundred thousand
-// executions was a tenth of the analysis document's time.
-void radix_sort(std::vector<StartKey>& items, std::vector<StartKey>& scratch) {
+// minutes of nanoseconds): for a device whose kernels come in too many short runs to merge.
+void radix_sort(std::vector<StartKey>& items) {
   std::uint64_t span = 0;
   for (const StartKey& it : items) span |= it.key;
   constexpr int kBits = 11;
   constexpr std::uint64_t kMask = (std::uint64_t{1} << kBits) - 1;
   std::vector<std::size_t> count(kMask + 2);
-  scratch.resize(items.size());
+  std::vector<StartKey> scratch(items.size());
   for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += kBits) {
     std::fill(count.begin(), count.end(), 0);
     for (const StartKey& it : items) ++count[((it.key >> shift) & kMask) + 1];
@@ -170,74 +232,56 @@ void radix_sort(std::vector<StartKey>& items, std::vector<StartKey>& scratch) {
   }
 }
 
-// Sorts each stream on its own (a stream's keys fit in cache where the whole trace's do not),
-// then merges a device's streams; a device with one stream takes its order as is. Equal
-// starts keep the trace's order within a stream.
-Ordered order_by_start(const KernelTrace& trace) {
-  const std::size_t n_streams = trace.streams.size();
-  Ordered out;
-  out.by_device.resize(trace.devices.size());
-  out.by_stream.resize(trace.devices.size() * n_streams);
-  if (trace.kernels.empty()) return out;
-  // One pass for the earliest start and each stream's size (the trace is read from memory,
-  // not cache: passes over it are what this costs).
-  TimestampNs lo = trace.kernels.front().start_ns;
-  std::vector<std::vector<StartKey>> groups(out.by_stream.size());
-  {
-    std::vector<std::size_t> sizes(groups.size(), 0);
-    for (const TraceKernel& k : trace.kernels) {
-      lo = std::min(lo, k.start_ns);
-      ++sizes[static_cast<std::size_t>(k.device) * n_streams + k.stream];
-    }
-    for (std::size_t g = 0; g < groups.size(); ++g) groups[g].reserve(sizes[g]);
+// Calls fn(kernel index) for every kernel of `runs` in start order, equal starts in trace order.
+template <typename Fn>
+void for_each_in_start_order(const KernelTrace& trace, const std::vector<Run>& runs, Fn&& fn) {
+  if (runs.size() <= kMaxMergedRuns) return merge_runs(trace, runs, fn);
+  TimestampNs lo = trace.kernels[runs.front().begin].start_ns;
+  std::size_t n = 0;
+  for (const Run& r : runs) {
+    lo = std::min(lo, trace.kernels[r.begin].start_ns);  // a run's first start is its least
+    n += r.end - r.begin;
   }
-  for (std::size_t i = 0; i < trace.kernels.size(); ++i) {
-    const TraceKernel& k = trace.kernels[i];
-    groups[static_cast<std::size_t>(k.device) * n_streams + k.stream].push_back(
-        {static_cast<std::uint64_t>(k.start_ns) - static_cast<std::uint64_t>(lo), i});
+  std::vector<StartKey> keys;
+  keys.reserve(n);
+  for (const Run& r : runs) {
+    for (std::size_t i = r.begin; i < r.end; ++i) {
+      keys.push_back({static_cast<std::uint64_t>(trace.kernels[i].start_ns) - static_cast<std::uint64_t>(lo), i});
+    }
   }
-  std::vector<StartKey> scratch;
-  for (std::size_t d = 0; d < trace.devices.size(); ++d) {
-    std::vector<StartKey> merged;
-    std::size_t streams_used = 0, single = 0;
-    for (std::size_t st = 0; st < n_streams; ++st) {
-      const std::size_t g = d * n_streams + st;
-      if (groups[g].empty()) continue;
-      radix_sort(groups[g], scratch);
-      auto& list = out.by_stream[g];
-      list.reserve(groups[g].size());
-      for (const StartKey& it : groups[g]) list.push_back(&trace.kernels[it.index]);
-      ++streams_used;
-      single = g;
-    }
-    if (streams_used == 1) {
-      out.by_device[d] = out.by_stream[single];
-      continue;
-    }
-    for (std::size_t st = 0; st < n_streams; ++st) {
-      const auto& g = groups[d * n_streams + st];
-      if (g.empty()) continue;
-      scratch.clear();
-      std::merge(merged.begin(), merged.end(), g.begin(), g.end(), std::back_inserter(scratch),
-                 [](const StartKey& a, const StartKey& b) { return a.key < b.key; });
-      merged.swap(scratch);
-    }
-    out.by_device[d].reserve(merged.size());
-    for (const StartKey& it : merged) out.by_device[d].push_back(&trace.kernels[it.index]);
-  }
-  return out;
+  radix_sort(keys);
+  for (const StartKey& k : keys) fn(k.index);
 }
 
 }  // namespace
 
 std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const TimelineOptions& o) {
-  // Every queue takes its kernels in start order; kernels are grouped by index, not by name.
-  const std::size_t n_streams = trace.streams.size();
-  const Ordered ordered = order_by_start(trace);
-  const auto& by_device = ordered.by_device;
-  const auto& by_stream = ordered.by_stream;
+  const std::size_t n_devices = trace.devices.size(), n_streams = trace.streams.size();
   std::vector<bool> compute(trace.names.size());
   for (std::size_t i = 0; i < trace.names.size(); ++i) compute[i] = is_compute_kernel(trace.names[i]);
+
+  // One pass over the trace: each device's runs, and how many values each queue (device ×
+  // stream) will give each distribution, so that they can be laid out without growing.
+  std::vector<std::vector<Run>> runs(n_devices);
+  struct Counts {
+    std::size_t durations = 0, delays = 0, overheads = 0;
+  };
+  std::vector<Counts> counts(n_devices * n_streams);
+  for (std::size_t i = 0; i < trace.kernels.size(); ++i) {
+    const TraceKernel& k = trace.kernels[i];
+    std::vector<Run>& mine = runs[k.device];
+    const TraceKernel* prev = i > 0 ? &trace.kernels[i - 1] : nullptr;
+    if (!mine.empty() && mine.back().end == i && prev->stream == k.stream && prev->start_ns <= k.start_ns) {
+      ++mine.back().end;
+    } else {
+      mine.push_back({i, i + 1});
+    }
+    Counts& c = counts[static_cast<std::size_t>(k.device) * n_streams + k.stream];
+    ++c.durations;
+    c.delays += k.launch_end_ns != kNoLaunch;
+    c.overheads += k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch;
+  }
+
   // Devices and streams in name order.
   auto by_name = [](const std::vector<std::string>& names) {
     std::vector<std::uint32_t> idx(names.size());
@@ -246,26 +290,72 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
     return idx;
   };
   const auto devices = by_name(trace.devices), streams = by_name(trace.streams);
-  std::vector<QueueTimeline> out;
+  std::vector<QueueTimeline> device_rows, stream_rows;
   for (std::uint32_t d : devices) {
-    if (by_device[d].empty()) continue;
+    if (runs[d].empty()) continue;
+    // A device's values, stream after stream: a stream's distribution reads its part, the
+    // device's the whole.
+    std::vector<TimestampNs> durations, delays, overheads;
+    struct Part {
+      std::size_t durations, delays, overheads;
+    };
+    std::vector<Part> at(n_streams);  // where each stream's next value goes
+    Counts total;
+    for (std::size_t st = 0; st < n_streams; ++st) {
+      const Counts& c = counts[d * n_streams + st];
+      at[st] = {total.durations, total.delays, total.overheads};
+      total.durations += c.durations;
+      total.delays += c.delays;
+      total.overheads += c.overheads;
+    }
+    durations.resize(total.durations);
+    delays.resize(total.delays);
+    overheads.resize(total.overheads);
+    const std::vector<Part> begin = at;
+
+    // One walk in start order feeds the device and the kernel's stream (a stream's kernels
+    // in the device's start order are in its own).
+    QueueAccumulator device(trace.names.size());
+    std::vector<std::optional<QueueAccumulator>> by_stream(n_streams);
+    for_each_in_start_order(trace, runs[d], [&](std::size_t i) {
+      const TraceKernel& k = trace.kernels[i];
+      const bool is_compute = compute[k.name];
+      device.add(k, is_compute, o);
+      auto& stream = by_stream[k.stream];
+      if (!stream) stream.emplace(trace.names.size());
+      stream->add(k, is_compute, o);
+      Part& p = at[k.stream];
+      durations[p.durations++] = k.end_ns - k.start_ns;
+      if (k.launch_end_ns != kNoLaunch) delays[p.delays++] = std::max<TimestampNs>(0, k.start_ns - k.launch_end_ns);
+      if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {
+        overheads[p.overheads++] = k.launch_end_ns - k.launch_start_ns;
+      }
+    });
+
     QueueTimeline q;
     q.device = trace.devices[d];
-    fill(q, trace, compute, by_device[d], o);
-    out.push_back(std::move(q));
-  }
-  for (std::uint32_t d : devices) {
+    device.finish(q, trace, {durations, delays, overheads}, o);
+    device_rows.push_back(std::move(q));
     for (std::uint32_t st : streams) {
-      const auto& ks = by_stream[static_cast<std::size_t>(d) * n_streams + st];
-      if (ks.empty()) continue;
-      QueueTimeline q;
-      q.device = trace.devices[d];
-      q.stream = trace.streams[st].empty() ? "default" : trace.streams[st];
-      fill(q, trace, compute, ks, o);
-      out.push_back(std::move(q));
+      if (!by_stream[st]) continue;
+      const Part& b = begin[st];
+      const Part& e = at[st];
+      auto part = [](const std::vector<TimestampNs>& v, std::size_t from, std::size_t to) {
+        return std::span<const TimestampNs>(v.data() + from, to - from);
+      };
+      QueueTimeline s;
+      s.device = trace.devices[d];
+      s.stream = trace.streams[st].empty() ? "default" : trace.streams[st];
+      by_stream[st]->finish(s, trace,
+                            {part(durations, b.durations, e.durations), part(delays, b.delays, e.delays),
+                             part(overheads, b.overheads, e.overheads)},
+                            o);
+      stream_rows.push_back(std::move(s));
     }
   }
-  return out;
+  // One entry per device, then one per (device, stream).
+  for (QueueTimeline& s : stream_rows) device_rows.push_back(std::move(s));
+  return device_rows;
 }
 
 std::vector<CommandQueueStats> analyze_command_queues(const std::vector<CommandBufferEvent>& buffers) {

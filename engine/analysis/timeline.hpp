@@ -36,6 +36,9 @@ struct TraceKernel {
   std::uint32_t stream = 0;  // index into KernelTrace::streams
 };
 
+// Executions in any order. Fastest when each stream's come in few long stretches of
+// ascending start, as the database returns them (series by series): those are merged, not
+// sorted. Executions on one device with equal starts are taken in trace order.
 struct KernelTrace {
   std::vector<std::string> names, devices, streams;
   std::vector<TraceKernel> kernels;

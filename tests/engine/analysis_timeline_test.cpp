@@ -1,7 +1,11 @@
 // Kernel timeline, serving metrics, trends and bottleneck rules on crafted inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <random>
+#include <tuple>
 
 #include "engine/analysis/bottlenecks.hpp"
 #include "engine/analysis/change_points.hpp"
@@ -77,6 +81,185 @@ TEST(Timeline, ShortKernelsAndOtherGaps) {
   EXPECT_NEAR(rows[0].short_kernel_share, 1.0, kTol);
   EXPECT_NEAR(rows[0].idle_other_ms, 9 * 8e-3, kTol);  // launched before the gap: not host wait
   EXPECT_EQ(rows[1].stream, "default");
+}
+
+// The timeline the plain way, for comparison: each queue's kernels stably sorted by start,
+// walked once; distributions by a full sort.
+QueueTimeline reference_queue(const KernelTrace& t, std::vector<const TraceKernel*> ks, const TimelineOptions& o) {
+  std::stable_sort(ks.begin(), ks.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
+  QueueTimeline q;
+  q.kernel_count = ks.size();
+  auto dist = [](std::vector<TimestampNs> v) {
+    Distribution d;
+    if (v.empty()) return d;
+    std::sort(v.begin(), v.end());
+    double sum = 0;
+    for (TimestampNs x : v) sum += static_cast<double>(x);
+    auto rank = [&](double p) { return v[static_cast<std::size_t>(std::ceil(p / 100 * static_cast<double>(v.size()))) - 1]; };
+    d.count = v.size();
+    d.mean = sum / static_cast<double>(v.size()) / 1e6;
+    d.p50 = static_cast<double>(rank(50)) / 1e6;
+    d.p95 = static_cast<double>(rank(95)) / 1e6;
+    d.max = static_cast<double>(v.back()) / 1e6;
+    return d;
+  };
+  // Union of intervals, and of compute intervals, with the gaps between busy stretches.
+  TimestampNs first = ks.front()->start_ns, last = 0, busy = 0, compute_busy = 0;
+  TimestampNs gs = ks.front()->start_ns, ge = ks.front()->end_ns, cs = -1, ce = -1;
+  TimestampNs host = 0, kwait = 0, other = 0;
+  std::vector<TimestampNs> durations, delays, overheads;
+  std::map<std::string, TopKernel> tops;
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    const TraceKernel& k = *ks[i];
+    last = std::max(last, k.end_ns);
+    if (i > 0 && k.start_ns > ge) {
+      busy += ge - gs;
+      const TimestampNs gap = k.start_ns - ge;
+      if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > ge) {
+        host += gap;
+      } else if (gap <= o.kernel_wait_max_ns) {
+        kwait += gap;
+      } else {
+        other += gap;
+      }
+      ++q.gaps;
+      gs = k.start_ns;
+      ge = k.end_ns;
+    } else {
+      ge = std::max(ge, k.end_ns);
+    }
+    if (is_compute_kernel(t.names[k.name])) {
+      if (ce < 0 || k.start_ns > ce) {
+        if (ce >= 0) compute_busy += ce - cs;
+        cs = k.start_ns;
+        ce = k.end_ns;
+      } else {
+        ce = std::max(ce, k.end_ns);
+      }
+    }
+    durations.push_back(k.end_ns - k.start_ns);
+    if (k.launch_end_ns != kNoLaunch) delays.push_back(std::max<TimestampNs>(0, k.start_ns - k.launch_end_ns));
+    if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {
+      overheads.push_back(k.launch_end_ns - k.launch_start_ns);
+      ++q.with_launch_info;
+      q.short_kernels += k.end_ns - k.start_ns < k.launch_end_ns - k.launch_start_ns;
+    }
+    TopKernel& top = tops[t.names[k.name]];
+    top.name = t.names[k.name];
+    ++top.count;
+    top.total_ms += static_cast<double>(k.end_ns - k.start_ns) / 1e6;
+  }
+  busy += ge - gs;
+  if (ce >= 0) compute_busy += ce - cs;
+  const TimestampNs span = last - first;
+  q.span_ms = static_cast<double>(span) / 1e6;
+  q.busy_ms = static_cast<double>(busy) / 1e6;
+  q.idle_ms = static_cast<double>(span - busy) / 1e6;
+  q.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 1.0;
+  q.launch_efficiency = span > 0 ? static_cast<double>(compute_busy) / static_cast<double>(span) : 1.0;
+  q.idle_host_wait_ms = static_cast<double>(host) / 1e6;
+  q.idle_kernel_wait_ms = static_cast<double>(kwait) / 1e6;
+  q.idle_other_ms = static_cast<double>(other) / 1e6;
+  q.launch_delay_ms = dist(delays);
+  q.launch_overhead_ms = dist(overheads);
+  q.kernel_ms = dist(durations);
+  for (auto& [name, top] : tops) q.top_kernels.push_back(top);
+  std::stable_sort(q.top_kernels.begin(), q.top_kernels.end(),
+                   [](const TopKernel& a, const TopKernel& b) { return a.total_ms > b.total_ms; });
+  return q;
+}
+
+void expect_same_distribution(const Distribution& got, const Distribution& want, const std::string& what) {
+  EXPECT_EQ(got.count, want.count) << what;
+  EXPECT_NEAR(got.mean, want.mean, 1e-9) << what;
+  EXPECT_EQ(got.p50, want.p50) << what;
+  EXPECT_EQ(got.p95, want.p95) << what;
+  EXPECT_EQ(got.max, want.max) << what;
+}
+
+// A random trace on 2 devices × 3 streams, 7 kernel names (one a copy), some without launch
+// calls, many equal starts (coarse times); `runs` true: series by series in start order, as
+// the database returns them (merged); false: shuffled (too many runs: sorted).
+KernelTrace random_trace(std::mt19937_64& rng, std::size_t n, bool runs) {
+  KernelTrace t;
+  t.names = {"gemm", "attn", "norm", "memcpy_d2h", "rope", "softmax", "ncclAllReduce"};
+  t.devices = {"1", "0"};
+  t.streams = {"", "9", "3"};
+  std::uniform_int_distribution<int> pick(0, 1'000'000);
+  for (std::size_t i = 0; i < n; ++i) {
+    TraceKernel k;
+    k.start_ns = pick(rng) / 1000 * 1000;  // equal starts are common
+    k.end_ns = k.start_ns + pick(rng) % 5'000;
+    if (pick(rng) % 5 != 0) {
+      k.launch_start_ns = k.start_ns - pick(rng) % 9'000;
+      k.launch_end_ns = k.launch_start_ns + pick(rng) % 6'000;
+    } else if (pick(rng) % 2 == 0) {
+      k.launch_end_ns = k.start_ns - pick(rng) % 3'000;  // only the call's end
+    }
+    k.name = static_cast<std::uint32_t>(pick(rng) % t.names.size());
+    k.device = static_cast<std::uint32_t>(pick(rng) % 2);
+    k.stream = static_cast<std::uint32_t>(pick(rng) % 3);
+    t.kernels.push_back(k);
+  }
+  if (runs) {
+    std::stable_sort(t.kernels.begin(), t.kernels.end(), [](const TraceKernel& a, const TraceKernel& b) {
+      return std::tuple(a.name, a.device, a.stream, a.start_ns) < std::tuple(b.name, b.device, b.stream, b.start_ns);
+    });
+  }
+  return t;
+}
+
+TEST(Timeline, MatchesThePlainComputationWhetherMergedOrSorted) {
+  std::mt19937_64 rng(11);
+  for (bool runs : {true, false}) {
+    for (std::size_t n : {1, 2, 50, 5000}) {
+      const KernelTrace t = random_trace(rng, n, runs);
+      TimelineOptions o;
+      o.kernel_wait_max_ns = 500;
+      o.top_kernels = 3;
+      const auto rows = analyze_timeline(t, o);
+      // Expected rows: devices "0" then "1" (name order), then their streams "" (as
+      // "default"), "3", "9".
+      std::vector<std::pair<std::string, std::vector<const TraceKernel*>>> queues;
+      for (std::uint32_t d : {1u, 0u}) {
+        std::vector<const TraceKernel*> ks;
+        for (const auto& k : t.kernels) if (k.device == d) ks.push_back(&k);
+        if (!ks.empty()) queues.emplace_back(t.devices[d], ks);
+      }
+      for (std::uint32_t d : {1u, 0u}) {
+        for (std::uint32_t st : {0u, 2u, 1u}) {
+          std::vector<const TraceKernel*> ks;
+          for (const auto& k : t.kernels) if (k.device == d && k.stream == st) ks.push_back(&k);
+          if (!ks.empty()) queues.emplace_back(t.devices[d] + "/" + t.streams[st], ks);
+        }
+      }
+      ASSERT_EQ(rows.size(), queues.size()) << n;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string what = queues[i].first + (runs ? " merged, n=" : " sorted, n=") + std::to_string(n);
+        const QueueTimeline want = reference_queue(t, queues[i].second, o);
+        const QueueTimeline& got = rows[i];
+        EXPECT_EQ(got.kernel_count, want.kernel_count) << what;
+        EXPECT_EQ(got.gaps, want.gaps) << what;
+        EXPECT_NEAR(got.span_ms, want.span_ms, 1e-12) << what;
+        EXPECT_NEAR(got.busy_ms, want.busy_ms, 1e-12) << what;
+        EXPECT_NEAR(got.busy_ratio, want.busy_ratio, 1e-12) << what;
+        EXPECT_NEAR(got.launch_efficiency, want.launch_efficiency, 1e-12) << what;
+        EXPECT_NEAR(got.idle_host_wait_ms, want.idle_host_wait_ms, 1e-12) << what;
+        EXPECT_NEAR(got.idle_kernel_wait_ms, want.idle_kernel_wait_ms, 1e-12) << what;
+        EXPECT_NEAR(got.idle_other_ms, want.idle_other_ms, 1e-12) << what;
+        EXPECT_EQ(got.with_launch_info, want.with_launch_info) << what;
+        EXPECT_EQ(got.short_kernels, want.short_kernels) << what;
+        expect_same_distribution(got.launch_delay_ms, want.launch_delay_ms, what + " delay");
+        expect_same_distribution(got.launch_overhead_ms, want.launch_overhead_ms, what + " overhead");
+        expect_same_distribution(got.kernel_ms, want.kernel_ms, what + " duration");
+        ASSERT_EQ(got.top_kernels.size(), std::min<std::size_t>(3, want.top_kernels.size())) << what;
+        for (std::size_t j = 0; j < got.top_kernels.size(); ++j) {
+          EXPECT_EQ(got.top_kernels[j].count, want.top_kernels[j].count) << what;
+          EXPECT_NEAR(got.top_kernels[j].total_ms, want.top_kernels[j].total_ms, 1e-9) << what;
+        }
+      }
+    }
+  }
 }
 
 TEST(CommandQueues, LatencyWaitAndUtilization) {

@@ -72,6 +72,9 @@ TEST_F(IngestTest, JsonBatchIsStoredAndQueryable) {
   EXPECT_EQ(memory["by_kind"]["host"]["current_allocated_bytes"], 1024);
   EXPECT_EQ(memory["largest_live_allocations"][0]["address"], "0x2");
   EXPECT_EQ(memory["timeline"]["points"], json({{100, 4096.0}, {200, 5120.0}, {300, 1024.0}}));
+  // A window that starts after the first allocation still counts it.
+  EXPECT_EQ(get("/api/v1/memory?from=150&to=250").body_json()["timeline"]["points"], json({{200, 5120.0}}));
+  EXPECT_EQ(get("/api/v1/memory?from=250&to=400").body_json()["timeline"]["points"], json({{300, 1024.0}}));
 
   json inference = get("/api/v1/inference").body_json();
   ASSERT_EQ(inference["models"].size(), 1u);
