@@ -84,12 +84,27 @@ Result<json> Api::analysis_json(const ApiRequest& request) const {
   if (!leak_age.ok()) return leak_age.status();
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
 
-  // The kernel timeline is the largest part of a busy window (every execution unpacked,
-  // ordered and walked); it runs on a thread of its own while the rest is gathered here.
+  // The two largest parts of a busy window run on threads of their own while the rest is
+  // gathered here: the kernel timeline (every execution unpacked and walked in start order)
+  // and the serving metrics (every request read back).
   auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::QueueTimeline>> {
     auto trace = ctx_.events->kernel_trace(range, device);
     if (!trace.ok()) return trace.status();
     return an::analyze_timeline(*trace);
+  });
+  auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
+    auto requests = ctx_.events->inference_events(range);
+    if (!requests.ok()) return requests.status();
+    double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
+    if (w->all) {  // "all": rates over the span the requests cover
+      TimestampNs lo = INT64_MAX, hi = 0;
+      for (const auto& r : *requests) {
+        lo = std::min(lo, r.ts_ns);
+        hi = std::max(hi, r.ts_ns);
+      }
+      window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
+    }
+    return an::serving_metrics(*requests, window_s, slo);
   });
 
   // Gauges: every series, raw samples in the window.
@@ -132,24 +147,15 @@ Result<json> Api::analysis_json(const ApiRequest& request) const {
   auto buffers = ctx_.events->command_buffers(range, device);
   if (!buffers.ok()) return buffers.status();
   auto queues = an::analyze_command_queues(*buffers);
-  auto requests = ctx_.events->inference_events(range);
-  if (!requests.ok()) return requests.status();
-  double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
-  if (w->all) {  // "all": rates over the span the requests cover
-    TimestampNs lo = INT64_MAX, hi = 0;
-    for (const auto& r : *requests) {
-      lo = std::min(lo, r.ts_ns);
-      hi = std::max(hi, r.ts_ns);
-    }
-    window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
-  }
-  auto serving = an::serving_metrics(*requests, window_s, slo);
   auto kernels = ctx_.events->kernel_summaries(range, device);
   if (!kernels.ok()) return kernels.status();
 
   auto timeline_result = timeline_part.get();
   if (!timeline_result.ok()) return timeline_result.status();
   const std::vector<an::QueueTimeline>& timelines = *timeline_result;
+  auto serving_result = serving_part.get();
+  if (!serving_result.ok()) return serving_result.status();
+  const std::vector<an::ServingMetrics>& serving = *serving_result;
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects.
   MemoryStatistics mem = ctx_.memory->statistics(device);
