@@ -71,11 +71,17 @@ std::vector<double> percentiles(std::vector<double>& values, std::span<const dou
 
 std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
                                                    std::span<const std::size_t> ranks) {
+  if (values.empty()) return std::vector<std::int64_t>(ranks.size());
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return integer_order_statistics(values, ranks, *lo, *hi);
+}
+
+std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
+                                                   std::span<const std::size_t> ranks, std::int64_t lo,
+                                                   std::int64_t hi) {
   std::vector<std::int64_t> out(ranks.size());
   if (values.empty()) return out;
-  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
-  const std::int64_t lo = *lo_it;
-  const auto span = static_cast<std::uint64_t>(*hi_it) - static_cast<std::uint64_t>(lo);
+  const auto span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
   if (span == 0) {  // all equal (a launch call that always takes the same time)
     std::fill(out.begin(), out.end(), lo);
     return out;

@@ -26,27 +26,49 @@ Distribution distribution(std::vector<double> v) {
   return d;
 }
 
+// Sum, least and greatest of a queue's values, kept as they are laid out: the distributions
+// then need no pass of their own for them.
+struct ValueSummary {
+  double sum = 0;
+  TimestampNs min = INT64_MAX, max = INT64_MIN;
+  void add(TimestampNs v) {
+    sum += static_cast<double>(v);
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+  void add(const ValueSummary& o) {
+    sum += o.sum;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+  }
+};
+
 // The same figures from integer nanoseconds (the timeline's own unit), with exact nearest-rank
 // percentiles by integer_order_statistics: three of these per queue over every execution were
 // most of a busy window's timeline time as doubles through nth_element.
-Distribution distribution_ns(std::span<const TimestampNs> v) {
+Distribution distribution_ns(std::span<const TimestampNs> v, const ValueSummary& summary) {
   Distribution d;
   if (v.empty()) return d;
-  double sum = 0;
-  TimestampNs max = v.front();
-  for (TimestampNs x : v) {
-    sum += static_cast<double>(x);
-    max = std::max(max, x);
-  }
   const std::size_t ranks[] = {nearest_rank_index(50, v.size()), nearest_rank_index(95, v.size())};
-  const auto p = integer_order_statistics(v, ranks);
+  const auto p = integer_order_statistics(v, ranks, summary.min, summary.max);
   d.count = v.size();
-  d.mean = sum / static_cast<double>(v.size()) / kMs;
+  d.mean = summary.sum / static_cast<double>(v.size()) / kMs;
   d.p50 = static_cast<double>(p[0]) / kMs;
   d.p95 = static_cast<double>(p[1]) / kMs;
-  d.max = static_cast<double>(max) / kMs;
+  d.max = static_cast<double>(summary.max) / kMs;
   return d;
 }
+
+// The values a kernel gives the distributions: its duration, its launch delay (start − call
+// end, clipped at 0) and its launch call's duration; kNoLaunch where no call was recorded.
+struct KernelValues {
+  TimestampNs duration, delay, call;
+  explicit KernelValues(const TraceKernel& k)
+      : duration(k.end_ns - k.start_ns),
+        delay(k.launch_end_ns != kNoLaunch ? std::max<TimestampNs>(0, k.start_ns - k.launch_end_ns) : kNoLaunch),
+        call(k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch ? k.launch_end_ns - k.launch_start_ns
+                                                                            : kNoLaunch) {}
+};
 
 // A queue's launch delays, launch-call durations and kernel durations (any order).
 struct QueueValues {
@@ -120,20 +142,25 @@ class BusyUnion {
 struct Tally {
   explicit Tally(std::size_t names) : by_name(names) {}
 
-  void add(const TraceKernel& k) {
-    const TimestampNs duration = k.end_ns - k.start_ns;
+  void add(const TraceKernel& k, const KernelValues& v) {
     ++count;
-    if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {
+    durations.add(v.duration);
+    if (v.delay != kNoLaunch) delays.add(v.delay);
+    if (v.call != kNoLaunch) {
       ++with_launch_info;
-      short_kernels += duration < k.launch_end_ns - k.launch_start_ns;
+      short_kernels += v.duration < v.call;
+      calls.add(v.call);
     }
     ++by_name[k.name].count;
-    by_name[k.name].total_ns += duration;
+    by_name[k.name].total_ns += v.duration;
   }
   void add(const Tally& other) {
     count += other.count;
     with_launch_info += other.with_launch_info;
     short_kernels += other.short_kernels;
+    durations.add(other.durations);
+    delays.add(other.delays);
+    calls.add(other.calls);
     for (std::size_t i = 0; i < by_name.size(); ++i) {
       by_name[i].count += other.by_name[i].count;
       by_name[i].total_ns += other.by_name[i].total_ns;
@@ -156,6 +183,7 @@ struct Tally {
   }
 
   std::size_t count = 0, with_launch_info = 0, short_kernels = 0;
+  ValueSummary durations, delays, calls;
   struct Name {
     std::size_t count = 0;
     TimestampNs total_ns = 0;
@@ -168,9 +196,9 @@ void finish_queue(QueueTimeline& q, const BusyUnion& busy, const Tally& tally, c
                   const KernelTrace& trace, const TimelineOptions& o) {
   tally.finish(q, trace, o);
   busy.finish(q);
-  q.launch_delay_ms = distribution_ns(values.delays);
-  q.launch_overhead_ms = distribution_ns(values.overheads);
-  q.kernel_ms = distribution_ns(values.durations);
+  q.launch_delay_ms = distribution_ns(values.delays, tally.delays);
+  q.launch_overhead_ms = distribution_ns(values.overheads, tally.calls);
+  q.kernel_ms = distribution_ns(values.durations, tally.durations);
 }
 
 }  // namespace
@@ -362,13 +390,12 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
       stream_busy[k.stream].add(k, is_compute, o);
       auto& tally = tallies[k.stream];
       if (!tally) tally.emplace(trace.names.size());
-      tally->add(k);
+      const KernelValues v(k);
+      tally->add(k, v);
       Part& p = at[k.stream];
-      durations[p.durations++] = k.end_ns - k.start_ns;
-      if (k.launch_end_ns != kNoLaunch) delays[p.delays++] = std::max<TimestampNs>(0, k.start_ns - k.launch_end_ns);
-      if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {
-        overheads[p.overheads++] = k.launch_end_ns - k.launch_start_ns;
-      }
+      durations[p.durations++] = v.duration;
+      if (v.delay != kNoLaunch) delays[p.delays++] = v.delay;
+      if (v.call != kNoLaunch) overheads[p.overheads++] = v.call;
     });
 
     Tally device_tally(trace.names.size());
