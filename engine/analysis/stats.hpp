@@ -35,10 +35,11 @@ std::size_t nearest_rank_index(double q, std::size_t n);
 // Every rank must be below values.size().
 std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
                                                    std::span<const std::size_t> ranks);
-// The same where the caller already knows the least and greatest value (no pass to find them).
+// The same where the caller already knows the least (lo) and greatest (hi) value: no pass to
+// find them.
 std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
-                                                   std::span<const std::size_t> ranks, std::int64_t min,
-                                                   std::int64_t max);
+                                                   std::span<const std::size_t> ranks, std::int64_t lo,
+                                                   std::int64_t hi);
 
 struct Moments {
   std::size_t n = 0;

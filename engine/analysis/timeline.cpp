@@ -75,20 +75,46 @@ struct QueueValues {
   std::span<const TimestampNs> durations, delays, overheads;
 };
 
+// The union of intervals fed in start order: its length, and the gap each interval opens
+// after the stretch before it.
+class IntervalUnion {
+ public:
+  // The gap between the current stretch and [start, end], 0 when it joins that stretch (or
+  // is the first).
+  TimestampNs add(TimestampNs start, TimestampNs end) {
+    if (!open_) {
+      open_ = true;
+      from_ = start;
+      to_ = end;
+      return 0;
+    }
+    if (start <= to_) {
+      to_ = std::max(to_, end);
+      return 0;
+    }
+    const TimestampNs gap = start - to_;
+    closed_ += to_ - from_;
+    from_ = start;
+    to_ = end;
+    return gap;
+  }
+  TimestampNs length() const { return open_ ? closed_ + (to_ - from_) : 0; }
+
+ private:
+  bool open_ = false;
+  TimestampNs from_ = 0, to_ = 0, closed_ = 0;
+};
+
 // A queue's busy time as the union of its kernels' intervals (all, and compute only) and
 // the idle gaps between, fed its kernels in start order.
 class BusyUnion {
  public:
   void add(const TraceKernel& k, bool compute, const TimelineOptions& o) {
-    if (!started_) {
-      started_ = true;
-      first_ = k.start_ns;
-      group_start_ = k.start_ns;
-      group_end_ = k.end_ns;
-    } else if (k.start_ns > group_end_) {  // a gap: the previous busy group has ended
-      busy_ += group_end_ - group_start_;
-      const TimestampNs gap = k.start_ns - group_end_;
-      if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > group_end_) {
+    if (count_++ == 0) first_ = k.start_ns;
+    last_ = std::max(last_, k.end_ns);
+    if (const TimestampNs gap = all_.add(k.start_ns, k.end_ns); gap > 0) {
+      // The GPU waited for the host when the launch call began after the earlier work ended.
+      if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > k.start_ns - gap) {
         host_wait_ += gap;
       } else if (gap <= o.kernel_wait_max_ns) {
         kernel_wait_ += gap;
@@ -96,32 +122,18 @@ class BusyUnion {
         other_ += gap;
       }
       ++gaps_;
-      group_start_ = k.start_ns;
-      group_end_ = k.end_ns;
-    } else {
-      group_end_ = std::max(group_end_, k.end_ns);
     }
-    last_ = std::max(last_, k.end_ns);
-    if (compute) {
-      if (cgroup_end_ < 0 || k.start_ns > cgroup_end_) {
-        if (cgroup_end_ >= 0) compute_busy_ += cgroup_end_ - cgroup_start_;
-        cgroup_start_ = k.start_ns;
-        cgroup_end_ = k.end_ns;
-      } else {
-        cgroup_end_ = std::max(cgroup_end_, k.end_ns);
-      }
-    }
+    if (compute) compute_.add(k.start_ns, k.end_ns);
   }
 
   void finish(QueueTimeline& q) const {
-    const TimestampNs busy = busy_ + (group_end_ - group_start_);
-    const TimestampNs compute_busy = compute_busy_ + (cgroup_end_ >= 0 ? cgroup_end_ - cgroup_start_ : 0);
+    const TimestampNs busy = all_.length();
     const TimestampNs span = last_ - first_;
     q.span_ms = static_cast<double>(span) / kMs;
     q.busy_ms = static_cast<double>(busy) / kMs;
     q.idle_ms = static_cast<double>(span - busy) / kMs;
     q.busy_ratio = span > 0 ? static_cast<double>(busy) / static_cast<double>(span) : 1.0;
-    q.launch_efficiency = span > 0 ? static_cast<double>(compute_busy) / static_cast<double>(span) : 1.0;
+    q.launch_efficiency = span > 0 ? static_cast<double>(compute_.length()) / static_cast<double>(span) : 1.0;
     q.idle_host_wait_ms = static_cast<double>(host_wait_) / kMs;
     q.idle_kernel_wait_ms = static_cast<double>(kernel_wait_) / kMs;
     q.idle_other_ms = static_cast<double>(other_) / kMs;
@@ -130,10 +142,9 @@ class BusyUnion {
   }
 
  private:
-  bool started_ = false;
-  std::size_t gaps_ = 0;
-  TimestampNs first_ = 0, last_ = 0, busy_ = 0, compute_busy_ = 0;
-  TimestampNs group_start_ = 0, group_end_ = 0, cgroup_start_ = -1, cgroup_end_ = -1;
+  std::size_t count_ = 0, gaps_ = 0;
+  TimestampNs first_ = 0, last_ = 0;
+  IntervalUnion all_, compute_;
   TimestampNs host_wait_ = 0, kernel_wait_ = 0, other_ = 0;
 };
 
@@ -328,10 +339,15 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
   // One pass over the trace: each device's runs, and how many values each queue (device ×
   // stream) will give each distribution, so that they can be laid out without growing.
   std::vector<std::vector<Run>> runs(n_devices);
-  struct Counts {
+  struct ValueCounts {
     std::size_t durations = 0, delays = 0, overheads = 0;
+    void add(const KernelValues& v) {
+      ++durations;
+      delays += v.delay != kNoLaunch;
+      overheads += v.call != kNoLaunch;
+    }
   };
-  std::vector<Counts> counts(n_devices * n_streams);
+  std::vector<ValueCounts> counts(n_devices * n_streams);
   for (std::size_t i = 0; i < trace.kernels.size(); ++i) {
     const TraceKernel& k = trace.kernels[i];
     std::vector<Run>& mine = runs[k.device];
@@ -341,10 +357,7 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
     } else {
       mine.push_back({i, i + 1});
     }
-    Counts& c = counts[static_cast<std::size_t>(k.device) * n_streams + k.stream];
-    ++c.durations;
-    c.delays += k.launch_end_ns != kNoLaunch;
-    c.overheads += k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch;
+    counts[static_cast<std::size_t>(k.device) * n_streams + k.stream].add(KernelValues(k));
   }
 
   // Devices and streams in name order.
@@ -360,23 +373,16 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
     if (runs[d].empty()) continue;
     // A device's values, stream after stream: a stream's distribution reads its part, the
     // device's the whole.
-    std::vector<TimestampNs> durations, delays, overheads;
-    struct Part {
-      std::size_t durations, delays, overheads;
-    };
-    std::vector<Part> at(n_streams);  // where each stream's next value goes
-    Counts total;
+    std::vector<ValueCounts> begin(n_streams), at(n_streams);  // each stream's first and next slot
+    ValueCounts total;
     for (std::size_t st = 0; st < n_streams; ++st) {
-      const Counts& c = counts[d * n_streams + st];
-      at[st] = {total.durations, total.delays, total.overheads};
+      const ValueCounts& c = counts[d * n_streams + st];
+      begin[st] = at[st] = total;
       total.durations += c.durations;
       total.delays += c.delays;
       total.overheads += c.overheads;
     }
-    durations.resize(total.durations);
-    delays.resize(total.delays);
-    overheads.resize(total.overheads);
-    const std::vector<Part> begin = at;
+    std::vector<TimestampNs> durations(total.durations), delays(total.delays), overheads(total.overheads);
 
     // One walk in start order feeds the device's union and the kernel's stream's (a stream's
     // kernels in the device's start order are in its own); tallies are per stream.
@@ -392,7 +398,7 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
       if (!tally) tally.emplace(trace.names.size());
       const KernelValues v(k);
       tally->add(k, v);
-      Part& p = at[k.stream];
+      ValueCounts& p = at[k.stream];
       durations[p.durations++] = v.duration;
       if (v.delay != kNoLaunch) delays[p.delays++] = v.delay;
       if (v.call != kNoLaunch) overheads[p.overheads++] = v.call;
@@ -408,8 +414,8 @@ std::vector<QueueTimeline> analyze_timeline(const KernelTrace& trace, const Time
     device_rows.push_back(std::move(q));
     for (std::uint32_t st : streams) {
       if (!tallies[st]) continue;
-      const Part& b = begin[st];
-      const Part& e = at[st];
+      const ValueCounts& b = begin[st];
+      const ValueCounts& e = at[st];
       auto part = [](const std::vector<TimestampNs>& v, std::size_t from, std::size_t to) {
         return std::span<const TimestampNs>(v.data() + from, to - from);
       };
@@ -439,25 +445,18 @@ std::vector<CommandQueueStats> analyze_command_queues(const std::vector<CommandB
     s.count = bs.size();
     std::sort(bs.begin(), bs.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
     std::vector<double> latency, wait;
-    TimestampNs first = bs.front()->submit_ns, last = 0, busy = 0;
-    TimestampNs gs = bs.front()->start_ns, ge = bs.front()->end_ns;
+    TimestampNs first = bs.front()->submit_ns, last = 0;
+    IntervalUnion busy;
     for (const CommandBufferEvent* b : bs) {
       latency.push_back(static_cast<double>(b->end_ns - b->submit_ns) / kMs);
       wait.push_back(static_cast<double>(b->start_ns - b->submit_ns) / kMs);
       first = std::min(first, b->submit_ns);
       last = std::max(last, b->end_ns);
-      if (b->start_ns > ge) {
-        busy += ge - gs;
-        gs = b->start_ns;
-        ge = b->end_ns;
-      } else {
-        ge = std::max(ge, b->end_ns);
-      }
+      busy.add(b->start_ns, b->end_ns);
     }
-    busy += ge - gs;
     s.submit_to_complete_ms = distribution(std::move(latency));
     s.queue_wait_ms = distribution(std::move(wait));
-    s.utilization = last > first ? static_cast<double>(busy) / static_cast<double>(last - first) : 1.0;
+    s.utilization = last > first ? static_cast<double>(busy.length()) / static_cast<double>(last - first) : 1.0;
     out.push_back(std::move(s));
   }
   return out;
