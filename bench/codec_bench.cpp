@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "server/event_codec.hpp"
+#include "server/wire/event_codec.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/event_metrics.hpp"
-#include "server/metrics_exposition.hpp"
+#include "server/api/metrics_exposition.hpp"
 
 namespace {
 

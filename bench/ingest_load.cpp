@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/client.hpp"
+#include "server/client/client.hpp"
 
 using perfscope::server::HttpPoster;
 

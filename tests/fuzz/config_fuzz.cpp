@@ -9,7 +9,7 @@
 #include <iostream>
 #include <string>
 
-#include "server/cli.hpp"
+#include "server/cli/cli.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // The parser explains every bad file on std::cerr; libFuzzer's own reports stay on stderr.

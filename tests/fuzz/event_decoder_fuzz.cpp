@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/compression.hpp"
-#include "server/event_codec.hpp"
+#include "server/http/compression.hpp"
+#include "server/wire/event_codec.hpp"
 
 using namespace perfscope;
 using namespace perfscope::server;

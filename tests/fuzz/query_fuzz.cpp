@@ -3,15 +3,15 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/api_types.hpp"
-#include "server/query_time.hpp"
+#include "server/http/message.hpp"
+#include "server/api/query_time.hpp"
 
 using namespace perfscope;
 using namespace perfscope::server;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  ApiRequest request;
+  HttpRequest request;
   if (!parse_target(text, request)) return 0;
   auto get = [&](const char* key) -> std::string_view {
     auto it = request.query.find(key);

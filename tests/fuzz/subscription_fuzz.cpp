@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/subscription.hpp"
+#include "server/http/subscription.hpp"
 
 using namespace perfscope;
 

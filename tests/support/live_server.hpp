@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "server/net.hpp"
-#include "server/server.hpp"
+#include "server/net/net.hpp"
+#include "server/cli/serve.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::testing {

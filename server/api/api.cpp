@@ -1,0 +1,212 @@
+#include "server/api/api.hpp"
+
+#include <sqlite3.h>
+
+#include <boost/version.hpp>
+
+#include "db/schema.hpp"
+#include "server/api/api_helpers.hpp"
+#include "server/http/compression.hpp"
+#include "server/wire/event_codec.hpp"
+#include "server/api/query_time.hpp"
+#include "server/api/version.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+unsigned http_status_for(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kIoError:
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+HttpResponse status_response(const Status& s) {
+  const char* code = s.code() == StatusCode::kInvalidArgument ? "invalid_argument"
+                     : s.code() == StatusCode::kNotFound      ? "not_found"
+                     : s.code() == StatusCode::kUnavailable   ? "unavailable"
+                                                              : "internal";
+  return error_response(http_status_for(s), code, s.message(), s.field());
+}
+
+json config_to_json(const AppConfig& c) {
+  return {
+      {"listen", c.server.listen_host + ":" + std::to_string(c.server.listen_port)},
+      {"data_dir", c.storage.data_dir},
+      {"config_file", c.config_file},
+      {"sampling_interval_ms", c.engine.sampling_interval.count()},
+      {"history_buffer_size", c.engine.history_buffer_size},
+      {"enable_host_collector", c.engine.enable_host_collector},
+      {"enable_gpu_collector", c.engine.enable_gpu_collector},
+      {"nvml_library", c.engine.nvml_library},
+      {"power_target_watts", c.engine.power_target_watts},
+      {"io_threads", c.server.io_threads},
+      {"worker_threads", c.server.worker_threads},
+      {"max_body_bytes", c.server.max_body_bytes},
+      {"max_header_bytes", c.server.max_header_bytes},
+      {"request_timeout_ms", c.server.request_timeout.count()},
+      {"header_timeout_ms", c.server.header_timeout.count()},
+      {"max_connections", c.server.max_connections},
+      {"max_requests_per_connection", c.server.max_requests_per_connection},
+      {"max_pending_requests", c.server.max_pending_requests},
+      {"ws_max_message_bytes", c.server.ws_max_message_bytes},
+      {"ws_send_queue", c.server.ws_send_queue_max},
+      {"db_commit_interval_ms", c.storage.commit_interval.count()},
+      {"shutdown_timeout_ms", c.server.shutdown_timeout.count()},
+      {"token_file", c.server.token_file},
+      {"insecure_no_auth", c.server.insecure_no_auth},
+      {"cors_allow_origin", c.server.cors_origins},
+  };
+}
+
+bool Api::owns(const std::string& path) {
+  return path == "/healthz" || path == "/metrics" || path.rfind("/api/", 0) == 0;
+}
+
+RequestHandler::Dispatch Api::dispatch(const std::string& path) const {
+  if (!owns(path)) return Dispatch::kNotMine;
+  return path == "/healthz" ? Dispatch::kInline : Dispatch::kWorker;  // cheap: answer inline
+}
+
+namespace {
+constexpr std::string_view kEventsPath = kIngestPath;  // POSTed batches, and WebSocket ingest
+constexpr std::string_view kKernelsPath = "/api/v1/kernels";
+constexpr std::string_view kAbTestsPath = "/api/v1/abtests";
+constexpr std::string_view kRecordsSuffix = "/records";
+
+HttpResponse method_not_allowed(const HttpRequest& request, const char* allow) {
+  HttpResponse r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path);
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+}  // namespace
+
+std::string param(const HttpRequest& request, const char* name) {
+  auto it = request.query.find(name);
+  return it == request.query.end() ? std::string() : it->second;
+}
+
+// Parses an optional integer parameter within [lo, hi].
+Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
+                               std::size_t hi) {
+  auto it = request.query.find(name);
+  if (it == request.query.end()) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || v < lo || v > hi) {
+    return Status::invalid_argument("'" + std::string(name) + "' must be an integer from " + std::to_string(lo) +
+                                        " to " + std::to_string(hi),
+                                    name);
+  }
+  return static_cast<std::size_t>(v);
+}
+
+Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now) {
+  std::string window = param(request, "window");
+  const bool explicit_range = !param(request, "from").empty() || !param(request, "to").empty();
+  return parse_window(window.empty() && !explicit_range ? fallback : window, param(request, "from"), param(request, "to"),
+                      now);
+}
+
+json window_json(const TimeWindow& w) {
+  if (w.all) return "all";
+  return {{"from_ns", w.from_ns}, {"to_ns", w.to_ns}};
+}
+
+void Api::handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const {
+  if (request.path == kEventsPath) {
+    if (request.method != "POST") return done(method_not_allowed(request, "POST"));
+    return ingest(request, std::move(done));
+  }
+  if (request.path == kAbTestsPath && request.method == "POST") return create_abtest(request, std::move(done));
+  done(handle(request));
+}
+
+HttpResponse Api::handle(const HttpRequest& request) const {
+  if (request.path == kEventsPath) return method_not_allowed(request, "POST");
+  if (request.path == kAbTestsPath && request.method != "GET" && request.method != "HEAD") {
+    return method_not_allowed(request, "GET, HEAD, POST");
+  }
+  if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
+  if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
+  if (request.path == "/metrics") return metrics(request);
+  if (request.path == "/api/v1/info") return info();
+  if (request.path == "/api/v1/series") return series();
+  if (request.path == "/api/v1/devices") return devices();
+  if (request.path == "/api/v1/series/query") return series_query(request);
+  if (request.path == kKernelsPath) return kernels(request);
+  const std::string& p = request.path;
+  if (p.size() > kKernelsPath.size() + 1 + kRecordsSuffix.size() && p.rfind(std::string(kKernelsPath) + "/", 0) == 0 &&
+      p.compare(p.size() - kRecordsSuffix.size(), kRecordsSuffix.size(), kRecordsSuffix) == 0) {
+    // The name may itself hold '/' (C++ templates, file paths): everything in between.
+    std::string name = p.substr(kKernelsPath.size() + 1, p.size() - kKernelsPath.size() - 1 - kRecordsSuffix.size());
+    return kernel_records(request, name);
+  }
+  if (request.path == "/api/v1/memory") return memory(request);
+  if (request.path == "/api/v1/inference") return inference(request);
+  if (request.path == "/api/v1/percentiles") return percentiles(request);
+  if (request.path == "/api/v1/analysis") return analysis(request);
+  if (request.path == "/api/v1/report") return report(request);
+  if (request.path == "/api/v1/trace") return trace(request);
+  if (request.path == "/api/v1/regressions") return regressions(request);
+  if (request.path == "/api/v1/anomalies") return anomalies(request);
+  if (request.path == "/api/v1/alerts") return alerts(request);
+  if (request.path == kAbTestsPath) return abtests();
+  if (p.rfind(std::string(kAbTestsPath) + "/", 0) == 0) return abtest(p.substr(kAbTestsPath.size() + 1));
+  return error_response(404, "not_found", "no such endpoint: " + request.path);
+}
+
+HttpResponse Api::info() const {
+  auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+  json collectors = json::array();
+  if (ctx_.sampler) {
+    for (const auto& c : ctx_.sampler->collectors()) {
+      json sources = json::array();
+      for (const SourceStatus& s : c->sources()) {
+        sources.push_back({{"name", s.name}, {"available", s.available}, {"detail", s.detail}});
+      }
+      collectors.push_back({{"name", c->name()}, {"enabled", true}, {"sources", sources}});
+    }
+  }
+  if (!ctx_.config->engine.enable_host_collector) {
+    collectors.push_back({{"name", "host"}, {"enabled", false}, {"sources", json::array()}});
+  }
+  if (!ctx_.config->engine.enable_gpu_collector) {
+    collectors.push_back({{"name", "nvidia"}, {"enabled", false}, {"sources", json::array()}});
+  }
+  json body = {
+      {"name", "perfscope"},
+      {"version", version()},
+      {"build", {{"type", build_type()}, {"compiler", compiler()}, {"cxx_standard", __cplusplus},
+                 {"boost", BOOST_LIB_VERSION}, {"sqlite", sqlite3_libversion()}}},
+      {"started_at_ns", ctx_.started_ns},
+      {"uptime_seconds", uptime},
+      {"sampler", {{"interval_ms", ctx_.config->engine.sampling_interval.count()},
+                   {"passes", ctx_.sampler ? ctx_.sampler->passes() : 0}}},
+      {"collectors", collectors},
+      {"database", {{"path", ctx_.config->storage.database_path()}, {"schema_version", db::schema_version()}}},
+      {"config", config_to_json(*ctx_.config)},
+  };
+  if (ctx_.runtime_status) body["runtime"] = ctx_.runtime_status();
+  {
+    const bool tokens = ctx_.access && ctx_.access->enabled();
+    json security = {{"auth", tokens ? "bearer_tokens" : "none"},
+                     {"tokens", tokens ? ctx_.access->token_count() : 0},
+                     {"loopback_only", is_loopback_host(ctx_.config->server.listen_host)}};
+    if (!tokens && !is_loopback_host(ctx_.config->server.listen_host)) {
+      security["warning"] = "listening on " + ctx_.config->server.listen_host +
+                            " without authentication (--insecure-no-auth): anyone who can reach it can read and write";
+    }
+    body["security"] = security;
+  }
+  return json_response(200, body);
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,104 @@
+// Api: the REST handlers — health, info, series and their history, event ingest, and the
+// kernel, memory and inference views, percentiles and A/B tests (analysis_api.cpp). Request → response functions over the engine and db;
+// no sockets. They may block on SQLite, so the HTTP session calls them on a worker thread.
+// Ingest completes asynchronously, after the database commit.
+//
+// Thread-safety: handle() and handle_async() are safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "db/abtest_store.hpp"
+#include "server/http/access.hpp"
+#include "db/event_reader.hpp"
+#include "db/series_history.hpp"
+#include "db/writer.hpp"
+#include "engine/anomaly_monitor.hpp"
+#include "engine/event_metrics.hpp"
+#include "engine/gpu_alerts.hpp"
+#include "engine/gpu_collector.hpp"
+#include "engine/memory_tracker.hpp"
+#include "engine/sampler.hpp"
+#include "server/http/message.hpp"
+#include "server/http/request_handler.hpp"
+#include "server/api/app_config.hpp"
+
+namespace perfscope::server {
+
+struct ApiContext {
+  const AppConfig* config = nullptr;
+  const Sampler* sampler = nullptr;          // null when no collector is enabled
+  const db::SeriesHistory* history = nullptr;
+  const db::EventReader* events = nullptr;
+  const MemoryTracker* memory = nullptr;
+  const db::AbTestReader* abtests = nullptr;  // null: the A/B endpoints answer 503
+  const AnomalyMonitor* anomalies = nullptr;   // null: no sampler, no anomalies
+  const GpuCollector* gpus = nullptr;          // null: the GPU collector is disabled
+  const GpuAlerts* gpu_alerts = nullptr;
+  const SeriesStore* store = nullptr;         // latest readings for /metrics
+  const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics
+  const AccessControl* access = nullptr;  // for /api/v1/info
+  db::Writer* writer = nullptr;  // null: ingest answers 503
+  std::function<void()> on_events_committed;  // after every successful ingest commit
+  // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.
+  std::function<nlohmann::json()> runtime_status;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  TimestampNs started_ns = now_ns();
+};
+
+class Api final : public RequestHandler {
+ public:
+  explicit Api(ApiContext context) : ctx_(std::move(context)) {}
+
+  // True for paths this class answers (the rest are static assets or 404).
+  static bool owns(const std::string& path);
+  // /healthz inline, every other endpoint of ours on the worker pool.
+  Dispatch dispatch(const std::string& path) const override;
+  // Answers through `done`, which may run on another thread (the database writer's).
+  void handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const override;
+  // Synchronous answer for every endpoint but ingest.
+  HttpResponse handle(const HttpRequest& request) const override;
+
+ private:
+  void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
+  HttpResponse kernels(const HttpRequest& request) const;
+  HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
+  HttpResponse memory(const HttpRequest& request) const;
+  HttpResponse inference(const HttpRequest& request) const;
+  HttpResponse info() const;
+  HttpResponse series() const;
+  HttpResponse devices() const;
+  HttpResponse series_query(const HttpRequest& request) const;
+  // analysis_api.cpp
+  HttpResponse percentiles(const HttpRequest& request) const;
+  void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
+  HttpResponse abtests() const;
+  HttpResponse abtest(const std::string& id) const;
+  // analysis_document.cpp
+  HttpResponse analysis(const HttpRequest& request) const;
+  Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
+  HttpResponse regressions(const HttpRequest& request) const;
+  HttpResponse anomalies(const HttpRequest& request) const;
+  HttpResponse alerts(const HttpRequest& request) const;
+  // report_api.cpp
+  HttpResponse report(const HttpRequest& request) const;
+  Result<nlohmann::json> report_json(const HttpRequest& request) const;
+  // csv_export.cpp
+  HttpResponse csv_table(const HttpRequest& request) const;
+  // trace_api.cpp
+  HttpResponse trace(const HttpRequest& request) const;
+  // metrics_api.cpp
+  HttpResponse metrics(const HttpRequest& request) const;
+
+  ApiContext ctx_;
+};
+
+// An A/B test definition (as stored) evaluated on the data in its window now.
+Result<nlohmann::json> evaluate_abtest(const ApiContext& ctx, const nlohmann::json& definition);
+nlohmann::json config_to_json(const AppConfig& config);
+unsigned http_status_for(const Status& status);
+
+}  // namespace perfscope::server

@@ -1,0 +1,30 @@
+// Helpers shared by the REST handlers' source files (api.cpp and the *_api.cpp beside it): query
+// parameters, windows and errors as responses. Internal to server/.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/status.hpp"
+#include "server/http/message.hpp"
+#include "server/api/query_time.hpp"
+
+namespace perfscope::server {
+
+// A Status as a JSON error response with its HTTP code and field.
+HttpResponse status_response(const Status& s);
+// A query parameter's value, empty when absent.
+std::string param(const HttpRequest& request, const char* name);
+// An optional integer parameter within [lo, hi].
+Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
+                               std::size_t hi);
+nlohmann::json window_json(const TimeWindow& w);
+// The most points a chart query may ask for (max_points).
+inline constexpr std::size_t kMaxMaxPoints = 100000;
+// The window of a report (every format, CSV included) when the request names none.
+inline constexpr const char* kDefaultReportWindow = "1h";
+// `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given.
+Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now);
+
+}  // namespace perfscope::server

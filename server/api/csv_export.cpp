@@ -1,0 +1,178 @@
+// GET /api/v1/report?format=csv&table=samples|kernels|inference|memory|abtests: one table as
+// RFC 4180 CSV (CRLF line ends, fields quoted when they hold a comma, quote or line break,
+// quotes doubled), a header row whose column names carry their units, optionally gzipped
+// (`compress=gzip`, a .csv.gz download). Rows stream from the database one at a time.
+#include <cmath>
+
+#include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
+#include "server/http/compression.hpp"
+#include "server/api/metrics_exposition.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+namespace {
+
+class CsvWriter {
+ public:
+  explicit CsvWriter(std::string& out) : out_(out) {}
+  CsvWriter& field(std::string_view text) {
+    separate();
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+      out_ += text;
+      return *this;
+    }
+    out_ += '"';
+    for (char c : text) {
+      if (c == '"') out_ += '"';
+      out_ += c;
+    }
+    out_ += '"';
+    return *this;
+  }
+  CsvWriter& field(std::int64_t v) { return field(std::to_string(v)); }
+  CsvWriter& field(std::uint64_t v) { return field(std::to_string(v)); }
+  CsvWriter& field(double v) { return field(std::isfinite(v) ? format_metric_value(v) : std::string()); }
+  template <typename T>
+  CsvWriter& field(const std::optional<T>& v) {
+    if (v) return field(*v);
+    return field(std::string_view());
+  }
+  void end_row() {
+    out_ += "\r\n";
+    first_ = true;
+  }
+  void header(std::initializer_list<std::string_view> names) {
+    for (auto n : names) field(n);
+    end_row();
+  }
+
+ private:
+  void separate() {
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+  std::string& out_;
+  bool first_ = true;
+};
+
+std::string dims(const std::optional<std::array<std::uint32_t, 3>>& d) {
+  if (!d) return {};
+  return std::to_string((*d)[0]) + "x" + std::to_string((*d)[1]) + "x" + std::to_string((*d)[2]);
+}
+
+}  // namespace
+
+HttpResponse Api::csv_table(const HttpRequest& request) const {
+  const std::string table = param(request, "table");
+  const std::string compress = param(request, "compress");
+  if (compress != "" && compress != "gzip") {
+    return error_response(400, "invalid_argument", "'compress' must be gzip or absent", "compress");
+  }
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, kDefaultReportWindow, now);
+  if (!w.ok()) return status_response(w.status());
+  const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
+  std::string body;
+  CsvWriter csv(body);
+  Status s;
+  if (table == "samples") {
+    csv.header({"ts_ns", "metric", "labels", "unit", "value"});
+    db::HistoryQuery q;
+    q.name = param(request, "series").empty() ? "*" : param(request, "series");
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = ctx_.history->query(q);
+    if (!data.ok()) return status_response(data.status());
+    for (const auto& d : *data) {
+      const std::string labels = format_labels(d.info.key.labels);
+      for (const Sample& p : d.samples) {
+        csv.field(p.ts_ns).field(d.info.key.name).field(labels).field(d.info.family.unit).field(p.value);
+        csv.end_row();
+      }
+    }
+  } else if (table == "kernels") {
+    csv.header({"name", "variant", "device", "stream", "start_ns", "end_ns", "duration_ms", "launch_start_ns",
+                "launch_end_ns", "grid", "block", "shared_mem_bytes", "registers_per_thread", "tags"});
+    s = ctx_.events->for_each_kernel(range, param(request, "device"), [&](const KernelEvent& k) {
+      csv.field(k.name).field(k.variant).field(k.device).field(k.stream).field(k.start_ns).field(k.end_ns)
+          .field(k.duration_ms()).field(k.launch_start_ns).field(k.launch_end_ns).field(dims(k.grid)).field(dims(k.block))
+          .field(k.shared_mem_bytes).field(k.registers_per_thread ? std::optional<std::uint64_t>(*k.registers_per_thread) : std::nullopt)
+          .field(format_labels(k.tags));
+      csv.end_row();
+    });
+  } else if (table == "inference") {
+    csv.header({"model", "version", "ts_ns", "latency_ms", "queue_ms", "compute_ms", "ttft_ms", "tpot_ms", "batch_size",
+                "input_tokens", "output_tokens", "status", "tags"});
+    auto events = ctx_.events->inference_events(range);
+    if (!events.ok()) return status_response(events.status());
+    for (const InferenceEvent& e : *events) {
+      std::optional<double> tpot;
+      if (e.ttft_ms && e.output_tokens && *e.output_tokens > 1) {
+        tpot = (e.latency_ms - *e.ttft_ms) / static_cast<double>(*e.output_tokens - 1);
+      }
+      csv.field(e.model).field(e.version).field(e.ts_ns).field(e.latency_ms).field(e.queue_ms).field(e.compute_ms)
+          .field(e.ttft_ms).field(tpot).field(static_cast<std::uint64_t>(e.batch_size)).field(e.input_tokens)
+          .field(e.output_tokens).field(e.ok ? "ok" : "error").field(format_labels(e.tags));
+      csv.end_row();
+    }
+  } else if (table == "memory") {
+    csv.header({"ts_ns", "op", "address", "size_bytes", "kind", "tag", "device", "tags"});
+    s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
+      csv.field(e.ts_ns).field(to_string(e.op)).field(e.address)
+          .field(e.op == MemoryOp::kAlloc ? std::optional<std::uint64_t>(e.size_bytes) : std::nullopt)
+          .field(to_string(e.kind)).field(e.tag).field(e.device).field(format_labels(e.tags));
+      csv.end_row();
+    });
+  } else if (table == "abtests") {
+    csv.header({"id", "name", "control", "variant", "n_control", "n_variant", "mean_control_ms", "mean_variant_ms",
+                "median_control_ms", "median_variant_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high",
+                "mann_whitney_p_value", "p_value_used", "verdict"});
+    auto doc = report_json(request);
+    if (!doc.ok()) return status_response(doc.status());
+    auto number = [](const json& j) { return j.is_number() ? j.get<double>() : NAN; };
+    for (const json& t : (*doc)["abtests"]) {
+      auto row = [&](const json& a, const json& b, const json& c) {
+        csv.field(t["id"].get<std::int64_t>()).field(t["name"].get<std::string>()).field(a.dump()).field(b.dump())
+            .field(c["a"]["n"].get<std::uint64_t>()).field(c["b"]["n"].get<std::uint64_t>())
+            .field(number(c["a"]["mean_ms"])).field(number(c["b"]["mean_ms"])).field(number(c["a"]["median_ms"]))
+            .field(number(c["b"]["median_ms"])).field(number(c["speedup"])).field(number(c["speedup_ci95"][0]))
+            .field(number(c["speedup_ci95"][1])).field(number(c["mann_whitney"]["p_value"]))
+            .field(number(c["p_value_used"])).field(c["verdict"].get<std::string>());
+        csv.end_row();
+      };
+      const json& d = t["definition"];
+      if (t.contains("comparisons")) {
+        for (const json& c : t["comparisons"]) {
+          row(d["variants"][c["control"].get<std::size_t>()], d["variants"][c["variant"].get<std::size_t>()], c);
+        }
+      } else {
+        row(d["a"], d["b"], t);
+      }
+    }
+  } else {
+    return error_response(400, "invalid_argument", "'table' must be samples, kernels, inference, memory or abtests", "table");
+  }
+  if (!s.ok()) return status_response(s);
+
+  HttpResponse out;
+  std::string filename = "perfscope-" + table + ".csv";
+  if (compress == "gzip") {
+    auto packed = gzip_compress(body);
+    if (!packed) return error_response(500, "internal", "gzip compression failed");
+    out.body = std::move(*packed);
+    out.content_type = "application/gzip";
+    out.compressible = false;
+    filename += ".gz";
+  } else {
+    out.body = std::move(body);
+    out.content_type = "text/csv; charset=utf-8; header=present";
+  }
+  out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
+  return out;
+}
+
+}  // namespace perfscope::server

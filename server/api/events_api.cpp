@@ -1,0 +1,111 @@
+// The views over producers' events: kernels (and one kernel's records), memory, inference.
+#include "server/api/api.hpp"
+
+#include "server/api/api_helpers.hpp"
+#include "server/wire/event_codec.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+HttpResponse Api::kernels(const HttpRequest& request) const {
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, param(request, "device"));
+  if (!rows.ok()) return status_response(rows.status());
+  double total_ms = 0;
+  for (const auto& k : *rows) total_ms += k.total_ms;
+  json out = json::array();
+  for (const auto& k : *rows) {
+    json configs = json::array();
+    for (const auto& c : k.launch_configs) {
+      json cfg = {{"grid", c.grid}, {"block", c.block}, {"count", c.count}};
+      cfg["shared_mem_bytes"] = c.shared_mem_bytes ? json(*c.shared_mem_bytes) : json(nullptr);
+      cfg["registers_per_thread"] = c.registers_per_thread ? json(*c.registers_per_thread) : json(nullptr);
+      configs.push_back(std::move(cfg));
+    }
+    out.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
+                   {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
+                   {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
+                   {"devices", k.devices}, {"launch_configs", configs}});
+  }
+  return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
+}
+
+HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& name) const {
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto limit = size_param(request, "limit", 100, 1, 10000);
+  if (!limit.ok()) return status_response(limit.status());
+  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit);
+  if (!rows.ok()) return status_response(rows.status());
+  json out = json::array();
+  for (const KernelEvent& e : *rows) {
+    // The wire form producers send, plus the duration: a record reads like what was posted.
+    json r = encode_event(e);
+    r.erase("type");
+    r["duration_ms"] = e.duration_ms();
+    out.push_back(std::move(r));
+  }
+  return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
+}
+
+HttpResponse Api::memory(const HttpRequest& request) const {
+  const std::string device = param(request, "device");
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+  auto max_points = size_param(request, "max_points", 500, 1, kMaxMaxPoints);
+  if (!max_points.ok()) return status_response(max_points.status());
+  auto counters = [](const MemoryCounters& c) {
+    return json{{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes},
+                {"total_allocated_bytes", c.total_allocated_bytes}, {"allocation_count", c.allocation_count},
+                {"free_count", c.free_count}};
+  };
+  MemoryStatistics stats = ctx_.memory->statistics(device);
+  json out = counters(stats.all);
+  json by_kind = json::object();
+  for (const auto& [kind, c] : stats.by_kind) by_kind[kind] = counters(c);
+  out["by_kind"] = by_kind;
+  out["live_allocations"] = stats.live_allocations;
+  out["unmatched_frees"] = stats.unmatched_frees;
+  out["device"] = device.empty() ? json("all") : json(device);
+  json largest = json::array();
+  for (const LiveAllocation& a : ctx_.memory->largest(10, device)) {
+    largest.push_back({{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
+                       {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns}});
+  }
+  out["largest_live_allocations"] = largest;
+  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, device, *max_points);
+  if (!timeline.ok()) return status_response(timeline.status());
+  json points = json::array();
+  for (const auto& p : *timeline) points.push_back({p.ts_ns, p.bytes});
+  out["timeline"] = {{"columns", {"ts_ns", "allocated_bytes"}}, {"points", points}};
+  out["window"] = window_json(*w);
+  return json_response(200, out);
+}
+
+HttpResponse Api::inference(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now);
+  if (!w.ok()) return status_response(w.status());
+  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns});
+  if (!rows.ok()) return status_response(rows.status());
+  json models = json::array();
+  for (const auto& m : *rows) {
+    // Rates over the window asked for; over the model's own first..last span for "all".
+    double span_s = w->all ? static_cast<double>(m.last_ns - m.first_ns) / 1e9
+                           : static_cast<double>(std::min(w->to_ns, now) - w->from_ns) / 1e9;
+    auto rate = [&](double n) { return span_s > 0 ? json(n / span_s) : json(nullptr); };
+    models.push_back({{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
+                      {"error_rate", m.requests ? static_cast<double>(m.errors) / static_cast<double>(m.requests) : 0.0},
+                      {"inferences", m.inferences}, {"input_tokens", m.input_tokens},
+                      {"output_tokens", m.output_tokens}, {"mean_latency_ms", m.mean_latency_ms},
+                      {"requests_per_second", rate(static_cast<double>(m.requests))},
+                      {"inferences_per_second", rate(static_cast<double>(m.inferences))},
+                      {"output_tokens_per_second", rate(static_cast<double>(m.output_tokens))},
+                      {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns}});
+  }
+  return json_response(200, {{"window", window_json(*w)}, {"models", models}});
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,246 @@
+// GET /api/v1/trace: a window of kernels, launch calls, command buffers and memory operations
+// as Chrome Trace Event JSON — one process per device, one thread per stream or queue, flow
+// arrows from each launch call to its kernel, counters for allocated memory and for GPU and
+// host utilization — for Perfetto (ui.perfetto.dev) and chrome://tracing.
+//
+// Timestamps are microseconds from the window's first event (`metadata.origin_ns` is that
+// instant in Unix nanoseconds): epoch microseconds do not fit a double at nanosecond
+// resolution.
+#include <algorithm>
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+
+#include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kDefaultMaxEvents = 1'000'000;
+
+class TraceWriter {
+ public:
+  explicit TraceWriter(TimestampNs origin) : origin_(origin) { out_ = "{\"traceEvents\":["; }
+
+  int pid(const std::string& process) {
+    auto [it, added] = pids_.emplace(process, static_cast<int>(pids_.size()) + 1);
+    if (added) meta("process_name", it->second, 0, process);
+    return it->second;
+  }
+  int tid(int pid, const std::string& thread) {
+    auto [it, added] = tids_.emplace(std::pair{pid, thread}, static_cast<int>(tids_.size()) + 1);
+    if (added) meta("thread_name", pid, it->second, thread);
+    return it->second;
+  }
+  // A complete ("X") event; `args` a JSON object or empty.
+  void complete(std::string_view name, std::string_view cat, int pid, int tid, TimestampNs start, TimestampNs end,
+                const json& args) {
+    begin_event();
+    out_ += "\"ph\":\"X\",\"name\":" + quote(name) + ",\"cat\":" + quote(cat) + ",\"pid\":" + std::to_string(pid) +
+            ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros(start) + ",\"dur\":" + micros_span(end - start);
+    if (!args.empty()) out_ += ",\"args\":" + args.dump(-1, ' ', false, json::error_handler_t::replace);
+    out_ += '}';
+    ++events_;
+  }
+  // Flow from a launch call (start) into its kernel (finish, bound to the enclosing slice).
+  void flow(std::uint64_t id, int pid, int from_tid, TimestampNs from, int to_tid, TimestampNs to) {
+    for (auto [ph, tid, ts] : {std::tuple{"s", from_tid, from}, std::tuple{"f", to_tid, to}}) {
+      begin_event();
+      out_ += std::string("\"ph\":\"") + ph + "\",\"name\":\"launch\",\"cat\":\"launch\",\"id\":" + std::to_string(id) +
+              ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros(ts);
+      if (*ph == 'f') out_ += ",\"bp\":\"e\"";
+      out_ += '}';
+    }
+  }
+  void instant(std::string_view name, std::string_view cat, int pid, int tid, TimestampNs ts, const json& args) {
+    begin_event();
+    out_ += "\"ph\":\"i\",\"s\":\"t\",\"name\":" + quote(name) + ",\"cat\":" + quote(cat) + ",\"pid\":" +
+            std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros(ts) +
+            ",\"args\":" + args.dump(-1, ' ', false, json::error_handler_t::replace) + '}';
+    ++events_;
+  }
+  void counter(std::string_view name, int pid, TimestampNs ts, std::string_view series, double value) {
+    begin_event();
+    out_ += "\"ph\":\"C\",\"name\":" + quote(name) + ",\"pid\":" + std::to_string(pid) + ",\"ts\":" + micros(ts) +
+            ",\"args\":{" + quote(series) + ":" + json(value).dump() + "}}";
+    ++events_;
+  }
+  std::size_t events() const { return events_; }
+  std::string finish(const json& metadata) {
+    out_ += "],\"displayTimeUnit\":\"ms\",\"metadata\":" + metadata.dump() + "}";
+    return std::move(out_);
+  }
+
+ private:
+  static std::string quote(std::string_view s) { return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace); }
+  void begin_event() {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '{';
+  }
+  void meta(const char* what, int pid, int tid, const std::string& name) {
+    begin_event();
+    out_ += std::string("\"ph\":\"M\",\"name\":\"") + what + "\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+            std::to_string(tid) + ",\"args\":{\"name\":" + quote(name) + "}}";
+  }
+  std::string micros(TimestampNs ts) const { return micros_span(ts - origin_); }
+  static std::string micros_span(TimestampNs ns) {
+    char buf[40];
+    const char* sign = ns < 0 ? "-" : "";
+    const std::uint64_t a = ns < 0 ? static_cast<std::uint64_t>(-ns) : static_cast<std::uint64_t>(ns);
+    std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, sign, a / 1000, a % 1000);
+    return buf;
+  }
+
+  const TimestampNs origin_;
+  std::string out_;
+  bool first_ = true;
+  std::size_t events_ = 0;
+  std::map<std::string, int> pids_;
+  std::map<std::pair<int, std::string>, int> tids_;
+};
+
+std::string dims_text(const std::array<std::uint32_t, 3>& d) {
+  return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
+}
+
+}  // namespace
+
+HttpResponse Api::trace(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "5m", now);
+  if (!w.ok()) return status_response(w.status());
+  auto max_events = size_param(request, "max_events", kDefaultMaxEvents, 1, 50'000'000);
+  if (!max_events.ok()) return status_response(max_events.status());
+  const std::string device = param(request, "device");
+  const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
+
+  std::vector<KernelEvent> kernels;
+  Status s = ctx_.events->for_each_kernel(range, device, [&](const KernelEvent& k) {
+    if (kernels.size() <= *max_events) kernels.push_back(k);
+  });
+  if (!s.ok()) return status_response(s);
+  auto buffers = ctx_.events->command_buffers(range, device);
+  if (!buffers.ok()) return status_response(buffers.status());
+  std::vector<MemoryEvent> memory;
+  s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
+    if (device.empty() || e.device == device) memory.push_back(e);
+  });
+  if (!s.ok()) return status_response(s);
+
+  std::sort(kernels.begin(), kernels.end(), [](const KernelEvent& a, const KernelEvent& b) { return a.start_ns < b.start_ns; });
+  TimestampNs origin = range.from_ns;
+  if (w->all || origin == 0) {
+    origin = INT64_MAX;
+    for (const auto& k : kernels) origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
+    for (const auto& b : *buffers) origin = std::min(origin, b.enqueue_ns);
+    for (const auto& m : memory) origin = std::min(origin, m.ts_ns);
+    if (origin == INT64_MAX) origin = range.from_ns;
+  }
+
+  TraceWriter out(origin);
+  bool truncated = false;
+  std::uint64_t flow_id = 0;
+  for (const KernelEvent& k : kernels) {
+    if (out.events() >= *max_events) {
+      truncated = true;
+      break;
+    }
+    const int pid = out.pid("GPU " + k.device);
+    const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
+    json args = json::object();
+    if (!k.variant.empty()) args["variant"] = k.variant;
+    if (k.grid) args["grid"] = dims_text(*k.grid);
+    if (k.block) args["block"] = dims_text(*k.block);
+    if (k.registers_per_thread) args["registers_per_thread"] = *k.registers_per_thread;
+    if (k.shared_mem_bytes) args["shared_mem_bytes"] = *k.shared_mem_bytes;
+    // Traced copies and memsets (tag op) get the categories profilers give them, and a copy
+    // its bandwidth from bytes / duration.
+    std::string_view category = "kernel";
+    for (const auto& [tk, tv] : k.tags) {
+      args[tk] = tv;
+      if (tk == "op" && (tv == "memcpy" || tv == "memset")) category = tv == "memcpy" ? "gpu_memcpy" : "gpu_memset";
+      std::uint64_t bytes = 0;
+      if (tk == "bytes" && k.end_ns > k.start_ns &&
+          std::from_chars(tv.data(), tv.data() + tv.size(), bytes).ec == std::errc()) {
+        args["bandwidth_GBps"] = static_cast<double>(bytes) / static_cast<double>(k.end_ns - k.start_ns);
+      }
+    }
+    out.complete(k.name, category, pid, tid, k.start_ns, k.end_ns, args);
+    if (k.launch_start_ns && k.launch_end_ns) {
+      const int host = out.tid(pid, "launch calls (host)");
+      out.complete("launch " + k.name, "launch", pid, host, *k.launch_start_ns, *k.launch_end_ns, json::object());
+      out.flow(++flow_id, pid, host, *k.launch_start_ns, tid, k.start_ns);
+    }
+  }
+  for (const CommandBufferEvent& b : *buffers) {
+    if (out.events() >= *max_events) {
+      truncated = true;
+      break;
+    }
+    const int pid = out.pid("GPU " + b.device);
+    const int tid = out.tid(pid, "queue " + b.queue);
+    out.complete(b.id, "command_buffer", pid, tid, b.start_ns, b.end_ns,
+                 {{"enqueue_to_submit_ms", static_cast<double>(b.submit_ns - b.enqueue_ns) / 1e6},
+                  {"submit_to_complete_ms", static_cast<double>(b.end_ns - b.submit_ns) / 1e6}});
+  }
+  // Memory: each operation as an instant, and the allocated total per device as a counter.
+  std::map<std::string, std::map<std::string, std::uint64_t>> live;  // device → address → size
+  std::map<std::string, double> allocated;
+  for (const MemoryEvent& m : memory) {
+    if (out.events() + 2 > *max_events) {
+      truncated = true;
+      break;
+    }
+    const int pid = out.pid("GPU " + m.device);
+    const int tid = out.tid(pid, "memory");
+    std::uint64_t size = m.size_bytes;
+    if (m.op == MemoryOp::kAlloc) {
+      live[m.device][m.address] = size;
+      allocated[m.device] += static_cast<double>(size);
+    } else if (auto it = live[m.device].find(m.address); it != live[m.device].end()) {
+      size = it->second;
+      allocated[m.device] -= static_cast<double>(size);
+      live[m.device].erase(it);
+    }
+    out.instant(std::string(to_string(m.op)) + (m.tag.empty() ? "" : " " + m.tag), "memory", pid, tid, m.ts_ns,
+                {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
+    out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
+  }
+  // Utilization counters from the sampled series.
+  for (const char* family : {"gpu_utilization_ratio", "host_cpu_utilization_ratio"}) {
+    db::HistoryQuery q;
+    q.name = family;
+    if (std::string_view(family) == "host_cpu_utilization_ratio") q.matchers = {{"cpu", "total"}};
+    q.from_ns = std::max(range.from_ns, origin);
+    q.to_ns = range.to_ns;
+    q.max_points = 2000;
+    auto data = ctx_.history->query(q);
+    if (!data.ok()) return status_response(data.status());
+    for (const auto& d : *data) {
+      const std::string* gpu = d.info.key.label("gpu");
+      if (gpu && !device.empty() && *gpu != device) continue;
+      const int pid = out.pid(gpu ? "GPU " + *gpu : std::string("host"));
+      const std::string name = gpu ? "GPU utilization" : "host CPU utilization";
+      if (d.downsampled) {
+        for (const Bucket& b : d.buckets) out.counter(name, pid, b.start_ns, "ratio", b.avg());
+      } else {
+        for (const Sample& p : d.samples) out.counter(name, pid, p.ts_ns, "ratio", p.value);
+      }
+    }
+  }
+  json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
+                   {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
+                   {"truncated", truncated}};
+  HttpResponse r;
+  r.body = out.finish(metadata);
+  r.headers.emplace_back("Content-Disposition", "attachment; filename=\"perfscope-trace.json\"");
+  return r;
+}
+
+}  // namespace perfscope::server

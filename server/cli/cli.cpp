@@ -1,0 +1,328 @@
+#include "server/cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <iostream>
+
+#include "server/api/query_time.hpp"
+#include "server/api/version.hpp"
+
+namespace perfscope::server {
+namespace {
+
+// "host:port" with an IPv4 address, "[v6]:port", or "localhost:port".
+std::string parse_listen(const std::string& text, ServerConfig& out) {
+  std::string host, port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return "expected [ipv6]:port, got '" + text + "'";
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos) return "expected host:port, got '" + text + "'";
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) return "missing host in '" + text + "'";
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) return "port must be 0-65535, got '" + port + "'";
+  out.listen_host = host == "localhost" ? "127.0.0.1" : host;
+  out.listen_port = static_cast<std::uint16_t>(p);
+  return {};
+}
+
+// Fills options that neither the command line nor the environment set from a config file
+// (CLI11 reads config files for the main app only, and serve is a subcommand).
+void apply_config_file(CLI::App& serve, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::FileError&) {
+    throw CLI::ValidationError("--config", "cannot read config file '" + path + "'");
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "config" || item.name == "help" || !item.parents.empty()) {
+      throw CLI::ValidationError("--config", "'" + item.fullname() + "' is not an option of perfscope serve (" + path + ")");
+    }
+    CLI::Option* opt = serve.get_option_no_throw("--" + item.name);
+    if (opt == nullptr) {
+      throw CLI::ValidationError("--config", "unknown option '" + item.name + "' in " + path);
+    }
+    if (opt->count() > 0) continue;  // the command line or the environment already set it
+    for (const std::string& value : item.inputs) opt->add_result(value);
+    opt->run_callback();  // validates and stores the value
+  }
+}
+
+}  // namespace
+
+Result<std::uint64_t> parse_byte_size(std::string_view text) {
+  auto bad = [&] {
+    return Status::invalid_argument("a size must be a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, "
+                                    "TiB), e.g. 20GB, got '" + std::string(text) + "'");
+  };
+  double amount = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), amount);
+  if (ec != std::errc() || p == text.data() || !(amount >= 0)) return bad();
+  const std::string_view unit(p, static_cast<std::size_t>(text.data() + text.size() - p));
+  constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},       {"B", 1},        {"kB", 1e3},          {"KB", 1e3},          {"MB", 1e6},
+      {"GB", 1e9},   {"TB", 1e12},    {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0}};
+  for (auto [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double bytes = amount * scale;
+    if (bytes >= 1.8e19) return bad();
+    return static_cast<std::uint64_t>(bytes);
+  }
+  return bad();
+}
+
+ParsedCommand parse_command_line(int argc, const char* const* argv) {
+  ParsedCommand parsed;
+  AppConfig& c = parsed.config;
+
+  CLI::App app{"perfscope — live performance monitor and analyzer for GPU and ML-inference hosts", "perfscope"};
+  app.require_subcommand(1);
+  app.footer("Every serve option can also come from the environment (PERFSCOPE_<OPTION>, e.g.\n"
+             "PERFSCOPE_LISTEN) or from a config file given with --config (lines of `option = value`).\n"
+             "Precedence: command line, then environment, then config file, then the default.");
+
+  CLI::App* serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
+  CLI::App* version = app.add_subcommand("version", "Print the version and build information");
+  CLI::App* push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
+  push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  CLI::App* import = app.add_subcommand("import", "Load an events file (NDJSON) into a server, e.g. what `perfscope run` wrote offline");
+  import->add_option("file", parsed.import_path, "The NDJSON file")->required();
+  import->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  import->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a CUDA program with kernel tracing (CUPTI) and send its kernels, copies and allocations to a server");
+  RunOptions& rn = parsed.run;
+  run->add_option("--server", rn.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  run->add_option("--token", rn.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  run->add_option("--name", rn.name, "Run name, tagged on every event as `run` (default: command and start time)");
+  run->add_option("--kinds", rn.kinds, "Activity kinds: kernel, memcpy, memset, runtime, driver, memory, or all")
+      ->capture_default_str();
+  run->add_option("--output,-o", rn.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
+  run->add_option("--library", rn.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
+  run->add_option("command", rn.command, "The command and its arguments, after --")->required();
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
+  demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  demo->add_option("--token", parsed.demo.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  demo->add_option("--duration", parsed.demo.duration_s, "Seconds to run (0: until Ctrl-C)")->check(CLI::Range(0.0, 1e7))->capture_default_str();
+  demo->add_option("--rate", parsed.demo.request_rate, "Inference requests per second (Poisson arrivals)")
+      ->check(CLI::Range(0.1, 10000.0))->capture_default_str();
+  demo->add_option("--llm", parsed.demo.llm, "Generate tokens one by one and report TTFT and token counts")->capture_default_str();
+  demo->add_option("--matrix-size", parsed.demo.matrix_size, "Matrix size of the matmul kernels")
+      ->check(CLI::Range(16, 1024))->capture_default_str();
+
+  CLI::App* report = app.add_subcommand(
+      "report", "Write a report (json, csv, md, html, terminal) from a running server or a database file");
+  ReportOptions& ro = parsed.report;
+  report->add_option("--format,-f", ro.format, "json, csv, md, html or terminal")
+      ->check(CLI::IsMember({"json", "csv", "md", "html", "terminal"}))->capture_default_str();
+  report->add_option("--window,-w", ro.window, "Time window: all, or a duration such as 30s, 5m, 1h (default 1h)");
+  auto* report_server = report->add_option("--server", ro.server, "perfscope server URL (default http://127.0.0.1:8080)")
+                            ->envname("PERFSCOPE_SERVER");
+  report->add_option("--db", ro.db, "Read this database file directly instead of asking a server")
+      ->excludes(report_server);
+  report->add_option("--output,-o", ro.output, "Write to this file (atomically) instead of stdout; .csv.gz is gzipped");
+  report->add_option("--table", ro.table, "CSV table: samples, kernels, inference, memory or abtests")
+      ->check(CLI::IsMember({"samples", "kernels", "inference", "memory", "abtests"}))->capture_default_str();
+  report->add_option("--sla-ms", ro.sla_ms, "Latency SLA in milliseconds for the percentile table")->check(CLI::Range(0.0, 1e9));
+  report->add_option("--device", ro.device, "Only this device");
+  report->add_option("--token", ro.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  CLI::App* top = app.add_subcommand("top", "The terminal report of a running server, refreshed live");
+  top->add_option("--server", parsed.top.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  top->add_option("--token", parsed.top.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  top->add_option("--window,-w", parsed.top.window, "Time window of each view")->capture_default_str();
+  top->add_option("--interval", parsed.top.interval_s, "Seconds between refreshes")->check(CLI::Range(0.2, 3600.0))->capture_default_str();
+  top->add_option("--iterations,-n", parsed.top.iterations, "Stop after this many views (0: until Ctrl-C)")
+      ->check(CLI::Range(0, 1'000'000))->capture_default_str();
+
+  CLI::App* healthcheck = app.add_subcommand(
+      "healthcheck", "Exit 0 when the server answers GET /healthz with 200 (for container health checks)");
+  auto* health_server = healthcheck->add_option("--server", parsed.healthcheck_server,
+                                                "perfscope server URL (default: the port of PERFSCOPE_LISTEN on loopback)")
+                            ->envname("PERFSCOPE_HEALTHCHECK_SERVER");
+
+  std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
+  std::int64_t sampling_ms = c.engine.sampling_interval.count();
+  std::int64_t timeout_ms = c.server.request_timeout.count();
+  std::int64_t commit_ms = c.storage.commit_interval.count();
+  std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
+  std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
+  std::int64_t retention_ms = c.storage.retention_interval.count();
+
+  std::string config_file;
+  serve->add_option("--config", config_file, "Read options from this file (`option = value` lines, TOML subset)")
+      ->envname("PERFSCOPE_CONFIG");
+  serve->add_option("--listen", listen, "Address to listen on, host:port (port 0 picks a free one)")
+      ->envname("PERFSCOPE_LISTEN")->capture_default_str();
+  serve->add_option("--data-dir", c.storage.data_dir, "Directory of the SQLite database (created if missing)")
+      ->envname("PERFSCOPE_DATA_DIR")->capture_default_str();
+  serve->add_option("--sampling-interval-ms", sampling_ms, "Collector sampling interval in milliseconds")
+      ->envname("PERFSCOPE_SAMPLING_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
+  serve->add_option("--history-buffer-size", c.engine.history_buffer_size, "Samples kept in memory per series")
+      ->envname("PERFSCOPE_HISTORY_BUFFER_SIZE")->check(CLI::Range(10, 10'000'000))->capture_default_str();
+  serve->add_option("--enable-host-collector", c.engine.enable_host_collector,
+                    "Collect host and process metrics from procfs/sysfs (true|false)")
+      ->envname("PERFSCOPE_ENABLE_HOST_COLLECTOR")->capture_default_str();
+  serve->add_option("--enable-gpu-collector", c.engine.enable_gpu_collector,
+                    "Collect NVIDIA GPU metrics through NVML when it is present (true|false)")
+      ->envname("PERFSCOPE_ENABLE_GPU_COLLECTOR")->capture_default_str();
+  serve->add_option("--nvml-library", c.engine.nvml_library,
+                    "Path of the NVML library to load (default: libnvidia-ml.so.1 from the system)")
+      ->envname("PERFSCOPE_NVML_LIBRARY");
+  serve->add_option("--power-target-watts", c.engine.power_target_watts,
+                    "Alert when a GPU's power (1 s average) goes above this many watts (0: no target)")
+      ->envname("PERFSCOPE_POWER_TARGET_WATTS")->check(CLI::Range(0.0, 100000.0))->capture_default_str();
+  serve->add_option("--io-threads", c.server.io_threads, "Threads running the network event loop")
+      ->envname("PERFSCOPE_IO_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+  serve->add_option("--worker-threads", c.server.worker_threads, "Threads answering queries (database, analysis)")
+      ->envname("PERFSCOPE_WORKER_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
+  serve->add_option("--max-body-bytes", c.server.max_body_bytes, "Largest accepted HTTP request body")
+      ->envname("PERFSCOPE_MAX_BODY_BYTES")->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))->capture_default_str();
+  serve->add_option("--request-timeout-ms", timeout_ms, "Time allowed to read a request or write a response")
+      ->envname("PERFSCOPE_REQUEST_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  std::int64_t header_timeout_ms = c.server.header_timeout.count();
+  serve->add_option("--header-timeout-ms", header_timeout_ms,
+                    "Time to receive a request's headers, and the longest idle keep-alive wait")
+      ->envname("PERFSCOPE_HEADER_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
+  serve->add_option("--max-connections", c.server.max_connections,
+                    "Open connections at most (HTTP and WebSocket); beyond, 503 with Retry-After")
+      ->envname("PERFSCOPE_MAX_CONNECTIONS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  serve->add_option("--max-requests-per-connection", c.server.max_requests_per_connection,
+                    "Requests served on one kept-alive connection before it is closed")
+      ->envname("PERFSCOPE_MAX_REQUESTS_PER_CONNECTION")->check(CLI::Range(1, 100'000'000))->capture_default_str();
+  serve->add_option("--max-pending-requests", c.server.max_pending_requests,
+                    "Requests waiting for a worker thread at most; beyond, 503 with Retry-After")
+      ->envname("PERFSCOPE_MAX_PENDING_REQUESTS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  serve->add_option("--ws-max-message-bytes", c.server.ws_max_message_bytes, "Largest accepted WebSocket message")
+      ->envname("PERFSCOPE_WS_MAX_MESSAGE_BYTES")->check(CLI::Range(std::size_t{256}, std::size_t{16} << 20))->capture_default_str();
+  serve->add_option("--ws-send-queue", c.server.ws_send_queue_max,
+                    "Messages queued per WebSocket client; a slower client loses the stalest ones")
+      ->envname("PERFSCOPE_WS_SEND_QUEUE")->check(CLI::Range(1, 100000))->capture_default_str();
+  serve->add_option("--db-commit-interval-ms", commit_ms, "How often the database writer commits")
+      ->envname("PERFSCOPE_DB_COMMIT_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
+  serve->add_option("--retention-raw-max-age", raw_max_age,
+                    "Raw rows older than this roll up into histogram tiers and are deleted, e.g. 15d (0: kept)")
+      ->envname("PERFSCOPE_RETENTION_RAW_MAX_AGE")->capture_default_str();
+  serve->add_option("--retention-rollup-max-age", rollup_max_age, "Histogram tiers older than this are dropped, e.g. 400d (0: kept)")
+      ->envname("PERFSCOPE_RETENTION_ROLLUP_MAX_AGE")->capture_default_str();
+  serve->add_option("--retention-max-size", max_size,
+                    "Largest database: beyond it the oldest raw rows roll up first, then the oldest tiers go, e.g. 20GB (0: none)")
+      ->envname("PERFSCOPE_RETENTION_MAX_SIZE")->capture_default_str();
+  serve->add_option("--retention-interval-ms", retention_ms, "How often retention runs")
+      ->envname("PERFSCOPE_RETENTION_INTERVAL_MS")->check(CLI::Range(100, 86'400'000))->capture_default_str();
+  serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
+      ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
+
+  serve->add_option("--token-file", c.server.token_file,
+                    "Bearer tokens, one `read <token>` or `write <token>` per line (also PERFSCOPE_READ_TOKEN, "
+                    "PERFSCOPE_WRITE_TOKEN)")
+      ->envname("PERFSCOPE_TOKEN_FILE");
+  serve->add_option("--init-token-file", c.server.init_token_file,
+                    "Create the token file with a fresh read and write token when it does not exist (true|false)")
+      ->envname("PERFSCOPE_INIT_TOKEN_FILE")->capture_default_str();
+  serve->add_option("--insecure-no-auth", c.server.insecure_no_auth,
+                    "Listen on a non-loopback address without any token (true|false); everyone on the network "
+                    "can read and write")
+      ->envname("PERFSCOPE_INSECURE_NO_AUTH")->capture_default_str();
+  serve->add_option("--cors-allow-origin", c.server.cors_origins,
+                    "Origins (scheme://host[:port]) whose pages may call the API, comma-separated; * for any. "
+                    "Default: none (CORS off)")
+      ->envname("PERFSCOPE_CORS_ALLOW_ORIGIN")->delimiter(',');
+  serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
+                    "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
+      ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
+  auto* tls_cert = serve->add_option("--tls-cert-file", c.server.tls_cert_file,
+                                     "Serve HTTPS and WSS with this PEM certificate (chain); needs --tls-key-file")
+                       ->envname("PERFSCOPE_TLS_CERT_FILE");
+  auto* tls_key = serve->add_option("--tls-key-file", c.server.tls_key_file, "The PEM private key of --tls-cert-file")
+                      ->envname("PERFSCOPE_TLS_KEY_FILE");
+  tls_cert->needs(tls_key);
+  tls_key->needs(tls_cert);
+  serve->add_option("--profile-output", c.server.profile_output,
+                    "On shutdown, write the JSON report of everything recorded to this file")
+      ->envname("PERFSCOPE_PROFILE_OUTPUT");
+
+  try {
+    app.parse(argc, argv);
+    // Every subcommand but serve and healthcheck is complete once parsed.
+    for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{push, Command::kPush},
+                                std::pair{import, Command::kImport}, std::pair{run, Command::kRun},
+                                std::pair{demo, Command::kDemo}, std::pair{report, Command::kReport},
+                                std::pair{top, Command::kTop}}) {
+      if (sub->parsed()) {
+        parsed.command = command;
+        return parsed;
+      }
+    }
+    if (healthcheck->parsed()) {
+      // In a container the server's address comes from PERFSCOPE_LISTEN: check that port.
+      const char* listen_env = std::getenv("PERFSCOPE_LISTEN");
+      ServerConfig where;
+      if (health_server->count() == 0 && listen_env && parse_listen(listen_env, where).empty()) {
+        const bool any = where.listen_host == "0.0.0.0" || where.listen_host == "::";
+        const std::string host = any ? "127.0.0.1" : where.listen_host;
+        // A server with TLS on (PERFSCOPE_TLS_CERT_FILE): https, trusting that certificate.
+        const char* cert_env = std::getenv("PERFSCOPE_TLS_CERT_FILE");
+        const bool tls = cert_env && *cert_env;
+        if (tls) parsed.healthcheck_certificate = cert_env;
+        parsed.healthcheck_server = (tls ? "https://" : "http://") + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                                    std::to_string(where.listen_port);
+      }
+      parsed.command = Command::kHealthcheck;
+      return parsed;
+    }
+    if (!config_file.empty()) {
+      apply_config_file(*serve, config_file);
+      c.config_file = config_file;
+    }
+    if (std::string err = parse_listen(listen, c.server); !err.empty()) {
+      throw CLI::ValidationError("--listen", err);
+    }
+    c.engine.sampling_interval = std::chrono::milliseconds(sampling_ms);
+    c.server.request_timeout = std::chrono::milliseconds(timeout_ms);
+    c.server.header_timeout = std::chrono::milliseconds(header_timeout_ms);
+    c.storage.commit_interval = std::chrono::milliseconds(commit_ms);
+    c.server.shutdown_timeout = std::chrono::milliseconds(shutdown_ms);
+    c.storage.retention_interval = std::chrono::milliseconds(retention_ms);
+    for (auto [text, out, name] : {std::tuple{&raw_max_age, &c.storage.raw_max_age_ns, "--retention-raw-max-age"},
+                                   std::tuple{&rollup_max_age, &c.storage.rollup_max_age_ns, "--retention-rollup-max-age"}}) {
+      if (*text == "0") continue;
+      auto ns = parse_duration_ns(*text, name);
+      if (!ns.ok()) throw CLI::ValidationError(name, ns.status().message());
+      if (*ns < 60'000'000'000) throw CLI::ValidationError(name, "must be at least 1m (or 0 to keep everything)");
+      *out = *ns;
+    }
+    auto bytes = parse_byte_size(max_size);
+    if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());
+    c.storage.max_bytes = *bytes;
+    if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
+    parsed.command = Command::kServe;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help
+      app.exit(e);
+      parsed.exit_code = 0;
+    } else {
+      std::cerr << "perfscope: error: " << e.what() << "\nRun 'perfscope --help' or 'perfscope serve --help' for the options.\n";
+      parsed.exit_code = 2;
+    }
+    parsed.command = Command::kExit;
+  }
+  return parsed;
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,43 @@
+// The command line: `perfscope serve [options]`, `perfscope push`, `import`, `run`, `perfscope demo`,
+// `perfscope report`, `perfscope top`, `perfscope version`. Flags, PERFSCOPE_*
+// environment variables and an optional config file fill one AppConfig; invalid values give
+// one clear message and exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/status.hpp"
+
+#include <optional>
+#include <string>
+
+#include "server/api/app_config.hpp"
+#include "server/cli/tools.hpp"
+
+namespace perfscope::server {
+
+enum class Command { kServe, kPush, kImport, kRun, kDemo, kReport, kTop, kHealthcheck, kVersion, kExit };
+
+struct ParsedCommand {
+  Command command = Command::kExit;
+  int exit_code = 0;  // for kExit: help printed (0) or invalid input (2)
+  AppConfig config;
+  PushOptions push;
+  std::string import_path;
+  RunOptions run;
+  DemoOptions demo;
+  ReportOptions report;
+  TopOptions top;
+  std::string healthcheck_server = "http://127.0.0.1:8080";
+  std::string healthcheck_certificate;  // pinned when derived from a TLS server's own settings
+};
+
+// A size in bytes: a number with an optional unit — B, kB/MB/GB/TB (powers of 1000) or
+// KiB/MiB/GiB/TiB (powers of 1024); "0" is zero.
+Result<std::uint64_t> parse_byte_size(std::string_view text);
+
+// Prints help or errors itself (stdout for help, stderr for errors).
+ParsedCommand parse_command_line(int argc, const char* const* argv);
+
+}  // namespace perfscope::server

@@ -1,0 +1,74 @@
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/client/client.hpp"
+#include "server/cli/tools.hpp"
+
+namespace perfscope::server {
+
+namespace {
+
+// NDJSON lines from `in` to the server in batches; `what` prefixes messages.
+int push_lines(std::istream& in, const PushOptions& options, const std::string& what) {
+  auto hp = parse_http_url(options.server);
+  if (!hp.ok()) {
+    std::cerr << what << ": " << hp.status().message() << "\n";
+    return 2;
+  }
+  HttpPoster poster(*hp, std::chrono::seconds(30));
+  poster.set_token(options.token);
+  std::uint64_t accepted = 0, line_no = 0, batch_start = 1;
+  std::string batch, line;
+  std::size_t lines = 0;
+  auto send = [&]() -> bool {
+    if (lines == 0) return true;
+    auto res = poster.post("/api/v1/events", "application/x-ndjson", batch);
+    if (!res.ok()) {
+      std::cerr << what << ": " << res.status().message() << "\n";
+      return false;
+    }
+    if (res->status != 200) {
+      // The server names the event at fault by its index within this batch.
+      auto body = nlohmann::json::parse(res->body, nullptr, false);
+      std::cerr << what << ": the server refused lines " << batch_start << "-" << line_no << " (HTTP "
+                << res->status << "): " << res->body << "\n";
+      if (body.is_object() && body.contains("error") && body["error"].value("index", nlohmann::json()).is_number()) {
+        std::cerr << what << ": first bad event is input line ~"
+                  << batch_start + body["error"]["index"].get<std::uint64_t>() << " (blank lines not counted)\n";
+      }
+      return false;
+    }
+    accepted += nlohmann::json::parse(res->body, nullptr, false).value("accepted", 0ull);
+    batch.clear();
+    lines = 0;
+    batch_start = line_no + 1;
+    return true;
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    batch += line;
+    batch += '\n';
+    if (++lines >= options.batch_lines && !send()) return 1;
+  }
+  if (!send()) return 1;
+  std::cout << "accepted " << accepted << " events\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_push(const PushOptions& options) { return push_lines(std::cin, options, "perfscope push"); }
+
+int run_import(const PushOptions& options, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "perfscope import: cannot open " << path << "\n";
+    return 2;
+  }
+  return push_lines(in, options, "perfscope import");
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,324 @@
+// `perfscope run -- command args…`: starts the command with the CUPTI injection library set up
+// (CUDA_INJECTION64_PATH) and a unix socket to report to, reads the NDJSON events every traced
+// process writes there, and forwards them to the server in batches — or, when no server
+// answers (or it goes away), appends them to a file for `perfscope import`. One process, one
+// thread: poll() over the socket's connections, waitpid() for the command.
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "server/client/client.hpp"
+#include "server/trace/trace_sink.hpp"
+#include "server/cli/tools.hpp"
+
+extern char** environ;
+
+namespace perfscope::server {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+constexpr const char* kWhat = "perfscope run";
+constexpr std::size_t kBatchLines = 5000;
+constexpr auto kBatchInterval = std::chrono::milliseconds(200);
+// After the command exits, how long descendants that still hold a connection may keep sending.
+constexpr auto kDescendantGrace = std::chrono::seconds(10);
+
+std::string find_library(const std::string& configured) {
+  if (!configured.empty()) return fs::exists(configured) ? configured : "";
+  if (const char* env = std::getenv("PERFSCOPE_CUPTI_LIBRARY"); env && *env) return fs::exists(env) ? env : "";
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path candidate : {exe.parent_path() / "libperfscope_cupti.so", exe.parent_path() / "../lib/libperfscope_cupti.so"}) {
+    if (fs::exists(candidate)) return fs::absolute(candidate).lexically_normal().string();
+  }
+  return "";
+}
+
+std::string default_name(const std::string& command) {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return fs::path(command).filename().string() + "-" + stamp;
+}
+
+// Where the events go: the server while it answers, else the fallback file.
+class Forwarder {
+ public:
+  Forwarder(const RunOptions& options, std::string fallback) : fallback_(std::move(fallback)) {
+    auto hp = parse_http_url(options.server);
+    if (!hp.ok()) {
+      reason_ = hp.status().message();
+      return;
+    }
+    poster_.emplace(*hp, std::chrono::seconds(30));
+    poster_->set_token(options.token);
+    auto r = poster_->get("/healthz");
+    if (!r.ok() || r->status != 200) {
+      reason_ = r.ok() ? "GET /healthz answered " + std::to_string(r->status) : r.status().message();
+      poster_.reset();
+    }
+  }
+
+  bool to_server() const { return poster_.has_value(); }
+  const std::string& reason() const { return reason_; }
+
+  void add_line(std::string_view line) {
+    if (line.empty()) return;
+    for (auto& [type, count] : counts_) {
+      if (line.find(type) != line.npos) ++count;
+    }
+    // The trace's own counts (sample events the sink writes last) feed the summary.
+    if (line.find(R"("metric":"trace_records_dropped")") != line.npos) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) dropped_[j["labels"].value("reason", "?")] += j.value("value", 0.0);
+    }
+    batch_.append(line);
+    batch_ += '\n';
+    if (++lines_ >= kBatchLines) flush();
+  }
+
+  void flush() {
+    last_flush_ = Clock::now();
+    if (lines_ == 0) return;
+    if (poster_) {
+      auto r = poster_->post("/api/v1/events", "application/x-ndjson", batch_);
+      if (r.ok() && r->status == 200) {
+        sent_ += lines_;
+      } else if (r.ok()) {
+        // Refused (bad token, a limit): not retried, so one bad batch cannot wedge the run.
+        if (refused_ == 0) std::cerr << kWhat << ": the server refused a batch (HTTP " << r->status << "): " << r->body << "\n";
+        refused_ += lines_;
+      } else {
+        std::cerr << kWhat << ": lost the server (" << r.status().message() << "); events now go to " << fallback_ << "\n";
+        poster_.reset();
+      }
+    }
+    if (!poster_) write_file();
+    batch_.clear();
+    lines_ = 0;
+  }
+
+  bool due() const { return lines_ > 0 && Clock::now() - last_flush_ >= kBatchInterval; }
+
+  void print_summary(const std::string& name, const std::string& server, std::size_t processes) const {
+    std::cerr << kWhat << ": " << name << ": " << counts_.at(R"("type":"kernel")") << " kernels and copies, "
+              << counts_.at(R"("type":"memory")") << " memory operations from " << processes << " process"
+              << (processes == 1 ? "" : "es");
+    if (sent_ > 0) std::cerr << "; " << sent_ << " events sent to " << server;
+    if (written_ > 0) std::cerr << "; " << written_ << " events written to " << fallback_ << " (load them with `perfscope import " << fallback_ << "`)";
+    if (refused_ > 0) std::cerr << "; " << refused_ << " refused by the server";
+    for (const auto& [reason, n] : dropped_) {
+      if (n > 0) std::cerr << "; " << static_cast<std::uint64_t>(n) << " records dropped (" << reason << ")";
+    }
+    std::cerr << "\n";
+  }
+
+ private:
+  void write_file() {
+    if (!file_.is_open()) file_.open(fallback_, std::ios::app | std::ios::binary);
+    file_ << batch_;
+    file_.flush();
+    if (file_) {
+      written_ += lines_;
+    } else {
+      std::cerr << kWhat << ": cannot write " << fallback_ << "\n";
+      refused_ += lines_;
+    }
+  }
+
+  std::string fallback_, reason_;
+  std::optional<HttpPoster> poster_;
+  std::ofstream file_;
+  std::string batch_;
+  std::size_t lines_ = 0;
+  Clock::time_point last_flush_ = Clock::now();
+  std::uint64_t sent_ = 0, written_ = 0, refused_ = 0;
+  std::map<std::string, std::uint64_t> counts_{{R"("type":"kernel")", 0}, {R"("type":"memory")", 0}};
+  std::map<std::string, double> dropped_;
+};
+
+// A listening unix socket in a private temporary directory, removed on destruction.
+class TraceSocket {
+ public:
+  TraceSocket() {
+    std::string dir_template = (fs::temp_directory_path() / "perfscope-run-XXXXXX").string();
+    if (!::mkdtemp(dir_template.data())) return;
+    dir_ = dir_template;
+    path_ = dir_ + "/trace.sock";
+    sockaddr_un addr{};
+    if (path_.size() >= sizeof addr.sun_path) return;
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd_ >= 0 && (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 128) != 0)) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~TraceSocket() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  TraceSocket(const TraceSocket&) = delete;
+  TraceSocket& operator=(const TraceSocket&) = delete;
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
+// The current environment with `extra` set (replacing variables of the same names).
+std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool replaced = false;
+    for (const auto& [k, v] : extra) replaced |= entry.substr(0, k.size() + 1) == k + "=";
+    if (!replaced) env.emplace_back(entry);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+struct Connection {
+  int fd;
+  std::string pending;  // a line not yet complete
+};
+
+}  // namespace
+
+int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
+  if (options.command.empty()) {
+    std::cerr << kWhat << ": no command given (perfscope run [options] -- command args…)\n";
+    return 2;
+  }
+  auto kinds = trace::parse_trace_kinds(options.kinds);
+  if (!kinds.ok()) {
+    std::cerr << kWhat << ": --kinds: " << kinds.status().message() << "\n";
+    return 2;
+  }
+  const std::string library = find_library(options.library);
+  if (library.empty()) {
+    std::cerr << kWhat << ": the CUPTI injection library (libperfscope_cupti.so) was not found"
+              << (options.library.empty() ? " beside the perfscope executable or in PERFSCOPE_CUPTI_LIBRARY"
+                                          : " at " + options.library)
+              << "; it is built where the CUDA toolkit (CUPTI) is installed\n";
+    return 2;
+  }
+  const std::string name = options.name.empty() ? default_name(options.command.front()) : options.name;
+  const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
+  Forwarder forwarder(options, fallback);
+  if (!forwarder.to_server()) {
+    std::cerr << kWhat << ": no server at " << options.server << " (" << forwarder.reason() << "); events go to "
+              << fallback << "\n";
+  }
+  TraceSocket socket;
+  if (socket.fd() < 0) {
+    std::cerr << kWhat << ": cannot create the trace socket: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+
+  std::vector<std::string> env = child_environment({{"CUDA_INJECTION64_PATH", library},
+                                                    {trace::kSocketVariable, socket.path()},
+                                                    {trace::kKindsVariable, trace::format_trace_kinds(*kinds)},
+                                                    {trace::kRunVariable, name}});
+  std::vector<char*> envp, argv;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  if (int err = ::posix_spawnp(&child, argv[0], nullptr, nullptr, argv.data(), envp.data()); err != 0) {
+    std::cerr << kWhat << ": cannot start " << options.command.front() << ": " << std::strerror(err) << "\n";
+    return 127;
+  }
+
+  std::vector<Connection> connections;
+  std::size_t processes = 0;
+  int status = 0;
+  std::optional<Clock::time_point> child_ended;
+  bool signalled = false;
+  char buffer[1 << 16];
+  for (;;) {
+    if (!child_ended && ::waitpid(child, &status, WNOHANG) == child) child_ended = Clock::now();
+    if (stop && !signalled && !child_ended) {
+      ::kill(child, SIGTERM);
+      signalled = true;
+    }
+    std::vector<pollfd> fds{{socket.fd(), POLLIN, 0}};
+    for (const auto& c : connections) fds.push_back({c.fd, POLLIN, 0});
+    // Once the command has ended: one last look for connections, then stop when none is open.
+    ::poll(fds.data(), fds.size(), !child_ended ? 100 : connections.empty() ? 0 : 50);
+    for (int fd; (fd = ::accept4(socket.fd(), nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+      connections.push_back({fd, {}});
+      ++processes;
+    }
+    for (std::size_t i = 0; i < connections.size();) {
+      Connection& c = connections[i];
+      ssize_t n = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        ++i;
+        continue;
+      }
+      if (n <= 0) {  // the process closed its end (it exited, or its sink closed)
+        ::close(c.fd);
+        connections.erase(connections.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      c.pending.append(buffer, static_cast<std::size_t>(n));
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = c.pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+        forwarder.add_line(std::string_view(c.pending).substr(start, nl - start));
+      }
+      c.pending.erase(0, start);
+      ++i;
+    }
+    if (forwarder.due()) forwarder.flush();
+    if (child_ended && connections.empty()) break;
+    if (child_ended && Clock::now() - *child_ended > kDescendantGrace) {
+      std::cerr << kWhat << ": " << connections.size()
+                << " traced process(es) still running after the command ended; not waiting for them\n";
+      break;
+    }
+  }
+  for (auto& c : connections) ::close(c.fd);
+  forwarder.flush();
+  forwarder.print_summary(name, options.server, processes);
+  return exit_code(status);
+}
+
+}  // namespace perfscope::server

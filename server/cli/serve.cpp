@@ -1,0 +1,341 @@
+#include "server/cli/serve.hpp"
+
+#include <boost/asio/ssl.hpp>
+
+#include <filesystem>
+#include <thread>
+
+#include "db/sample_reader.hpp"
+#include "db/retention.hpp"
+#include "db/writer.hpp"
+#include "db/series_history.hpp"
+#include "engine/host_collector.hpp"
+#include "engine/sampler.hpp"
+#include "server/http/access.hpp"
+#include "server/api/api.hpp"
+#include "server/http/listener.hpp"
+#include "server/http/log.hpp"
+#include "server/http/static_assets.hpp"
+#include "engine/anomaly_monitor.hpp"
+#include "engine/gpu_alerts.hpp"
+#include "engine/gpu_collector.hpp"
+#include "server/http/stream_hub.hpp"
+#include "server/cli/tools.hpp"
+
+namespace perfscope::server {
+
+struct Server::Impl {
+  explicit Impl(AppConfig c)
+      : config(std::move(c)),
+        ioc_owner(std::make_unique<net::io_context>(static_cast<int>(config.server.io_threads))),
+        ioc(*ioc_owner),
+        workers(config.server.worker_threads),
+        store(config.engine.history_buffer_size),
+        sampler(store, config.engine.sampling_interval),
+        hub(store),
+        anomalies(store),
+        gpu_alerts(store, config.engine.power_target_watts > 0 ? std::optional<double>(config.engine.power_target_watts)
+                                                               : std::nullopt) {}
+
+  Status start();
+  void shutdown();
+  void write_profile();
+  Status configure_access();
+  Status configure_tls();
+  nlohmann::json retention_json() const;
+  void finish_when_drained(std::chrono::steady_clock::time_point deadline);
+
+  // Handlers still queued when the server stops own sessions whose destructors use the hub
+  // and the session context: the io_context goes first, while everything else still lives.
+  ~Impl() {
+    listener.reset();
+    drain_timer.reset();
+    ioc_owner.reset();
+  }
+
+  const AppConfig config;
+  std::unique_ptr<net::io_context> ioc_owner;
+  net::io_context& ioc;
+  net::thread_pool workers;
+  SeriesStore store;
+  EventMetrics event_metrics;
+  AccessControl access;
+  ServerLoad load;
+  Sampler sampler;
+  StreamHub hub;
+  AnomalyMonitor anomalies;
+  GpuAlerts gpu_alerts;
+  const GpuCollector* gpus = nullptr;  // owned by the sampler
+  MemoryTracker memory;
+  std::unique_ptr<db::Writer> writer;
+  std::unique_ptr<db::RetentionTask> retention;  // stopped before the writer
+  std::unique_ptr<db::SampleReader> reader;
+  std::unique_ptr<db::SeriesHistory> history;
+  std::unique_ptr<db::EventReader> events;
+  std::unique_ptr<db::AbTestReader> abtests;
+  std::unique_ptr<Api> api;
+  StaticAssets assets;
+  std::unique_ptr<net::ssl::context> tls;  // when --tls-cert-file is given
+  std::unique_ptr<SessionContext> session_context;
+  std::shared_ptr<Listener> listener;
+  std::unique_ptr<net::steady_timer> drain_timer;
+  bool stopping = false;  // touched only on the io_context (shutdown is posted there)
+  bool sampler_running = false;
+};
+
+Status Server::Impl::start() {
+  if (Status s = configure_access(); !s.ok()) return s;
+  std::error_code fs_ec;
+  std::filesystem::create_directories(config.storage.data_dir, fs_ec);
+  if (fs_ec) return Status::io_error("cannot create data directory " + config.storage.data_dir + ": " + fs_ec.message());
+
+  db::WriterOptions wopts;
+  wopts.commit_interval = config.storage.commit_interval;
+  wopts.batch_rows = config.storage.commit_batch_rows;
+  wopts.on_committed = [this](const std::vector<Event>& e) { event_metrics.observe(e); };
+  auto w = db::Writer::open(config.storage.database_path(), store, memory, wopts);
+  if (!w.ok()) return w.status();
+  writer = std::move(*w);
+  db::RetentionPolicy policy;
+  policy.raw_max_age_ns = config.storage.raw_max_age_ns;
+  policy.rollup_max_age_ns = config.storage.rollup_max_age_ns;
+  policy.max_bytes = config.storage.max_bytes;
+  retention = std::make_unique<db::RetentionTask>(*writer, policy, config.storage.retention_interval);
+  retention->start();
+  auto r = db::SampleReader::open(config.storage.database_path());
+  if (!r.ok()) return r.status();
+  reader = std::move(*r);
+  history = std::make_unique<db::SeriesHistory>(store, reader.get());
+  events = std::make_unique<db::EventReader>(config.storage.database_path());
+  abtests = std::make_unique<db::AbTestReader>(config.storage.database_path());
+
+  if (config.engine.enable_host_collector) sampler.add_collector(std::make_unique<HostCollector>());
+  if (config.engine.enable_gpu_collector) {
+    GpuCollectorOptions gpu_options;
+    gpu_options.library_path = config.engine.nvml_library;
+    auto gpu = std::make_unique<GpuCollector>(gpu_options);
+    gpus = gpu.get();
+    for (const SourceStatus& s : gpu->sources()) {
+      if (s.name == "nvml" && !s.available) log_info("no NVIDIA GPU metrics: " + s.detail);
+    }
+    sampler.add_collector(std::move(gpu));
+  }
+  sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
+  sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) {
+    auto found = anomalies.observe(*b);
+    if (!found.empty()) hub.publish_alerts(found);
+    auto gpu = gpu_alerts.observe(*b);
+    if (!gpu.empty()) hub.publish_alerts(gpu);
+    hub.publish(b);
+  });
+
+  ApiContext actx;
+  actx.config = &config;
+  actx.sampler = &sampler;
+  actx.history = history.get();
+  actx.events = events.get();
+  actx.abtests = abtests.get();
+  actx.anomalies = &anomalies;
+  actx.gpus = gpus;
+  actx.gpu_alerts = &gpu_alerts;
+  actx.memory = &memory;
+  actx.store = &store;
+  actx.event_metrics = &event_metrics;
+  actx.access = &access;
+  actx.writer = writer.get();
+  actx.on_events_committed = [this] { hub.notify_events(); };
+  actx.runtime_status = [this] {
+    db::WriterStats ws = writer->stats();
+    return nlohmann::json{
+        {"database_writer", {{"rows_written", ws.rows_written}, {"events_written", ws.events_written},
+                             {"commits", ws.commits},
+                             {"batches_dropped", ws.batches_dropped}, {"write_errors", ws.write_errors},
+                             {"last_error", ws.last_error}}},
+        {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},
+        {"series", store.series_count()},
+        {"retention", retention_json()},
+        {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
+                  {"refused_connections", load.refused_connections.load()},
+                  {"refused_requests", load.refused_requests.load()}}},
+    };
+  };
+  api = std::make_unique<Api>(std::move(actx));
+  if (Status s = configure_tls(); !s.ok()) return s;
+  session_context = std::make_unique<SessionContext>(
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, load, tls.get()});
+
+  beast::error_code ec;
+  auto address = net::ip::make_address(config.server.listen_host, ec);
+  if (ec) return Status::invalid_argument("invalid listen address '" + config.server.listen_host + "'", "listen");
+  listener = std::make_shared<Listener>(ioc, *session_context);
+  if (Status s = listener->open(tcp::endpoint(address, config.server.listen_port)); !s.ok()) return s;
+
+  sampler.start();
+  sampler_running = true;
+  listener->start();
+  return Status();
+}
+
+// The certificate and key, loaded once: a file that cannot be read or a key that does not
+// match the certificate (OpenSSL checks that as it loads the key) stops the start with the
+// file named.
+Status Server::Impl::configure_tls() {
+  const ServerConfig& sc = config.server;
+  if (sc.tls_cert_file.empty() && sc.tls_key_file.empty()) return Status();
+  if (sc.tls_cert_file.empty() || sc.tls_key_file.empty()) {
+    return Status::invalid_argument("--tls-cert-file and --tls-key-file are needed together", "tls_cert_file");
+  }
+  tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                   net::ssl::context::single_dh_use);
+  beast::error_code ec;
+  tls->use_certificate_chain_file(sc.tls_cert_file, ec);
+  if (ec) return Status::invalid_argument("cannot use TLS certificate " + sc.tls_cert_file + ": " + ec.message(), "tls_cert_file");
+  tls->use_private_key_file(sc.tls_key_file, net::ssl::context::pem, ec);
+  if (ec) return Status::invalid_argument("cannot use TLS key " + sc.tls_key_file + ": " + ec.message(), "tls_key_file");
+  log_info("serving HTTPS and WSS with " + sc.tls_cert_file);
+  return Status();
+}
+
+// Tokens from the file and the environment; refuses an open non-loopback address.
+Status Server::Impl::configure_access() {
+  std::vector<AccessToken> tokens;
+  const ServerConfig& sc = config.server;
+  if (!sc.token_file.empty()) {
+    if (sc.init_token_file && !std::filesystem::exists(sc.token_file)) {
+      if (Status s = create_token_file(sc.token_file); !s.ok()) return s;
+      log_info("created " + sc.token_file + " with a new read and a new write token (and the read token alone in " +
+               sc.token_file + ".read for scrapers)");
+    }
+    auto loaded = load_token_file(sc.token_file);
+    if (!loaded.ok()) return loaded.status();
+    tokens = std::move(*loaded);
+  }
+  for (auto [env, scope] : {std::pair{"PERFSCOPE_READ_TOKEN", Scope::kRead}, std::pair{"PERFSCOPE_WRITE_TOKEN", Scope::kWrite}}) {
+    const char* v = std::getenv(env);
+    if (!v || !*v) continue;
+    if (std::string_view(v).size() < kMinTokenLength) {
+      return Status::invalid_argument(std::string(env) + " must be at least " + std::to_string(kMinTokenLength) + " characters");
+    }
+    tokens.push_back({scope, v});
+  }
+  access = AccessControl(std::move(tokens));
+  if (!access.enabled() && !is_loopback_host(sc.listen_host)) {
+    if (!sc.insecure_no_auth) {
+      return Status::invalid_argument("refusing to listen on " + sc.listen_host +
+                                      " without a token: give --token-file (or PERFSCOPE_READ_TOKEN/PERFSCOPE_WRITE_TOKEN), "
+                                      "or --insecure-no-auth true to allow anyone on the network");
+    }
+    log_warn("listening on " + sc.listen_host + " with no authentication (--insecure-no-auth): anyone who can reach it "
+             "can read and write");
+  }
+  return Status();
+}
+
+// The JSON report of everything recorded, written once the last batch is committed.
+void Server::Impl::write_profile() {
+  HttpRequest request;
+  request.method = "GET";
+  request.path = "/api/v1/report";
+  request.query = {{"format", "json"}, {"window", "all"}};
+  HttpResponse r = api->handle(request);
+  Status s = r.status == 200 ? write_file_atomically(config.server.profile_output, r.body)
+                             : Status::internal("report failed: " + r.body);
+  if (s.ok()) {
+    log_info("profile written to " + config.server.profile_output);
+  } else {
+    log_error("cannot write the profile: " + s.message());
+  }
+}
+
+nlohmann::json Server::Impl::retention_json() const {
+  const db::RetentionPolicy& p = retention->policy();
+  const db::RetentionStats st = retention->stats();
+  TimestampNs retired_before = 0;
+  if (reader) {
+    if (auto r = reader->retired_before(); r.ok()) retired_before = *r;
+  }
+  auto age = [](std::int64_t ns) { return ns > 0 ? nlohmann::json(ns / 1'000'000'000) : nlohmann::json(nullptr); };
+  return {{"enabled", p.enabled()},
+          {"raw_max_age_s", age(p.raw_max_age_ns)},
+          {"rollup_max_age_s", age(p.rollup_max_age_ns)},
+          {"max_bytes", p.max_bytes ? nlohmann::json(p.max_bytes) : nlohmann::json(nullptr)},
+          {"steps", st.runs},
+          {"errors", st.errors},
+          {"last_error", st.last_error},
+          {"last_run_ns", st.last_run_ns},
+          {"raw_before_ns", retired_before},
+          {"bytes_used", st.last.bytes_used},
+          {"over_size", st.last.over_size}};
+}
+
+void Server::Impl::shutdown() {
+  if (stopping) return;
+  stopping = true;
+  log_info("shutting down");
+  auto deadline = std::chrono::steady_clock::now() + config.server.shutdown_timeout;
+  if (listener) listener->stop();
+  hub.close_all();
+  if (sampler_running) sampler.stop();
+  if (retention) retention->stop();
+  if (writer) {
+    writer->stop();  // commits everything the sampler produced
+    db::WriterStats ws = writer->stats();
+    log_info("database: " + std::to_string(ws.rows_written) + " rows in " + std::to_string(ws.commits) + " commits");
+  }
+  if (!config.server.profile_output.empty() && api) write_profile();
+  drain_timer = std::make_unique<net::steady_timer>(ioc);
+  finish_when_drained(deadline);
+}
+
+// Polls until the WebSocket close handshakes are done, or the deadline forces the stop.
+void Server::Impl::finish_when_drained(std::chrono::steady_clock::time_point deadline) {
+  if (hub.clients() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    ioc.stop();
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(20));
+  drain_timer->async_wait([this, deadline](beast::error_code) { finish_when_drained(deadline); });
+}
+
+Server::Server(AppConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Server::~Server() {
+  if (impl_) {
+    impl_->sampler.stop();
+    if (impl_->retention) impl_->retention->stop();
+    if (impl_->writer) impl_->writer->stop();
+    impl_->workers.stop();
+    impl_->workers.join();
+  }
+}
+
+Status Server::start() { return impl_->start(); }
+
+std::uint16_t Server::port() const { return impl_->listener ? impl_->listener->local_endpoint().port() : 0; }
+
+void Server::request_stop() {
+  net::post(impl_->ioc, [impl = impl_.get()] { impl->shutdown(); });
+}
+
+void Server::run(bool handle_signals, const std::function<void()>& on_ready) {
+  std::optional<net::signal_set> signals;
+  if (handle_signals) {
+    signals.emplace(impl_->ioc, SIGINT, SIGTERM);
+    signals->async_wait([this](beast::error_code ec, int signo) {
+      if (ec) return;
+      log_info(std::string("received ") + (signo == SIGINT ? "SIGINT" : "SIGTERM"));
+      impl_->shutdown();
+    });
+  }
+  if (on_ready) on_ready();
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+  // Work still queued on the pool only writes to closed connections; let it finish.
+  impl_->workers.join();
+}
+
+}  // namespace perfscope::server

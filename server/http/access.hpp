@@ -1,0 +1,69 @@
+// Access control: bearer tokens with two scopes. `read` opens the dashboard's data, queries,
+// reports, /metrics and the live stream; `write` adds ingest, A/B test creation and
+// administration. /healthz and the dashboard's static files stay open (the page has to load
+// to ask for a token). Tokens come from a file or the environment, are never logged, and are
+// compared in constant time.
+//
+// Thread-safety: immutable after construction; every method is safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/status.hpp"
+#include "server/http/message.hpp"
+
+namespace perfscope::server {
+
+enum class Scope { kNone = 0, kRead = 1, kWrite = 2 };
+std::string_view to_string(Scope scope);
+
+struct AccessToken {
+  Scope scope = Scope::kRead;
+  std::string secret;
+};
+
+inline constexpr std::size_t kMinTokenLength = 16;
+
+// A token file: one `read <token>` or `write <token>` per line; blank lines and lines starting
+// with `#` are skipped. Errors name the file and line, never the token.
+Result<std::vector<AccessToken>> parse_token_file(std::string_view text, const std::string& path);
+Result<std::vector<AccessToken>> load_token_file(const std::string& path);
+
+// Creates `path` (mode 0600) with a fresh random read and write token, and `path`.read (mode
+// 0644) holding the read token alone, for a scraper's credentials file. Fails if either exists.
+Status create_token_file(const std::string& path);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(std::string_view host);
+
+// CORS: whether a page from `origin` may read the API's answers (`allowed` from
+// --cors-allow-origin; "*" allows any origin).
+bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin);
+
+class AccessControl {
+ public:
+  AccessControl() = default;  // no tokens: everything is open
+  explicit AccessControl(std::vector<AccessToken> tokens) : tokens_(std::move(tokens)) {}
+
+  bool enabled() const { return !tokens_.empty(); }
+  std::size_t token_count() const { return tokens_.size(); }
+
+  // The scope a request to `path` with `method` needs (WebSocket upgrades are GETs).
+  static Scope required(std::string_view method, std::string_view path);
+  // The scope the presented credential grants (kNone when it matches no token). Every token
+  // is compared in full, so the time taken does not say how close a guess came.
+  Scope granted(std::string_view presented) const;
+  // nullopt when the request may proceed; otherwise the 401 or 403 to answer. `authorization`
+  // is the Authorization header; `query_token` the access_token parameter (WebSocket
+  // upgrades only: browsers cannot set headers on them).
+  std::optional<HttpResponse> check(std::string_view method, std::string_view path, std::string_view authorization,
+                                   std::string_view query_token) const;
+
+ private:
+  std::vector<AccessToken> tokens_;
+};
+
+}  // namespace perfscope::server

@@ -1,0 +1,275 @@
+#include "server/http/http_session.hpp"
+
+#include <cctype>
+#include <optional>
+
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "server/http/compression.hpp"
+#include "server/http/websocket_session.hpp"
+
+namespace perfscope::server {
+namespace {
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
+
+// "Application/JSON; charset=utf-8" → "application/json".
+std::string media_type(beast::string_view header) {
+  std::string out(header.substr(0, header.find(';')));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
+// One connection over `Stream`: beast::tcp_stream, or TlsStream.
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+ public:
+  template <class... Args>
+  HttpSession(const SessionContext& ctx, std::shared_ptr<void> slot, Args&&... stream_args)
+      : stream_(std::forward<Args>(stream_args)...), ctx_(ctx), slot_(std::move(slot)) {}
+  void run();
+
+ private:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  auto& lowest() { return beast::get_lowest_layer(stream_); }
+  void on_handshake(beast::error_code ec, std::size_t bytes_used);
+  void do_read();
+  void on_header(beast::error_code ec, std::size_t bytes);
+  void on_read(beast::error_code ec, std::size_t bytes);
+  void send(HttpResponse response);
+  void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
+  void do_close();
+
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  const SessionContext& ctx_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  unsigned request_version_ = 11;
+  bool request_keep_alive_ = true;
+  bool head_request_ = false;
+  std::size_t requests_ = 0;
+  std::string cors_origin_;  // the request's Origin when CORS allows it (echoed in the answer)
+  std::shared_ptr<void> slot_;
+  std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
+};
+
+template <class Stream>
+void HttpSession<Stream>::run() {
+  if constexpr (kTls) {
+    // The handshake within the header timeout: a client that connects and says nothing is
+    // cut off like a slow one.
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->lowest().expires_after(self->ctx_.config.header_timeout);
+      self->stream_.async_handshake(net::ssl::stream_base::server, self->buffer_.data(),
+                                    beast::bind_front_handler(&HttpSession::on_handshake, self));
+    });
+  } else {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&HttpSession::do_read, this->shared_from_this()));
+  }
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_handshake(beast::error_code ec, std::size_t bytes_used) {
+  if (ec) return;  // not TLS, or it gave up: nothing to answer over a stream that never formed
+  buffer_.consume(bytes_used);
+  do_read();
+}
+
+template <class Stream>
+void HttpSession<Stream>::do_read() {
+  parser_.emplace();
+  parser_->body_limit(ctx_.config.max_body_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(ctx_.config.max_header_bytes));
+  // Headers (or the next request on a kept-alive connection) within the header timeout; the
+  // body then within the request timeout.
+  lowest().expires_after(ctx_.config.header_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&HttpSession::on_header, this->shared_from_this()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
+  if (ec) return on_read(ec, bytes);
+  // Credentials are checked on the headers, before a body is read: an unauthorized client
+  // cannot make the server take in megabytes.
+  const auto& head = parser_->get();
+  const auto origin = head[http::field::origin];
+  cors_origin_ = cors_allows(ctx_.config.cors_origins, std::string_view(origin.data(), origin.size()))
+                     ? std::string(origin.data(), origin.size())
+                     : std::string();
+  HttpRequest target;
+  if (parse_target(std::string_view(head.target().data(), head.target().size()), target)) {
+    // Browsers cannot put headers on a WebSocket upgrade: there the token may come as a parameter.
+    const bool upgrade = websocket::is_upgrade(head);
+    auto token = target.query.find("access_token");
+    const std::string_view query_token = upgrade && token != target.query.end() ? std::string_view(token->second) : "";
+    const auto authorization = head[http::field::authorization];
+    if (auto denied = ctx_.access.check(std::string(head.method_string()), target.path,
+                                        std::string_view(authorization.data(), authorization.size()), query_token)) {
+      request_version_ = head.version();
+      request_keep_alive_ = false;  // the body, if any, is left unread
+      head_request_ = head.method() == http::verb::head;
+      return send(std::move(*denied));
+    }
+  }
+  lowest().expires_after(ctx_.config.request_timeout);
+  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
+  if (ec == http::error::end_of_stream) return do_close();
+  if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    request_keep_alive_ = false;
+    const bool body = ec == http::error::body_limit;
+    return send(error_response(body ? 413 : 431, body ? "payload_too_large" : "header_too_large",
+                               body ? "request body exceeds " + std::to_string(ctx_.config.max_body_bytes) + " bytes"
+                                    : "request headers exceed " + std::to_string(ctx_.config.max_header_bytes) + " bytes"));
+  }
+  if (ec == beast::error::timeout || ec == net::error::operation_aborted) return do_close();
+  if (ec) {
+    // A malformed request: answer once, then close (the stream's framing is lost).
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+      request_keep_alive_ = false;
+      return send(error_response(400, "bad_request", "malformed HTTP request: " + ec.message()));
+    }
+    return do_close();
+  }
+
+  http::request<http::string_body> req = parser_->release();
+  request_version_ = req.version();
+  request_keep_alive_ = req.keep_alive() && ++requests_ < ctx_.config.max_requests_per_connection;
+  head_request_ = req.method() == http::verb::head;
+
+  HttpRequest request;
+  if (!parse_target(std::string_view(req.target().data(), req.target().size()), request)) {
+    return send(error_response(400, "bad_request", "request target must be an absolute path", "target"));
+  }
+  request.method = std::string(req.method_string());
+
+  if (websocket::is_upgrade(req)) {
+    WebSocketSession::Role role;
+    if (request.path == "/api/v1/stream") {
+      role = WebSocketSession::Role::kStream;
+    } else if (request.path == "/api/v1/ingest") {
+      role = WebSocketSession::Role::kIngest;
+    } else {
+      return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
+    }
+    lowest().expires_never();
+    return start_websocket_session(std::move(stream_), ctx_, role, std::move(slot_), std::move(req));
+  }
+  request.accept = std::string(req[http::field::accept]);
+  request.accept_encoding = std::string(req[http::field::accept_encoding]);
+  request.content_type = media_type(req[http::field::content_type]);
+  request.content_encoding = media_type(req[http::field::content_encoding]);
+  request.if_none_match = std::string(req[http::field::if_none_match]);
+  request.body = std::move(req.body());
+
+  if (request.method == "OPTIONS" && !cors_origin_.empty()) {  // a CORS preflight from an allowed origin
+    HttpResponse preflight;
+    preflight.status = 204;
+    preflight.headers = {{"Access-Control-Allow-Methods", "GET, HEAD, POST"},
+                         {"Access-Control-Allow-Headers", "Authorization, Content-Type, Content-Encoding"},
+                         {"Access-Control-Max-Age", "600"}};
+    return send(std::move(preflight));
+  }
+  if (request.path == "/api/v1/stream" || request.path == "/api/v1/ingest") {
+    return send(error_response(426, "upgrade_required", request.path + " is a WebSocket endpoint"));
+  }
+  const RequestHandler::Dispatch dispatch = ctx_.handler.dispatch(request.path);
+  if (dispatch == RequestHandler::Dispatch::kNotMine) {
+    if (request.method == "GET" || request.method == "HEAD") {
+      if (auto r = ctx_.assets.serve(request)) return send(std::move(*r));
+    }
+    return send(error_response(404, "not_found", "no such path: " + request.path));
+  }
+  if (dispatch == RequestHandler::Dispatch::kInline) return send(ctx_.handler.handle(request));
+
+  // Everything else may block on SQLite or analysis: run it on the worker pool and come
+  // back to this connection's strand to write — unless the pool is already backed up, then
+  // say so at once rather than queue without bound.
+  if (ctx_.load.pending_requests.load() >= ctx_.config.max_pending_requests) {
+    ++ctx_.load.refused_requests;
+    HttpResponse busy = error_response(503, "overloaded", "the server is busy; retry later");
+    busy.headers.emplace_back("Retry-After", "1");
+    return send(std::move(busy));
+  }
+  ++ctx_.load.pending_requests;
+  net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request)]() mutable {
+    const bool gzip_ok = accepts_gzip(request.accept_encoding);
+    self->ctx_.handler.handle_async(std::move(request), [self, gzip_ok](HttpResponse response) {
+      --self->ctx_.load.pending_requests;
+      if (gzip_ok && response.compressible && response.body.size() >= kGzipMinBytes) {
+        if (auto z = gzip_compress(response.body)) {
+          response.body = std::move(*z);
+          response.headers.emplace_back("Content-Encoding", "gzip");
+          response.headers.emplace_back("Vary", "Accept-Encoding");
+        }
+      }
+      response.compressible = false;
+      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->send(std::move(response));
+      });
+    });
+  });
+}
+
+template <class Stream>
+void HttpSession<Stream>::send(HttpResponse r) {
+  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), request_version_);
+  res->set(http::field::server, "perfscope");
+  if (r.status != 304) res->set(http::field::content_type, r.content_type);
+  for (auto& [name, value] : r.headers) res->set(name, value);
+  if (!cors_origin_.empty()) {
+    res->set(http::field::access_control_allow_origin, cors_origin_);
+    res->set(http::field::access_control_expose_headers, "Retry-After, WWW-Authenticate, Content-Disposition");
+    const auto vary = (*res)[http::field::vary];
+    res->set(http::field::vary, vary.empty() ? std::string("Origin") : std::string(vary) + ", Origin");
+  }
+  res->keep_alive(request_keep_alive_);
+  // A HEAD response announces the GET body's length and sends no body.
+  res->content_length(r.body.size());
+  if (!head_request_) res->body() = std::move(r.body);
+  response_ = res;
+  lowest().expires_after(ctx_.config.request_timeout);
+  http::async_write(stream_, *response_,
+                    beast::bind_front_handler(&HttpSession::on_write, this->shared_from_this(), res->keep_alive()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+  response_.reset();
+  if (ec) return do_close();
+  if (!keep_alive) return do_close();
+  do_read();
+}
+
+template <class Stream>
+void HttpSession<Stream>::do_close() {
+  if constexpr (kTls) {
+    // close_notify, then the TCP close; a peer that does not answer is cut off by the timeout.
+    lowest().expires_after(ctx_.config.header_timeout);
+    stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+      beast::error_code ignored;
+      self->lowest().socket().close(ignored);
+    });
+  } else {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+}
+
+void start_http_session(tcp::socket&& socket, const SessionContext& ctx, std::shared_ptr<void> slot) {
+  if (ctx.tls) {
+    std::make_shared<HttpSession<TlsStream>>(ctx, std::move(slot), std::move(socket), *ctx.tls)->run();
+  } else {
+    std::make_shared<HttpSession<beast::tcp_stream>>(ctx, std::move(slot), std::move(socket))->run();
+  }
+}
+
+}  // namespace perfscope::server

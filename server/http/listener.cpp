@@ -1,0 +1,70 @@
+#include "server/http/listener.hpp"
+
+#include "server/http/http_session.hpp"
+#include "server/http/log.hpp"
+
+namespace perfscope::server {
+
+Listener::Listener(net::io_context& ioc, const SessionContext& ctx)
+    : ioc_(ioc), acceptor_(net::make_strand(ioc)), ctx_(ctx) {}
+
+Status Listener::open(const tcp::endpoint& endpoint) {
+  beast::error_code ec;
+  auto fail = [&](const char* what) {
+    return Status::unavailable(std::string("cannot ") + what + " " + endpoint.address().to_string() + ":" +
+                               std::to_string(endpoint.port()) + ": " + ec.message());
+  };
+  if (acceptor_.open(endpoint.protocol(), ec); ec) return fail("open");
+  if (acceptor_.set_option(net::socket_base::reuse_address(true), ec); ec) return fail("configure");
+  if (acceptor_.bind(endpoint, ec); ec) return fail("listen on");
+  if (acceptor_.listen(net::socket_base::max_listen_connections, ec); ec) return fail("listen on");
+  return Status();
+}
+
+tcp::endpoint Listener::local_endpoint() const {
+  beast::error_code ec;
+  return acceptor_.local_endpoint(ec);
+}
+
+void Listener::start() { do_accept(); }
+
+void Listener::stop() {
+  net::post(acceptor_.get_executor(), [self = shared_from_this()] {
+    beast::error_code ec;
+    self->acceptor_.close(ec);
+  });
+}
+
+void Listener::do_accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
+}
+
+void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {
+    log_warn("accept failed: " + ec.message());
+  } else if (ctx_.load.connections.load() >= ctx_.config.max_connections) {
+    // Full: say so at once and close, rather than hold the client in a queue.
+    ++ctx_.load.refused_connections;
+    static const std::string kBusy = [] {
+      const std::string body = R"({"error":{"code":"overloaded","message":"too many connections; retry later"}})";
+      return "HTTP/1.1 503 Service Unavailable\r\nServer: perfscope\r\nRetry-After: 1\r\n"
+             "Content-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    net::async_write(*s, net::buffer(kBusy), [s](beast::error_code, std::size_t) {
+      beast::error_code ignored;
+      s->shutdown(tcp::socket::shutdown_both, ignored);
+      s->close(ignored);
+    });
+  } else {
+    // The slot follows the connection into a WebSocket session on upgrade.
+    ++ctx_.load.connections;
+    std::shared_ptr<void> slot(nullptr, [load = &ctx_.load](void*) { --load->connections; });
+    start_http_session(std::move(socket), ctx_, std::move(slot));
+  }
+  do_accept();
+}
+
+}  // namespace perfscope::server

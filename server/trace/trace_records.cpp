@@ -1,0 +1,335 @@
+#include "server/trace/trace_records.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+namespace perfscope::trace {
+
+using nlohmann::json;
+
+namespace {
+
+struct KindFlag {
+  std::string_view name;
+  bool TraceKinds::*flag;
+};
+constexpr KindFlag kKindFlags[] = {
+    {"kernel", &TraceKinds::kernel}, {"memcpy", &TraceKinds::memcpy}, {"memset", &TraceKinds::memset},
+    {"runtime", &TraceKinds::runtime}, {"driver", &TraceKinds::driver}, {"memory", &TraceKinds::memory},
+};
+
+// Kernel names of heavily templated code can run to kilobytes; events carry at most
+// kMaxEventText bytes, so longer names keep their head and say that they were cut.
+std::string clipped(std::string text) {
+  if (text.size() > kMaxEventText) {
+    text.resize(kMaxEventText - 3);
+    text += "...";
+  }
+  return text;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+Result<TraceKinds> parse_trace_kinds(std::string_view text) {
+  TraceKinds kinds{false, false, false, false, false, false};
+  if (text == "all") return TraceKinds{true, true, true, true, true, true};
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == text.npos ? std::string_view() : text.substr(comma + 1);
+    if (item.empty()) continue;
+    bool known = false;
+    for (const auto& k : kKindFlags) {
+      if (k.name == item) kinds.*k.flag = known = true;
+    }
+    if (!known) {
+      return Status::invalid_argument("unknown activity kind \"" + std::string(item) +
+                                          "\" (kinds: kernel, memcpy, memset, runtime, driver, memory, or all)",
+                                      "kinds");
+    }
+  }
+  return kinds;
+}
+
+std::string format_trace_kinds(const TraceKinds& kinds) {
+  std::string out;
+  for (const auto& k : kKindFlags) {
+    if (!(kinds.*k.flag)) continue;
+    if (!out.empty()) out += ',';
+    out += k.name;
+  }
+  return out;
+}
+
+std::string_view memcpy_kind_name(std::uint32_t kind) {
+  using namespace cupti_values;
+  switch (kind) {
+    case kMemcpyHtoD: return "HtoD";
+    case kMemcpyDtoH: return "DtoH";
+    case kMemcpyHtoA: return "HtoA";
+    case kMemcpyAtoH: return "AtoH";
+    case kMemcpyAtoA: return "AtoA";
+    case kMemcpyAtoD: return "AtoD";
+    case kMemcpyDtoA: return "DtoA";
+    case kMemcpyDtoD: return "DtoD";
+    case kMemcpyHtoH: return "HtoH";
+    case kMemcpyPtoP: return "PtoP";
+    default: return "unknown";
+  }
+}
+
+std::string_view memory_kind_name(std::uint32_t kind) {
+  using namespace cupti_values;
+  switch (kind) {
+    case kMemoryPageable: return "pageable";
+    case kMemoryPinned: return "pinned";
+    case kMemoryDevice: return "device";
+    case kMemoryArray: return "array";
+    case kMemoryManaged: return "managed";
+    case kMemoryDeviceStatic: return "device_static";
+    case kMemoryManagedStatic: return "managed_static";
+    default: return "unknown";
+  }
+}
+
+// ---- recorded-record form ------------------------------------------------------------------
+
+json record_to_json(const TraceRecord& record) {
+  return std::visit(
+      [](const auto& r) -> json {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, ApiRecord>) {
+          return {{"record", "api"}, {"correlation_id", r.correlation_id}, {"cbid", r.cbid},
+                  {"start_ns", r.start_ns}, {"end_ns", r.end_ns}, {"thread_id", r.thread_id}};
+        } else if constexpr (std::is_same_v<T, KernelRecord>) {
+          return {{"record", "kernel"}, {"name", r.name}, {"correlation_id", r.correlation_id},
+                  {"device", r.device}, {"stream", r.stream}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns},
+                  {"grid", r.grid}, {"block", r.block}, {"registers_per_thread", r.registers_per_thread},
+                  {"static_shared_bytes", r.static_shared_bytes}, {"dynamic_shared_bytes", r.dynamic_shared_bytes}};
+        } else if constexpr (std::is_same_v<T, CopyRecord>) {
+          return {{"record", r.memset ? "memset" : "memcpy"}, {"copy_kind", r.copy_kind}, {"src_kind", r.src_kind},
+                  {"dst_kind", r.dst_kind}, {"bytes", r.bytes}, {"correlation_id", r.correlation_id},
+                  {"device", r.device}, {"stream", r.stream}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns}};
+        } else {
+          return {{"record", "memory"}, {"op", r.alloc ? "alloc" : "free"}, {"address", r.address},
+                  {"bytes", r.bytes}, {"ts_ns", r.ts_ns}, {"device", r.device}, {"memory_kind", r.memory_kind}};
+        }
+      },
+      record);
+}
+
+Result<TraceRecord> record_from_json(const json& j) {
+  try {
+    const std::string kind = j.at("record").get<std::string>();
+    if (kind == "api") {
+      return TraceRecord{ApiRecord{j.at("correlation_id"), j.at("cbid"), j.at("start_ns"), j.at("end_ns"),
+                                   j.at("thread_id")}};
+    }
+    if (kind == "kernel") {
+      KernelRecord r;
+      r.name = j.at("name");
+      r.correlation_id = j.at("correlation_id");
+      r.device = j.at("device");
+      r.stream = j.at("stream");
+      r.start_ns = j.at("start_ns");
+      r.end_ns = j.at("end_ns");
+      r.grid = j.at("grid");
+      r.block = j.at("block");
+      r.registers_per_thread = j.at("registers_per_thread");
+      r.static_shared_bytes = j.at("static_shared_bytes");
+      r.dynamic_shared_bytes = j.at("dynamic_shared_bytes");
+      return TraceRecord{std::move(r)};
+    }
+    if (kind == "memcpy" || kind == "memset") {
+      return TraceRecord{CopyRecord{kind == "memset", j.at("copy_kind"), j.at("src_kind"), j.at("dst_kind"),
+                                    j.at("bytes"), j.at("correlation_id"), j.at("device"), j.at("stream"),
+                                    j.at("start_ns"), j.at("end_ns")}};
+    }
+    if (kind == "memory") {
+      return TraceRecord{MemoryRecord{j.at("op") == "alloc", j.at("address"), j.at("bytes"), j.at("ts_ns"),
+                                      j.at("device"), j.at("memory_kind")}};
+    }
+    return Status::invalid_argument("unknown record \"" + kind + "\"", "record");
+  } catch (const json::exception& e) {
+    return Status::invalid_argument(std::string("bad record: ") + e.what());
+  }
+}
+
+// ---- conversion ----------------------------------------------------------------------------
+
+TraceConverter::TraceConverter(ConverterOptions options) : options_(std::move(options)) {}
+
+Tags TraceConverter::base_tags() const {
+  Tags tags;
+  if (!options_.pid.empty()) tags.emplace_back("pid", options_.pid);
+  if (!options_.run.empty()) tags.emplace_back("run", options_.run);
+  return tags;
+}
+
+const std::string& TraceConverter::demangled(const std::string& mangled) {
+  auto it = names_.find(mangled);
+  if (it != names_.end()) return it->second;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                              std::free);
+  // Plain C names ("vector_add") are not mangled and stay as they are.
+  std::string name = clipped(status == 0 && text ? std::string(text.get()) : mangled);
+  if (name.empty()) name = "(unnamed kernel)";
+  return names_.emplace(mangled, std::move(name)).first->second;
+}
+
+KernelEvent TraceConverter::kernel_event(const KernelRecord& k) {
+  KernelEvent e;
+  e.name = demangled(k.name);
+  e.device = std::to_string(k.device);
+  e.stream = std::to_string(k.stream);
+  e.start_ns = static_cast<TimestampNs>(k.start_ns);
+  e.end_ns = static_cast<TimestampNs>(std::max(k.end_ns, k.start_ns));
+  auto dims = [](const std::array<std::int32_t, 3>& d) {
+    return std::array<std::uint32_t, 3>{static_cast<std::uint32_t>(std::max(d[0], 1)),
+                                        static_cast<std::uint32_t>(std::max(d[1], 1)),
+                                        static_cast<std::uint32_t>(std::max(d[2], 1))};
+  };
+  e.grid = dims(k.grid);
+  e.block = dims(k.block);
+  e.shared_mem_bytes = std::uint64_t{k.static_shared_bytes} + k.dynamic_shared_bytes;
+  e.registers_per_thread = k.registers_per_thread;
+  e.tags = base_tags();
+  e.tags.emplace_back("dynamic_shared_bytes", std::to_string(k.dynamic_shared_bytes));
+  if (e.name != k.name) e.tags.emplace_back("mangled", clipped(k.name));
+  e.tags.emplace_back("static_shared_bytes", std::to_string(k.static_shared_bytes));
+  sort_labels(e.tags);
+  return e;
+}
+
+KernelEvent TraceConverter::copy_event(const CopyRecord& c) const {
+  KernelEvent e;
+  // Named as the PyTorch profiler and Nsight name them; the timeline treats them as
+  // memory operations, not compute.
+  if (c.memset) {
+    e.name = "Memset (" + std::string(memory_kind_name(c.dst_kind)) + ")";
+  } else {
+    e.name = "Memcpy " + std::string(memcpy_kind_name(c.copy_kind)) + " (" +
+             std::string(memory_kind_name(c.src_kind)) + " -> " + std::string(memory_kind_name(c.dst_kind)) + ")";
+  }
+  e.device = std::to_string(c.device);
+  e.stream = std::to_string(c.stream);
+  e.start_ns = static_cast<TimestampNs>(c.start_ns);
+  e.end_ns = static_cast<TimestampNs>(std::max(c.end_ns, c.start_ns));
+  e.tags = base_tags();
+  e.tags.emplace_back("bytes", std::to_string(c.bytes));
+  e.tags.emplace_back("op", c.memset ? "memset" : "memcpy");
+  // The bandwidth is bytes / duration, derived where it is shown: as a tag, a value unique to
+  // each copy would make every copy a series of its own.
+  if (!c.memset) e.tags.emplace_back("copy_kind", std::string(memcpy_kind_name(c.copy_kind)));
+  sort_labels(e.tags);
+  return e;
+}
+
+MemoryEvent TraceConverter::memory_event(const MemoryRecord& m) const {
+  using namespace cupti_values;
+  MemoryEvent e;
+  e.op = m.alloc ? MemoryOp::kAlloc : MemoryOp::kFree;
+  e.address = hex(m.address);
+  e.size_bytes = m.bytes;
+  switch (m.memory_kind) {
+    case kMemoryPageable:
+    case kMemoryPinned: e.kind = MemoryKind::kHost; break;
+    case kMemoryManaged:
+    case kMemoryManagedStatic: e.kind = MemoryKind::kShared; break;
+    default: e.kind = MemoryKind::kDevice;
+  }
+  e.tag = std::string(memory_kind_name(m.memory_kind));
+  e.device = std::to_string(m.device);
+  e.ts_ns = static_cast<TimestampNs>(m.ts_ns);
+  e.tags = base_tags();
+  return e;
+}
+
+void TraceConverter::add(const TraceRecord& record, std::vector<Event>& out) {
+  if (const auto* api = std::get_if<ApiRecord>(&record)) {
+    add_api(*api, out);
+  } else if (const auto* k = std::get_if<KernelRecord>(&record)) {
+    ++stats_.kernels;
+    add_gpu_work(k->correlation_id, kernel_event(*k), out);
+  } else if (const auto* c = std::get_if<CopyRecord>(&record)) {
+    ++stats_.copies;
+    add_gpu_work(c->correlation_id, copy_event(*c), out);
+  } else if (const auto* m = std::get_if<MemoryRecord>(&record)) {
+    ++stats_.memory_operations;
+    out.emplace_back(memory_event(*m));
+  }
+}
+
+void TraceConverter::add_api(const ApiRecord& api, std::vector<Event>& out) {
+  ++stats_.api_calls;
+  if (auto it = waiting_.find(api.correlation_id); it != waiting_.end()) {
+    for (Waiting& w : it->second) {
+      w.event.launch_start_ns = static_cast<TimestampNs>(api.start_ns);
+      w.event.launch_end_ns = static_cast<TimestampNs>(api.end_ns);
+      out.emplace_back(std::move(w.event));
+    }
+    waiting_.erase(it);
+  }
+  if (calls_.insert_or_assign(api.correlation_id, api).second) call_order_.push_back(api.correlation_id);
+  while (calls_.size() > options_.max_pending_calls || call_order_.size() > 2 * options_.max_pending_calls) {
+    calls_.erase(call_order_.front());
+    call_order_.pop_front();
+  }
+}
+
+void TraceConverter::add_gpu_work(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out) {
+  if (auto it = calls_.find(correlation_id); it != calls_.end()) {
+    event.launch_start_ns = static_cast<TimestampNs>(it->second.start_ns);
+    event.launch_end_ns = static_cast<TimestampNs>(it->second.end_ns);
+    out.emplace_back(std::move(event));
+    return;
+  }
+  waiting_[correlation_id].push_back(Waiting{std::move(event), 0});
+}
+
+void TraceConverter::end_batch(std::vector<Event>& out) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto& list = it->second;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (++list[i].batches > options_.max_wait_batches) {
+        ++stats_.without_launch;
+        out.emplace_back(std::move(list[i].event));
+      } else {
+        if (kept != i) list[kept] = std::move(list[i]);
+        ++kept;
+      }
+    }
+    list.resize(kept);
+    it = list.empty() ? waiting_.erase(it) : std::next(it);
+  }
+}
+
+void TraceConverter::finish(std::vector<Event>& out) {
+  // In launch order (correlation ids grow with each call), whatever order the map holds them in.
+  std::vector<std::pair<std::uint32_t, Waiting*>> left;
+  for (auto& [id, list] : waiting_) {
+    for (Waiting& w : list) left.emplace_back(id, &w);
+  }
+  std::stable_sort(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [id, w] : left) {
+    ++stats_.without_launch;
+    out.emplace_back(std::move(w->event));
+  }
+  waiting_.clear();
+}
+
+}  // namespace perfscope::trace

@@ -1,0 +1,220 @@
+// Event ingest over HTTP against the real server, and the views that read it back.
+#include <gtest/gtest.h>
+
+#include "server/http/compression.hpp"
+#include "support/live_server.hpp"
+
+namespace perfscope::server {
+namespace {
+
+using namespace perfscope::testing;
+
+class IngestTest : public ServerTest {
+ protected:
+  Reply post(const std::string& body, const std::string& type = "application/json",
+             std::map<std::string, std::string> headers = {}) {
+    headers["Content-Type"] = type;
+    return request(http::verb::post, "/api/v1/events", std::move(headers), body);
+  }
+  // Rows per event table, as the API's own view sees them.
+  json counts() {
+    json k = get("/api/v1/kernels").body_json();
+    json m = get("/api/v1/memory").body_json();
+    json i = get("/api/v1/inference").body_json();
+    std::uint64_t kernels = 0, requests = 0;
+    for (const json& row : k["kernels"]) kernels += row["count"].get<std::uint64_t>();
+    for (const json& row : i["models"]) requests += row["requests"].get<std::uint64_t>();
+    return {{"kernels", kernels}, {"allocations", m["allocation_count"]}, {"requests", requests}};
+  }
+};
+
+TEST_F(IngestTest, JsonBatchIsStoredAndQueryable) {
+  Reply r = post(R"({"events":[
+    {"type":"kernel","name":"gemm","variant":"tiled","start_ns":1000,"end_ns":3001000,"grid":[64,64],"block":[16,16]},
+    {"type":"kernel","name":"gemm","variant":"naive","start_ns":5000000,"end_ns":10000000},
+    {"type":"kernel","name":"relu","start_ns":20000000,"end_ns":21000000},
+    {"type":"memory","op":"alloc","address":"0x1","size_bytes":4096,"tag":"weights","ts_ns":100},
+    {"type":"memory","op":"alloc","address":"0x2","size_bytes":1024,"kind":"host","ts_ns":200},
+    {"type":"memory","op":"free","address":"0x1","ts_ns":300},
+    {"type":"inference","model":"llama","latency_ms":120,"ttft_ms":20,"output_tokens":50,"ts_ns":1000000000},
+    {"type":"inference","model":"llama","latency_ms":80,"status":"error","ts_ns":3000000000},
+    {"type":"command_buffer","id":"cb","queue":"q","enqueue_ns":1,"submit_ns":2,"start_ns":3,"end_ns":4},
+    {"type":"operator","op_type":"MatMul","name":"fc","provider":"cpu","duration_ms":0.4},
+    {"type":"sample","metric":"app_queue_depth","labels":{"queue":"in"},"value":7}
+  ]})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.body_json(), json({{"accepted", 11}}));
+
+  json kernels = get("/api/v1/kernels").body_json();
+  ASSERT_EQ(kernels["kernels"].size(), 2u);
+  const json& gemm = kernels["kernels"][0];  // longest total first
+  EXPECT_EQ(gemm["name"], "gemm");
+  EXPECT_EQ(gemm["count"], 2);
+  EXPECT_DOUBLE_EQ(gemm["total_ms"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(gemm["avg_ms"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(gemm["min_ms"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(gemm["max_ms"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(gemm["share"].get<double>(), 8.0 / 9.0);
+  EXPECT_EQ(gemm["variants"], json({"naive", "tiled"}));
+  ASSERT_EQ(gemm["launch_configs"].size(), 1u);
+  EXPECT_EQ(gemm["launch_configs"][0]["grid"], json({64, 64, 1}));
+
+  json records = get("/api/v1/kernels/gemm/records?limit=1").body_json();
+  ASSERT_EQ(records["records"].size(), 1u);
+  EXPECT_EQ(records["records"][0]["variant"], "naive") << "newest first";
+
+  json memory = get("/api/v1/memory").body_json();
+  EXPECT_EQ(memory["current_allocated_bytes"], 1024);
+  EXPECT_EQ(memory["peak_allocated_bytes"], 5120);
+  EXPECT_EQ(memory["total_allocated_bytes"], 5120);
+  EXPECT_EQ(memory["allocation_count"], 2);
+  EXPECT_EQ(memory["free_count"], 1);
+  EXPECT_EQ(memory["by_kind"]["host"]["current_allocated_bytes"], 1024);
+  EXPECT_EQ(memory["largest_live_allocations"][0]["address"], "0x2");
+  EXPECT_EQ(memory["timeline"]["points"], json({{100, 4096.0}, {200, 5120.0}, {300, 1024.0}}));
+  // A window that starts after the first allocation still counts it.
+  EXPECT_EQ(get("/api/v1/memory?from=150&to=250").body_json()["timeline"]["points"], json({{200, 5120.0}}));
+  EXPECT_EQ(get("/api/v1/memory?from=250&to=400").body_json()["timeline"]["points"], json({{300, 1024.0}}));
+
+  json inference = get("/api/v1/inference").body_json();
+  ASSERT_EQ(inference["models"].size(), 1u);
+  const json& llama = inference["models"][0];
+  EXPECT_EQ(llama["requests"], 2);
+  EXPECT_EQ(llama["errors"], 1);
+  EXPECT_DOUBLE_EQ(llama["error_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(llama["span_seconds"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(llama["requests_per_second"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(llama["output_tokens_per_second"].get<double>(), 25.0);
+
+  json sample = get("/api/v1/series/query?name=app_queue_depth&from=0").body_json();
+  ASSERT_EQ(sample["series"].size(), 1u);
+  EXPECT_EQ(sample["series"][0]["labels"]["queue"], "in");
+  EXPECT_EQ(sample["series"][0]["points"][0][1], 7.0);
+}
+
+TEST_F(IngestTest, NdjsonAndGzip) {
+  std::string ndjson;
+  for (int i = 0; i < 50; ++i) ndjson += R"({"type":"kernel","name":"k","duration_ms":0.5})" "\n";
+  Reply plain = post(ndjson, "application/x-ndjson");
+  EXPECT_EQ(plain.status, 200u) << plain.body;
+  EXPECT_EQ(plain.body_json()["accepted"], 50);
+  auto zipped = gzip_compress(ndjson);
+  ASSERT_TRUE(zipped);
+  Reply gz = post(*zipped, "application/x-ndjson", {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(gz.status, 200u) << gz.body;
+  EXPECT_EQ(counts()["kernels"], 100);
+}
+
+TEST_F(IngestTest, BadInputGetsItsStatusAndChangesNothing) {
+  ASSERT_EQ(post(R"({"events":[{"type":"memory","op":"alloc","address":"a","size_bytes":10}]})").status, 200u);
+  json before = counts();
+
+  Reply bad_event = post(R"({"events":[{"type":"kernel","name":"ok","duration_ms":1},
+                                      {"type":"kernel","name":"bad","start_ns":10,"end_ns":5}]})");
+  EXPECT_EQ(bad_event.status, 400u);
+  json err = bad_event.body_json()["error"];
+  EXPECT_EQ(err["code"], "invalid_event");
+  EXPECT_EQ(err["index"], 1);
+  EXPECT_EQ(err["field"], "end_ns");
+
+  EXPECT_EQ(post("{not json").status, 400u);
+  EXPECT_EQ(post("\xff\xfe", "application/x-ndjson").status, 400u);
+  EXPECT_EQ(post(R"({"events":[]})", "text/plain").status, 415u);
+  EXPECT_EQ(post("garbage", "application/json", {{"Content-Encoding", "gzip"}}).status, 400u);
+  EXPECT_EQ(post(R"({"events":[]})", "application/json", {{"Content-Encoding", "br"}}).status, 415u);
+
+  // A gzip bomb: 1 MiB of zeros in ~1 KiB, against the 4 KiB limit of this test server.
+  auto bomb = gzip_compress(std::string(1 << 20, '0'));
+  ASSERT_TRUE(bomb);
+  ASSERT_LT(bomb->size(), 4096u);
+  Reply too_big = post(*bomb, "application/x-ndjson", {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(too_big.status, 413u);
+
+  Reply get_events = get("/api/v1/events");
+  EXPECT_EQ(get_events.status, 405u);
+  EXPECT_EQ(get_events.headers["Allow"], "POST");
+
+  EXPECT_EQ(counts(), before);
+}
+
+TEST_F(IngestTest, QueriesValidateTheirParameters) {
+  EXPECT_EQ(get("/api/v1/kernels?window=forever").body_json()["error"]["field"], "window");
+  EXPECT_EQ(get("/api/v1/kernels/x/records?limit=0").body_json()["error"]["field"], "limit");
+  EXPECT_EQ(get("/api/v1/memory?max_points=-1").body_json()["error"]["field"], "max_points");
+  EXPECT_EQ(get("/api/v1/inference?from=10&to=5").body_json()["error"]["field"], "from");
+  EXPECT_EQ(get("/api/v1/kernels?window=5m").status, 200u);
+}
+
+TEST_F(IngestTest, KernelNamesWithSlashesAndSpaces) {
+  ASSERT_EQ(post(R"({"events":[{"type":"kernel","name":"void ns::gemm<float>(float*, int) /tile","duration_ms":1}]})")
+                .status,
+            200u);
+  json r = get("/api/v1/kernels/void%20ns%3A%3Agemm%3Cfloat%3E(float*,%20int)%20%2Ftile/records").body_json();
+  ASSERT_EQ(r["records"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["name"], "void ns::gemm<float>(float*, int) /tile");
+}
+
+TEST_F(IngestTest, AcknowledgedEventsSurviveARestart) {
+  ASSERT_EQ(post(R"({"events":[{"type":"kernel","name":"persist","duration_ms":2},
+                               {"type":"memory","op":"alloc","address":"m","size_bytes":64},
+                               {"type":"inference","model":"m","latency_ms":3}]})")
+                .status,
+            200u);
+  json before = counts();
+  stop();
+  server_ = std::make_unique<Server>(config_);
+  ASSERT_TRUE(server_->start().ok());
+  port_ = server_->port();
+  thread_ = std::thread([this] { server_->run(false); });
+  EXPECT_EQ(counts(), before);
+  // The memory tracker was rebuilt from the stored events.
+  EXPECT_EQ(get("/api/v1/memory").body_json()["current_allocated_bytes"], 64);
+}
+
+TEST_F(IngestTest, WebSocketIngestAcksEachMessageAfterCommit) {
+  StreamClient producer(port_, "/api/v1/ingest");
+  EXPECT_EQ(producer.read()["type"], "hello");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","duration_ms":1},{"type":"kernel","name":"ws","duration_ms":2}]})");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","start_ns":5,"end_ns":1}]})");
+  producer.send(R"({"events":[{"type":"kernel","name":"ws","duration_ms":3}]})");
+  std::map<std::uint64_t, json> replies;
+  for (int i = 0; i < 3; ++i) {
+    json m = producer.read();
+    replies[m["seq"].get<std::uint64_t>()] = m;
+  }
+  EXPECT_EQ(replies[1]["type"], "ack");
+  EXPECT_EQ(replies[1]["accepted"], 2);
+  EXPECT_EQ(replies[2]["type"], "error");
+  EXPECT_EQ(replies[2]["status"], 400);
+  EXPECT_EQ(replies[2]["error"]["field"], "end_ns");
+  EXPECT_EQ(replies[3]["type"], "ack");
+  // Acked means committed: visible to the next query.
+  EXPECT_EQ(counts()["kernels"], 3);
+  EXPECT_EQ(get("/api/v1/ingest").status, 426u);
+}
+
+TEST_F(IngestTest, ConcurrentProducersLoseNothing) {
+  constexpr int kThreads = 4, kRequests = 25, kPerRequest = 20;
+  std::vector<std::thread> producers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int r = 0; r < kRequests; ++r) {
+        std::string body;
+        for (int e = 0; e < kPerRequest; ++e) {
+          body += R"({"type":"kernel","name":"t)" + std::to_string(t) + R"(","duration_ms":1})" "\n";
+        }
+        if (post(body, "application/x-ndjson").status != 200) ++failures;
+      }
+    });
+  }
+  for (auto& p : producers) p.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(counts()["kernels"], kThreads * kRequests * kPerRequest);
+  json kernels = get("/api/v1/kernels").body_json()["kernels"];
+  ASSERT_EQ(kernels.size(), static_cast<std::size_t>(kThreads));
+  for (const json& k : kernels) EXPECT_EQ(k["count"], kRequests * kPerRequest);
+}
+
+}  // namespace
+}  // namespace perfscope::server

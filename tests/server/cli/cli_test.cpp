@@ -1,0 +1,155 @@
+#include "server/cli/cli.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+
+namespace perfscope::server {
+namespace {
+
+ParsedCommand parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "perfscope");
+  return parse_command_line(static_cast<int>(args.size()), args.data());
+}
+
+// Environment variables set for one test only.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(Cli, HealthcheckFollowsTheListenAddress) {
+  EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://127.0.0.1:8080");
+  {
+    ScopedEnv env("PERFSCOPE_LISTEN", "0.0.0.0:9100");
+    EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://127.0.0.1:9100");
+    EXPECT_EQ(parse({"healthcheck", "--server", "http://10.0.0.2:1"}).healthcheck_server, "http://10.0.0.2:1");
+  }
+  ScopedEnv env("PERFSCOPE_LISTEN", "10.1.2.3:9200");
+  EXPECT_EQ(parse({"healthcheck"}).command, Command::kHealthcheck);
+  EXPECT_EQ(parse({"healthcheck"}).healthcheck_server, "http://10.1.2.3:9200");
+}
+
+TEST(Cli, DefaultsMirrorTheDesignDocuments) {
+  ParsedCommand c = parse({"serve"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.engine.sampling_interval.count(), 100);
+  EXPECT_EQ(c.config.engine.history_buffer_size, 10000u);
+  EXPECT_EQ(c.config.server.listen_host, "127.0.0.1");
+  EXPECT_EQ(c.config.server.listen_port, 8080);
+  EXPECT_EQ(c.config.storage.data_dir, "./data");
+  EXPECT_TRUE(c.config.engine.enable_host_collector);
+}
+
+TEST(Cli, FlagsSetTheConfig) {
+  ParsedCommand c = parse({"serve", "--listen", "[::1]:0", "--sampling-interval-ms", "250", "--history-buffer-size",
+                           "500", "--enable-host-collector", "false", "--data-dir", "/tmp/x", "--ws-send-queue", "4"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.server.listen_host, "::1");
+  EXPECT_EQ(c.config.server.listen_port, 0);
+  EXPECT_EQ(c.config.engine.sampling_interval.count(), 250);
+  EXPECT_EQ(c.config.engine.history_buffer_size, 500u);
+  EXPECT_FALSE(c.config.engine.enable_host_collector);
+  EXPECT_EQ(c.config.storage.data_dir, "/tmp/x");
+  EXPECT_EQ(c.config.server.ws_send_queue_max, 4u);
+}
+
+TEST(Cli, RetentionOptionsTakeDurationsAndSizes) {
+  ParsedCommand c = parse({"serve", "--retention-raw-max-age", "15d", "--retention-rollup-max-age", "400d",
+                           "--retention-max-size", "20GB", "--retention-interval-ms", "5000"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.storage.raw_max_age_ns, 15LL * 86'400'000'000'000);
+  EXPECT_EQ(c.config.storage.rollup_max_age_ns, 400LL * 86'400'000'000'000);
+  EXPECT_EQ(c.config.storage.max_bytes, 20'000'000'000u);
+  EXPECT_EQ(c.config.storage.retention_interval.count(), 5000);
+  ParsedCommand off = parse({"serve"});
+  EXPECT_EQ(off.config.storage.raw_max_age_ns, 0);
+  EXPECT_EQ(off.config.storage.max_bytes, 0u);
+  for (auto [args, ok] : {std::pair{std::vector<const char*>{"serve", "--retention-max-size", "1.5GiB"}, true},
+                          std::pair{std::vector<const char*>{"serve", "--retention-max-size", "-1GB"}, false},
+                          std::pair{std::vector<const char*>{"serve", "--retention-raw-max-age", "59s"}, false},
+                          std::pair{std::vector<const char*>{"serve", "--retention-raw-max-age", "1m"}, true}}) {
+    EXPECT_EQ(parse(args).command == Command::kServe, ok) << args[2];
+  }
+  EXPECT_EQ(*parse_byte_size("1.5GiB"), 1'610'612'736u);
+  EXPECT_EQ(*parse_byte_size("400kB"), 400'000u);
+  EXPECT_EQ(*parse_byte_size("0"), 0u);
+  for (const char* bad : {"", "GB", "12XB", "1e30", "5 GB"}) EXPECT_FALSE(parse_byte_size(bad).ok()) << bad;
+}
+
+TEST(Cli, InvalidValuesExitWithCode2) {
+  for (auto args : std::vector<std::vector<const char*>>{
+           {"serve", "--sampling-interval-ms", "5"},
+           {"serve", "--sampling-interval-ms", "abc"},
+           {"serve", "--listen", "127.0.0.1"},
+           {"serve", "--listen", "127.0.0.1:70000"},
+           {"serve", "--history-buffer-size", "0"},
+           {"serve", "--enable-host-collector", "maybe"},
+           {"serve", "--no-such-flag"},
+           {"frobnicate"},
+           {}}) {
+    ParsedCommand c = parse(args);
+    EXPECT_EQ(c.command, Command::kExit);
+    EXPECT_EQ(c.exit_code, 2) << (args.empty() ? "(no args)" : args.back());
+  }
+}
+
+TEST(Cli, HelpExitsWithZero) {
+  ParsedCommand c = parse({"serve", "--help"});
+  EXPECT_EQ(c.command, Command::kExit);
+  EXPECT_EQ(c.exit_code, 0);
+}
+
+TEST(Cli, EnvironmentFillsWhatFlagsLeaveOpen) {
+  ScopedEnv a("PERFSCOPE_SAMPLING_INTERVAL_MS", "400");
+  ScopedEnv b("PERFSCOPE_LISTEN", "127.0.0.1:9001");
+  ParsedCommand c = parse({"serve", "--listen", "127.0.0.1:9002"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.engine.sampling_interval.count(), 400);
+  EXPECT_EQ(c.config.server.listen_port, 9002);  // the flag wins over the environment
+}
+
+TEST(Cli, InvalidEnvironmentValueExitsWithCode2) {
+  ScopedEnv a("PERFSCOPE_HISTORY_BUFFER_SIZE", "-3");
+  EXPECT_EQ(parse({"serve"}).exit_code, 2);
+}
+
+TEST(Cli, ConfigFileSetsOptionsAndFlagsOverrideIt) {
+  perfscope::testing::TempDir dir;
+  const std::string path = dir.file("perfscope.toml");
+  std::ofstream(path) << "# perfscope configuration\nsampling-interval-ms = 1000\nhistory-buffer-size = 3600\n"
+                         "listen = \"127.0.0.1:9100\"\n";
+  ParsedCommand c = parse({"serve", "--config", path.c_str(), "--history-buffer-size", "77"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.engine.sampling_interval.count(), 1000);
+  EXPECT_EQ(c.config.engine.history_buffer_size, 77u);
+  EXPECT_EQ(c.config.server.listen_port, 9100);
+  EXPECT_EQ(c.config.config_file, path);
+
+  EXPECT_EQ(parse({"serve", "--config", dir.file("missing.toml").c_str()}).exit_code, 2);
+
+  std::ofstream(dir.file("bad.toml")) << "no-such-option = 1\n";
+  EXPECT_EQ(parse({"serve", "--config", dir.file("bad.toml").c_str()}).exit_code, 2);
+  std::ofstream(dir.file("range.toml")) << "sampling-interval-ms = 1\n";
+  EXPECT_EQ(parse({"serve", "--config", dir.file("range.toml").c_str()}).exit_code, 2);
+}
+
+TEST(Cli, EnvironmentWinsOverTheConfigFile) {
+  perfscope::testing::TempDir dir;
+  std::ofstream(dir.file("c.toml")) << "sampling-interval-ms = 1000\n";
+  ScopedEnv a("PERFSCOPE_SAMPLING_INTERVAL_MS", "200");
+  ParsedCommand c = parse({"serve", "--config", dir.file("c.toml").c_str()});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.engine.sampling_interval.count(), 200);
+}
+
+}  // namespace
+}  // namespace perfscope::server

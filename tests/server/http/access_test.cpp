@@ -1,0 +1,83 @@
+#include "server/http/access.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace perfscope::server {
+namespace {
+
+const std::string kRead = "r-0123456789abcdef";
+const std::string kWrite = "w-0123456789abcdef";
+
+AccessControl control() { return AccessControl({{Scope::kRead, kRead}, {Scope::kWrite, kWrite}}); }
+
+TEST(Access, TokenFileLinesAndErrorsThatNeverShowTheToken) {
+  auto ok = parse_token_file("# perfscope tokens\n\nread  " + kRead + "\r\nwrite\t" + kWrite + "\n", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->size(), 2u);
+  EXPECT_EQ((*ok)[0].scope, Scope::kRead);
+  EXPECT_EQ((*ok)[1].secret, kWrite);
+
+  auto bad_scope = parse_token_file("admin " + kWrite + "\n", "tokens.txt");
+  ASSERT_FALSE(bad_scope.ok());
+  EXPECT_NE(bad_scope.status().message().find("tokens.txt line 1"), std::string::npos);
+  EXPECT_EQ(bad_scope.status().message().find(kWrite), std::string::npos);
+  auto short_token = parse_token_file("read short-secret\n", "t");
+  ASSERT_FALSE(short_token.ok());
+  EXPECT_EQ(short_token.status().message().find("short-secret"), std::string::npos);
+  EXPECT_FALSE(parse_token_file("# nothing\n", "t").ok());
+  EXPECT_FALSE(load_token_file("/nonexistent/tokens").ok());
+}
+
+TEST(Access, ScopesPerPath) {
+  EXPECT_EQ(AccessControl::required("GET", "/healthz"), Scope::kNone);
+  EXPECT_EQ(AccessControl::required("GET", "/"), Scope::kNone);
+  EXPECT_EQ(AccessControl::required("GET", "/app.js"), Scope::kNone);
+  EXPECT_EQ(AccessControl::required("GET", "/metrics"), Scope::kRead);
+  EXPECT_EQ(AccessControl::required("GET", "/api/v1/stream"), Scope::kRead);
+  EXPECT_EQ(AccessControl::required("GET", "/api/v1/report"), Scope::kRead);
+  EXPECT_EQ(AccessControl::required("POST", "/api/v1/events"), Scope::kWrite);
+  EXPECT_EQ(AccessControl::required("POST", "/api/v1/abtests"), Scope::kWrite);
+  EXPECT_EQ(AccessControl::required("GET", "/api/v1/ingest"), Scope::kWrite);
+}
+
+TEST(Access, GrantsTheScopeOfTheMatchingTokenOnly) {
+  const AccessControl a = control();
+  EXPECT_EQ(a.granted(kRead), Scope::kRead);
+  EXPECT_EQ(a.granted(kWrite), Scope::kWrite);
+  EXPECT_EQ(a.granted(kWrite.substr(0, kWrite.size() - 1)), Scope::kNone);
+  EXPECT_EQ(a.granted(kWrite + "x"), Scope::kNone);
+  EXPECT_EQ(a.granted(""), Scope::kNone);
+}
+
+TEST(Access, AnswersUnauthorizedOrForbidden) {
+  const AccessControl a = control();
+  EXPECT_FALSE(a.check("GET", "/healthz", "", ""));
+  EXPECT_FALSE(a.check("GET", "/api/v1/series", "Bearer " + kRead, ""));
+  EXPECT_FALSE(a.check("POST", "/api/v1/events", "Bearer " + kWrite, ""));
+  EXPECT_FALSE(a.check("GET", "/api/v1/stream", "", kRead));  // WebSocket: token as a parameter
+
+  auto missing = a.check("GET", "/metrics", "", "");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 401u);
+  EXPECT_EQ(missing->headers.at(0).first, "WWW-Authenticate");
+  auto wrong = a.check("GET", "/metrics", "Bearer not-a-real-token-at-all", "");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401u);
+  EXPECT_EQ(nlohmann::json::parse(wrong->body)["error"]["code"], "unauthorized");
+  auto scope = a.check("POST", "/api/v1/events", "Bearer " + kRead, "");
+  ASSERT_TRUE(scope);
+  EXPECT_EQ(scope->status, 403u);
+  EXPECT_NE(scope->body.find("write"), std::string::npos);
+
+  EXPECT_FALSE(AccessControl().check("POST", "/api/v1/events", "", "")) << "no tokens: open";
+}
+
+TEST(Access, LoopbackAddresses) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "::1", "localhost"}) EXPECT_TRUE(is_loopback_host(h)) << h;
+  for (const char* h : {"0.0.0.0", "10.0.0.1", "::", "192.168.1.1", "example.com"}) EXPECT_FALSE(is_loopback_host(h)) << h;
+}
+
+}  // namespace
+}  // namespace perfscope::server

@@ -1,0 +1,364 @@
+// The CUPTI-independent half of kernel tracing: activity kinds, record conversion (launch
+// correlation in either arrival order, graph launches, demangling, copies, allocations) and
+// the trace sink (file and socket output, bounded queue, a reader that goes away).
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/trace/trace_sink.hpp"
+#include "server/wire/event_codec.hpp"
+
+namespace perfscope::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+KernelRecord kernel(std::uint32_t correlation, std::uint64_t start, std::string name = "_Z11tiny_kernelPii") {
+  KernelRecord k;
+  k.name = std::move(name);
+  k.correlation_id = correlation;
+  k.device = 0;
+  k.stream = 7;
+  k.start_ns = start;
+  k.end_ns = start + 1500;
+  k.grid = {4, 1, 1};
+  k.block = {256, 1, 1};
+  k.registers_per_thread = 16;
+  k.static_shared_bytes = 1024;
+  k.dynamic_shared_bytes = 512;
+  return k;
+}
+
+ApiRecord call(std::uint32_t correlation, std::uint64_t start) { return ApiRecord{correlation, 211, start, start + 3000, 42}; }
+
+std::string tag(const Tags& tags, const std::string& key) {
+  for (const auto& [k, v] : tags) {
+    if (k == key) return v;
+  }
+  return "(absent)";
+}
+
+TEST(TraceKinds, ParsesListsAndAllAndNamesTheUnknownKind) {
+  auto k = parse_trace_kinds("kernel,memcpy");
+  ASSERT_TRUE(k.ok());
+  EXPECT_TRUE(k->kernel && k->memcpy);
+  EXPECT_FALSE(k->memset || k->runtime || k->driver || k->memory);
+  EXPECT_EQ(format_trace_kinds(*k), "kernel,memcpy");
+  EXPECT_EQ(format_trace_kinds(*parse_trace_kinds("all")), "kernel,memcpy,memset,runtime,driver,memory");
+  EXPECT_EQ(format_trace_kinds(TraceKinds{}), "kernel,memcpy,memset,runtime,memory");
+  auto bad = parse_trace_kinds("kernel,graphs");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().field(), "kinds");
+  EXPECT_NE(bad.status().message().find("graphs"), std::string::npos);
+}
+
+TEST(TraceConverter, KernelGetsItsLaunchCallInEitherOrder) {
+  TraceConverter c({"run-a", "123"});
+  std::vector<Event> out;
+  c.add(call(1, 1000), out);  // the call first
+  c.add(kernel(1, 5000), out);
+  c.add(kernel(2, 9000), out);  // the kernel first
+  ASSERT_EQ(out.size(), 1u);
+  c.add(call(2, 8000), out);
+  ASSERT_EQ(out.size(), 2u);
+  for (const Event& e : out) ASSERT_TRUE(validate(e).ok()) << validate(e).message();
+  const auto& k1 = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(k1.name, "tiny_kernel(int*, int)");
+  EXPECT_EQ(k1.launch_start_ns, 1000);
+  EXPECT_EQ(k1.launch_end_ns, 4000);
+  EXPECT_EQ(k1.start_ns, 5000);
+  EXPECT_EQ(k1.end_ns, 6500);
+  EXPECT_EQ(k1.stream, "7");
+  EXPECT_EQ(k1.shared_mem_bytes, 1536u);
+  EXPECT_EQ(k1.registers_per_thread, 16u);
+  EXPECT_EQ((*k1.grid)[0], 4u);
+  EXPECT_EQ((*k1.block)[0], 256u);
+  EXPECT_EQ((*k1.grid)[1], 1u);
+  EXPECT_EQ(tag(k1.tags, "run"), "run-a");
+  EXPECT_EQ(tag(k1.tags, "pid"), "123");
+  EXPECT_EQ(tag(k1.tags, "mangled"), "_Z11tiny_kernelPii");
+  EXPECT_EQ(tag(k1.tags, "dynamic_shared_bytes"), "512");
+  EXPECT_EQ(std::get<KernelEvent>(out[1]).launch_start_ns, 8000);
+  EXPECT_EQ(c.stats().kernels, 2u);
+  EXPECT_EQ(c.stats().without_launch, 0u);
+}
+
+TEST(TraceConverter, OneGraphLaunchCallStartsManyKernels) {
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(kernel(5, 100), out);
+  c.add(kernel(5, 200), out);
+  c.add(call(5, 10), out);  // releases both waiting kernels
+  c.add(kernel(5, 300), out);  // and the call is still known for a later one
+  ASSERT_EQ(out.size(), 3u);
+  for (const Event& e : out) EXPECT_EQ(std::get<KernelEvent>(e).launch_start_ns, 10);
+}
+
+TEST(TraceConverter, KernelWithoutItsCallGoesOutAfterWaitingOrAtTheEnd) {
+  TraceConverter c({.run = "", .pid = "", .max_pending_calls = 100, .max_wait_batches = 2});
+  std::vector<Event> out;
+  c.add(kernel(9, 100), out);
+  c.end_batch(out);
+  c.end_batch(out);
+  EXPECT_TRUE(out.empty());
+  c.end_batch(out);  // the third batch without its call
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(std::get<KernelEvent>(out[0]).launch_start_ns.has_value());
+  c.add(kernel(10, 200), out);
+  c.finish(out);
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_EQ(c.stats().without_launch, 2u);
+}
+
+TEST(TraceConverter, ForgetsTheOldestCallsBeyondItsBound) {
+  TraceConverter c({.run = "", .pid = "", .max_pending_calls = 3, .max_wait_batches = 2});
+  std::vector<Event> out;
+  for (std::uint32_t id = 1; id <= 5; ++id) c.add(call(id, id * 100), out);  // cudaGetDevice and friends
+  c.add(kernel(1, 1000), out);  // its call was forgotten
+  c.add(kernel(5, 1000), out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<KernelEvent>(out[0]).launch_start_ns, 500);
+}
+
+TEST(TraceConverter, PlainAndOverlongNames) {
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(kernel(1, 1, "vector_add"), out);  // extern "C": not mangled
+  std::string huge = "_Z3fooI" + std::string(3000, 'x');  // not demangleable either: kept, clipped
+  c.add(kernel(2, 1, huge), out);
+  c.finish(out);
+  ASSERT_EQ(out.size(), 2u);
+  const auto& plain = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(plain.name, "vector_add");
+  EXPECT_EQ(tag(plain.tags, "mangled"), "(absent)");
+  const auto& clipped = std::get<KernelEvent>(out[1]);
+  EXPECT_EQ(clipped.name.size(), kMaxEventText);
+  EXPECT_EQ(clipped.name.substr(clipped.name.size() - 3), "...");
+  EXPECT_TRUE(validate(out[1]).ok());
+}
+
+TEST(TraceConverter, CopiesAreNamedAsProfilersNameThemWithTheirBytes) {
+  using namespace cupti_values;
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(CopyRecord{false, kMemcpyHtoD, kMemoryPinned, kMemoryDevice, 1'000'000, 3, 0, 7, 1000, 21000}, out);
+  c.add(CopyRecord{true, 0, kMemoryDevice, kMemoryDevice, 4096, 4, 0, 7, 30000, 31000}, out);
+  c.finish(out);
+  ASSERT_EQ(out.size(), 2u);
+  const auto& copy = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(copy.name, "Memcpy HtoD (pinned -> device)");
+  EXPECT_EQ(tag(copy.tags, "op"), "memcpy");
+  EXPECT_EQ(tag(copy.tags, "copy_kind"), "HtoD");
+  EXPECT_EQ(tag(copy.tags, "bytes"), "1000000");
+  const auto& set = std::get<KernelEvent>(out[1]);
+  EXPECT_EQ(set.name, "Memset (device)");
+  EXPECT_EQ(tag(set.tags, "op"), "memset");
+  EXPECT_EQ(c.stats().copies, 2u);
+}
+
+TEST(TraceConverter, AllocationsBecomeMemoryEventsByKind) {
+  using namespace cupti_values;
+  TraceConverter c({"r", "1"});
+  std::vector<Event> out;
+  c.add(MemoryRecord{true, 0x7f0000001000, 1 << 20, 500, 1, kMemoryDevice}, out);
+  c.add(MemoryRecord{true, 0x1000, 4096, 600, 0, kMemoryPinned}, out);
+  c.add(MemoryRecord{true, 0x2000, 4096, 700, 0, kMemoryManaged}, out);
+  c.add(MemoryRecord{false, 0x7f0000001000, 1 << 20, 800, 1, kMemoryDevice}, out);
+  ASSERT_EQ(out.size(), 4u);
+  const auto& a = std::get<MemoryEvent>(out[0]);
+  EXPECT_EQ(a.op, MemoryOp::kAlloc);
+  EXPECT_EQ(a.address, "0x7f0000001000");
+  EXPECT_EQ(a.size_bytes, 1u << 20);
+  EXPECT_EQ(a.kind, MemoryKind::kDevice);
+  EXPECT_EQ(a.tag, "device");
+  EXPECT_EQ(a.device, "1");
+  EXPECT_EQ(std::get<MemoryEvent>(out[1]).kind, MemoryKind::kHost);
+  EXPECT_EQ(std::get<MemoryEvent>(out[2]).kind, MemoryKind::kShared);
+  EXPECT_EQ(std::get<MemoryEvent>(out[3]).op, MemoryOp::kFree);
+  for (const Event& e : out) EXPECT_TRUE(validate(e).ok());
+}
+
+TEST(TraceRecords, JsonFormRoundTrips) {
+  const TraceRecord records[] = {call(1, 2), kernel(3, 4), CopyRecord{true, 0, 3, 3, 9, 1, 0, 2, 5, 6},
+                                 MemoryRecord{false, 0xabc, 10, 11, 0, 3}};
+  for (const TraceRecord& r : records) {
+    auto back = record_from_json(record_to_json(r));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(record_to_json(*back), record_to_json(r));
+  }
+  EXPECT_FALSE(record_from_json(nlohmann::json{{"record", "kernel"}}).ok());
+  EXPECT_FALSE(record_from_json(nlohmann::json{{"record", "graph"}}).ok());
+}
+
+// Records recorded on an H100-class GPU by the injection library (a CUDA program: one
+// allocation, a memset, a copy in, 20 kernels, a copy out, a free) and the events it sent for
+// them: conversion here must give the same events.
+TEST(TraceConverter, RecordedRecordsGiveTheEventsSentOnTheGpu) {
+  const fs::path dir = fs::path(PERFSCOPE_FIXTURES) / "cupti";
+  std::ifstream records(dir / "records.ndjson");
+  ASSERT_TRUE(records.good());
+  TraceConverter c({"fixture", "624"});
+  std::vector<Event> out;
+  for (std::string line; std::getline(records, line);) {
+    auto r = record_from_json(nlohmann::json::parse(line));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    c.add(*r, out);
+  }
+  c.finish(out);
+  std::multiset<std::string> ours, sent;
+  for (const Event& e : out) ours.insert(server::encode_event(e).dump());
+  std::ifstream events(dir / "events.ndjson");
+  for (std::string line; std::getline(events, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] != "sample") sent.insert(j.dump());  // the trace's own counts carry their time
+  }
+  EXPECT_EQ(ours, sent);
+  EXPECT_EQ(c.stats().kernels, 20u);
+  EXPECT_EQ(c.stats().copies, 3u);
+  EXPECT_EQ(c.stats().memory_operations, 2u);
+  EXPECT_EQ(c.stats().without_launch, 0u);
+}
+
+// ---- the sink ------------------------------------------------------------------------------
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("trace_test_" + std::to_string(::getpid()) + "_" +
+                                               std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::vector<Event> read_events(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto decoded = server::decode_ndjson_events(text.str(), 1);
+  EXPECT_FALSE(decoded.error.has_value()) << decoded.error->message;
+  return decoded.events;
+}
+
+double sample_value(const std::vector<Event>& events, const std::string& metric, const std::string& reason = "") {
+  for (const Event& e : events) {
+    const auto* s = std::get_if<SampleEvent>(&e);
+    if (!s || s->metric != metric) continue;
+    std::string r;
+    for (const auto& [k, v] : s->labels) r = k == "reason" ? v : r;
+    if (r == reason) return s->value;
+  }
+  return -1;
+}
+
+TEST(TraceSink, WritesConvertedEventsAndItsOwnCountsToAFile) {
+  TempDir dir;
+  TraceSinkOptions o;
+  o.file_path = (dir.path / "events.ndjson").string();
+  o.records_path = (dir.path / "records.ndjson").string();
+  o.converter = {"run-f", "77"};
+  auto sink = TraceSink::open(o);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  (*sink)->push({call(1, 10), kernel(1, 100)});
+  (*sink)->push({kernel(2, 200), call(2, 150), MemoryRecord{true, 0x10, 64, 300, 0, 3}});
+  (*sink)->add_cupti_dropped(5);
+  (*sink)->close();
+  auto events = read_events(o.file_path);
+  int kernels = 0, memory = 0;
+  for (const Event& e : events) {
+    if (const auto* k = std::get_if<KernelEvent>(&e)) {
+      ++kernels;
+      EXPECT_TRUE(k->launch_start_ns.has_value());
+      EXPECT_EQ(tag(k->tags, "run"), "run-f");
+    }
+    memory += std::holds_alternative<MemoryEvent>(e);
+  }
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(memory, 1);
+  EXPECT_EQ(sample_value(events, "trace_records"), 5);
+  EXPECT_EQ(sample_value(events, "trace_records_dropped", "cupti"), 5);
+  EXPECT_EQ(sample_value(events, "trace_records_dropped", "queue"), 0);
+  auto stats = (*sink)->stats();
+  EXPECT_EQ(stats.events_written, 3u + 4u);  // 2 kernels, 1 allocation, 4 counts
+  // The raw records, one JSON line each, in arrival order.
+  std::ifstream records(o.records_path);
+  std::string first;
+  std::getline(records, first);
+  EXPECT_EQ(nlohmann::json::parse(first)["record"], "api");
+}
+
+TEST(TraceSink, AFullQueueDropsAndCountsInsteadOfBlocking) {
+  TempDir dir;
+  TraceSinkOptions o;
+  o.file_path = (dir.path / "events.ndjson").string();
+  o.max_queued_records = 10;
+  auto sink = TraceSink::open(o);
+  ASSERT_TRUE(sink.ok());
+  std::vector<TraceRecord> many;
+  for (std::uint32_t i = 0; i < 25; ++i) many.push_back(kernel(i, i));
+  (*sink)->push(many);  // more than the queue holds: dropped whole
+  (*sink)->close();
+  EXPECT_EQ((*sink)->stats().records_dropped, 25u);
+  EXPECT_EQ(sample_value(read_events(o.file_path), "trace_records_dropped", "queue"), 25);
+}
+
+TEST(TraceSink, SocketOutputAndAReaderThatGoesAway) {
+  TempDir dir;
+  const std::string path = (dir.path / "s.sock").string();
+  int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  TraceSinkOptions o;
+  o.socket_path = path;
+  auto sink = TraceSink::open(o);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  int reader = ::accept(listener, nullptr, nullptr);
+  ASSERT_GE(reader, 0);
+  (*sink)->push({call(1, 10), kernel(1, 100)});
+  std::string got;
+  char buf[4096];
+  while (got.find('\n') == std::string::npos) {
+    ssize_t n = ::recv(reader, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_NE(got.find("tiny_kernel(int*, int)"), std::string::npos);
+  ::close(reader);  // `perfscope run` died: no SIGPIPE, the events are counted as lost
+  ::close(listener);
+  for (int i = 0; i < 50; ++i) (*sink)->push({kernel(100 + i, 1000)});
+  (*sink)->close();
+  auto s = (*sink)->stats();
+  EXPECT_EQ(s.events_written, 1u);
+  EXPECT_GT(s.events_lost, 0u);
+}
+
+TEST(TraceSink, EnvironmentNamesTheOutputAndKinds) {
+  ::unsetenv(kSocketVariable);
+  ::unsetenv(kFileVariable);
+  auto none = sink_options_from_environment();
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("perfscope run"), std::string::npos);
+  ::setenv(kFileVariable, "/tmp/x.ndjson", 1);
+  ::setenv(kKindsVariable, "kernel,bogus", 1);
+  EXPECT_EQ(sink_options_from_environment().status().field(), "kinds");
+  ::setenv(kKindsVariable, "kernel", 1);
+  ::setenv(kRunVariable, "nightly", 1);
+  auto o = sink_options_from_environment();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->file_path, "/tmp/x.ndjson");
+  EXPECT_FALSE(o->kinds.memcpy);
+  EXPECT_EQ(o->converter.run, "nightly");
+  EXPECT_EQ(o->converter.pid, std::to_string(::getpid()));
+  for (const char* v : {kFileVariable, kKindsVariable, kRunVariable}) ::unsetenv(v);
+}
+
+}  // namespace
+}  // namespace perfscope::trace
