@@ -1,0 +1,150 @@
+// Analysis view: anomaly markers on the charts, percentiles of a kernel or model against an
+// SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
+/* global uPlot */
+import { WINDOW_S, axis } from '../lib/live_chart.js';
+import { esc, ms } from '../lib/format.js';
+import { apiFetch, fetchJson } from '../lib/api.js';
+
+// `charts`: every chart on the page, so an alert marks the one that draws its series.
+export function createAnalysisView({ state, charts }) {
+  state.alerts = [];
+  state.percentiles = null;
+  function onAlert(msg) {
+    state.alerts.push(msg);
+    if (state.alerts.length > 500) state.alerts.shift();
+    for (const chart of Object.values(charts)) {
+      if (chart.keys.includes(msg.series)) chart.mark(msg.ts_ns / 1e9);
+    }
+  }
+
+  // A/B pickers: the variants seen of each kernel.
+  const variants = { byKernel: {} };
+
+  const PCT_QS = ['p50', 'p90', 'p95', 'p99', 'p99.9'];
+  const pctEl = document.getElementById('chart-pct');
+  let pctPlot = null;
+  function drawPercentiles(r, sla) {
+    const ys = PCT_QS.map((k) => r.percentiles[k]);
+    const data = [PCT_QS.map((_, i) => i), ys, PCT_QS.map(() => (sla > 0 ? sla : null))];
+    if (pctPlot) pctPlot.destroy();
+    pctPlot = new uPlot({
+      width: Math.max(300, pctEl.clientWidth), height: 220,
+      scales: { x: { time: false, range: [-0.3, PCT_QS.length - 0.7] }, ms: { range: (u, min, max) => [0, Math.max(max, sla || 0) * 1.1 || 1] } },
+      series: [{ value: (u, v) => PCT_QS[v] || '' },
+        { label: r.unit || 'ms', scale: 'ms', stroke: '#5794f2', width: 2, points: { show: true, size: 7 }, value: (u, v) => ms(v) },
+        { label: 'SLA', scale: 'ms', stroke: '#f2495c', dash: [6, 4], width: 1.5, value: (u, v) => ms(v) }],
+      axes: [{ stroke: '#8e8e8e', grid: { show: false }, splits: () => PCT_QS.map((_, i) => i), values: (u, vals) => vals.map((v) => PCT_QS[v] || '') },
+        axis(ms, { scale: 'ms' })],
+    }, data, pctEl);
+  }
+  async function refreshPercentiles() {
+    const subject = document.getElementById('pct-subject').value;
+    if (!subject) return;
+    const [kind, name] = [subject.slice(0, subject.indexOf(':')), subject.slice(subject.indexOf(':') + 1)];
+    const sla = Number(document.getElementById('pct-sla').value) || 0;
+    const method = document.getElementById('pct-method').value;
+    let url = `/api/v1/percentiles?${kind}=${encodeURIComponent(name)}&window=${WINDOW_S}s&method=${method}`;
+    if (sla > 0) url += `&sla_ms=${sla}`;
+    try {
+      const r = await fetchJson(url);
+      state.percentiles = r;
+      document.getElementById('pct-summary').textContent = r.count
+        ? `${r.count} samples · mean ${ms(r.mean)} ms` + (r.sla ? ` · SLA met by ${(r.sla.compliance_rate * 100).toFixed(2)}%` : '')
+        : 'no samples in the last 5 minutes';
+      document.getElementById('pct-warnings').textContent = r.warnings.join(' · ');
+      if (r.count) drawPercentiles(r, sla);
+    } catch (e) { /* shown as stale until the next refresh */ }
+  }
+  ['pct-subject', 'pct-sla', 'pct-method'].forEach((id) => document.getElementById(id).addEventListener('change', refreshPercentiles));
+
+  // Subjects for the percentile and A/B pickers, from the kernels and inference views.
+  function updatePickers(kernels, models) {
+    const subject = document.getElementById('pct-subject');
+    const want = kernels.map((k) => 'kernel:' + k.name).concat(models.map((m) => 'model:' + m.model));
+    const have = [...subject.options].map((o) => o.value).filter(Boolean);
+    for (const v of want) {
+      if (!have.includes(v)) subject.add(new Option(v.replace(':', ': '), v));
+    }
+    if (!subject.value && want.length) { subject.value = want[0]; refreshPercentiles(); }
+    const abKernel = document.getElementById('ab-kernel');
+    const abHave = [...abKernel.options].map((o) => o.value);
+    for (const k of kernels.filter((k) => k.variants.length >= 2)) {
+      if (!abHave.includes(k.name)) abKernel.add(new Option(k.name, k.name));
+    }
+    variants.byKernel = Object.fromEntries(kernels.map((k) => [k.name, k.variants]));
+    if (!abKernel.value && abKernel.options.length > 1) { abKernel.selectedIndex = 1; fillVariants(); }
+  }
+  function fillVariants() {
+    const list = (variants.byKernel || {})[document.getElementById('ab-kernel').value] || [];
+    for (const [id, pick] of [['ab-a', 0], ['ab-b', 1]]) {
+      const sel = document.getElementById(id);
+      sel.innerHTML = list.map((v) => `<option>${esc(v)}</option>`).join('');
+      sel.selectedIndex = Math.min(pick, list.length - 1);
+    }
+  }
+  document.getElementById('ab-kernel').addEventListener('change', fillVariants);
+
+  function renderAb(r) {
+    const side = (label, s) => `<tr><td>${label}</td><td class="num">${s.n}</td><td class="num">${ms(s.mean_ms)}</td>` +
+      `<td class="num">${ms(s.median_ms)}</td><td class="num">${ms(s.std_ms)}</td><td class="num">${ms(s.p99_ms)}</td></tr>`;
+    const fmtP = (p) => (p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
+    const ci = r.speedup_ci95;
+    document.getElementById('ab-result').innerHTML =
+      `<p><span class="verdict verdict-${r.verdict}" data-testid="ab-verdict">${r.verdict.replace(/_/g, ' ')}</span> ` +
+      `${esc(r.recommendation)}</p>` +
+      `<table class="grid"><thead><tr><th>Side</th><th class="num">n</th><th class="num">Mean ms</th><th class="num">Median ms</th>` +
+      `<th class="num">Std ms</th><th class="num">p99 ms</th></tr></thead><tbody>` +
+      side('A ' + esc(r.definition.a.variant || r.definition.a.kernel), r.a) + side('B ' + esc(r.definition.b.variant || r.definition.b.kernel), r.b) +
+      `</tbody></table><p>speedup A/B ${r.speedup == null ? '–' : r.speedup.toFixed(3)} ` +
+      `(95% CI ${ci[0] == null ? '–' : ci[0].toFixed(3)}–${ci[1] == null ? '–' : ci[1].toFixed(3)}) · ` +
+      `Mann–Whitney U ${r.mann_whitney.u} p ${fmtP(r.mann_whitney.p_value)} (${r.mann_whitney.method}) · ` +
+      `Welch t ${r.welch.t.toFixed(2)} p ${fmtP(r.welch.p_value)} · Hodges–Lehmann shift ${ms(r.hodges_lehmann_shift_ms)} ms</p>`;
+  }
+  document.getElementById('ab-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const kernel = document.getElementById('ab-kernel').value;
+    const a = document.getElementById('ab-a').value, b = document.getElementById('ab-b').value;
+    if (!kernel || !a || !b) return;
+    try {
+      const created = await apiFetch('/api/v1/abtests', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: `${kernel}: ${a} vs ${b}`, a: { kernel, variant: a }, b: { kernel, variant: b } }),
+      });
+      const body = await created.json();
+      if (!created.ok) throw new Error(body.error ? body.error.message : 'HTTP ' + created.status);
+      const r = await fetchJson(body.url);
+      state.abResult = r;
+      renderAb(r);
+    } catch (e) {
+      document.getElementById('ab-result').textContent = 'A/B test failed: ' + e.message;
+    }
+  });
+
+  function renderBottlenecks(findings) {
+    const el = document.getElementById('bottlenecks');
+    el.innerHTML = findings.map((f) => {
+      const sev = f.status === 'fired' ? f.severity : f.status === 'ok' ? 'ok' : '';
+      const evidence = Object.entries(f.evidence).map(([k, v]) => `${k} ${Number(v).toPrecision(3)}`).join(', ');
+      const recs = f.status === 'fired' ? `<ul>${f.recommendations.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : '';
+      return `<li class="${f.status === 'not_evaluated' ? 'not-evaluated' : ''}" data-rule="${esc(f.id)}" data-status="${f.status}">` +
+        `<span class="sev sev-${sev}">${f.status === 'not_evaluated' ? 'n/a' : esc(sev)}</span>${esc(f.title)}` +
+        (f.status === 'not_evaluated' ? ` <span class="muted">(${esc(f.reason)})</span>` : evidence ? ` <span class="muted">${esc(evidence)}</span>` : '') +
+        `${recs}</li>`;
+    }).join('');
+  }
+  async function refreshAnalysis() {
+    try {
+      const a = await fetchJson('/api/v1/analysis?window=5m');
+      state.analysis = a;
+      renderBottlenecks(a.bottlenecks);
+    } catch (e) { /* retried on the next tick */ }
+  }
+
+  // After each refresh of the events views: new subjects for the pickers, fresh percentiles.
+  function onEvents(kernels, models) {
+    updatePickers(kernels, models);
+    refreshPercentiles();
+  }
+
+  return { onAlert, onEvents, refresh: refreshAnalysis };
+}

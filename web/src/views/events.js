@@ -1,0 +1,81 @@
+// Producers' events: the kernels table (sortable), the allocated-memory timeline and the
+// inference table. Refreshed from the REST views whenever the stream says new events were
+// committed ({"type":"events"}), at most once a second.
+/* global uPlot */
+import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
+import { esc, fmtBytes, ms } from '../lib/format.js';
+import { fetchJson } from '../lib/api.js';
+
+// `onData(kernels, models)` runs after each refresh (the analysis view's pickers).
+export function createEventsView({ state, onData }) {
+  const allocChart = new LiveChart(document.getElementById('chart-alloc'), {
+    families: [],
+    // Allocated bytes change in steps at each allocation and free: draw them as steps.
+    seriesFor: () => ({ label: 'allocated', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#b877d9',
+                        paths: uPlot.paths.stepped({ align: 1 }) }),
+    scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+    axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' })],
+  });
+  allocChart.ensureSeries('allocated', 'allocated', {});
+
+  const kernels = { rows: [], sortKey: 'total_ms', ascending: false };
+  function renderKernels() {
+    const { rows, sortKey, ascending } = kernels;
+    const body = document.querySelector('#kernels-table tbody');
+    document.querySelectorAll('#kernels-table th').forEach((th) => {
+      th.classList.toggle('sorted', th.dataset.key === sortKey);
+      th.classList.toggle('asc', th.dataset.key === sortKey && ascending);
+    });
+    if (rows.length === 0) return;
+    const sorted = [...rows].sort((a, b) => {
+      const x = a[sortKey], y = b[sortKey];
+      const c = typeof x === 'string' || Array.isArray(x) ? String(x).localeCompare(String(y)) : x - y;
+      return ascending ? c : -c;
+    });
+    body.innerHTML = sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${esc(k.name)}</td>` +
+      `<td class="num">${k.count}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
+      `<td class="num">${ms(k.min_ms)}</td><td class="num">${ms(k.max_ms)}</td>` +
+      `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
+      `<td>${esc(k.variants.join(', '))}</td></tr>`).join('');
+  }
+  document.querySelectorAll('#kernels-table th').forEach((th) => th.addEventListener('click', () => {
+    const key = th.dataset.key;
+    kernels.ascending = kernels.sortKey === key ? !kernels.ascending : key === 'name';
+    kernels.sortKey = key;
+    renderKernels();
+  }));
+
+  function renderInference(models) {
+    const body = document.querySelector('#inference-table tbody');
+    if (models.length === 0) return;
+    const rate = (v) => (v == null ? '–' : v.toFixed(2));
+    body.innerHTML = models.map((m) => `<tr><td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
+      `<td class="num">${m.requests}</td><td class="num">${m.errors}</td><td class="num">${rate(m.requests_per_second)}</td>` +
+      `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join('');
+  }
+
+  state.eventRefreshes = 0;
+  let timer = null;
+  async function refresh() {
+    timer = null;
+    try {
+      const [k, m, i] = await Promise.all([fetchJson('/api/v1/kernels'),
+        fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m')]);
+      kernels.rows = k.kernels;
+      document.getElementById('kernels-summary').textContent =
+        k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
+      renderKernels();
+      allocChart.fill({ allocated: m.timeline.points.map((p) => [p[0] / 1e9, p[1]]) });
+      document.getElementById('memory-summary').textContent = m.allocation_count
+        ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
+      renderInference(i.models);
+      onData(k.kernels, i.models);
+      state.eventRefreshes++;
+    } catch (e) { /* next notification retries */ }
+  }
+  function schedule() {
+    if (timer === null) timer = setTimeout(refresh, 1000);
+  }
+
+  return { charts: { alloc: allocChart }, refresh, schedule };
+}

@@ -1,0 +1,23 @@
+// Report and trace links: with a token they cannot be plain links (no header on a navigation),
+// so fetch them and hand the browser the result.
+import { apiFetch, auth } from '../lib/api.js';
+
+export function wireExports() {
+  document.querySelectorAll('[data-testid=exports] a').forEach((a) => {
+    a.addEventListener('click', async (ev) => {
+      if (!auth.token) return;
+      ev.preventDefault();
+      const res = await apiFetch(a.getAttribute('href'));
+      const url = URL.createObjectURL(await res.blob());
+      if (a.hasAttribute('download')) {
+        const tmp = document.createElement('a');
+        tmp.href = url;
+        tmp.download = a.getAttribute('download');
+        tmp.click();
+      } else {
+        window.open(url, '_blank', 'noopener');
+      }
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+    });
+  });
+}
