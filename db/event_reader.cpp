@@ -9,18 +9,7 @@
 #include "db/schema.hpp"
 
 namespace perfscope::db {
-namespace {
 
-// Calls fn for each execution of a packed chunk that ends inside the range; false when the
-// chunk's data is corrupt.
-template <typename Fn>
-bool for_each_in_range(std::string_view data, std::int64_t count, const TimeRange& range, Fn&& fn) {
-  return unpack_kernel_chunk(data, count, [&](const KernelTiming& t) {
-    if (t.end_ns >= range.from_ns && t.end_ns <= range.to_ns) fn(t);
-  });
-}
-
-}  // namespace
 Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange& range,
                                                                  const std::string& device) const {
   auto conn = pool_.lease();
@@ -56,7 +45,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
       mn = r.column_int64(c0 + 2);
       mx = r.column_int64(c0 + 3);
     } else {
-      corrupt |= !for_each_in_range(r.column_blob(c0 + 6), r.column_int64(c0), range, [&](const KernelTiming& t) {
+      corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(c0 + 6), r.column_int64(c0), range, [&](const KernelTiming& t) {
         std::int64_t d = t.end_ns - t.start_ns;
         ++count;
         total += d;
@@ -156,7 +145,7 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
       data->reset();
       return;
     }
-    bool ok = for_each_in_range(data->column_blob(1), data->column_int64(0), range, [&](const KernelTiming& t) {
+    bool ok = unpack_kernel_chunk_in_range(data->column_blob(1), data->column_int64(0), range, [&](const KernelTiming& t) {
       KernelEvent e = it->second;
       e.start_ns = t.start_ns;
       e.end_ns = t.end_ns;
@@ -193,7 +182,7 @@ Status EventReader::for_each_kernel(const TimeRange& range, const std::string& d
   bool corrupt = false;
   Status s = stmt->for_each_row([&](Statement& r) {
     KernelEvent e = read_kernel_series(r, 0);
-    corrupt |= !for_each_in_range(r.column_blob(c0 + 1), r.column_int64(c0), range, [&](const KernelTiming& t) {
+    corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(c0 + 1), r.column_int64(c0), range, [&](const KernelTiming& t) {
       e.start_ns = t.start_ns;
       e.end_ns = t.end_ns;
       e.launch_start_ns = t.launch_start_ns;
@@ -215,178 +204,6 @@ Status EventReader::for_each_memory_event(const TimeRange& range, const std::fun
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, range.from_ns).bind(2, range.to_ns);
   return stmt->for_each_row([&](Statement& r) { fn(read_memory_event(r)); });
-}
-
-namespace {
-
-// The kernel_series ids a selector matches (tags: every wanted tag present).
-Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const KernelSelector& sel) {
-  auto series = conn.prepare(
-      "SELECT id, tags FROM kernel_series WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR variant = ?2) "
-      "AND (?3 = '' OR device = ?3) AND (?4 = '' OR stream = ?4)");
-  if (!series.ok()) return series.status();
-  series->bind(1, sel.name).bind(2, sel.variant).bind(3, sel.device).bind(4, sel.stream);
-  std::vector<std::int64_t> ids;
-  Status s = series->for_each_row([&](Statement& r) {
-    if (!sel.tags.empty()) {
-      auto tags = parse_labels(r.column_text(1));
-      if (!tags.ok()) return;
-      for (const auto& want : sel.tags) {
-        if (std::find(tags->begin(), tags->end(), want) == tags->end()) return;
-      }
-    }
-    ids.push_back(r.column_int64(0));
-  });
-  if (!s.ok()) return s;
-  return ids;
-}
-
-
-// Rollups of the keys that start with `prefix`.
-Result<std::optional<RollupAnswer>> rollup_by_prefix(Connection& conn, std::string_view source, std::string_view field,
-                                                     std::string_view prefix, const TimeRange& range) {
-  auto keys = rollup_keys(conn, source, field, prefix);
-  if (!keys.ok()) return keys.status();
-  return read_rollups(conn, source, *keys, field, range);
-}
-
-}  // namespace
-
-namespace {
-constexpr std::pair<InferenceField, std::string_view> kInferenceFieldNames[] = {
-    {InferenceField::kLatency, "latency_ms"}, {InferenceField::kTtft, "ttft_ms"}, {InferenceField::kTpot, "tpot_ms"},
-    {InferenceField::kQueue, "queue_ms"},     {InferenceField::kCompute, "compute_ms"}};
-}  // namespace
-
-std::string_view to_string(InferenceField field) {
-  for (auto [f, name] : kInferenceFieldNames) {
-    if (f == field) return name;
-  }
-  return "latency_ms";
-}
-
-std::optional<InferenceField> inference_field_from(std::string_view name) {
-  for (auto [f, text] : kInferenceFieldNames) {
-    if (text == name) return f;
-  }
-  return std::nullopt;
-}
-
-Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  auto ids = matching_kernel_series(**conn, sel);
-  if (!ids.ok()) return ids.status();
-  std::vector<std::string> keys;
-  for (std::int64_t id : *ids) keys.push_back(std::to_string(id));
-  return read_rollups(**conn, rollup_source::kKernel, keys, "", range);
-}
-
-Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const InferenceSelector& sel, InferenceField field,
-                                                                  const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  const std::string_view name = to_string(field);
-  if (!sel.version.empty()) {
-    return read_rollups(**conn, rollup_source::kInference, {rollup_key(sel.model, sel.version)}, name, range);
-  }
-  return rollup_by_prefix(**conn, rollup_source::kInference, name, rollup_key(sel.model, ""), range);
-}
-
-Result<std::optional<RollupAnswer>> EventReader::command_buffer_rollup(const std::string& queue, const std::string& device,
-                                                                       const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  if (!queue.empty() && !device.empty()) {
-    return read_rollups(**conn, rollup_source::kCommandBuffer, {rollup_key(queue, device)}, "", range);
-  }
-  if (device.empty()) {
-    return rollup_by_prefix(**conn, rollup_source::kCommandBuffer, "", queue.empty() ? "" : rollup_key(queue, ""), range);
-  }
-  // Every queue on one device: the device is the key's second part.
-  auto keys = rollup_keys(**conn, rollup_source::kCommandBuffer, "", "");
-  if (!keys.ok()) return keys.status();
-  std::erase_if(*keys, [&](const std::string& k) { return !k.ends_with(rollup_key("", device)); });
-  return read_rollups(**conn, rollup_source::kCommandBuffer, *keys, "", range);
-}
-
-Result<std::optional<RollupAnswer>> EventReader::series_rollup(const std::vector<std::int64_t>& series_ids,
-                                                               const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  std::vector<std::string> keys;
-  for (std::int64_t id : series_ids) keys.push_back(std::to_string(id));
-  return read_rollups(**conn, rollup_source::kSeries, keys, "", range);
-}
-
-Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  auto chunks = (*conn)->prepare(
-      "SELECT count, total_ns, first_end_ns, last_end_ns, data FROM kernel_chunks "
-      "WHERE series_id = ?1 AND last_end_ns >= ?2 AND first_end_ns <= ?3");
-  if (!chunks.ok()) return chunks.status();
-  auto matched = matching_kernel_series(**conn, sel);
-  if (!matched.ok()) return matched.status();
-  const std::vector<std::int64_t>& ids = *matched;
-  Status s;
-  std::vector<double> out;
-  bool corrupt = false;
-  for (std::int64_t id : ids) {
-    chunks->bind(1, id).bind(2, range.from_ns).bind(3, range.to_ns);
-    s = chunks->for_each_row([&](Statement& r) {
-      corrupt |= !for_each_in_range(r.column_blob(4), r.column_int64(0), range, [&](const KernelTiming& t) {
-        out.push_back(static_cast<double>(t.end_ns - t.start_ns) / 1e6);
-      });
-    });
-    chunks->reset();
-    if (!s.ok()) return s;
-  }
-  if (corrupt) return Status::internal("a kernel chunk in the database is corrupt");
-  return out;
-}
-
-Result<std::vector<double>> EventReader::inference_values_ms(const InferenceSelector& sel, InferenceField field,
-                                                             const TimeRange& range) const {
-  const char* expr = "latency_ms";
-  const char* extra = "";
-  switch (field) {
-    case InferenceField::kLatency: break;
-    case InferenceField::kTtft: expr = "ttft_ms"; extra = " AND ttft_ms IS NOT NULL"; break;
-    case InferenceField::kQueue: expr = "queue_ms"; extra = " AND queue_ms IS NOT NULL"; break;
-    case InferenceField::kCompute: expr = "compute_ms"; extra = " AND compute_ms IS NOT NULL"; break;
-    case InferenceField::kTpot:
-      expr = "(latency_ms - ttft_ms) / (output_tokens - 1)";
-      extra = " AND ttft_ms IS NOT NULL AND output_tokens > 1";
-      break;
-  }
-  // Fixed fragments chosen above; every value from the request is a bound parameter.
-  std::string sql = std::string("SELECT ") + expr + " FROM inference WHERE model = ?1 AND (?2 = '' OR version = ?2) "
-                    "AND ts_ns BETWEEN ?3 AND ?4" + extra;
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(sql.c_str());
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, sel.model).bind(2, sel.version).bind(3, range.from_ns).bind(4, range.to_ns);
-  std::vector<double> out;
-  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
-  if (!s.ok()) return s;
-  return out;
-}
-
-Result<std::vector<double>> EventReader::command_buffer_latencies_ms(const std::string& queue, const std::string& device,
-                                                                     const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
-      "SELECT end_ns - submit_ns FROM command_buffers WHERE (?1 = '' OR queue = ?1) AND (?2 = '' OR device = ?2) "
-      "AND end_ns BETWEEN ?3 AND ?4");
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, queue).bind(2, device).bind(3, range.from_ns).bind(4, range.to_ns);
-  std::vector<double> out;
-  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(static_cast<double>(r.column_int64(0)) / 1e6); });
-  if (!s.ok()) return s;
-  return out;
 }
 
 Result<analysis::KernelTrace> EventReader::kernel_trace(const TimeRange& range, const std::string& device) const {
@@ -431,7 +248,7 @@ Result<analysis::KernelTrace> EventReader::kernel_trace(const TimeRange& range, 
                                                     intern(streams, trace.streams, r.column_text(3))}).first;
     }
     const auto [name, dev, stream] = known->second;
-    corrupt |= !for_each_in_range(r.column_blob(5), r.column_int64(4), range, [&](const KernelTiming& t) {
+    corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(5), r.column_int64(4), range, [&](const KernelTiming& t) {
       trace.kernels.push_back({t.start_ns, t.end_ns, t.launch_start_ns.value_or(analysis::kNoLaunch),
                                t.launch_end_ns.value_or(analysis::kNoLaunch), name, dev, stream});
     });

@@ -1,5 +1,7 @@
 // EventReader: read-only queries over producers' events — per-kernel summaries and records,
-// per-model inference summaries, the allocated-bytes timeline. Pooled read connections.
+// per-model inference summaries, the kernel trace, the allocated-bytes timeline
+// (event_reader.cpp); the distributions percentiles and A/B tests read, raw and rolled up
+// (event_distributions.cpp). Pooled read connections.
 //
 // Thread-safety: every method is safe from any thread. Blocks on SQLite: call from worker
 // threads.
@@ -90,10 +92,6 @@ class EventReader {
                                                   std::size_t limit) const;
   Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range) const;
 
-  // Raw values for percentiles and comparisons, in milliseconds, in no particular order.
-  Result<std::vector<double>> kernel_durations_ms(const KernelSelector& selector, const TimeRange& range) const;
-  Result<std::vector<double>> inference_values_ms(const InferenceSelector& selector, InferenceField field,
-                                                  const TimeRange& range) const;
   // Every kernel execution ending in the range (device: all when empty), for the timeline.
   Result<analysis::KernelTrace> kernel_trace(const TimeRange& range, const std::string& device) const;
   // Every kernel execution ending in the range with its series' attributes (variant, launch
@@ -106,13 +104,19 @@ class EventReader {
   // Whole events in the range (by end time or completion time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const std::string& device) const;
   Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range) const;
-  // Submit → complete (end_ns − submit_ns) of command buffers on a queue (all queues if empty).
-  Result<std::vector<double>> command_buffer_latencies_ms(const std::string& queue, const std::string& device,
-                                                          const TimeRange& range) const;
   // Bytes allocated after each memory event in the range (running sum from the start of
   // the record), at most max_points points keeping each bucket's maximum.
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const std::string& device,
                                                          std::size_t max_points) const;
+
+  // Distributions (event_distributions.cpp).
+  // Raw values for percentiles and comparisons, in milliseconds, in no particular order.
+  Result<std::vector<double>> kernel_durations_ms(const KernelSelector& selector, const TimeRange& range) const;
+  Result<std::vector<double>> inference_values_ms(const InferenceSelector& selector, InferenceField field,
+                                                  const TimeRange& range) const;
+  // Submit → complete (end_ns − submit_ns) of command buffers on a queue (all queues if empty).
+  Result<std::vector<double>> command_buffer_latencies_ms(const std::string& queue, const std::string& device,
+                                                          const TimeRange& range) const;
   // The rolled-up part of the same distributions, from the histogram tiers that retention
   // writes (rollups.hpp): whole tier buckets overlapping the range merged; nullopt when none
   // does. Add the raw values above to it for the answer over the whole range.
@@ -124,6 +128,7 @@ class EventReader {
   // Of the samples of the given stored series (their database ids).
   Result<std::optional<RollupAnswer>> series_rollup(const std::vector<std::int64_t>& series_ids,
                                                     const TimeRange& range) const;
+
   // How many rows each event table holds (for info and tests).
   Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "db/sqlite.hpp"
+#include "db/time_range.hpp"
 #include "engine/events.hpp"
 
 namespace perfscope::db {
@@ -60,6 +61,13 @@ class KernelChunk {
 // corrupt (then fn may have seen a prefix).
 template <typename Fn>
 bool unpack_kernel_chunk(std::string_view data, std::int64_t count, Fn&& fn);
+// The same, for the executions that end inside `range` only.
+template <typename Fn>
+bool unpack_kernel_chunk_in_range(std::string_view data, std::int64_t count, const TimeRange& range, Fn&& fn) {
+  return unpack_kernel_chunk(data, count, [&](const KernelTiming& t) {
+    if (t.end_ns >= range.from_ns && t.end_ns <= range.to_ns) fn(t);
+  });
+}
 
 // Columns of kernel_series that read_kernel_series() expects, in order, for a SELECT list
 // (table alias `s`).

@@ -1,14 +1,21 @@
-// The analysis endpoints of Api: percentiles with SLA, and A/B tests (create, list, evaluate).
+// GET /api/v1/analysis: every analysis of a window in one document — gauges with trends,
+// kernel timeline per device and stream, command queues, inference serving metrics, memory
+// with growth and leak suspects, and the bottleneck rules over all of it.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <future>
+#include <map>
 
-#include "engine/analysis/ab_test.hpp"
-#include "engine/analysis/rollup.hpp"
+#include "engine/analysis/bottlenecks.hpp"
+#include "engine/analysis/change_points.hpp"
+#include "engine/analysis/serving.hpp"
 #include "engine/analysis/stats.hpp"
+#include "engine/analysis/timeline.hpp"
+#include "engine/analysis/trend.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
-#include "db/abtest_store.hpp"
 
 namespace perfscope::server {
 
@@ -17,518 +24,463 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-constexpr double kDefaultQs[] = {50, 90, 95, 99, 99.9};
+// Series the bottleneck rules read, by the names the GPU collector publishes.
+constexpr const char* kGpuUtilization = "gpu_utilization_ratio";
+constexpr const char* kGpuDramUtilization = "gpu_dram_bandwidth_utilization_ratio";
+constexpr const char* kGpuMemoryUsed = "gpu_memory_used_bytes";
+constexpr const char* kGpuMemoryTotal = "gpu_memory_total_bytes";
+constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
+constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
 
-Result<double> parse_number(std::string_view text, const char* field) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-    return Status::invalid_argument(std::string("'") + field + "' must be a number", field);
-  }
-  return v;
-}
-
-Result<std::vector<double>> parse_quantiles(const std::string& text) {
-  if (text.empty()) return std::vector<double>(std::begin(kDefaultQs), std::end(kDefaultQs));
-  std::vector<double> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    std::string_view part(text.data() + start, (comma == std::string::npos ? text.size() : comma) - start);
-    auto v = parse_number(part, "q");
-    if (!v.ok() || *v < 0 || *v > 100) {
-      return Status::invalid_argument("'q' must be a comma-separated list of percentiles from 0 to 100", "q");
-    }
-    out.push_back(*v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (out.size() > 32) return Status::invalid_argument("'q' takes at most 32 percentiles", "q");
-  return out;
-}
-
-std::optional<db::InferenceField> inference_field(std::string_view name) {
-  if (name.empty()) return db::InferenceField::kLatency;
-  return db::inference_field_from(name);
-}
-
-// One side of a comparison or the subject of a percentile query, as JSON names it:
-// {"kernel":…, "variant", "device", "stream", "tags"} or {"model":…, "version", "field"}
-// or {"command_queue":…, "device"}.
-struct Selector {
-  enum class Kind { kKernel, kModel, kCommandQueue, kSeries } kind = Kind::kKernel;
-  db::KernelSelector kernel;
-  db::InferenceSelector model;
-  db::InferenceField field = db::InferenceField::kLatency;
-  std::string field_name = "latency_ms";
-  std::string queue, device, series;
-
-  json to_json() const {
-    json j;
-    switch (kind) {
-      case Kind::kKernel:
-        j["kernel"] = kernel.name;
-        if (!kernel.variant.empty()) j["variant"] = kernel.variant;
-        if (!kernel.device.empty()) j["device"] = kernel.device;
-        if (!kernel.stream.empty()) j["stream"] = kernel.stream;
-        if (!kernel.tags.empty()) j["tags"] = labels_to_json(kernel.tags);
-        break;
-      case Kind::kModel:
-        j["model"] = model.model;
-        if (!model.version.empty()) j["version"] = model.version;
-        j["field"] = field_name;
-        break;
-      case Kind::kCommandQueue:
-        j["command_queue"] = queue;
-        if (!device.empty()) j["device"] = device;
-        break;
-      case Kind::kSeries: j["series"] = series; break;
-    }
-    return j;
-  }
+struct GaugeSummary {
+  SeriesKey key;
+  std::string unit;
+  std::size_t count = 0;
+  double avg = 0, min = 0, peak = 0, p95 = 0, last = 0, first = 0;
+  an::Trend trend;
 };
 
-// From a JSON object (A/B definitions). `where` prefixes field names in errors ("a", "variants[2]").
-Result<Selector> selector_from_json(const json& j, const std::string& where) {
-  auto bad = [&](const std::string& field, const std::string& message) {
-    return Status::invalid_argument(where + "." + field + ": " + message, where + "." + field);
-  };
-  if (!j.is_object()) return Status::invalid_argument(where + ": must be an object", where);
-  auto text = [&](const char* name, std::string& out) -> Status {
-    auto it = j.find(name);
-    if (it == j.end() || it->is_null()) return Status();
-    if (!it->is_string() || it->get_ref<const std::string&>().empty()) return bad(name, "must be a non-empty string");
-    out = it->get<std::string>();
-    return Status();
-  };
-  Selector s;
-  const bool has_kernel = j.contains("kernel"), has_model = j.contains("model");
-  if (has_kernel == has_model) return Status::invalid_argument(where + ": give exactly one of kernel or model", where);
-  if (has_kernel) {
-    s.kind = Selector::Kind::kKernel;
-    for (auto [name, out] : {std::pair{"kernel", &s.kernel.name}, std::pair{"variant", &s.kernel.variant},
-                             std::pair{"device", &s.kernel.device}, std::pair{"stream", &s.kernel.stream}}) {
-      if (Status st = text(name, *out); !st.ok()) return st;
-    }
-    if (auto it = j.find("tags"); it != j.end() && !it->is_null()) {
-      if (!it->is_object()) return bad("tags", "must be an object of strings");
-      for (const auto& [k, v] : it->items()) {
-        if (!v.is_string()) return bad("tags." + k, "must be a string");
-        s.kernel.tags.emplace_back(k, v.get<std::string>());
-      }
-      sort_labels(s.kernel.tags);
-    }
-  } else {
-    s.kind = Selector::Kind::kModel;
-    if (Status st = text("model", s.model.model); !st.ok()) return st;
-    if (Status st = text("version", s.model.version); !st.ok()) return st;
-    std::string field;
-    if (Status st = text("field", field); !st.ok()) return st;
-    auto f = inference_field(field);
-    if (!f) return bad("field", "must be latency_ms, ttft_ms, tpot_ms, queue_ms or compute_ms");
-    s.field = *f;
-    if (!field.empty()) s.field_name = field;
-  }
-  return s;
+json trend_json(const an::Trend& t) {
+  return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},
+          {"significant", t.significant()}};
 }
 
-// What a selector names in a window: the raw values still kept (in its unit: ms for events,
-// a series' own unit) and, where retention rolled older ones up, the merged histogram tiers.
-struct Distribution {
-  std::vector<double> raw;
-  std::optional<db::RollupAnswer> rolled;
-  std::string unit = "ms";
-};
-
-Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s, const db::TimeRange& range,
-                                       bool with_rollups) {
-  Distribution d;
-  auto take = [&](Result<std::vector<double>> raw, auto rollup) -> Status {
-    if (!raw.ok()) return raw.status();
-    d.raw = std::move(*raw);
-    if (!with_rollups) return Status();
-    Result<std::optional<db::RollupAnswer>> r = rollup();
-    if (!r.ok()) return r.status();
-    d.rolled = std::move(*r);
-    return Status();
-  };
-  Status st;
-  switch (s.kind) {
-    case Selector::Kind::kKernel:
-      st = take(ctx.events->kernel_durations_ms(s.kernel, range), [&] { return ctx.events->kernel_rollup(s.kernel, range); });
-      break;
-    case Selector::Kind::kModel:
-      st = take(ctx.events->inference_values_ms(s.model, s.field, range),
-                [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
-      break;
-    case Selector::Kind::kCommandQueue:
-      st = take(ctx.events->command_buffer_latencies_ms(s.queue, s.device, range),
-                [&] { return ctx.events->command_buffer_rollup(s.queue, s.device, range); });
-      break;
-    case Selector::Kind::kSeries: {
-      db::HistoryQuery q;
-      std::string_view text = s.series;
-      if (auto brace = text.find('{'); brace != std::string_view::npos && text.back() == '}') {
-        auto labels = parse_labels(text.substr(brace + 1, text.size() - brace - 2));
-        if (!labels.ok()) return Status::invalid_argument("'series' has malformed labels", "series");
-        q.matchers = std::move(*labels);
-        text = text.substr(0, brace);
-      }
-      q.name = std::string(text);
-      q.from_ns = range.from_ns;
-      q.to_ns = std::min(range.to_ns, now_ns());
-      q.max_points = SIZE_MAX;  // raw samples: percentiles over buckets would be wrong
-      auto data = ctx.history->query(q);
-      if (!data.ok()) return data.status();
-      std::vector<std::int64_t> ids;
-      for (const auto& series : *data) {
-        d.unit = series.info.family.unit;
-        if (series.db_id) ids.push_back(*series.db_id);
-      }
-      if (with_rollups && !ids.empty()) {
-        auto r = ctx.events->series_rollup(ids, range);
-        if (!r.ok()) return r.status();
-        d.rolled = std::move(*r);
-      }
-      for (const auto& series : *data) {
-        for (const Sample& p : series.samples) {
-          // Samples memory still holds from before the retention cutoff are in the rollups.
-          if (!d.rolled || p.ts_ns >= d.rolled->raw_before_ns) d.raw.push_back(p.value);
-        }
-      }
-      break;
-    }
-  }
-  if (!st.ok()) return st;
-  return d;
+json distribution_json(const an::Distribution& d) {
+  if (d.count == 0) return nullptr;
+  return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
 }
 
-Result<std::vector<double>> load_values(const ApiContext& ctx, const Selector& s, const db::TimeRange& range) {
-  auto d = load_distribution(ctx, s, range, /*with_rollups=*/false);
-  if (!d.ok()) return d.status();
-  return std::move(d->raw);
+json latency_json(const an::LatencySummary& s) {
+  if (s.count == 0) return nullptr;
+  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
+}
+
+Result<std::optional<double>> optional_ms(const HttpRequest& request, const char* name) {
+  std::string v = param(request, name);
+  if (v.empty()) return std::optional<double>();
+  double d = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || !(d > 0) || !std::isfinite(d)) {
+    return Status::invalid_argument(std::string("'") + name + "' must be a positive number of milliseconds", name);
+  }
+  return std::optional<double>(d);
 }
 
 }  // namespace
 
-HttpResponse Api::percentiles(const HttpRequest& request) const {
-  Selector sel;
-  int given = 0;
-  if (std::string v = param(request, "kernel"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kKernel;
-    sel.kernel.name = v;
-    sel.kernel.variant = param(request, "variant");
-    sel.kernel.device = param(request, "device");
-    sel.kernel.stream = param(request, "stream");
-  }
-  if (std::string v = param(request, "model"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kModel;
-    sel.model.model = v;
-    sel.model.version = param(request, "version");
-    auto f = inference_field(param(request, "field"));
-    if (!f) return error_response(400, "invalid_argument", "'field' must be latency_ms, ttft_ms, tpot_ms, queue_ms or compute_ms", "field");
-    sel.field = *f;
-    if (!param(request, "field").empty()) sel.field_name = param(request, "field");
-  }
-  if (std::string v = param(request, "command_queue"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kCommandQueue;
-    sel.queue = v;
-    sel.device = param(request, "device");
-  }
-  if (std::string v = param(request, "series"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kSeries;
-    sel.series = v;
-  }
-  if (given != 1) {
-    return error_response(400, "invalid_argument", "give exactly one of kernel, model, command_queue or series", "kernel");
-  }
-  if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {
-    return error_response(400, "invalid_argument", "'field' applies to model only", "field");
-  }
-  auto qs = parse_quantiles(param(request, "q"));
-  if (!qs.ok()) return status_response(qs.status());
-  auto convention = an::convention_from(param(request, "method").empty() ? "nearest_rank" : param(request, "method"));
-  if (!convention) return error_response(400, "invalid_argument", "'method' must be nearest_rank or linear", "method");
-  std::optional<double> sla;
-  if (std::string v = param(request, "sla_ms"); !v.empty()) {
-    auto n = parse_number(v, "sla_ms");
-    if (!n.ok() || *n <= 0) return error_response(400, "invalid_argument", "'sla_ms' must be a positive number", "sla_ms");
-    sla = *n;
-  }
-  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
-  if (!w.ok()) return status_response(w.status());
-
-  auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
-  if (!dist.ok()) return status_response(dist.status());
-  std::vector<double>& values = dist->raw;
-  const bool from_histogram = dist->rolled.has_value();
-  an::Moments m;
-  std::vector<double> p;
-  std::optional<an::SlaCompliance> compliance;
-  if (from_histogram) {
-    // Raw values older than the retention cutoff exist only as tiers: merge the raw values
-    // still kept into them and answer from the histogram (within its relative error).
-    an::Rollup all = dist->rolled->rollup;
-    for (double v : values) all.add(v);
-    m = all.moments();
-    p = all.percentiles(*qs, *convention);
-    if (sla) compliance = all.sla(*sla);
-  } else {
-    m = an::moments(values);
-    if (sla) compliance = an::sla_compliance(values, *sla);  // before selection reorders the values
-    p = an::percentiles(values, *qs, *convention);
-  }
-  json out = {{"selector", sel.to_json()}, {"window", window_json(*w)}, {"count", m.n}, {"unit", dist->unit},
-              {"method", from_histogram ? "histogram" : "exact"}, {"convention", an::to_string(*convention)},
-              {"std_kind", "sample"}};
-  json warnings = json::array();
-  if (from_histogram) {
-    out["max_relative_error"] = 0.001;
-    out["histogram"] = {{"rolled_up_count", dist->rolled->rollup.count}, {"raw_count", values.size()},
-                        {"buckets", dist->rolled->rows}, {"from_ns", dist->rolled->from_ns},
-                        {"to_ns", dist->rolled->to_ns}};
-    warnings.push_back("the window reaches back before the raw data kept (retention): older values come from "
-                       "histogram tiers, whole buckets from " + std::to_string(dist->rolled->from_ns) + " to " +
-                       std::to_string(dist->rolled->to_ns) + " ns");
-  }
-  json pct = json::object();
-  for (std::size_t i = 0; i < qs->size(); ++i) {
-    const double q = (*qs)[i];
-    pct[an::percentile_key(q)] = p.empty() ? json(nullptr) : json(p[i]);
-    const std::size_t need = an::min_samples_for_percentile(q);
-    if (m.n > 0 && m.n < need) {
-      warnings.push_back(an::percentile_key(q) + " needs at least " + std::to_string(need) +
-                         " samples to be trusted (99% confidence); the window holds " + std::to_string(m.n));
-    }
-  }
-  if (m.n == 0) warnings.push_back("no samples in the window");
-  out["percentiles"] = pct;
-  auto or_null = [&](double v) { return m.n ? json(v) : json(nullptr); };
-  out["mean"] = or_null(m.mean);
-  out["std"] = m.n > 1 ? json(m.std) : json(nullptr);
-  out["min"] = or_null(m.min);
-  out["max"] = or_null(m.max);
-  if (compliance) {
-    out["sla"] = {{"target_ms", compliance->target}, {"violations", compliance->violations},
-                  {"compliance_rate", compliance->compliance_rate}};
-  }
-  out["warnings"] = warnings;
-  return json_response(200, out);
-}
-
-namespace {
-
-json side_json(const an::SampleSummary& s) {
-  return {{"n", s.n}, {"mean_ms", s.mean_ms}, {"median_ms", s.median_ms}, {"std_ms", s.std_ms}, {"p99_ms", s.p99_ms}};
-}
-
-json result_json(const an::AbResult& r) {
-  auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return {{"a", side_json(r.a)},
-          {"b", side_json(r.b)},
-          {"speedup", finite(r.speedup)},
-          {"speedup_ci95", {finite(r.speedup_ci95.low), finite(r.speedup_ci95.high)}},
-          {"mann_whitney", {{"u", r.mann_whitney.u}, {"p_value", r.mann_whitney.p_value}, {"method", r.mann_whitney.method}}},
-          {"welch", {{"t", r.welch.t}, {"df", r.welch.df}, {"p_value", r.welch.p_value}}},
-          {"hodges_lehmann_shift_ms", r.hodges_lehmann_shift_ms},
-          {"p_value_used", r.p_value_used},
-          {"verdict", an::to_string(r.verdict)},
-          {"min_samples_needed", r.min_samples_needed},
-          {"recommendation", r.recommendation}};
-}
-
-// A validated, normalized A/B definition.
-struct AbDefinition {
-  std::string name;
-  std::vector<Selector> sides;  // a, b — or the variants of A/B/n, the first being the control
-  bool multi = false;
-  an::AbOptions options;
-  TimeWindow window;
-  std::string window_text = "all";
-  json to_json() const {
-    json j = {{"name", name}, {"alpha", options.alpha}, {"min_effect", options.min_effect},
-              {"window", window_text}, {"seed", options.seed}, {"bootstrap_resamples", options.bootstrap_resamples}};
-    if (multi) {
-      json v = json::array();
-      for (const auto& s : sides) v.push_back(s.to_json());
-      j["variants"] = v;
-    } else {
-      j["a"] = sides[0].to_json();
-      j["b"] = sides[1].to_json();
-    }
-    return j;
-  }
-};
-
-Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
-  if (!body.is_object()) return Status::invalid_argument("the body must be a JSON object", "");
-  AbDefinition d;
-  auto name = body.find("name");
-  if (name == body.end() || !name->is_string() || name->get_ref<const std::string&>().empty() ||
-      name->get_ref<const std::string&>().size() > 256) {
-    return Status::invalid_argument("name: a non-empty string of at most 256 bytes is required", "name");
-  }
-  d.name = name->get<std::string>();
-  const bool pair = body.contains("a") || body.contains("b");
-  const bool multi = body.contains("variants");
-  if (pair == multi) return Status::invalid_argument("give either \"a\" and \"b\", or \"variants\"", pair ? "variants" : "a");
-  if (pair) {
-    for (const char* side : {"a", "b"}) {
-      auto it = body.find(side);
-      if (it == body.end()) return Status::invalid_argument(std::string(side) + ": is required", side);
-      auto s = selector_from_json(*it, side);
-      if (!s.ok()) return s.status();
-      d.sides.push_back(std::move(*s));
-    }
-  } else {
-    const json& v = body["variants"];
-    if (!v.is_array() || v.size() < 2 || v.size() > 20) {
-      return Status::invalid_argument("variants: an array of 2 to 20 selectors is required", "variants");
-    }
-    d.multi = true;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      auto s = selector_from_json(v[i], "variants[" + std::to_string(i) + "]");
-      if (!s.ok()) return s.status();
-      d.sides.push_back(std::move(*s));
-    }
-  }
-  auto number = [&](const char* field, double lo, double hi, double& out) -> Status {
-    auto it = body.find(field);
-    if (it == body.end() || it->is_null()) return Status();
-    if (!it->is_number() || !(it->get<double>() > lo) || !(it->get<double>() < hi)) {
-      return Status::invalid_argument(std::string(field) + ": must be a number between " + std::to_string(lo) +
-                                          " and " + std::to_string(hi) + " (exclusive)",
-                                      field);
-    }
-    out = it->get<double>();
-    return Status();
-  };
-  if (Status s = number("alpha", 0, 1, d.options.alpha); !s.ok()) return s;
-  double min_effect = d.options.min_effect;
-  if (Status s = number("min_effect", -1e-300, 10, min_effect); !s.ok()) return s;
-  d.options.min_effect = min_effect;
-  if (auto it = body.find("seed"); it != body.end() && !it->is_null()) {
-    if (!it->is_number_unsigned()) return Status::invalid_argument("seed: must be a non-negative integer", "seed");
-    d.options.seed = it->get<std::uint64_t>();
-  }
-  if (auto it = body.find("bootstrap_resamples"); it != body.end() && !it->is_null()) {
-    if (!it->is_number_unsigned() || it->get<std::uint64_t>() < 100 || it->get<std::uint64_t>() > 100'000) {
-      return Status::invalid_argument("bootstrap_resamples: must be an integer from 100 to 100000", "bootstrap_resamples");
-    }
-    d.options.bootstrap_resamples = it->get<std::size_t>();
-  }
-  if (auto it = body.find("window"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) return Status::invalid_argument("window: must be \"all\" or a duration such as \"5m\"", "window");
-    auto w = parse_window(it->get<std::string>(), "", "", now);
-    if (!w.ok()) return w.status();
-    d.window_text = it->get<std::string>();
-  }
-  return d;
-}
-
-}  // namespace
-
-// The current result of a stored definition.
-Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
-  auto d = parse_definition(definition, now_ns());
-  if (!d.ok()) return d.status();
-  // A duration window is relative to the time of evaluation: "the last 5 minutes".
-  auto w = parse_window(d->window_text, "", "", now_ns());
+Result<json> Api::analysis_json(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "5m", now);
   if (!w.ok()) return w.status();
-  std::vector<std::vector<double>> samples;
-  for (const Selector& s : d->sides) {
-    auto v = load_values(ctx, s, {w->from_ns, w->to_ns});
+  const std::string device = param(request, "device");
+  an::ServingSlo slo;
+  for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
+                           std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
+    auto v = optional_ms(request, name);
     if (!v.ok()) return v.status();
-    samples.push_back(std::move(*v));
+    *out = *v;
   }
-  json out = {{"definition", d->to_json()}, {"window", window_json(*w)}};
-  if (!d->multi) {
-    an::AbResult r = an::compare(samples[0], samples[1], d->options);
-    out.update(result_json(r));
-    return out;
+  auto leak_age = size_param(request, "leak_age_s", 60, 1, 86400 * 30);
+  if (!leak_age.ok()) return leak_age.status();
+  const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
+
+  // The two largest parts of a busy window run on threads of their own while the rest is
+  // gathered here: the kernel timeline (every execution unpacked and walked in start order)
+  // and the serving metrics (every request read back).
+  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::QueueTimeline>> {
+    auto trace = ctx_.events->kernel_trace(range, device);
+    if (!trace.ok()) return trace.status();
+    return an::analyze_timeline(*trace);
+  });
+  auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
+    auto requests = ctx_.events->inference_events(range);
+    if (!requests.ok()) return requests.status();
+    double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
+    if (w->all) {  // "all": rates over the span the requests cover
+      TimestampNs lo = INT64_MAX, hi = 0;
+      for (const auto& r : *requests) {
+        lo = std::min(lo, r.ts_ns);
+        hi = std::max(hi, r.ts_ns);
+      }
+      window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
+    }
+    return an::serving_metrics(*requests, window_s, slo);
+  });
+
+  // Gauges: every series, raw samples in the window, in one query (one per family listed
+  // every series again for each: quadratic in the series a GPU host has), family by family.
+  std::vector<GaugeSummary> gauges;
+  {
+    db::HistoryQuery q;
+    q.name = "*";
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = ctx_.history->query(q);
+    if (!data.ok()) return data.status();
+    std::stable_sort(data->begin(), data->end(),
+                     [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
+    for (const auto& d : *data) {
+      if (d.samples.empty()) continue;
+      GaugeSummary g;
+      g.key = d.info.key;
+      g.unit = d.info.family.unit;
+      std::vector<double> values, times;
+      for (const Sample& p : d.samples) {
+        values.push_back(p.value);
+        times.push_back(static_cast<double>(p.ts_ns - d.samples.front().ts_ns) / 1e9);
+      }
+      g.first = values.front();
+      g.last = values.back();
+      g.trend = an::linear_trend(times, values);
+      an::Moments m = an::moments(values);
+      g.count = m.n;
+      g.avg = m.mean;
+      g.min = m.min;
+      g.peak = m.max;
+      g.p95 = an::percentile(values, 95, an::PercentileConvention::kNearestRank);
+      gauges.push_back(std::move(g));
+    }
   }
-  // A/B/n: every variant against the first, p-values adjusted together (Benjamini–Hochberg).
-  std::vector<an::AbResult> results;
-  std::vector<double> p;
-  for (std::size_t i = 1; i < samples.size(); ++i) {
-    results.push_back(an::compare(samples[0], samples[i], d->options));
-    p.push_back(results.back().mann_whitney.p_value);
+
+  auto buffers = ctx_.events->command_buffers(range, device);
+  if (!buffers.ok()) return buffers.status();
+  auto queues = an::analyze_command_queues(*buffers);
+  auto kernels = ctx_.events->kernel_summaries(range, device);
+  if (!kernels.ok()) return kernels.status();
+
+  auto timeline_result = timeline_part.get();
+  if (!timeline_result.ok()) return timeline_result.status();
+  const std::vector<an::QueueTimeline>& timelines = *timeline_result;
+  auto serving_result = serving_part.get();
+  if (!serving_result.ok()) return serving_result.status();
+  const std::vector<an::ServingMetrics>& serving = *serving_result;
+
+  // Memory: counters now, the growth of allocated bytes over the window, leak suspects.
+  MemoryStatistics mem = ctx_.memory->statistics(device);
+  auto mem_timeline = ctx_.events->allocated_timeline(range, device, 10'000);
+  if (!mem_timeline.ok()) return mem_timeline.status();
+  an::Trend mem_trend;
+  {
+    std::vector<double> t, y;
+    for (const auto& p : *mem_timeline) {
+      t.push_back(static_cast<double>(p.ts_ns - mem_timeline->front().ts_ns) / 1e9);
+      y.push_back(p.bytes);
+    }
+    mem_trend = an::linear_trend(t, y);
   }
-  auto adjusted = an::benjamini_hochberg(p);
-  json comparisons = json::array();
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    an::decide(results[i], d->options, adjusted[i]);
-    json c = result_json(results[i]);
-    c["control"] = 0;
-    c["variant"] = i + 1;
-    c["p_value_adjusted"] = adjusted[i];
-    comparisons.push_back(std::move(c));
+  json leak_suspects = json::array();
+  const bool growing = mem_trend.significant() && mem_trend.slope_per_second > 0;
+  if (growing) {
+    const TimestampNs cutoff = now - static_cast<TimestampNs>(*leak_age) * 1'000'000'000;
+    for (const LiveAllocation& a : ctx_.memory->oldest(20, device)) {
+      if (a.ts_ns > cutoff) break;
+      leak_suspects.push_back({{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
+                               {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns},
+                               {"age_s", static_cast<double>(now - a.ts_ns) / 1e9}});
+    }
   }
-  out["correction"] = "benjamini_hochberg";
-  out["comparisons"] = comparisons;
+
+  // Bottleneck inputs: only what was measured.
+  an::Inputs inputs;
+  auto average_of = [&](const char* family, const Labels& must) -> std::optional<double> {
+    double sum = 0;
+    std::size_t n = 0;
+    for (const auto& g : gauges) {
+      if (g.key.name != family) continue;
+      bool match = true;
+      for (const auto& l : must) match = match && std::find(g.key.labels.begin(), g.key.labels.end(), l) != g.key.labels.end();
+      if (!match) continue;
+      sum += g.avg;
+      ++n;
+    }
+    return n ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+  };
+  if (auto v = average_of(kGpuUtilization, {})) inputs["gpu_utilization_avg"] = *v;
+  if (auto v = average_of(kGpuDramUtilization, {})) inputs["gpu_dram_bandwidth_utilization_avg"] = *v;
+  if (auto v = average_of(kHostCpu, {{"cpu", "total"}})) inputs["host_cpu_utilization_avg"] = *v;
+  {
+    std::map<Labels, double> used, total;
+    for (const auto& g : gauges) {
+      if (g.key.name == kGpuMemoryUsed) used[g.key.labels] = g.peak;
+      if (g.key.name == kGpuMemoryTotal) total[g.key.labels] = g.peak;
+    }
+    double worst = -1;
+    for (const auto& [labels, u] : used) {
+      if (auto it = total.find(labels); it != total.end() && it->second > 0) worst = std::max(worst, u / it->second);
+    }
+    if (worst >= 0) inputs["gpu_memory_used_ratio_peak"] = worst;
+    bool throttle_seen = false;
+    double thermal = 0, power = 0;
+    for (const auto& g : gauges) {
+      if (g.key.name != kGpuThrottle) continue;
+      throttle_seen = true;
+      std::string reason;
+      for (const auto& [k, v] : g.key.labels) {
+        if (k == "reason") reason = v;
+      }
+      const double increase = std::max(0.0, g.last - g.first);  // a counter: its growth in the window
+      if (reason.find("thermal") != std::string::npos) thermal += increase;
+      if (reason.find("power") != std::string::npos) power += increase;
+    }
+    if (throttle_seen) {
+      inputs["gpu_thermal_throttle_seconds"] = thermal;
+      inputs["gpu_power_cap_throttle_seconds"] = power;
+    }
+  }
+  {
+    std::size_t count = 0, with_launch = 0, short_kernels = 0;
+    double max_ms = 0, idle = 0, host_wait = 0;
+    const an::QueueTimeline* worst = nullptr;
+    for (const auto& q : timelines) {
+      if (!q.stream.empty()) continue;  // device rows
+      count += q.kernel_count;
+      max_ms = std::max(max_ms, q.kernel_ms.max);
+      with_launch += q.with_launch_info;
+      short_kernels += q.short_kernels;
+      idle += q.idle_ms;
+      host_wait += q.idle_host_wait_ms;
+      if (!worst || q.busy_ratio < worst->busy_ratio) worst = &q;
+    }
+    if (count > 0) {
+      inputs["kernel_count"] = static_cast<double>(count);
+      inputs["kernel_max_ms"] = max_ms;
+      inputs["kernel_busy_ratio"] = worst->busy_ratio;
+      inputs["kernel_avg_gap_ms"] = worst->avg_gap_ms;
+      if (with_launch > 0) {
+        inputs["kernel_short_share"] = static_cast<double>(short_kernels) / static_cast<double>(with_launch);
+        inputs["kernel_host_wait_share"] = idle > 0 ? host_wait / idle : 0;
+      }
+    }
+  }
+  double worst_p99 = -1;
+  for (const auto& m : serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
+  if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
+  if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
+  auto findings = an::detect_bottlenecks(inputs);
+
+  // The document.
+  json out = {{"schema_version", 1}, {"generated_ns", now}, {"window", window_json(*w)},
+              {"device", device.empty() ? json("all") : json(device)}};
+  out["methods"] = {
+      {"percentiles", "exact over raw samples; nearest rank (value at rank ceil(p/100*n))"},
+      {"std", "sample (n-1)"},
+      {"trend", "least-squares slope per second, two-sided t-test of slope = 0 (alpha 0.05)"},
+      {"timeline", "busy = union of kernel intervals / span; idle gaps: host_wait when the launch call began after "
+                   "the previous work ended, kernel_wait when <= 1 us, else other; launch delay = start - launch "
+                   "call end; launch efficiency = union of compute kernels / span"},
+      {"serving", "TPOT = (latency - ttft)/(output_tokens - 1) for requests with > 1 token; ITL pooled over "
+                  "token gaps; goodput = successful requests meeting every SLO per second"},
+      {"memory", "allocated bytes trend over the window; leak suspects = allocations live longer than leak_age_s "
+                 "while the trend is significantly positive"}};
+  json g = json::array();
+  for (const auto& s : gauges) {
+    g.push_back({{"series", s.key.canonical()}, {"name", s.key.name}, {"labels", labels_to_json(s.key.labels)},
+                 {"unit", s.unit}, {"count", s.count}, {"avg", s.avg}, {"min", s.min}, {"peak", s.peak},
+                 {"p95", s.p95}, {"last", s.last}, {"trend", trend_json(s.trend)}});
+  }
+  out["gauges"] = g;
+  json k = json::array();
+  double kernel_total = 0;
+  for (const auto& s : *kernels) kernel_total += s.total_ms;
+  for (std::size_t i = 0; i < kernels->size() && i < 10; ++i) {
+    const auto& s = (*kernels)[i];
+    k.push_back({{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ms}, {"avg_ms", s.avg_ms()},
+                 {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}});
+  }
+  out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};
+  json tl = json::array();
+  for (const auto& q : timelines) {
+    json top = json::array();
+    for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
+    tl.push_back({{"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
+                  {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
+                  {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},
+                  {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
+                                         {"other", q.idle_other_ms}}},
+                  {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
+                  {"launch_efficiency_target", 0.7},
+                  {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
+                  {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
+                  {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
+                  {"kernel_ms", distribution_json(q.kernel_ms)}, {"top_kernels", top}});
+  }
+  out["timeline"] = tl;
+  json cq = json::array();
+  for (const auto& q : queues) {
+    cq.push_back({{"device", q.device}, {"queue", q.queue}, {"count", q.count},
+                  {"submit_to_complete_ms", distribution_json(q.submit_to_complete_ms)},
+                  {"queue_wait_ms", distribution_json(q.queue_wait_ms)}, {"utilization", q.utilization}});
+  }
+  out["command_queues"] = cq;
+  json inf = json::array();
+  for (const auto& m : serving) {
+    json row = {{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
+                {"error_rate", m.error_rate}, {"window_s", m.window_s},
+                {"requests_per_second", m.requests_per_second}, {"inferences_per_second", m.inferences_per_second},
+                {"output_tokens_per_second", m.output_tokens_per_second}, {"input_tokens", m.input_tokens},
+                {"output_tokens", m.output_tokens}, {"latency_ms", latency_json(m.latency_ms)},
+                {"ttft_ms", latency_json(m.ttft_ms)}, {"tpot_ms", latency_json(m.tpot_ms)},
+                {"queue_ms", latency_json(m.queue_ms)}, {"compute_ms", latency_json(m.compute_ms)},
+                {"itl_ms", m.itl_ms ? json(*m.itl_ms) : json(nullptr)}};
+    if (m.goodput_ratio) {
+      row["goodput_per_second"] = m.goodput_per_second ? json(*m.goodput_per_second) : json(nullptr);
+      row["goodput_ratio"] = *m.goodput_ratio;
+    }
+    inf.push_back(std::move(row));
+  }
+  out["inference"] = inf;
+  json slo_json = json::object();
+  if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;
+  if (slo.ttft_ms) slo_json["ttft_ms"] = *slo.ttft_ms;
+  if (slo.tpot_ms) slo_json["tpot_ms"] = *slo.tpot_ms;
+  out["slo"] = slo_json;
+  json by_kind = json::object();
+  for (const auto& [kind, c] : mem.by_kind) by_kind[kind] = {{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes}};
+  out["memory"] = {{"current_allocated_bytes", mem.all.current_bytes},
+                   {"peak_allocated_bytes", mem.all.peak_bytes},
+                   {"total_allocated_bytes", mem.all.total_allocated_bytes},
+                   {"allocation_count", mem.all.allocation_count},
+                   {"free_count", mem.all.free_count},
+                   {"by_kind", by_kind},
+                   {"growth", trend_json(mem_trend)},
+                   {"leak_age_s", *leak_age},
+                   {"leak_suspects", leak_suspects}};
+  json b = json::array();
+  for (const auto& f : findings) {
+    json row = {{"id", f.id}, {"title", f.title}, {"status", f.status},
+                {"severity", f.severity ? json(an::to_string(*f.severity)) : json(nullptr)},
+                {"evidence", f.evidence}, {"thresholds", f.thresholds}, {"recommendations", f.recommendations}};
+    if (!f.reason.empty()) row["reason"] = f.reason;
+    b.push_back(std::move(row));
+  }
+  out["bottlenecks"] = b;
+  json ab = json::array();
+  if (ctx_.abtests) {
+    auto tests = ctx_.abtests->list(100);
+    if (!tests.ok()) return tests.status();
+    for (const auto& t : *tests) ab.push_back({{"id", t.id}, {"name", t.name}, {"url", "/api/v1/abtests/" + std::to_string(t.id)}});
+  }
+  out["abtests"] = ab;
   return out;
+}
+
+HttpResponse Api::analysis(const HttpRequest& request) const {
+  auto doc = analysis_json(request);
+  if (!doc.ok()) return status_response(doc.status());
+  return json_response(200, *doc);
 }
 
 namespace {
 
+// Per-interval p50 and p99 (nearest rank) of (time, value) points; intervals with fewer than
+// `min_count` points are left out.
+struct IntervalStats {
+  std::vector<TimestampNs> start_ns;
+  std::vector<double> p50, p99;
+};
+IntervalStats per_interval(std::vector<std::pair<TimestampNs, double>> points, TimestampNs interval_ns,
+                           std::size_t min_count) {
+  IntervalStats out;
+  std::sort(points.begin(), points.end());
+  std::size_t i = 0;
+  while (i < points.size()) {
+    const TimestampNs bucket = points[i].first / interval_ns * interval_ns;
+    std::vector<double> v;
+    while (i < points.size() && points[i].first / interval_ns * interval_ns == bucket) v.push_back(points[i++].second);
+    if (v.size() < min_count) continue;
+    const double qs[] = {50, 99};
+    auto p = an::percentiles(v, qs, an::PercentileConvention::kNearestRank);
+    out.start_ns.push_back(bucket);
+    out.p50.push_back(p[0]);
+    out.p99.push_back(p[1]);
+  }
+  return out;
+}
+
 }  // namespace
 
-void Api::create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const {
-  if (!request.content_type.empty() && request.content_type != "application/json") {
-    return done(error_response(415, "unsupported_media_type", "Content-Type must be application/json"));
+HttpResponse Api::regressions(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "1h", now);
+  if (!w.ok()) return status_response(w.status());
+  auto interval = parse_duration_ns(param(request, "interval").empty() ? "10s" : param(request, "interval"), "interval");
+  if (!interval.ok()) return status_response(interval.status());
+  if (*interval < 1'000'000) return error_response(400, "invalid_argument", "'interval' must be at least 1ms", "interval");
+  an::ChangePointOptions o;
+  if (std::string v = param(request, "min_change"); !v.empty()) {
+    double d = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+    if (ec != std::errc() || end != v.data() + v.size() || !(d > 0) || d > 10) {
+      return error_response(400, "invalid_argument", "'min_change' must be a fraction above 0 (0.05 = 5%)", "min_change");
+    }
+    o.min_change = d;
   }
-  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return done(error_response(400, "invalid_argument", "the body is not valid JSON"));
-  auto d = parse_definition(body, now_ns());
-  if (!d.ok()) return done(status_response(d.status()));
-  if (!ctx_.writer || !ctx_.abtests) return done(error_response(503, "unavailable", "no database is open"));
-  json definition = d->to_json();
-  // Answered once committed, without results: this callback runs on the database writer's
-  // thread, which must not spend time reading; GET on the Location evaluates.
-  db::create_abtest(*ctx_.writer, d->name, definition.dump(), now_ns(),
-                    [definition, done = std::move(done)](Result<std::int64_t> id) {
-                      if (!id.ok()) return done(status_response(id.status()));
-                      const std::string url = "/api/v1/abtests/" + std::to_string(*id);
-                      HttpResponse r = json_response(201, {{"id", *id}, {"definition", definition}, {"url", url}});
-                      r.headers.emplace_back("Location", url);
-                      done(std::move(r));
-                    });
+  const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
+  // Subjects: every kernel name (durations) and every model/version (latency).
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
+  auto trace = ctx_.events->kernel_trace(range, param(request, "device"));
+  if (!trace.ok()) return status_response(trace.status());
+  for (const auto& k : trace->kernels) {
+    subjects[{"kernel", trace->names[k.name]}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
+  }
+  auto requests = ctx_.events->inference_events(range);
+  if (!requests.ok()) return status_response(requests.status());
+  for (const auto& r : *requests) {
+    subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);
+  }
+  json found = json::array();
+  std::size_t examined = 0;
+  for (auto& [subject, points] : subjects) {
+    IntervalStats s = per_interval(std::move(points), *interval, 3);
+    ++examined;
+    for (auto [stat, values] : {std::pair{"p50", &s.p50}, std::pair{"p99", &s.p99}}) {
+      for (const an::ChangePoint& c : an::find_change_points(*values, o)) {
+        found.push_back({{subject.first, subject.second}, {"statistic", stat}, {"unit", "ms"},
+                         {"at_ns", s.start_ns[c.index]}, {"before", c.before}, {"after", c.after},
+                         {"change", c.change}, {"p_value", c.p_value},
+                         {"direction", c.change > 0 ? "regression" : "improvement"}});
+      }
+    }
+  }
+  return json_response(200, {{"window", window_json(*w)}, {"interval_ns", *interval}, {"subjects", examined},
+                             {"method", "E-divisive means over windows of 50 intervals, Welch t-test p <= 0.001, "
+                                        "change of at least min_change of the earlier mean"},
+                             {"min_change", o.min_change}, {"regressions", found}});
 }
 
-HttpResponse Api::abtests() const {
-  if (!ctx_.abtests) return error_response(503, "unavailable", "no database is open");
-  auto rows = ctx_.abtests->list(1000);
-  if (!rows.ok()) return status_response(rows.status());
+HttpResponse Api::alerts(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "15m", now);
+  if (!w.ok()) return status_response(w.status());
   json out = json::array();
-  for (const auto& r : *rows) {
-    out.push_back({{"id", r.id}, {"name", r.name}, {"created_ns", r.created_ns},
-                   {"definition", json::parse(r.definition, nullptr, false)},
-                   {"url", "/api/v1/abtests/" + std::to_string(r.id)}});
+  if (ctx_.gpu_alerts) {
+    for (const GpuAlert& a : ctx_.gpu_alerts->recent(w->from_ns, w->to_ns)) {
+      out.push_back({{"ts_ns", a.ts_ns}, {"kind", a.kind}, {"series", a.series.canonical()}, {"value", a.value},
+                     {"threshold", a.threshold}, {"message", a.message}});
+    }
   }
-  return json_response(200, {{"abtests", out}});
+  json target = ctx_.gpu_alerts && ctx_.gpu_alerts->power_target_watts() ? json(*ctx_.gpu_alerts->power_target_watts())
+                                                                          : json(nullptr);
+  return json_response(200, {{"window", window_json(*w)}, {"power_target_watts", target}, {"alerts", out}});
 }
 
-HttpResponse Api::abtest(const std::string& id_text) const {
-  if (!ctx_.abtests) return error_response(503, "unavailable", "no database is open");
-  std::int64_t id = 0;
-  auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
-  if (ec != std::errc() || end != id_text.data() + id_text.size() || id < 1) {
-    return error_response(404, "not_found", "no A/B test " + id_text);
+HttpResponse Api::anomalies(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "15m", now);
+  if (!w.ok()) return status_response(w.status());
+  json out = json::array();
+  if (ctx_.anomalies) {
+    for (const Anomaly& a : ctx_.anomalies->recent(w->from_ns, w->to_ns)) {
+      out.push_back({{"ts_ns", a.ts_ns}, {"series", a.key.canonical()}, {"name", a.key.name},
+                     {"labels", labels_to_json(a.key.labels)}, {"value", a.value}, {"score", a.score},
+                     {"center", a.center}});
+    }
   }
-  auto row = ctx_.abtests->get(id);
-  if (!row.ok()) return status_response(row.status());
-  if (!*row) return error_response(404, "not_found", "no A/B test " + id_text);
-  json definition = json::parse((*row)->definition, nullptr, false);
-  auto evaluated = evaluate_abtest(ctx_, definition);
-  if (!evaluated.ok()) return status_response(evaluated.status());
-  json out = *evaluated;
-  out["id"] = id;
-  out["created_ns"] = (*row)->created_ns;
-  return json_response(200, out);
+  return json_response(200, {{"window", window_json(*w)},
+                             {"method", "robust z-score |x - median| / (1.4826 MAD), median and MAD tracked per "
+                                        "series in O(1) per sample; anomaly above 6 after 30 samples"},
+                             {"anomalies", out}});
 }
 
 }  // namespace perfscope::server

@@ -1,7 +1,9 @@
-// Api: the REST handlers — health, info, series and their history, event ingest, and the
-// kernel, memory and inference views, percentiles and A/B tests (analysis_api.cpp). Request → response functions over the engine and db;
-// no sockets. They may block on SQLite, so the HTTP session calls them on a worker thread.
-// Ingest completes asynchronously, after the database commit.
+// Api: the REST handlers, as the transport's RequestHandler — health and info (api.cpp, with
+// the routing), event ingest, the views over events and series, percentiles, A/B tests, the
+// analysis document, reports, CSV, the trace and /metrics (one *_api.cpp file each, named in
+// the class below). Request → response functions over the engine and db; no sockets. They may
+// block on SQLite, so the HTTP session calls them on a worker thread. Ingest completes
+// asynchronously, after the database commit.
 //
 // Thread-safety: handle() and handle_async() are safe from any thread.
 #pragma once
@@ -63,21 +65,25 @@ class Api final : public RequestHandler {
   HttpResponse handle(const HttpRequest& request) const override;
 
  private:
+  HttpResponse info() const;
+  // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
+  // events_api.cpp
   HttpResponse kernels(const HttpRequest& request) const;
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;
   HttpResponse inference(const HttpRequest& request) const;
-  HttpResponse info() const;
+  // series_api.cpp
   HttpResponse series() const;
   HttpResponse devices() const;
   HttpResponse series_query(const HttpRequest& request) const;
-  // analysis_api.cpp
+  // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
+  // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
   HttpResponse abtests() const;
   HttpResponse abtest(const std::string& id) const;
-  // analysis_document.cpp
+  // analysis_api.cpp
   HttpResponse analysis(const HttpRequest& request) const;
   Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
   HttpResponse regressions(const HttpRequest& request) const;

@@ -1,0 +1,160 @@
+// GET /api/v1/percentiles: exact percentiles (or from histogram tiers where retention rolled raw
+// values up) of what a selector names, with SLA compliance.
+#include <charconv>
+#include <cmath>
+
+#include "engine/analysis/rollup.hpp"
+#include "engine/analysis/stats.hpp"
+#include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
+#include "server/api/selector.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+namespace an = perfscope::analysis;
+
+namespace {
+
+constexpr double kDefaultQs[] = {50, 90, 95, 99, 99.9};
+
+Result<double> parse_number(std::string_view text, const char* field) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return Status::invalid_argument(std::string("'") + field + "' must be a number", field);
+  }
+  return v;
+}
+
+Result<std::vector<double>> parse_quantiles(const std::string& text) {
+  if (text.empty()) return std::vector<double>(std::begin(kDefaultQs), std::end(kDefaultQs));
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    std::string_view part(text.data() + start, (comma == std::string::npos ? text.size() : comma) - start);
+    auto v = parse_number(part, "q");
+    if (!v.ok() || *v < 0 || *v > 100) {
+      return Status::invalid_argument("'q' must be a comma-separated list of percentiles from 0 to 100", "q");
+    }
+    out.push_back(*v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() > 32) return Status::invalid_argument("'q' takes at most 32 percentiles", "q");
+  return out;
+}
+
+}  // namespace
+
+HttpResponse Api::percentiles(const HttpRequest& request) const {
+  Selector sel;
+  int given = 0;
+  if (std::string v = param(request, "kernel"); !v.empty()) {
+    ++given;
+    sel.kind = Selector::Kind::kKernel;
+    sel.kernel.name = v;
+    sel.kernel.variant = param(request, "variant");
+    sel.kernel.device = param(request, "device");
+    sel.kernel.stream = param(request, "stream");
+  }
+  if (std::string v = param(request, "model"); !v.empty()) {
+    ++given;
+    sel.kind = Selector::Kind::kModel;
+    sel.model.model = v;
+    sel.model.version = param(request, "version");
+    auto f = inference_field(param(request, "field"));
+    if (!f) return error_response(400, "invalid_argument", "'field' must be latency_ms, ttft_ms, tpot_ms, queue_ms or compute_ms", "field");
+    sel.field = *f;
+    if (!param(request, "field").empty()) sel.field_name = param(request, "field");
+  }
+  if (std::string v = param(request, "command_queue"); !v.empty()) {
+    ++given;
+    sel.kind = Selector::Kind::kCommandQueue;
+    sel.queue = v;
+    sel.device = param(request, "device");
+  }
+  if (std::string v = param(request, "series"); !v.empty()) {
+    ++given;
+    sel.kind = Selector::Kind::kSeries;
+    sel.series = v;
+  }
+  if (given != 1) {
+    return error_response(400, "invalid_argument", "give exactly one of kernel, model, command_queue or series", "kernel");
+  }
+  if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {
+    return error_response(400, "invalid_argument", "'field' applies to model only", "field");
+  }
+  auto qs = parse_quantiles(param(request, "q"));
+  if (!qs.ok()) return status_response(qs.status());
+  auto convention = an::convention_from(param(request, "method").empty() ? "nearest_rank" : param(request, "method"));
+  if (!convention) return error_response(400, "invalid_argument", "'method' must be nearest_rank or linear", "method");
+  std::optional<double> sla;
+  if (std::string v = param(request, "sla_ms"); !v.empty()) {
+    auto n = parse_number(v, "sla_ms");
+    if (!n.ok() || *n <= 0) return error_response(400, "invalid_argument", "'sla_ms' must be a positive number", "sla_ms");
+    sla = *n;
+  }
+  auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
+  if (!w.ok()) return status_response(w.status());
+
+  auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
+  if (!dist.ok()) return status_response(dist.status());
+  std::vector<double>& values = dist->raw;
+  const bool from_histogram = dist->rolled.has_value();
+  an::Moments m;
+  std::vector<double> p;
+  std::optional<an::SlaCompliance> compliance;
+  if (from_histogram) {
+    // Raw values older than the retention cutoff exist only as tiers: merge the raw values
+    // still kept into them and answer from the histogram (within its relative error).
+    an::Rollup all = dist->rolled->rollup;
+    for (double v : values) all.add(v);
+    m = all.moments();
+    p = all.percentiles(*qs, *convention);
+    if (sla) compliance = all.sla(*sla);
+  } else {
+    m = an::moments(values);
+    if (sla) compliance = an::sla_compliance(values, *sla);  // before selection reorders the values
+    p = an::percentiles(values, *qs, *convention);
+  }
+  json out = {{"selector", sel.to_json()}, {"window", window_json(*w)}, {"count", m.n}, {"unit", dist->unit},
+              {"method", from_histogram ? "histogram" : "exact"}, {"convention", an::to_string(*convention)},
+              {"std_kind", "sample"}};
+  json warnings = json::array();
+  if (from_histogram) {
+    out["max_relative_error"] = 0.001;
+    out["histogram"] = {{"rolled_up_count", dist->rolled->rollup.count}, {"raw_count", values.size()},
+                        {"buckets", dist->rolled->rows}, {"from_ns", dist->rolled->from_ns},
+                        {"to_ns", dist->rolled->to_ns}};
+    warnings.push_back("the window reaches back before the raw data kept (retention): older values come from "
+                       "histogram tiers, whole buckets from " + std::to_string(dist->rolled->from_ns) + " to " +
+                       std::to_string(dist->rolled->to_ns) + " ns");
+  }
+  json pct = json::object();
+  for (std::size_t i = 0; i < qs->size(); ++i) {
+    const double q = (*qs)[i];
+    pct[an::percentile_key(q)] = p.empty() ? json(nullptr) : json(p[i]);
+    const std::size_t need = an::min_samples_for_percentile(q);
+    if (m.n > 0 && m.n < need) {
+      warnings.push_back(an::percentile_key(q) + " needs at least " + std::to_string(need) +
+                         " samples to be trusted (99% confidence); the window holds " + std::to_string(m.n));
+    }
+  }
+  if (m.n == 0) warnings.push_back("no samples in the window");
+  out["percentiles"] = pct;
+  auto or_null = [&](double v) { return m.n ? json(v) : json(nullptr); };
+  out["mean"] = or_null(m.mean);
+  out["std"] = m.n > 1 ? json(m.std) : json(nullptr);
+  out["min"] = or_null(m.min);
+  out["max"] = or_null(m.max);
+  if (compliance) {
+    out["sla"] = {{"target_ms", compliance->target}, {"violations", compliance->violations},
+                  {"compliance_rate", compliance->compliance_rate}};
+  }
+  out["warnings"] = warnings;
+  return json_response(200, out);
+}
+
+}  // namespace perfscope::server
