@@ -1,0 +1,230 @@
+// The report as Markdown, for a pull request or an issue.
+#include "server/api/report_format.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api/report_text.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+using namespace report_text;
+
+namespace {
+
+std::string md_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string md_code(std::string text) {
+  std::replace(text.begin(), text.end(), '`', '\'');
+  return "`" + md_cell(text) + "`";
+}
+
+void md_table(std::string& out, const std::vector<std::string>& header, const std::vector<bool>& right,
+              const std::vector<std::vector<std::string>>& rows) {
+  out += "|";
+  for (const auto& h : header) out += " " + h + " |";
+  out += "\n|";
+  for (std::size_t i = 0; i < header.size(); ++i) out += right[i] ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& r : rows) {
+    out += "|";
+    for (const auto& c : r) out += " " + c + " |";
+    out += "\n";
+  }
+  out += "\n";
+}
+
+}  // namespace
+
+std::string render_markdown(const json& r) {
+  std::string out = "# perfscope report\n\n";
+  out += "Host `" + r["report"]["host"].get<std::string>() + "` · perfscope " + r["report"]["version"].get<std::string>() +
+         " · " + window_text(r) + "\n\n";
+
+  out += "## Summary\n\n";
+  const json& summary = r["summary"];
+  std::vector<std::vector<std::string>> rows;
+  for (const SummaryRow& s : summary_rows(summary)) rows.push_back({s.label, s.avg, s.peak});
+  if (rows.empty()) {
+    out += "No GPU or host samples in this window.\n\n";
+  } else {
+    md_table(out, {"Metric", "Average", "Peak"}, {false, true, true}, rows);
+  }
+  const json& kt = summary["kernel_time"];
+  out += "Kernel time: " + format_duration_ms(num(kt, "total_ms")) + " in " + format_count(num(kt, "executions")) +
+         " executions" + (kt["avg_ms"].is_null() ? std::string() : " (average " + format_duration_ms(num(kt, "avg_ms")) + ")") +
+         ".\n\n";
+
+  out += "## Top kernels\n\n";
+  rows.clear();
+  for (const json& k : r["kernels"]["top"]) {
+    rows.push_back({md_code(k["name"]), format_count(num(k, "count")), format_duration_ms(num(k, "total_ms")),
+                    format_duration_ms(num(k, "avg_ms")), format_duration_ms(num(k, "min_ms")),
+                    format_duration_ms(num(k, "max_ms")), format_ratio_percent(num(k, "share"))});
+  }
+  if (rows.empty()) out += "No kernels in this window.\n\n";
+  else md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share"}, {false, true, true, true, true, true, true}, rows);
+
+  if (!r["timeline"].empty()) {
+    out += "## Kernel timeline\n\n";
+    rows.clear();
+    for (const json& q : r["timeline"]) {
+      rows.push_back({q["device"].get<std::string>(), q["stream"].is_null() ? "(all)" : md_code(q["stream"]),
+                      format_count(num(q, "kernel_count")), format_ratio_percent(num(q, "busy_ratio")),
+                      format_duration_ms(num(q, "idle_ms")), format_duration_ms(num(q, "avg_gap_ms")),
+                      format_ratio_percent(num(q, "launch_efficiency")),
+                      q["short_kernel_share"].is_null() ? "—" : format_ratio_percent(num(q, "short_kernel_share"))});
+    }
+    md_table(out, {"Device", "Stream", "Kernels", "Busy", "Idle", "Avg gap", "Launch efficiency", "Short kernels"},
+             {false, false, true, true, true, true, true, true}, rows);
+  }
+
+  out += "## Memory\n\n";
+  const json& m = r["memory"];
+  md_table(out, {"Statistic", "Value"}, {false, true},
+           {{"Total allocated", format_bytes(num(m, "total_allocated_bytes"))},
+            {"Current allocated", format_bytes(num(m, "current_allocated_bytes"))},
+            {"Peak allocated", format_bytes(num(m, "peak_allocated_bytes"))},
+            {"Allocations / frees", format_count(num(m, "allocation_count")) + " / " + format_count(num(m, "free_count"))}});
+  if (m["growth"]["significant"].get<bool>()) {
+    out += "Allocated memory grows by " + format_bytes(num(m["growth"], "slope_per_second")) + "/s (p = " +
+           format_p_value(num(m["growth"], "p_value")) + ").\n\n";
+  }
+  if (!m["leak_suspects"].empty()) {
+    out += "Leak suspects (alive longer than " + std::to_string(m["leak_age_s"].get<long long>()) + " s while memory grows):\n\n";
+    for (const json& a : m["leak_suspects"]) {
+      out += "- " + format_bytes(num(a, "size_bytes")) + " at `" + a["address"].get<std::string>() + "`" +
+             (a["tag"].get<std::string>().empty() ? "" : " (" + md_cell(a["tag"]) + ")") + ", " +
+             printf_string("%.0f", num(a, "age_s")) + " s old\n";
+    }
+    out += "\n";
+  }
+
+  if (!r["latency"].empty()) {
+    out += "## Latency percentiles\n\n";
+    rows.clear();
+    std::vector<std::string> warnings;
+    const bool sla = r["slo"].contains("latency_ms");
+    for (const json& l : r["latency"]) {
+      const json& p = l["percentiles_ms"];
+      std::vector<std::string> row = {md_code(l["model"]), format_count(num(l, "count")),
+                                      format_duration_ms(num(p, "p50")), format_duration_ms(num(p, "p90")),
+                                      format_duration_ms(num(p, "p95")), format_duration_ms(num(p, "p99")),
+                                      format_duration_ms(num(p, "p99.9"))};
+      if (sla) {
+        const json& s = l["sla"];
+        row.push_back(format_count(num(s, "violations")));
+        row.push_back(format_ratio_percent(num(s, "compliance_rate")));
+      }
+      rows.push_back(row);
+      for (const json& w : l["warnings"]) warnings.push_back(l["model"].get<std::string>() + ": " + w.get<std::string>());
+    }
+    std::vector<std::string> header = {"Model", "Requests", "p50", "p90", "p95", "p99", "p99.9"};
+    if (sla) {
+      header.push_back("Over " + format_duration_ms(num(r["slo"], "latency_ms")));
+      header.push_back("SLA compliance");
+    }
+    std::vector<bool> right(header.size(), true);
+    right[0] = false;
+    md_table(out, header, right, rows);
+    if (!warnings.empty()) {
+      for (const auto& w : warnings) out += "- ⚠ " + md_cell(w) + "\n";
+      out += "\n";
+    }
+  }
+
+  bool llm = false;
+  for (const json& s : r["inference"]) llm = llm || !s["ttft_ms"].is_null();
+  if (llm) {
+    out += "## LLM serving\n\n";
+    rows.clear();
+    for (const json& s : r["inference"]) {
+      if (s["ttft_ms"].is_null()) continue;
+      rows.push_back({md_code(s["model"]), printf_string("%.2f", num(s, "requests_per_second")),
+                      printf_string("%.1f", num(s, "output_tokens_per_second")),
+                      format_duration_ms(num(s["ttft_ms"], "p50")), format_duration_ms(num(s["ttft_ms"], "p99")),
+                      s["tpot_ms"].is_null() ? "—" : format_duration_ms(num(s["tpot_ms"], "p50")),
+                      s["tpot_ms"].is_null() ? "—" : format_duration_ms(num(s["tpot_ms"], "p99")),
+                      format_ratio_percent(num(s, "error_rate")),
+                      s.contains("goodput_ratio") ? format_ratio_percent(num(s, "goodput_ratio")) : "—"});
+    }
+    md_table(out, {"Model", "Requests/s", "Output tokens/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "Errors", "Goodput"},
+             {false, true, true, true, true, true, true, true, true}, rows);
+  }
+
+  out += "## Bottlenecks\n\n";
+  std::vector<std::string> ok, not_evaluated;
+  bool any = false;
+  for (const json& f : r["bottlenecks"]) {
+    const std::string status = f["status"];
+    if (status == "ok") {
+      ok.push_back(f["title"]);
+      continue;
+    }
+    if (status == "not_evaluated") {
+      not_evaluated.push_back(f["title"].get<std::string>() + " (" + f.value("reason", "") + ")");
+      continue;
+    }
+    any = true;
+    out += "### " + f["title"].get<std::string>() + " — " + f["severity"].get<std::string>() + "\n\n";
+    out += "Evidence:";
+    for (const auto& [k, v] : f["evidence"].items()) out += " `" + k + "` = " + printf_string("%.4g", v.get<double>()) + ";";
+    out.pop_back();
+    out += "\n\n";
+    for (const json& rec : f["recommendations"]) out += "- " + md_cell(rec) + "\n";
+    out += "\n";
+  }
+  if (!any) out += "No bottleneck detected.\n\n";
+  if (!ok.empty()) {
+    out += "Checked and clear: ";
+    for (std::size_t i = 0; i < ok.size(); ++i) out += (i ? ", " : "") + ok[i];
+    out += ".\n\n";
+  }
+  if (!not_evaluated.empty()) {
+    out += "Not evaluated (no data): ";
+    for (std::size_t i = 0; i < not_evaluated.size(); ++i) out += (i ? "; " : "") + md_cell(not_evaluated[i]);
+    out += ".\n\n";
+  }
+
+  if (!r["abtests"].empty()) {
+    out += "## A/B tests\n\n";
+    rows.clear();
+    auto row_of = [&](const json& t, const std::string& control, const std::string& variant, const json& c) {
+      const json& ci = c["speedup_ci95"];
+      rows.push_back({md_cell(t["name"]), md_cell(control), md_cell(variant), format_count(num(c["a"], "n")) + " / " +
+                      format_count(num(c["b"], "n")),
+                      c["speedup"].is_null() ? "—" : printf_string("%.3f×", num(c, "speedup")),
+                      ci[0].is_null() ? "—" : printf_string("%.3f", ci[0].get<double>()) + "–" + printf_string("%.3f", ci[1].get<double>()),
+                      format_p_value(num(c, "p_value_used")), c["verdict"].get<std::string>()});
+    };
+    for (const json& t : r["abtests"]) {
+      const json& d = t["definition"];
+      if (t.contains("comparisons")) {
+        for (const json& c : t["comparisons"]) {
+          row_of(t, selector_text(d["variants"][c["control"].get<std::size_t>()]),
+                 selector_text(d["variants"][c["variant"].get<std::size_t>()]), c);
+        }
+      } else {
+        row_of(t, selector_text(d["a"]), selector_text(d["b"]), t);
+      }
+    }
+    md_table(out, {"Test", "Control", "Variant", "Samples", "Speedup", "95% CI", "p", "Verdict"},
+             {false, false, false, true, true, true, true, false}, rows);
+  }
+  out += "<sub>Percentiles: " + md_cell(r["methods"]["percentiles"]) + ". Generated " + utc_time(r["generated_ns"].get<long long>()) +
+         ".</sub>\n";
+  return out;
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,143 @@
+// The report as aligned terminal tables (the design documents' "Performance Summary",
+// "Top Kernels by Execution Time" and "Memory Statistics"), ANSI-coloured on a TTY.
+#include "server/api/report_format.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api/report_text.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+using namespace report_text;
+
+namespace {
+
+struct Style {
+  bool color;
+  std::string heading(const std::string& s) const { return color ? "\x1b[1;36m" + s + "\x1b[0m" : s; }
+  std::string bold(const std::string& s) const { return color ? "\x1b[1m" + s + "\x1b[0m" : s; }
+  std::string warn(const std::string& s) const { return color ? "\x1b[33m" + s + "\x1b[0m" : s; }
+  std::string bad(const std::string& s) const { return color ? "\x1b[31m" + s + "\x1b[0m" : s; }
+};
+
+// Display width of UTF-8 text: code points (every character perfscope prints is one column).
+std::size_t width(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string pad(const std::string& s, std::size_t w, bool right) {
+  const std::size_t n = width(s);
+  if (n >= w) return s;
+  return right ? std::string(w - n, ' ') + s : s + std::string(w - n, ' ');
+}
+
+std::string ellipsize(const std::string& s, std::size_t w) {
+  if (width(s) <= w) return s;
+  std::string out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size() && n + 1 < w; ++i) {
+    out += s[i];
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+    // Keep a multi-byte character whole.
+    while (i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xC0) == 0x80) out += s[++i];
+  }
+  return out + "…";
+}
+
+void text_table(std::string& out, const std::vector<std::string>& header, const std::vector<bool>& right,
+                const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> w(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) w[i] = width(header[i]);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], width(r[i]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) l += "  ";
+      l += pad(cells[i], i + 1 == cells.size() && !right[i] ? 0 : w[i], right[i]);
+    }
+    out += l + "\n";
+  };
+  line(header);
+  std::vector<std::string> rules;
+  for (std::size_t x : w) rules.emplace_back(x, '-');
+  line(rules);
+  for (const auto& r : rows) line(r);
+}
+
+}  // namespace
+
+std::string render_terminal(const json& r, bool color) {
+  const Style st{color};
+  std::string out;
+  out += st.heading("=== Performance Summary ===") + "\n\n";
+  out += "Window: " + window_text(r) + "\n\n";
+  const json& summary = r["summary"];
+  auto block = [&](const char* key, const char* label, const std::string& unit) {
+    const json& s = summary[key];
+    out += st.bold(label) + std::string(":\n");
+    if (s.is_null()) {
+      out += "  (no data)\n\n";
+      return;
+    }
+    out += "  Average: " + format_unit_value(num(s, "avg"), unit) + "\n";
+    out += "  Peak:    " + format_unit_value(num(s, "peak"), unit) + "\n\n";
+  };
+  block("gpu_utilization", "GPU Utilization", "ratio");
+  block("memory_bandwidth", "Memory Bandwidth", "bytes_per_second");
+  const json& kt = summary["kernel_time"];
+  out += st.bold("Kernel Execution") + ":\n";
+  out += "  Average Time: " + (kt["avg_ms"].is_null() ? std::string("(no kernels)") : format_duration_ms(num(kt, "avg_ms"))) + "\n";
+  out += "  Executions:   " + format_count(num(kt, "executions")) + "\n\n";
+
+  out += st.heading("=== Top Kernels by Execution Time ===") + "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const json& k : r["kernels"]["top"]) {
+    rows.push_back({ellipsize(k["name"], 48), format_duration_ms(num(k, "avg_ms")), format_count(num(k, "count")),
+                    format_duration_ms(num(k, "total_ms"))});
+  }
+  if (rows.empty()) out += "(no kernels in this window)\n";
+  else text_table(out, {"Kernel Name", "Avg Time", "Count", "Total"}, {false, true, true, true}, rows);
+  out += "\n";
+
+  out += st.heading("=== Memory Statistics ===") + "\n\n";
+  const json& m = r["memory"];
+  out += "Total Allocated:   " + format_bytes(num(m, "total_allocated_bytes")) + "\n";
+  out += "Current Allocated: " + format_bytes(num(m, "current_allocated_bytes")) + "\n";
+  out += "Peak Allocated:    " + format_bytes(num(m, "peak_allocated_bytes")) + "\n";
+
+  if (!r["latency"].empty()) {
+    out += "\n" + st.heading("=== Latency Percentiles ===") + "\n\n";
+    rows.clear();
+    for (const json& l : r["latency"]) {
+      const json& p = l["percentiles_ms"];
+      std::string sla = "—";
+      if (l.contains("sla")) {
+        const double rate = num(l["sla"], "compliance_rate");
+        sla = format_ratio_percent(rate);
+        if (rate < 0.99) sla = st.bad(sla);
+      }
+      rows.push_back({ellipsize(l["model"], 32), format_count(num(l, "count")), format_duration_ms(num(p, "p50")),
+                      format_duration_ms(num(p, "p95")), format_duration_ms(num(p, "p99")), sla});
+    }
+    text_table(out, {"Model", "Requests", "p50", "p95", "p99", "SLA met"}, {false, true, true, true, true, true}, rows);
+  }
+  bool header = false;
+  for (const json& f : r["bottlenecks"]) {
+    if (f["status"] != "fired") continue;
+    if (!header) out += "\n" + st.heading("=== Bottlenecks ===") + "\n\n";
+    header = true;
+    out += st.warn("[" + f["severity"].get<std::string>() + "] ") + f["title"].get<std::string>() + "\n";
+    if (!f["recommendations"].empty()) out += "  → " + f["recommendations"][0].get<std::string>() + "\n";
+  }
+  return out;
+}
+
+}  // namespace perfscope::server
