@@ -65,12 +65,9 @@ json config_to_json(const AppConfig& c) {
   };
 }
 
-bool Api::owns(const std::string& path) {
-  return path == "/healthz" || path == "/metrics" || path.rfind("/api/", 0) == 0;
-}
-
 RequestHandler::Dispatch Api::dispatch(const std::string& path) const {
-  if (!owns(path)) return Dispatch::kNotMine;
+  // Everything under /api/ is ours (unknown endpoints get our 404); the rest is static assets.
+  if (path != "/healthz" && path != "/metrics" && path.rfind("/api/", 0) != 0) return Dispatch::kNotMine;
   return path == "/healthz" ? Dispatch::kInline : Dispatch::kWorker;  // cheap: answer inline
 }
 

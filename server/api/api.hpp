@@ -55,9 +55,7 @@ class Api final : public RequestHandler {
  public:
   explicit Api(ApiContext context) : ctx_(std::move(context)) {}
 
-  // True for paths this class answers (the rest are static assets or 404).
-  static bool owns(const std::string& path);
-  // /healthz inline, every other endpoint of ours on the worker pool.
+  // /healthz, /metrics and /api/…: ours; /healthz inline, the rest on the worker pool.
   Dispatch dispatch(const std::string& path) const override;
   // Answers through `done`, which may run on another thread (the database writer's).
   void handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const override;
