@@ -10,8 +10,9 @@
 
 namespace perfscope::db {
 
-Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange& range,
-                                                                 const std::string& device) const {
+std::string EventScope::run_needle() const { return run.empty() ? std::string() : "," + format_labels({{"run", run}}) + ","; }
+
+Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange& range, const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   // Chunks wholly inside the range contribute their aggregates; the blob of the others is
@@ -19,10 +20,12 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.total_ns, c.min_ns, c.max_ns, c.first_end_ns, c.last_end_ns, c.data "
                                 "FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)")
+                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
+                                "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0)")
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
+  const std::string needle = scope.run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
 
   struct Acc {
     std::uint64_t count = 0;
@@ -100,7 +103,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
 }
 
 Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& name, const TimeRange& range,
-                                                             std::size_t limit) const {
+                                                             std::size_t limit, const std::string& run) const {
   if (limit == 0) return std::vector<KernelEvent>{};
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
@@ -108,13 +111,15 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
   // is fetched only while it can still hold one of the `limit` newest records.
   auto chunks = (*conn)->prepare(
       "SELECT c.id, c.series_id, c.last_end_ns FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-      "WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 ORDER BY c.last_end_ns DESC");
+      "WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 "
+      "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY c.last_end_ns DESC");
   auto data = (*conn)->prepare("SELECT count, data FROM kernel_chunks WHERE id = ?1");
   auto series = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns + " FROM kernel_series s WHERE s.id = ?1").c_str());
   if (!chunks.ok()) return chunks.status();
   if (!data.ok()) return data.status();
   if (!series.ok()) return series.status();
-  chunks->bind(1, name).bind(2, range.from_ns).bind(3, range.to_ns);
+  const std::string needle = EventScope("", run).run_needle();
+  chunks->bind(1, name).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, needle);
 
   std::map<std::int64_t, KernelEvent> identities;
   std::vector<KernelEvent> out;
@@ -167,17 +172,18 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
   return out;
 }
 
-Status EventReader::for_each_kernel(const TimeRange& range, const std::string& device,
+Status EventReader::for_each_kernel(const TimeRange& range, const EventScope& scope,
                                     const std::function<void(const KernelEvent&)>& fn) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.data FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
                                 "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-                                "ORDER BY c.id")
+                                "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY c.id")
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
+  const std::string needle = scope.run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
   constexpr int c0 = kKernelSeriesColumnCount;
   bool corrupt = false;
   Status s = stmt->for_each_row([&](Statement& r) {
@@ -195,78 +201,114 @@ Status EventReader::for_each_kernel(const TimeRange& range, const std::string& d
   return Status();
 }
 
-Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn) const {
+Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn,
+                                          const std::string& run) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kMemoryEventColumns +
-                                " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 ORDER BY id")
+                                " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 "
+                                "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0) ORDER BY id")
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  const std::string needle = EventScope("", run).run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
   return stmt->for_each_row([&](Statement& r) { fn(read_memory_event(r)); });
 }
 
-Result<analysis::KernelTrace> EventReader::kernel_trace(const TimeRange& range, const std::string& device) const {
+Result<analysis::KernelTrace> EventReader::kernel_trace(const TimeRange& range, const EventScope& scope) const {
+  auto traces = kernel_traces(range, scope, /*by_run=*/false);
+  if (!traces.ok()) return traces.status();
+  return traces->empty() ? analysis::KernelTrace{} : std::move(traces->front().trace);
+}
+
+Result<std::vector<RunKernelTrace>> EventReader::kernel_traces_by_run(const TimeRange& range,
+                                                                     const EventScope& scope) const {
+  return kernel_traces(range, scope, /*by_run=*/true);
+}
+
+Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& range, const EventScope& scope,
+                                                               bool by_run) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   // Series by series, each in time order (the series index's order, no sort): a stream's
   // executions then come as a few runs of ascending start, which the timeline merges.
   auto stmt = (*conn)->prepare(
-      "SELECT s.id, s.name, s.device, s.stream, c.count, c.data FROM kernel_series s "
+      "SELECT s.id, s.name, s.device, s.stream, s.tags, c.count, c.data FROM kernel_series s "
       "CROSS JOIN kernel_chunks c ON c.series_id = s.id "
       "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-      "ORDER BY s.id, c.last_end_ns");
+      "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY s.id, c.last_end_ns");
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
-  analysis::KernelTrace trace;
-  {
+  const std::string needle = scope.run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+
+  // One trace per run (or one for all), its strings interned: executions carry small indices.
+  struct Group {
+    RunKernelTrace out;
+    std::map<std::string, std::uint32_t> names, devices, streams;
+  };
+  std::map<std::string, Group> groups;
+  if (!by_run) {
     // Room for every execution of the overlapping chunks at once, not by repeated doubling.
     auto total = (*conn)->prepare(
         "SELECT IFNULL(SUM(c.count), 0) FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-        "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)");
+        "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
+        "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0)");
     if (!total.ok()) return total.status();
-    total->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
+    total->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
     auto row = total->step();
     if (!row.ok()) return row.status();
-    trace.kernels.reserve(static_cast<std::size_t>(total->column_int64(0)));
+    groups[""].out.trace.kernels.reserve(static_cast<std::size_t>(total->column_int64(0)));
   }
-  // Strings interned per trace: executions carry small indices.
-  std::map<std::string, std::uint32_t> names, devices, streams;
   auto intern = [](std::map<std::string, std::uint32_t>& index, std::vector<std::string>& list, std::string text) {
     auto [it, added] = index.emplace(text, static_cast<std::uint32_t>(list.size()));
     if (added) list.push_back(std::move(text));
     return it->second;
   };
+  struct SeriesPlace {
+    Group* group;
+    std::uint32_t name, device, stream;
+  };
   bool corrupt = false;
-  std::map<std::int64_t, std::array<std::uint32_t, 3>> series;  // id → name, device, stream indices
+  std::map<std::int64_t, SeriesPlace> series;
   Status s = stmt->for_each_row([&](Statement& r) {
     auto known = series.find(r.column_int64(0));
     if (known == series.end()) {
-      known = series.emplace(r.column_int64(0), std::array<std::uint32_t, 3>{
-                                                    intern(names, trace.names, r.column_text(1)),
-                                                    intern(devices, trace.devices, r.column_text(2)),
-                                                    intern(streams, trace.streams, r.column_text(3))}).first;
+      std::string run;
+      if (by_run) {
+        auto tags = parse_labels(r.column_text(4));
+        if (tags.ok()) run = std::string(tag_value(*tags, "run"));
+      }
+      Group& g = groups[run];
+      g.out.run = run;
+      known = series.emplace(r.column_int64(0), SeriesPlace{&g, intern(g.names, g.out.trace.names, r.column_text(1)),
+                                                            intern(g.devices, g.out.trace.devices, r.column_text(2)),
+                                                            intern(g.streams, g.out.trace.streams, r.column_text(3))})
+                  .first;
     }
-    const auto [name, dev, stream] = known->second;
-    corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(5), r.column_int64(4), range, [&](const KernelTiming& t) {
-      trace.kernels.push_back({t.start_ns, t.end_ns, t.launch_start_ns.value_or(analysis::kNoLaunch),
-                               t.launch_end_ns.value_or(analysis::kNoLaunch), name, dev, stream});
+    const SeriesPlace& at = known->second;
+    auto& kernels = at.group->out.trace.kernels;
+    corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(6), r.column_int64(5), range, [&](const KernelTiming& t) {
+      kernels.push_back({t.start_ns, t.end_ns, t.launch_start_ns.value_or(analysis::kNoLaunch),
+                         t.launch_end_ns.value_or(analysis::kNoLaunch), at.name, at.device, at.stream});
     });
   });
   if (!s.ok()) return s;
   if (corrupt) return Status::internal("a kernel chunk in the database is corrupt");
-  return trace;
+  std::vector<RunKernelTrace> out;
+  for (auto& [run, g] : groups) out.push_back(std::move(g.out));
+  return out;
 }
 
 Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeRange& range,
-                                                                    const std::string& device) const {
+                                                                    const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
       "SELECT buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns FROM command_buffers "
-      "WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3)");
+      "WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3) AND (?4 = '' OR instr(',' || tags || ',', ?4) > 0)");
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, device);
+  const std::string needle = scope.run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
   std::vector<CommandBufferEvent> out;
   Status s = stmt->for_each_row([&](Statement& r) {
     CommandBufferEvent e;
@@ -283,14 +325,15 @@ Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeR
   return out;
 }
 
-Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRange& range) const {
+Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRange& range, const std::string& run) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
       "SELECT model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, input_tokens, "
-      "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2");
+      "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0)");
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  const std::string needle = EventScope("", run).run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
   std::vector<InferenceEvent> out;
   auto opt_double = [](const Statement& r, int c) {
     return r.column_is_null(c) ? std::nullopt : std::optional<double>(r.column_double(c));
@@ -317,15 +360,17 @@ Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRang
   return out;
 }
 
-Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const TimeRange& range) const {
+Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const TimeRange& range,
+                                                                       const std::string& run) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
       "SELECT model, version, COUNT(*), SUM(1 - ok), SUM(batch_size), TOTAL(input_tokens), TOTAL(output_tokens), "
       "AVG(latency_ms), MIN(ts_ns), MAX(ts_ns) FROM inference WHERE ts_ns BETWEEN ?1 AND ?2 "
-      "GROUP BY model, version ORDER BY model, version");
+      "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0) GROUP BY model, version ORDER BY model, version");
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  const std::string needle = EventScope("", run).run_needle();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
   std::vector<InferenceSummary> out;
   Status s = stmt->for_each_row([&](Statement& r) {
     InferenceSummary m;
@@ -345,25 +390,29 @@ Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const Tim
   return out;
 }
 
-Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRange& range, const std::string& device,
+Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRange& range, const EventScope& scope,
                                                                     std::size_t max_points) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   // The running sum starts at the first event ever recorded: what was allocated before the
   // window, then the window's events in (time, id) order added one by one (a window function
-  // over every event did the same several times slower).
+  // over every event did the same several times slower). Module statics are not allocations
+  // (is_module_static).
   auto before = (*conn)->prepare(
       "SELECT IFNULL(SUM(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END), 0) FROM memory_events "
-      "WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1)");
+      "WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static') "
+      "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0)");
   if (!before.ok()) return before.status();
-  before->bind(1, device).bind(2, range.from_ns);
+  const std::string needle = scope.run_needle();
+  before->bind(1, scope.device).bind(2, range.from_ns).bind(3, needle);
   if (auto row = before->step(); !row.ok()) return row.status();
   std::int64_t running = before->column_int64(0);
   auto stmt = (*conn)->prepare(
       "SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events "
-      "WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) ORDER BY ts_ns, id");
+      "WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static') "
+      "AND (?4 = '' OR instr(',' || tags || ',', ?4) > 0) ORDER BY ts_ns, id");
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, device).bind(2, range.from_ns).bind(3, range.to_ns);
+  stmt->bind(1, scope.device).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, needle);
   std::vector<AllocatedPoint> all;
   Status s = stmt->for_each_row([&](Statement& r) {
     running += r.column_int64(1);

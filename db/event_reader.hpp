@@ -54,6 +54,27 @@ struct InferenceSummary {
   TimestampNs last_ns = 0;
 };
 
+// Which events a read covers: one device (all when empty) and one run (every run, and events
+// of none, when empty); events carry their run as the tag run=NAME.
+struct EventScope {
+  EventScope() = default;
+  EventScope(std::string device_name) : device(std::move(device_name)) {}  // NOLINT: a device alone
+  EventScope(const char* device_name) : device(device_name) {}             // NOLINT
+  EventScope(std::string device_name, std::string run_name)
+      : device(std::move(device_name)), run(std::move(run_name)) {}
+  std::string device;
+  std::string run;
+  // The run tag as stored tags spell it, delimited (`,run="NAME",`; empty for every run): a
+  // query finds it in ',' || tags || ',' — exact, since quotes inside stored values are escaped.
+  std::string run_needle() const;
+};
+
+// One run's kernel executions (run empty: those of no run).
+struct RunKernelTrace {
+  std::string run;
+  analysis::KernelTrace trace;
+};
+
 struct AllocatedPoint {
   TimestampNs ts_ns = 0;
   double bytes = 0;
@@ -86,27 +107,30 @@ class EventReader {
   explicit EventReader(std::string path) : pool_(std::move(path)) {}
 
   // One row per kernel name in the range (by end time), longest total time first.
-  Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const std::string& device) const;
+  Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const EventScope& scope) const;
   // The newest records of one kernel, newest first.
-  Result<std::vector<KernelEvent>> kernel_records(const std::string& name, const TimeRange& range,
-                                                  std::size_t limit) const;
-  Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range) const;
+  Result<std::vector<KernelEvent>> kernel_records(const std::string& name, const TimeRange& range, std::size_t limit,
+                                                  const std::string& run = {}) const;
+  Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range, const std::string& run = {}) const;
 
-  // Every kernel execution ending in the range (device: all when empty), for the timeline.
-  Result<analysis::KernelTrace> kernel_trace(const TimeRange& range, const std::string& device) const;
+  // Every kernel execution ending in the range, for the timeline: all together, or one trace
+  // per run (in run name order, those of no run first), so no run's span holds another's.
+  Result<analysis::KernelTrace> kernel_trace(const TimeRange& range, const EventScope& scope) const;
+  Result<std::vector<RunKernelTrace>> kernel_traces_by_run(const TimeRange& range, const EventScope& scope) const;
   // Every kernel execution ending in the range with its series' attributes (variant, launch
   // configuration, tags), chunk by chunk — not in time order. For exports.
-  Status for_each_kernel(const TimeRange& range, const std::string& device,
+  Status for_each_kernel(const TimeRange& range, const EventScope& scope,
                          const std::function<void(const KernelEvent&)>& fn) const;
   // Memory events in the range, in arrival order (frees carry the size of their allocation
   // only in the live tracker; here a free's size is 0). For exports.
-  Status for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn) const;
+  Status for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn,
+                               const std::string& run = {}) const;
   // Whole events in the range (by end time or completion time), for the analysis document.
-  Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const std::string& device) const;
-  Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range) const;
+  Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const EventScope& scope) const;
+  Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range, const std::string& run = {}) const;
   // Bytes allocated after each memory event in the range (running sum from the start of
   // the record), at most max_points points keeping each bucket's maximum.
-  Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const std::string& device,
+  Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const EventScope& scope,
                                                          std::size_t max_points) const;
 
   // Distributions (event_distributions.cpp).
@@ -129,10 +153,16 @@ class EventReader {
   Result<std::optional<RollupAnswer>> series_rollup(const std::vector<std::int64_t>& series_ids,
                                                     const TimeRange& range) const;
 
+  // Runs (run_store.cpp): newest first by start, at most `limit`; one by name.
+  Result<std::vector<RunEvent>> runs(std::size_t limit) const;
+  Result<std::optional<RunEvent>> run(const std::string& name) const;
+
   // How many rows each event table holds (for info and tests).
   Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;
 
  private:
+  Result<std::vector<RunKernelTrace>> kernel_traces(const TimeRange& range, const EventScope& scope, bool by_run) const;
+
   ConnectionPool pool_;
 };
 

@@ -136,6 +136,24 @@ const std::array kMigrations = {
       );
       INSERT INTO retention VALUES (1, 0, 0);
     )sql"},
+    // 6: runs (run_store.hpp): one row per run name, merged from its reports.
+    Migration{R"sql(
+      CREATE TABLE runs (
+        name        TEXT PRIMARY KEY,
+        command     TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        pids        TEXT NOT NULL,
+        start_ns    INTEGER NOT NULL,
+        end_ns      INTEGER,
+        exit_status INTEGER,
+        kinds       TEXT NOT NULL,
+        records     INTEGER,
+        dropped     INTEGER,
+        gpus        TEXT NOT NULL,
+        tags        TEXT NOT NULL
+      );
+      CREATE INDEX runs_by_start ON runs(start_ns);
+    )sql"},
 };
 
 Status copy_kernel_rows(Connection& conn) {

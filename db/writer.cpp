@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "db/kernel_chunks.hpp"
+#include "db/run_store.hpp"
 #include "db/schema.hpp"
 
 namespace perfscope::db {
@@ -288,6 +289,9 @@ Status Writer::write_event(Event& event) {
         } else if constexpr (std::is_same_v<T, OperatorEvent>) {
           return st_->op.bind(1, e.op_type).bind(2, e.name).bind(3, e.provider).bind(4, e.duration_ms).bind(5, e.model)
               .bind(6, format_shapes(e.input_shapes)).bind(7, e.ts_ns).bind(8, format_labels(e.tags)).run();
+        } else if constexpr (std::is_same_v<T, RunEvent>) {
+          if (Status s = write_run(conn_, e); !s.ok()) return s;
+          return e.end_ns ? release_run_memory(e.name, *e.end_ns) : Status();
         } else {
           SeriesId id = store_.intern(SeriesKey(e.metric, e.labels));
           store_.append(id, e.ts_ns, e.value);
@@ -297,6 +301,19 @@ Status Writer::write_event(Event& event) {
         }
       },
       event);
+}
+
+Status Writer::release_run_memory(const std::string& run, TimestampNs end_ns) {
+  // Its processes have exited: what they still held was released then. Written as frees, so
+  // the database's timeline, exports and a restart's rebuild all agree with the tracker.
+  for (const LiveAllocation& a : memory_.live_of_run(run)) {
+    Event free = MemoryEvent{MemoryOp::kFree, a.address, 0, a.kind, a.tag, a.device, std::max(end_ns, a.ts_ns),
+                             Tags{{"pid", a.process}, {"released", "process_exit"}, {"run", a.run}}};
+    auto& tags = std::get<MemoryEvent>(free).tags;
+    std::erase_if(tags, [](const auto& t) { return t.second.empty(); });
+    if (Status s = write_event(free); !s.ok()) return s;
+  }
+  return Status();
 }
 
 Status Writer::write(std::deque<Item>& items) {

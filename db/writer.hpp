@@ -94,6 +94,8 @@ class Writer {
   void run();
   Status write(std::deque<Item>& items);
   void run_tasks(std::deque<Item>& items);
+  // Frees, stamped at the run's end, of every allocation its processes still held.
+  Status release_run_memory(const std::string& run, TimestampNs end_ns);
   Status write_event(Event& event);
   Result<std::int64_t> db_series_id(SeriesId id);
   Status rebuild_memory();

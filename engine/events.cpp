@@ -23,7 +23,7 @@ std::optional<MemoryKind> memory_kind_from(std::string_view text) {
 }
 
 std::string_view event_type_name(std::size_t index) {
-  static constexpr std::string_view kNames[] = {"kernel", "memory", "command_buffer", "inference", "operator", "sample"};
+  static constexpr std::string_view kNames[] = {"kernel", "memory", "command_buffer", "inference", "operator", "sample", "run"};
   static_assert(std::size(kNames) == std::variant_size_v<Event>);
   return kNames[index];
 }
@@ -146,6 +146,40 @@ Status validate(const SampleEvent& e) {
   if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
   if (!std::isfinite(e.value)) return bad("value", "must be a finite number");
   return Status();
+}
+
+Status validate(const RunEvent& e) {
+  if (Status s = check_text(e.name, "name", true); !s.ok()) return s;
+  if (e.command.size() > 256) return bad("command", "at most 256 arguments");
+  for (const auto& arg : e.command) {
+    if (Status s = check_text(arg, "command", false); !s.ok()) return s;
+  }
+  if (Status s = check_text(e.host, "host", false); !s.ok()) return s;
+  if (e.pids.size() > 1024) return bad("pids", "at most 1024 processes");
+  for (std::int64_t pid : e.pids) {
+    if (pid <= 0) return bad("pids", "process ids are positive");
+  }
+  if (Status s = check_time(e.start_ns, "start_ns"); !s.ok()) return s;
+  if (e.end_ns && *e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  if (Status s = check_text(e.kinds, "kinds", false); !s.ok()) return s;
+  if (e.gpus.size() > 64) return bad("gpus", "at most 64 devices");
+  for (const auto& g : e.gpus) {
+    if (Status s = check_text(g, "gpus", true); !s.ok()) return s;
+  }
+  return check_tags(e.tags);
+}
+
+std::string_view run_status(const RunEvent& run) {
+  if (!run.end_ns) return "running";
+  if (!run.exit_status) return "ended";
+  return *run.exit_status == 0 ? "finished" : "failed";
+}
+
+std::string_view tag_value(const Tags& tags, std::string_view key) {
+  for (const auto& [k, v] : tags) {
+    if (k == key) return v;
+  }
+  return {};
 }
 
 Status validate(const Event& e) {

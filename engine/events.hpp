@@ -1,6 +1,6 @@
 // The events applications report about their own work: kernel executions, memory
-// allocations, command-buffer (stream) submissions, inference requests, operator timings and
-// custom gauge samples. Plain value types; validate() checks one against the rules every
+// allocations, command-buffer (stream) submissions, inference requests, operator timings,
+// custom gauge samples, and the runs they belong to. Plain value types; validate() checks one against the rules every
 // producer must meet (in-process API and network ingest alike) and names the failing field.
 #pragma once
 
@@ -101,7 +101,30 @@ struct SampleEvent {
   double value = 0;
 };
 
-using Event = std::variant<KernelEvent, MemoryEvent, CommandBufferEvent, InferenceEvent, OperatorEvent, SampleEvent>;
+// A run: one traced program (`perfscope run`, an import of its file) or an in-process
+// producer's named stretch of work. Its events carry the tag run=NAME. Reported when it
+// starts and again when it ends; reports of one name merge (earliest start, latest end, pids
+// joined, figures of the latest report), so a run imported after it was streamed stays one.
+struct RunEvent {
+  std::string name;
+  std::vector<std::string> command;  // the command line, as started
+  std::string host;
+  std::vector<std::int64_t> pids;    // processes that reported
+  TimestampNs start_ns = 0;
+  std::optional<TimestampNs> end_ns;  // absent while the run goes on
+  std::optional<int> exit_status;     // the command's (128 + signal when a signal ended it)
+  std::string kinds;                  // traced activity kinds ("kernel,memcpy,…"), if traced
+  std::optional<std::uint64_t> records;  // trace records received
+  std::optional<std::uint64_t> dropped;  // trace records lost (queue full, CUPTI)
+  std::vector<std::string> gpus;      // devices its kernels ran on
+  Tags tags;
+};
+
+// A run's state as its reports give it: running until it ends, then by its exit status.
+std::string_view run_status(const RunEvent& run);
+
+using Event =
+    std::variant<KernelEvent, MemoryEvent, CommandBufferEvent, InferenceEvent, OperatorEvent, SampleEvent, RunEvent>;
 
 // The wire name of the i-th alternative of Event ("kernel", "memory", …).
 std::string_view event_type_name(std::size_t index);
@@ -114,7 +137,11 @@ Status validate(const CommandBufferEvent& e);
 Status validate(const InferenceEvent& e);
 Status validate(const OperatorEvent& e);
 Status validate(const SampleEvent& e);
+Status validate(const RunEvent& e);
 Status validate(const Event& e);
+
+// The value of one tag, empty when absent.
+std::string_view tag_value(const Tags& tags, std::string_view key);
 
 // Input shapes as text: "1x3x224x224,1000" (dims joined by x, inputs by comma).
 std::string format_shapes(const std::vector<std::vector<std::int64_t>>& shapes);

@@ -16,7 +16,23 @@ void merge_into(MemoryStatistics& into, const MemoryStatistics& from) {
   for (const auto& [kind, c] : from.by_kind) merge(into.by_kind[kind], c);
   into.live_allocations += from.live_allocations;
   into.unmatched_frees += from.unmatched_frees;
+  merge(into.module_statics, from.module_statics);
 }
+
+bool is_module_static(const MemoryEvent& event) {
+  return event.tag == "device_static" || event.tag == "managed_static";
+}
+
+namespace {
+// Where an allocation lives in the maps: its process and its address.
+std::string live_key(std::string_view process, const std::string& address) {
+  if (process.empty()) return address;
+  std::string key(process);
+  key += '/';
+  key += address;
+  return key;
+}
+}  // namespace
 
 void MemoryTracker::add(MemoryCounters& c, std::uint64_t bytes) {
   c.current_bytes += bytes;
@@ -33,19 +49,36 @@ void MemoryTracker::remove(MemoryCounters& c, std::uint64_t bytes) {
 void MemoryTracker::apply(MemoryEvent& e) {
   std::lock_guard lock(mu_);
   DeviceState& d = devices_[e.device];
+  const std::string_view process = tag_value(e.tags, "pid");
+  const std::string key = live_key(process, e.address);
+  if (is_module_static(e)) {
+    if (e.op == MemoryOp::kAlloc) {
+      if (auto old = d.statics.find(key); old != d.statics.end()) remove(d.stats.module_statics, old->second.size_bytes);
+      add(d.stats.module_statics, e.size_bytes);
+      d.statics[key] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns, std::string(process),
+                                      std::string(tag_value(e.tags, "run"))};
+    } else if (auto it = d.statics.find(key); it != d.statics.end()) {
+      e.size_bytes = it->second.size_bytes;
+      e.kind = it->second.kind;
+      remove(d.stats.module_statics, e.size_bytes);
+      d.statics.erase(it);
+    }
+    return;
+  }
   const std::string kind(to_string(e.kind));
   if (e.op == MemoryOp::kAlloc) {
     // An allocation at a live address means its free was never reported: retire the old one.
-    if (auto old = d.live.find(e.address); old != d.live.end()) {
+    if (auto old = d.live.find(key); old != d.live.end()) {
       remove(d.stats.all, old->second.size_bytes);
       remove(d.stats.by_kind[std::string(to_string(old->second.kind))], old->second.size_bytes);
       d.live.erase(old);
     }
     add(d.stats.all, e.size_bytes);
     add(d.stats.by_kind[kind], e.size_bytes);
-    d.live[e.address] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns};
+    d.live[key] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns, std::string(process),
+                                 std::string(tag_value(e.tags, "run"))};
   } else {
-    auto it = d.live.find(e.address);
+    auto it = d.live.find(key);
     if (it == d.live.end()) {
       ++d.stats.unmatched_frees;
       e.size_bytes = 0;
@@ -104,6 +137,21 @@ std::vector<LiveAllocation> MemoryTracker::oldest(std::size_t n, const std::stri
   return select_live(n, device, [](const LiveAllocation& a, const LiveAllocation& b) {
     return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.size_bytes > b.size_bytes;
   });
+}
+
+std::vector<LiveAllocation> MemoryTracker::live_of_run(const std::string& run) const {
+  std::lock_guard lock(mu_);
+  std::vector<LiveAllocation> out;
+  for (const auto& [name, d] : devices_) {
+    for (const auto* map : {&d.live, &d.statics}) {
+      for (const auto& [key, a] : *map) {
+        if (a.run == run) out.push_back(a);
+      }
+    }
+  }
+  // In allocation order, so the frees written for them are too.
+  std::sort(out.begin(), out.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.ts_ns < b.ts_ns; });
+  return out;
 }
 
 std::vector<std::string> MemoryTracker::devices() const {

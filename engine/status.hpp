@@ -26,7 +26,9 @@ class [[nodiscard]] Status {
   static Status invalid_argument(std::string message, std::string field = {}) {
     return Status(StatusCode::kInvalidArgument, std::move(message), std::move(field));
   }
-  static Status not_found(std::string message) { return Status(StatusCode::kNotFound, std::move(message)); }
+  static Status not_found(std::string message, std::string field = {}) {
+    return Status(StatusCode::kNotFound, std::move(message), std::move(field));
+  }
   static Status unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
   static Status io_error(std::string message) { return Status(StatusCode::kIoError, std::move(message)); }
   static Status internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }

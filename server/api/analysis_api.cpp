@@ -66,13 +66,70 @@ Result<std::optional<double>> optional_ms(const HttpRequest& request, const char
   return std::optional<double>(d);
 }
 
+// One run's timeline rows (run empty: kernels of no run).
+struct RunTimeline {
+  std::string run;
+  std::vector<an::QueueTimeline> queues;
+};
+
+// The bottleneck rules' timeline inputs from the device rows of the given runs.
+void add_timeline_inputs(const std::vector<RunTimeline>& runs, an::Inputs& inputs) {
+  std::size_t count = 0, with_launch = 0, short_kernels = 0;
+  double max_ms = 0, idle = 0, host_wait = 0;
+  const an::QueueTimeline* worst = nullptr;
+  for (const RunTimeline& rt : runs) {
+    for (const auto& q : rt.queues) {
+      if (!q.stream.empty()) continue;  // device rows
+      count += q.kernel_count;
+      max_ms = std::max(max_ms, q.kernel_ms.max);
+      with_launch += q.with_launch_info;
+      short_kernels += q.short_kernels;
+      idle += q.idle_ms;
+      host_wait += q.idle_host_wait_ms;
+      if (!worst || q.busy_ratio < worst->busy_ratio) worst = &q;
+    }
+  }
+  if (count == 0) return;
+  inputs["kernel_count"] = static_cast<double>(count);
+  inputs["kernel_max_ms"] = max_ms;
+  inputs["kernel_busy_ratio"] = worst->busy_ratio;
+  inputs["kernel_avg_gap_ms"] = worst->avg_gap_ms;
+  if (with_launch > 0) {
+    inputs["kernel_short_share"] = static_cast<double>(short_kernels) / static_cast<double>(with_launch);
+    inputs["kernel_host_wait_share"] = idle > 0 ? host_wait / idle : 0;
+  }
+}
+
+json findings_json(const std::vector<an::Finding>& findings) {
+  json b = json::array();
+  for (const auto& f : findings) {
+    json row = {{"id", f.id}, {"title", f.title}, {"status", f.status},
+                {"severity", f.severity ? json(an::to_string(*f.severity)) : json(nullptr)},
+                {"evidence", f.evidence}, {"thresholds", f.thresholds}, {"recommendations", f.recommendations}};
+    if (!f.reason.empty()) row["reason"] = f.reason;
+    b.push_back(std::move(row));
+  }
+  return b;
+}
+
 }  // namespace
 
 Result<json> Api::analysis_json(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
+  const std::string device = param(request, "device");
+  const std::string run = param(request, "run");
   auto w = window_or(request, "5m", now);
   if (!w.ok()) return w.status();
-  const std::string device = param(request, "device");
+  if (!run.empty() && w->all) {
+    // One run without a window: its own span (gauges included), from start to end (or now).
+    auto r = ctx_.events->run(run);
+    if (!r.ok()) return r.status();
+    if (!*r) return Status::not_found("no run named '" + run + "'", "run");
+    w->from_ns = (*r)->start_ns;
+    w->to_ns = (*r)->end_ns.value_or(now);
+    w->all = false;
+  }
+  const db::EventScope scope{device, run};
   an::ServingSlo slo;
   for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
                            std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
@@ -86,14 +143,17 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
 
   // The two largest parts of a busy window run on threads of their own while the rest is
   // gathered here: the kernel timeline (every execution unpacked and walked in start order)
-  // and the serving metrics (every request read back).
-  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::QueueTimeline>> {
-    auto trace = ctx_.events->kernel_trace(range, device);
-    if (!trace.ok()) return trace.status();
-    return an::analyze_timeline(*trace);
+  // and the serving metrics (every request read back). The timeline is per run, each over
+  // its own span: the idle time between two processes is nobody's.
+  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
+    auto traces = ctx_.events->kernel_traces_by_run(range, scope);
+    if (!traces.ok()) return traces.status();
+    std::vector<RunTimeline> out;
+    for (const db::RunKernelTrace& t : *traces) out.push_back({t.run, an::analyze_timeline(t.trace)});
+    return out;
   });
   auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
-    auto requests = ctx_.events->inference_events(range);
+    auto requests = ctx_.events->inference_events(range, run);
     if (!requests.ok()) return requests.status();
     double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
     if (w->all) {  // "all": rates over the span the requests cover
@@ -121,15 +181,17 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     std::stable_sort(data->begin(), data->end(),
                      [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
     for (const auto& d : *data) {
-      if (d.samples.empty()) continue;
       GaugeSummary g;
       g.key = d.info.key;
       g.unit = d.info.family.unit;
       std::vector<double> values, times;
       for (const Sample& p : d.samples) {
+        // A reading that is no number (a GPU counter before its first interval) is no sample.
+        if (!std::isfinite(p.value)) continue;
         values.push_back(p.value);
         times.push_back(static_cast<double>(p.ts_ns - d.samples.front().ts_ns) / 1e9);
       }
+      if (values.empty()) continue;
       g.first = values.front();
       g.last = values.back();
       g.trend = an::linear_trend(times, values);
@@ -143,22 +205,25 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     }
   }
 
-  auto buffers = ctx_.events->command_buffers(range, device);
+  auto buffers = ctx_.events->command_buffers(range, scope);
   if (!buffers.ok()) return buffers.status();
   auto queues = an::analyze_command_queues(*buffers);
-  auto kernels = ctx_.events->kernel_summaries(range, device);
+  auto kernels = ctx_.events->kernel_summaries(range, scope);
   if (!kernels.ok()) return kernels.status();
 
   auto timeline_result = timeline_part.get();
   if (!timeline_result.ok()) return timeline_result.status();
-  const std::vector<an::QueueTimeline>& timelines = *timeline_result;
+  const std::vector<RunTimeline>& run_timelines = *timeline_result;
   auto serving_result = serving_part.get();
   if (!serving_result.ok()) return serving_result.status();
   const std::vector<an::ServingMetrics>& serving = *serving_result;
 
-  // Memory: counters now, the growth of allocated bytes over the window, leak suspects.
-  MemoryStatistics mem = ctx_.memory->statistics(device);
-  auto mem_timeline = ctx_.events->allocated_timeline(range, device, 10'000);
+  // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
+  // what live processes hold: a run's allocations are released when it ends).
+  auto mem_view = memory_view(device, run, 20);
+  if (!mem_view.ok()) return mem_view.status();
+  const MemoryStatistics& mem = mem_view->stats;
+  auto mem_timeline = ctx_.events->allocated_timeline(range, scope, 10'000);
   if (!mem_timeline.ok()) return mem_timeline.status();
   an::Trend mem_trend;
   {
@@ -173,11 +238,11 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   const bool growing = mem_trend.significant() && mem_trend.slope_per_second > 0;
   if (growing) {
     const TimestampNs cutoff = now - static_cast<TimestampNs>(*leak_age) * 1'000'000'000;
-    for (const LiveAllocation& a : ctx_.memory->oldest(20, device)) {
+    for (const LiveAllocation& a : mem_view->oldest) {
       if (a.ts_ns > cutoff) break;
-      leak_suspects.push_back({{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
-                               {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns},
-                               {"age_s", static_cast<double>(now - a.ts_ns) / 1e9}});
+      json suspect = live_allocation_json(a);
+      suspect["age_s"] = static_cast<double>(now - a.ts_ns) / 1e9;
+      leak_suspects.push_back(std::move(suspect));
     }
   }
 
@@ -228,36 +293,27 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
       inputs["gpu_power_cap_throttle_seconds"] = power;
     }
   }
-  {
-    std::size_t count = 0, with_launch = 0, short_kernels = 0;
-    double max_ms = 0, idle = 0, host_wait = 0;
-    const an::QueueTimeline* worst = nullptr;
-    for (const auto& q : timelines) {
-      if (!q.stream.empty()) continue;  // device rows
-      count += q.kernel_count;
-      max_ms = std::max(max_ms, q.kernel_ms.max);
-      with_launch += q.with_launch_info;
-      short_kernels += q.short_kernels;
-      idle += q.idle_ms;
-      host_wait += q.idle_host_wait_ms;
-      if (!worst || q.busy_ratio < worst->busy_ratio) worst = &q;
-    }
-    if (count > 0) {
-      inputs["kernel_count"] = static_cast<double>(count);
-      inputs["kernel_max_ms"] = max_ms;
-      inputs["kernel_busy_ratio"] = worst->busy_ratio;
-      inputs["kernel_avg_gap_ms"] = worst->avg_gap_ms;
-      if (with_launch > 0) {
-        inputs["kernel_short_share"] = static_cast<double>(short_kernels) / static_cast<double>(with_launch);
-        inputs["kernel_host_wait_share"] = idle > 0 ? host_wait / idle : 0;
-      }
-    }
-  }
+  // The timeline's inputs over every run together: each figure was computed within one run's
+  // span, the worst device row of any run decides the busy ratio and gaps.
+  add_timeline_inputs(run_timelines, inputs);
   double worst_p99 = -1;
   for (const auto& m : serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
   auto findings = an::detect_bottlenecks(inputs);
+  // With several runs in the window, each run's rules too: its own timeline, the window's gauges.
+  std::vector<std::pair<std::string, std::vector<an::Finding>>> run_findings;
+  if (run_timelines.size() > 1) {
+    for (const RunTimeline& rt : run_timelines) {
+      an::Inputs own = inputs;
+      for (const char* key : {"kernel_count", "kernel_max_ms", "kernel_busy_ratio", "kernel_avg_gap_ms",
+                              "kernel_short_share", "kernel_host_wait_share"}) {
+        own.erase(key);
+      }
+      add_timeline_inputs({rt}, own);
+      run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
+    }
+  }
 
   // The document.
   json out = {{"schema_version", 1}, {"generated_ns", now}, {"window", window_json(*w)},
@@ -266,13 +322,15 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
       {"percentiles", "exact over raw samples; nearest rank (value at rank ceil(p/100*n))"},
       {"std", "sample (n-1)"},
       {"trend", "least-squares slope per second, two-sided t-test of slope = 0 (alpha 0.05)"},
-      {"timeline", "busy = union of kernel intervals / span; idle gaps: host_wait when the launch call began after "
+      {"timeline", "per run (the run tag; kernels of no run together), each over its own span: busy = union of "
+                   "kernel intervals / span; idle gaps: host_wait when the launch call began after "
                    "the previous work ended, kernel_wait when <= 1 us, else other; launch delay = start - launch "
                    "call end; launch efficiency = union of compute kernels / span"},
       {"serving", "TPOT = (latency - ttft)/(output_tokens - 1) for requests with > 1 token; ITL pooled over "
                   "token gaps; goodput = successful requests meeting every SLO per second"},
       {"memory", "allocated bytes trend over the window; leak suspects = allocations live longer than leak_age_s "
-                 "while the trend is significantly positive"}};
+                 "while the trend is significantly positive; a run's allocations are released when it ends; CUDA "
+                 "module statics are counted apart, never as allocations"}};
   json g = json::array();
   for (const auto& s : gauges) {
     g.push_back({{"series", s.key.canonical()}, {"name", s.key.name}, {"labels", labels_to_json(s.key.labels)},
@@ -290,20 +348,23 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};
   json tl = json::array();
-  for (const auto& q : timelines) {
-    json top = json::array();
-    for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
-    tl.push_back({{"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
-                  {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
-                  {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},
-                  {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
-                                         {"other", q.idle_other_ms}}},
-                  {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
-                  {"launch_efficiency_target", 0.7},
-                  {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
-                  {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
-                  {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
-                  {"kernel_ms", distribution_json(q.kernel_ms)}, {"top_kernels", top}});
+  for (const RunTimeline& rt : run_timelines) {
+    for (const auto& q : rt.queues) {
+      json top = json::array();
+      for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
+      tl.push_back({{"run", rt.run.empty() ? json(nullptr) : json(rt.run)},
+                    {"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
+                    {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
+                    {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},
+                    {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
+                                           {"other", q.idle_other_ms}}},
+                    {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
+                    {"launch_efficiency_target", 0.7},
+                    {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
+                    {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
+                    {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
+                    {"kernel_ms", distribution_json(q.kernel_ms)}, {"top_kernels", top}});
+    }
   }
   out["timeline"] = tl;
   json cq = json::array();
@@ -343,18 +404,20 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
                    {"allocation_count", mem.all.allocation_count},
                    {"free_count", mem.all.free_count},
                    {"by_kind", by_kind},
+                   {"module_statics", {{"current_bytes", mem.module_statics.current_bytes},
+                                       {"count", mem.module_statics.allocation_count}}},
                    {"growth", trend_json(mem_trend)},
                    {"leak_age_s", *leak_age},
                    {"leak_suspects", leak_suspects}};
-  json b = json::array();
-  for (const auto& f : findings) {
-    json row = {{"id", f.id}, {"title", f.title}, {"status", f.status},
-                {"severity", f.severity ? json(an::to_string(*f.severity)) : json(nullptr)},
-                {"evidence", f.evidence}, {"thresholds", f.thresholds}, {"recommendations", f.recommendations}};
-    if (!f.reason.empty()) row["reason"] = f.reason;
-    b.push_back(std::move(row));
+  out["bottlenecks"] = findings_json(findings);
+  if (!run_findings.empty()) {
+    json per_run = json::array();
+    for (const auto& [name, f] : run_findings) {
+      per_run.push_back({{"run", name.empty() ? json(nullptr) : json(name)}, {"bottlenecks", findings_json(f)}});
+    }
+    out["runs"] = per_run;
   }
-  out["bottlenecks"] = b;
+  if (!run.empty()) out["run"] = run;
   json ab = json::array();
   if (ctx_.abtests) {
     auto tests = ctx_.abtests->list(100);
@@ -419,12 +482,12 @@ HttpResponse Api::regressions(const HttpRequest& request) const {
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
   // Subjects: every kernel name (durations) and every model/version (latency).
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
-  auto trace = ctx_.events->kernel_trace(range, param(request, "device"));
+  auto trace = ctx_.events->kernel_trace(range, {param(request, "device"), param(request, "run")});
   if (!trace.ok()) return status_response(trace.status());
   for (const auto& k : trace->kernels) {
     subjects[{"kernel", trace->names[k.name]}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
   }
-  auto requests = ctx_.events->inference_events(range);
+  auto requests = ctx_.events->inference_events(range, param(request, "run"));
   if (!requests.ok()) return status_response(requests.status());
   for (const auto& r : *requests) {
     subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);

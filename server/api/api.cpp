@@ -75,6 +75,7 @@ namespace {
 constexpr std::string_view kEventsPath = kIngestPath;  // POSTed batches, and WebSocket ingest
 constexpr std::string_view kKernelsPath = "/api/v1/kernels";
 constexpr std::string_view kAbTestsPath = "/api/v1/abtests";
+constexpr std::string_view kRunsPath = "/api/v1/runs";
 constexpr std::string_view kRecordsSuffix = "/records";
 
 HttpResponse method_not_allowed(const HttpRequest& request, const char* allow) {
@@ -108,6 +109,8 @@ Result<std::size_t> size_param(const HttpRequest& request, const char* name, std
 Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now) {
   std::string window = param(request, "window");
   const bool explicit_range = !param(request, "from").empty() || !param(request, "to").empty();
+  // A run bounds its own events: without a window, all of them.
+  if (window.empty() && !explicit_range && !param(request, "run").empty()) window = "all";
   return parse_window(window.empty() && !explicit_range ? fallback : window, param(request, "from"), param(request, "to"),
                       now);
 }
@@ -156,6 +159,8 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == "/api/v1/anomalies") return anomalies(request);
   if (request.path == "/api/v1/alerts") return alerts(request);
   if (request.path == kAbTestsPath) return abtests();
+  if (request.path == kRunsPath) return runs(request);
+  if (p.rfind(std::string(kRunsPath) + "/", 0) == 0) return run(p.substr(kRunsPath.size() + 1));
   if (p.rfind(std::string(kAbTestsPath) + "/", 0) == 0) return abtest(p.substr(kAbTestsPath.size() + 1));
   return error_response(404, "not_found", "no such endpoint: " + request.path);
 }

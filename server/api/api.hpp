@@ -67,6 +67,13 @@ class Api final : public RequestHandler {
   // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
   // events_api.cpp
+  // Memory statistics with the n largest and n oldest live allocations: the server's tracker,
+  // or, for one run, one rebuilt from that run's stored events.
+  struct MemoryView {
+    MemoryStatistics stats;
+    std::vector<LiveAllocation> largest, oldest;
+  };
+  Result<MemoryView> memory_view(const std::string& device, const std::string& run, std::size_t n) const;
   HttpResponse kernels(const HttpRequest& request) const;
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;
@@ -75,6 +82,10 @@ class Api final : public RequestHandler {
   HttpResponse series() const;
   HttpResponse devices() const;
   HttpResponse series_query(const HttpRequest& request) const;
+  // runs_api.cpp
+  HttpResponse runs(const HttpRequest& request) const;
+  HttpResponse run(const std::string& name) const;
+  Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now) const;
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
   // abtest_api.cpp
@@ -103,6 +114,8 @@ class Api final : public RequestHandler {
 // An A/B test definition (as stored) evaluated on the data in its window now.
 Result<nlohmann::json> evaluate_abtest(const ApiContext& ctx, const nlohmann::json& definition);
 nlohmann::json config_to_json(const AppConfig& config);
+nlohmann::json memory_counters_json(const MemoryCounters& counters);
+nlohmann::json live_allocation_json(const LiveAllocation& allocation);
 unsigned http_status_for(const Status& status);
 
 }  // namespace perfscope::server

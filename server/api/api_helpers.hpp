@@ -24,7 +24,8 @@ nlohmann::json window_json(const TimeWindow& w);
 inline constexpr std::size_t kMaxMaxPoints = 100000;
 // The window of a report (every format, CSV included) when the request names none.
 inline constexpr const char* kDefaultReportWindow = "1h";
-// `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given.
+// `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given (all, when
+// the request names a run).
 Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now);
 
 }  // namespace perfscope::server

@@ -11,7 +11,7 @@ using nlohmann::json;
 HttpResponse Api::kernels(const HttpRequest& request) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
-  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, param(request, "device"));
+  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, {param(request, "device"), param(request, "run")});
   if (!rows.ok()) return status_response(rows.status());
   double total_ms = 0;
   for (const auto& k : *rows) total_ms += k.total_ms;
@@ -37,7 +37,7 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   if (!w.ok()) return status_response(w.status());
   auto limit = size_param(request, "limit", 100, 1, 10000);
   if (!limit.ok()) return status_response(limit.status());
-  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit);
+  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit, param(request, "run"));
   if (!rows.ok()) return status_response(rows.status());
   json out = json::array();
   for (const KernelEvent& e : *rows) {
@@ -50,32 +50,61 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
 }
 
+Result<Api::MemoryView> Api::memory_view(const std::string& device, const std::string& run, std::size_t n) const {
+  MemoryTracker rebuilt;
+  const MemoryTracker* tracker = ctx_.memory;
+  if (!run.empty()) {
+    // One run: its stored events replayed in order (frees learn their sizes as they did live).
+    Status s = ctx_.events->for_each_memory_event({0, INT64_MAX}, [&](const MemoryEvent& e) {
+      MemoryEvent copy = e;
+      rebuilt.apply(copy);
+    }, run);
+    if (!s.ok()) return s;
+    tracker = &rebuilt;
+  }
+  return MemoryView{tracker->statistics(device), tracker->largest(n, device), tracker->oldest(n, device)};
+}
+
+json memory_counters_json(const MemoryCounters& c) {
+  return json{{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes},
+              {"total_allocated_bytes", c.total_allocated_bytes}, {"allocation_count", c.allocation_count},
+              {"free_count", c.free_count}};
+}
+
+json live_allocation_json(const LiveAllocation& a) {
+  json j = {{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
+            {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns}};
+  if (!a.process.empty()) j["pid"] = a.process;
+  if (!a.run.empty()) j["run"] = a.run;
+  return j;
+}
+
 HttpResponse Api::memory(const HttpRequest& request) const {
   const std::string device = param(request, "device");
+  const std::string run = param(request, "run");
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
   auto max_points = size_param(request, "max_points", 500, 1, kMaxMaxPoints);
   if (!max_points.ok()) return status_response(max_points.status());
-  auto counters = [](const MemoryCounters& c) {
-    return json{{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes},
-                {"total_allocated_bytes", c.total_allocated_bytes}, {"allocation_count", c.allocation_count},
-                {"free_count", c.free_count}};
-  };
-  MemoryStatistics stats = ctx_.memory->statistics(device);
-  json out = counters(stats.all);
+  auto view = memory_view(device, run, 10);
+  if (!view.ok()) return status_response(view.status());
+  const MemoryStatistics& stats = view->stats;
+  json out = memory_counters_json(stats.all);
   json by_kind = json::object();
-  for (const auto& [kind, c] : stats.by_kind) by_kind[kind] = counters(c);
+  for (const auto& [kind, c] : stats.by_kind) by_kind[kind] = memory_counters_json(c);
   out["by_kind"] = by_kind;
   out["live_allocations"] = stats.live_allocations;
   out["unmatched_frees"] = stats.unmatched_frees;
+  // CUDA module statics: held while a module is loaded, never counted as allocations.
+  out["module_statics"] = {{"current_bytes", stats.module_statics.current_bytes},
+                           {"peak_bytes", stats.module_statics.peak_bytes},
+                           {"count", stats.module_statics.allocation_count}};
   out["device"] = device.empty() ? json("all") : json(device);
+  if (!run.empty()) out["run"] = run;
   json largest = json::array();
-  for (const LiveAllocation& a : ctx_.memory->largest(10, device)) {
-    largest.push_back({{"device", a.device}, {"address", a.address}, {"size_bytes", a.size_bytes},
-                       {"kind", to_string(a.kind)}, {"tag", a.tag}, {"ts_ns", a.ts_ns}});
-  }
+  for (const LiveAllocation& a : view->largest) largest.push_back(live_allocation_json(a));
   out["largest_live_allocations"] = largest;
-  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, device, *max_points);
+  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, {device, run}, *max_points);
   if (!timeline.ok()) return status_response(timeline.status());
   json points = json::array();
   for (const auto& p : *timeline) points.push_back({p.ts_ns, p.bytes});
@@ -88,7 +117,7 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now);
   if (!w.ok()) return status_response(w.status());
-  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns});
+  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns}, param(request, "run"));
   if (!rows.ok()) return status_response(rows.status());
   json models = json::array();
   for (const auto& m : *rows) {

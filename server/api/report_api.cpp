@@ -36,7 +36,8 @@ json gauge_summary(const json& gauges, std::string_view name, const Labels& must
     if (g["name"] != name) continue;
     bool match = true;
     for (const auto& [k, v] : must) match = match && g["labels"].value(k, "") == v;
-    if (!match) continue;
+    if (!match || !g["avg"].is_number() || !g["peak"].is_number()) continue;
+    if (!std::isfinite(g["avg"].get<double>()) || !std::isfinite(g["peak"].get<double>())) continue;
     sum += g["avg"].get<double>();
     peak = std::max(peak, g["peak"].get<double>());
     ++n;
@@ -56,7 +57,7 @@ std::string hostname() {
 
 Result<json> Api::report_json(const HttpRequest& request) const {
   HttpRequest r = request;
-  if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty()) {
+  if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
     r.query["window"] = kDefaultReportWindow;
   }
   auto doc_result = analysis_json(r);
@@ -70,15 +71,22 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   doc["report"] = {{"title", "perfscope report"}, {"host", hostname()}, {"version", version()}};
   const json& gauges = doc["gauges"];
   json summary;
-  summary["gpu_utilization"] = gauge_summary(gauges, "gpu_utilization_ratio");
-  summary["memory_bandwidth"] = gauge_summary(gauges, "gpu_dram_bandwidth_bytes_per_second");
-  summary["gpu_power"] = gauge_summary(gauges, "gpu_power_watts");
-  summary["gpu_temperature"] = gauge_summary(gauges, "gpu_temperature_celsius");
-  summary["gpu_memory_used"] = gauge_summary(gauges, "gpu_memory_used_bytes");
-  summary["host_cpu_utilization"] = gauge_summary(gauges, "host_cpu_utilization_ratio", {{"cpu", "total"}});
+  // A figure without data is null, and `missing` says why (renderings print "—").
+  json missing = json::object();
+  for (auto [key, series] : {std::pair{"gpu_utilization", "gpu_utilization_ratio"},
+                             std::pair{"memory_bandwidth", "gpu_dram_bandwidth_bytes_per_second"},
+                             std::pair{"gpu_power", "gpu_power_watts"},
+                             std::pair{"gpu_temperature", "gpu_temperature_celsius"},
+                             std::pair{"gpu_memory_used", "gpu_memory_used_bytes"},
+                             std::pair{"host_cpu_utilization", "host_cpu_utilization_ratio"}}) {
+    const Labels must = std::string_view(key) == "host_cpu_utilization" ? Labels{{"cpu", "total"}} : Labels{};
+    summary[key] = gauge_summary(gauges, series, must);
+    if (summary[key].is_null()) missing[key] = std::string("no samples of ") + series + " in the window";
+  }
+  summary["missing"] = missing;
   // Every kernel, not only the top ten the document lists.
   std::uint64_t executions = 0;
-  auto all = ctx_.events->kernel_summaries(range, param(r, "device"));
+  auto all = ctx_.events->kernel_summaries(range, {param(r, "device"), param(r, "run")});
   if (!all.ok()) return all.status();
   for (const auto& k : *all) executions += k.count;
   const double kernel_total = doc["kernels"]["total_ms"].get<double>();

@@ -57,6 +57,7 @@ std::string format_count(double v) {
 std::string format_p_value(double p) { return p < 1e-4 ? printf_string("%.1e", p) : printf_string("%.4f", p); }
 
 std::string format_unit_value(double v, const std::string& unit) {
+  if (!std::isfinite(v)) return "—";  // a figure without data: never "nan"
   if (unit == "ratio") return format_ratio_percent(v);
   if (unit == "bytes") return format_bytes(v);
   if (unit == "bytes_per_second") return format_bandwidth(v);
@@ -97,6 +98,7 @@ using report_text::printf_string;
 using report_text::window_text;
 
 std::string format_bytes(double bytes) {
+  if (!std::isfinite(bytes)) return "—";
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;
   double v = bytes;
@@ -108,6 +110,7 @@ std::string format_bytes(double bytes) {
 }
 
 std::string format_bandwidth(double bytes_per_s) {
+  if (!std::isfinite(bytes_per_s)) return "—";
   static const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
   int u = 0;
   double v = bytes_per_s;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -24,9 +25,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/clock.hpp"
+#include "server/cli/tools.hpp"
 #include "server/client/client.hpp"
 #include "server/trace/trace_sink.hpp"
-#include "server/cli/tools.hpp"
+#include "server/wire/event_codec.hpp"
 
 extern char** environ;
 
@@ -89,10 +92,18 @@ class Forwarder {
     for (auto& [type, count] : counts_) {
       if (line.find(type) != line.npos) ++count;
     }
-    // The trace's own counts (sample events the sink writes last) feed the summary.
+    // The trace's own counts (sample events each process's sink writes last) feed the summary
+    // and the run's report: records, drops, and the processes that reported.
     if (line.find(R"("metric":"trace_records_dropped")") != line.npos) {
       auto j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_object()) dropped_[j["labels"].value("reason", "?")] += j.value("value", 0.0);
+    } else if (line.find(R"("metric":"trace_records")") != line.npos) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object()) {
+        records_ += j.value("value", 0.0);
+        std::int64_t pid = std::atoll(j["labels"].value("pid", "0").c_str());
+        if (pid > 0 && std::find(pids_.begin(), pids_.end(), pid) == pids_.end()) pids_.push_back(pid);
+      }
     }
     batch_.append(line);
     batch_ += '\n';
@@ -121,6 +132,17 @@ class Forwarder {
   }
 
   bool due() const { return lines_ > 0 && Clock::now() - last_flush_ >= kBatchInterval; }
+
+  // The run's report as the traced processes' own counts give it (pids, records, drops).
+  void complete(RunEvent& run) const {
+    for (std::int64_t pid : pids_) {
+      if (std::find(run.pids.begin(), run.pids.end(), pid) == run.pids.end()) run.pids.push_back(pid);
+    }
+    run.records = static_cast<std::uint64_t>(records_);
+    double dropped = 0;
+    for (const auto& [reason, n] : dropped_) dropped += n;
+    run.dropped = static_cast<std::uint64_t>(dropped);
+  }
 
   void print_summary(const std::string& name, const std::string& server, std::size_t processes) const {
     std::cerr << kWhat << ": " << name << ": " << counts_.at(R"("type":"kernel")") << " kernels and copies, "
@@ -157,7 +179,17 @@ class Forwarder {
   std::uint64_t sent_ = 0, written_ = 0, refused_ = 0;
   std::map<std::string, std::uint64_t> counts_{{R"("type":"kernel")", 0}, {R"("type":"memory")", 0}};
   std::map<std::string, double> dropped_;
+  double records_ = 0;
+  std::vector<std::int64_t> pids_;
 };
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+// A run's report as one NDJSON line, forwarded with the trace (so an import registers it too).
+std::string run_line(const RunEvent& run) { return encode_event(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 // A listening unix socket in a private temporary directory, removed on destruction.
 class TraceSocket {
@@ -267,6 +299,17 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     return 127;
   }
 
+  // Registered at once, so the run is listed while it goes on; reported again when it ends.
+  RunEvent run;
+  run.name = name;
+  run.command = options.command;
+  run.host = host_name();
+  run.pids = {static_cast<std::int64_t>(child)};
+  run.start_ns = now_ns();
+  run.kinds = trace::format_trace_kinds(*kinds);
+  forwarder.add_line(run_line(run));
+  forwarder.flush();
+
   std::vector<Connection> connections;
   std::size_t processes = 0;
   int status = 0;
@@ -316,9 +359,13 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     }
   }
   for (auto& c : connections) ::close(c.fd);
+  run.end_ns = now_ns();
+  run.exit_status = exit_code(status);
+  forwarder.complete(run);
+  forwarder.add_line(run_line(run));
   forwarder.flush();
   forwarder.print_summary(name, options.server, processes);
-  return exit_code(status);
+  return *run.exit_status;
 }
 
 }  // namespace perfscope::server

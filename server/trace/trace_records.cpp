@@ -104,6 +104,25 @@ std::string_view memory_kind_name(std::uint32_t kind) {
   }
 }
 
+namespace {
+
+// Memory kinds as the PyTorch profiler (Kineto) and Nsight Systems write them in copy names.
+std::string_view copy_memory_kind_name(std::uint32_t kind) {
+  using namespace cupti_values;
+  switch (kind) {
+    case kMemoryPageable: return "Pageable";
+    case kMemoryPinned: return "Pinned";
+    case kMemoryDevice: return "Device";
+    case kMemoryArray: return "Array";
+    case kMemoryManaged: return "Managed";
+    case kMemoryDeviceStatic: return "Device Static";
+    case kMemoryManagedStatic: return "Managed Static";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace
+
 // ---- recorded-record form ------------------------------------------------------------------
 
 json record_to_json(const TraceRecord& record) {
@@ -219,10 +238,10 @@ KernelEvent TraceConverter::copy_event(const CopyRecord& c) const {
   // Named as the PyTorch profiler and Nsight name them; the timeline treats them as
   // memory operations, not compute.
   if (c.memset) {
-    e.name = "Memset (" + std::string(memory_kind_name(c.dst_kind)) + ")";
+    e.name = "Memset (" + std::string(copy_memory_kind_name(c.dst_kind)) + ")";
   } else {
     e.name = "Memcpy " + std::string(memcpy_kind_name(c.copy_kind)) + " (" +
-             std::string(memory_kind_name(c.src_kind)) + " -> " + std::string(memory_kind_name(c.dst_kind)) + ")";
+             std::string(copy_memory_kind_name(c.src_kind)) + " -> " + std::string(copy_memory_kind_name(c.dst_kind)) + ")";
   }
   e.device = std::to_string(c.device);
   e.stream = std::to_string(c.stream);

@@ -168,6 +168,40 @@ class Fields {
     return out;
   }
 
+  // ["a","b"]
+  std::vector<std::string> strings(const char* name) const {
+    std::vector<std::string> out;
+    const JsonValue* v = find(name);
+    if (!v) return out;
+    const char* rule = "must be an array of strings";
+    if (v->kind != JsonKind::kArray) fail(name, rule);
+    JsonCursor c(v->text);
+    c.open('[');
+    for (bool first = true; c.next(']', first);) {
+      JsonValue item;
+      c.value(item);
+      if (item.kind != JsonKind::kString) fail(name, rule);
+      out.push_back(json_string(item));
+    }
+    return out;
+  }
+
+  // [1,2,3]
+  std::vector<std::int64_t> integers(const char* name) const {
+    std::vector<std::int64_t> out;
+    const JsonValue* v = find(name);
+    if (!v) return out;
+    if (v->kind != JsonKind::kArray) fail(name, "must be an array of integers");
+    JsonCursor c(v->text);
+    c.open('[');
+    for (bool first = true; c.next(']', first);) {
+      JsonValue item;
+      c.value(item);
+      out.push_back(to_int64(item, name));
+    }
+    return out;
+  }
+
   // [[1,3,224,224],[1000]]
   std::vector<std::vector<std::int64_t>> shapes(const char* name) const {
     std::vector<std::vector<std::int64_t>> out;
@@ -334,6 +368,26 @@ SampleEvent sample(const Fields& f, TimestampNs now) {
   return e;
 }
 
+RunEvent run(const Fields& f, TimestampNs now) {
+  RunEvent e;
+  e.name = f.text("name", true);
+  e.command = f.strings("command");
+  e.host = f.text("host", false);
+  e.pids = f.integers("pids");
+  e.start_ns = f.integer_or("start_ns", now);
+  e.end_ns = f.integer("end_ns");
+  if (auto x = f.integer("exit_status")) {
+    if (*x < INT32_MIN || *x > INT32_MAX) fail("exit_status", "must be a 32-bit integer");
+    e.exit_status = static_cast<int>(*x);
+  }
+  e.kinds = f.text("kinds", false);
+  e.records = f.count("records");
+  e.dropped = f.count("dropped");
+  e.gpus = f.strings("gpus");
+  e.tags = f.string_map("tags");
+  return e;
+}
+
 // Decodes and validates one event; on failure sets `into.error` and clears its events
 // (a request is all or nothing).
 bool decode_object(const EventObject& object, std::size_t index, TimestampNs now, DecodeResult& into) {
@@ -347,7 +401,8 @@ bool decode_object(const EventObject& object, std::size_t index, TimestampNs now
     else if (type == "inference") event = inference(f, now);
     else if (type == "operator") event = op(f, now);
     else if (type == "sample") event = sample(f, now);
-    else fail("type", "must be one of kernel, memory, command_buffer, inference, operator, sample");
+    else if (type == "run") event = run(f, now);
+    else fail("type", "must be one of kernel, memory, command_buffer, inference, operator, sample, run");
     if (Status s = validate(event); !s.ok()) {
       into.events.clear();
       into.error = DecodeError{index, s.field(), s.message()};

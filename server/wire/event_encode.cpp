@@ -55,6 +55,17 @@ json encode_event(const Event& event) {
           o = {{"op_type", e.op_type}, {"name", e.name}, {"provider", e.provider}, {"duration_ms", e.duration_ms},
                {"ts_ns", e.ts_ns}, {"input_shapes", e.input_shapes}};
           if (!e.model.empty()) o["model"] = e.model;
+        } else if constexpr (std::is_same_v<T, RunEvent>) {
+          o = {{"name", e.name}, {"start_ns", e.start_ns}};
+          if (!e.command.empty()) o["command"] = e.command;
+          if (!e.host.empty()) o["host"] = e.host;
+          if (!e.pids.empty()) o["pids"] = e.pids;
+          put_opt(o, "end_ns", e.end_ns);
+          put_opt(o, "exit_status", e.exit_status);
+          if (!e.kinds.empty()) o["kinds"] = e.kinds;
+          put_opt(o, "records", e.records);
+          put_opt(o, "dropped", e.dropped);
+          if (!e.gpus.empty()) o["gpus"] = e.gpus;
         } else {
           o = {{"metric", e.metric}, {"labels", labels_to_json(e.labels)}, {"ts_ns", e.ts_ns}, {"value", e.value}};
         }

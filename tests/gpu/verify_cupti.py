@@ -68,8 +68,8 @@ detail = {"wall_s": round(wall, 3), "kernels_by_name": names, "memory_ops": len(
           "summary": r.stderr.strip().splitlines()[-1:]}
 check("short program loses nothing at exit",
       r.returncode == 0 and names.get("tiny_kernel(int*, int)") == 1000 and
-      names.get("Memcpy HtoD (pageable -> device)") == 1 and names.get("Memcpy DtoH (device -> pageable)") == 1 and
-      names.get("Memset (device)") == 1 and len(mem) == 2, detail)
+      names.get("Memcpy HtoD (Pageable -> Device)") == 1 and names.get("Memcpy DtoH (Device -> Pageable)") == 1 and
+      names.get("Memset (Device)") == 1 and len(mem) == 2, detail)
 launched = [k for k in ks if k["name"] == "tiny_kernel(int*, int)" and k["launch_end_ns"]]
 delays = sorted(max(0, int(k["start_ns"]) - int(k["launch_end_ns"])) for k in launched)
 check("kernels carry their launch call", len(launched) == 1000,

@@ -1,12 +1,17 @@
 // A stand-in for a traced CUDA program where no GPU exists (CI): it replays activity records
 // recorded on a real GPU through the injection library's own sink, configured from the same
 // environment `perfscope run` gives the program, in buffer-sized pushes as CUPTI's thread does.
-// Usage: trace_replay RECORDS.ndjson [--expect-injection PATH] [--per-push N]
+// --rebase 1 moves every timestamp so the first record falls at the moment of the replay and
+// paces the records as they were recorded (each pushed once its time has come), as when the
+// same program runs again later.
+// Usage: trace_replay RECORDS.ndjson [--expect-injection PATH] [--per-push N] [--rebase 1]
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +24,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::size_t per_push = 64;
+  bool rebase = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--expect-injection") == 0) {
       const char* got = std::getenv("CUDA_INJECTION64_PATH");
@@ -28,6 +34,8 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(argv[i], "--per-push") == 0) {
       per_push = std::strtoul(argv[i + 1], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--rebase") == 0) {
+      rebase = std::strcmp(argv[i + 1], "0") != 0;
     }
   }
   auto options = sink_options_from_environment();
@@ -41,14 +49,47 @@ int main(int argc, char** argv) {
     return 5;
   }
   std::ifstream in(argv[1]);
-  std::vector<TraceRecord> buffer;
+  std::vector<TraceRecord> records;
   for (std::string line; std::getline(in, line);) {
     auto record = record_from_json(nlohmann::json::parse(line));
     if (!record.ok()) {
       std::cerr << record.status().message() << "\n";
       return 6;
     }
-    buffer.push_back(std::move(*record));
+    records.push_back(std::move(*record));
+  }
+  // Where each record keeps its times.
+  auto times = [](TraceRecord& r) -> std::vector<std::uint64_t*> {
+    return std::visit(
+        [](auto& x) -> std::vector<std::uint64_t*> {
+          if constexpr (requires { x.ts_ns; }) {
+            return {&x.ts_ns};
+          } else {
+            return {&x.start_ns, &x.end_ns};
+          }
+        },
+        r);
+  };
+  if (rebase) {
+    std::uint64_t first = UINT64_MAX;
+    for (auto& r : records) {
+      for (auto* t : times(r)) first = std::min(first, *t);
+    }
+    const auto now = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    for (auto& r : records) {
+      for (auto* t : times(r)) *t = *t - first + now;
+    }
+  }
+  std::vector<TraceRecord> buffer;
+  for (auto& record : records) {
+    if (rebase) {
+      std::uint64_t at = 0;
+      for (auto* t : times(record)) at = std::max(at, *t);
+      std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(at))));
+    }
+    buffer.push_back(std::move(record));
     if (buffer.size() >= per_push) (*sink)->push(std::exchange(buffer, {}));
   }
   (*sink)->push(std::move(buffer));

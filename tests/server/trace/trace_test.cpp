@@ -154,12 +154,12 @@ TEST(TraceConverter, CopiesAreNamedAsProfilersNameThemWithTheirBytes) {
   c.finish(out);
   ASSERT_EQ(out.size(), 2u);
   const auto& copy = std::get<KernelEvent>(out[0]);
-  EXPECT_EQ(copy.name, "Memcpy HtoD (pinned -> device)");
+  EXPECT_EQ(copy.name, "Memcpy HtoD (Pinned -> Device)");
   EXPECT_EQ(tag(copy.tags, "op"), "memcpy");
   EXPECT_EQ(tag(copy.tags, "copy_kind"), "HtoD");
   EXPECT_EQ(tag(copy.tags, "bytes"), "1000000");
   const auto& set = std::get<KernelEvent>(out[1]);
-  EXPECT_EQ(set.name, "Memset (device)");
+  EXPECT_EQ(set.name, "Memset (Device)");
   EXPECT_EQ(tag(set.tags, "op"), "memset");
   EXPECT_EQ(c.stats().copies, 2u);
 }
