@@ -160,6 +160,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == "/api/v1/alerts") return alerts(request);
   if (request.path == kAbTestsPath) return abtests();
   if (request.path == kRunsPath) return runs(request);
+  if (request.path == std::string(kRunsPath) + "/compare") return compare_runs(request);  // not a run's name
   if (p.rfind(std::string(kRunsPath) + "/", 0) == 0) return run(p.substr(kRunsPath.size() + 1));
   if (p.rfind(std::string(kAbTestsPath) + "/", 0) == 0) return abtest(p.substr(kAbTestsPath.size() + 1));
   return error_response(404, "not_found", "no such endpoint: " + request.path);

@@ -85,6 +85,7 @@ class Api final : public RequestHandler {
   // runs_api.cpp
   HttpResponse runs(const HttpRequest& request) const;
   HttpResponse run(const std::string& name) const;
+  HttpResponse compare_runs(const HttpRequest& request) const;
   Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now) const;
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;

@@ -83,6 +83,15 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   if (given != 1) {
     return error_response(400, "invalid_argument", "give exactly one of kernel, model, command_queue or series", "kernel");
   }
+  if (std::string run = param(request, "run"); !run.empty()) {
+    if (sel.kind == Selector::Kind::kKernel) {
+      sel.kernel.tags.emplace_back("run", run);
+    } else if (sel.kind == Selector::Kind::kModel) {
+      sel.model.run = run;
+    } else {
+      return error_response(400, "invalid_argument", "'run' applies to kernel and model percentiles", "run");
+    }
+  }
   if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {
     return error_response(400, "invalid_argument", "'field' applies to model only", "field");
   }

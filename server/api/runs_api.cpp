@@ -1,7 +1,11 @@
 // GET /api/v1/runs (newest first) and /api/v1/runs/{name}: what each run reported (command,
 // host, processes, start and end, exit status, traced kinds, record and drop counts) and what
 // its kernels say (executions, kernel time, GPU busy time as the union of its kernels per
-// device, the devices they ran on).
+// device, launch efficiency, the devices they ran on). GET /api/v1/runs/compare?a=&b=: run
+// against run, kernel by kernel (engine/analysis/run_compare.hpp), with the totals.
+#include <cmath>
+
+#include "engine/analysis/run_compare.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
@@ -29,11 +33,13 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now) const {
     }
   }
   std::sort(devices.begin(), devices.end());
-  double busy_ms = 0, span_ms = 0;
+  double busy_ms = 0, span_ms = 0, spans = 0, efficient = 0;
   for (const an::QueueTimeline& q : an::analyze_timeline(*trace)) {
     if (!q.stream.empty()) continue;
     busy_ms += q.busy_ms;
     span_ms = std::max(span_ms, q.span_ms);
+    spans += q.span_ms;
+    efficient += q.launch_efficiency * q.span_ms;  // devices weighted by their spans
   }
   const TimestampNs end = r.end_ns.value_or(now);
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
@@ -53,7 +59,8 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now) const {
               {"tags", labels_to_json(r.tags)},
               {"kernels", {{"count", count}, {"total_ms", kernel_ms}, {"distinct", kernels->size()}}},
               {"gpu_busy_ms", busy_ms},
-              {"kernel_span_ms", span_ms}};
+              {"kernel_span_ms", span_ms},
+              {"launch_efficiency", spans > 0 ? json(efficient / spans) : json(nullptr)}};
 }
 
 HttpResponse Api::runs(const HttpRequest& request) const {
@@ -69,6 +76,86 @@ HttpResponse Api::runs(const HttpRequest& request) const {
     out.push_back(std::move(*j));
   }
   return json_response(200, {{"runs", out}});
+}
+
+namespace {
+
+Result<an::KernelDurations> durations_of(const db::EventReader& events, const std::string& run) {
+  an::KernelDurations out;
+  Status s = events.for_each_kernel({0, INT64_MAX}, {"", run},
+                                    [&](const KernelEvent& k) { out[k.name].push_back(k.duration_ms()); });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<double> fraction_param(const HttpRequest& request, const char* name, double fallback) {
+  const std::string v = param(request, name);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !(d > 0) || d >= 1) {
+    return Status::invalid_argument(std::string("'") + name + "' must be a number between 0 and 1", name);
+  }
+  return d;
+}
+
+}  // namespace
+
+HttpResponse Api::compare_runs(const HttpRequest& request) const {
+  an::RunCompareOptions options;
+  auto alpha = fraction_param(request, "alpha", options.alpha);
+  if (!alpha.ok()) return status_response(alpha.status());
+  auto min_effect = fraction_param(request, "min_effect", options.min_effect);
+  if (!min_effect.ok()) return status_response(min_effect.status());
+  options.alpha = *alpha;
+  options.min_effect = *min_effect;
+  const TimestampNs now = now_ns();
+  json sides = json::object();
+  an::KernelDurations durations[2];
+  for (int i = 0; i < 2; ++i) {
+    const char* side = i == 0 ? "a" : "b";
+    const std::string name = param(request, side);
+    if (name.empty()) return error_response(400, "invalid_argument", std::string("'") + side + "' names a run", side);
+    auto found = ctx_.events->run(name);
+    if (!found.ok()) return status_response(found.status());
+    if (!*found) return error_response(404, "not_found", "no run named '" + name + "'", side);
+    auto j = run_json(**found, now);
+    if (!j.ok()) return status_response(j.status());
+    sides[side] = std::move(*j);
+    auto d = durations_of(*ctx_.events, name);
+    if (!d.ok()) return status_response(d.status());
+    durations[i] = std::move(*d);
+  }
+  const std::vector<an::KernelDiff> diffs = an::compare_kernels(durations[0], durations[1], options);
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json kernels = json::array();
+  for (const an::KernelDiff& d : diffs) {
+    kernels.push_back({{"name", d.name}, {"count_a", d.count_a}, {"count_b", d.count_b},
+                       {"total_a_ms", d.total_a_ms}, {"total_b_ms", d.total_b_ms}, {"moved_ms", d.moved_ms()},
+                       {"mean_a_ms", opt(d.mean_a_ms)}, {"mean_b_ms", opt(d.mean_b_ms)},
+                       {"mean_change", opt(d.mean_change)}, {"p_value", opt(d.p_value)},
+                       {"p_adjusted", opt(d.p_adjusted)}, {"verdict", d.verdict}});
+  }
+  // Totals side by side, with b's change against a (null where a has none).
+  auto total = [&](const json& va, const json& vb) {
+    json change = nullptr;
+    if (va.is_number() && vb.is_number() && va.get<double>() != 0) change = vb.get<double>() / va.get<double>() - 1;
+    return json{{"a", va}, {"b", vb}, {"change", change}};
+  };
+  const json& a = sides["a"];
+  const json& b = sides["b"];
+  json totals = {{"wall_s", total(a["wall_s"], b["wall_s"])},
+                 {"gpu_busy_ms", total(a["gpu_busy_ms"], b["gpu_busy_ms"])},
+                 {"kernel_count", total(a["kernels"]["count"], b["kernels"]["count"])},
+                 {"kernel_ms", total(a["kernels"]["total_ms"], b["kernels"]["total_ms"])},
+                 {"launch_efficiency", total(a["launch_efficiency"], b["launch_efficiency"])}};
+  return json_response(200, {{"a", a}, {"b", b}, {"totals", totals}, {"kernels", kernels},
+                             {"verdict", an::overall_verdict(diffs)}, {"alpha", options.alpha},
+                             {"min_effect", options.min_effect},
+                             {"method", "per kernel name: Mann-Whitney U of the two runs' execution durations, "
+                                        "p-values of all kernels in both runs adjusted together (Benjamini-Hochberg); "
+                                        "slower/faster when the adjusted p < alpha and the mean moved by at least "
+                                        "min_effect; rows ordered by the kernel time they moved"}});
 }
 
 HttpResponse Api::run(const std::string& name) const {

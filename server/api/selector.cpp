@@ -20,6 +20,7 @@ json Selector::to_json() const {
     case Kind::kModel:
       j["model"] = model.model;
       if (!model.version.empty()) j["version"] = model.version;
+      if (!model.run.empty()) j["run"] = model.run;
       j["field"] = field_name;
       break;
     case Kind::kCommandQueue:
@@ -63,12 +64,16 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
         if (!v.is_string()) return bad("tags." + k, "must be a string");
         s.kernel.tags.emplace_back(k, v.get<std::string>());
       }
-      sort_labels(s.kernel.tags);
     }
+    std::string run;
+    if (Status st = text("run", run); !st.ok()) return st;
+    if (!run.empty()) s.kernel.tags.emplace_back("run", run);  // a run is its tag
+    sort_labels(s.kernel.tags);
   } else {
     s.kind = Selector::Kind::kModel;
     if (Status st = text("model", s.model.model); !st.ok()) return st;
     if (Status st = text("version", s.model.version); !st.ok()) return st;
+    if (Status st = text("run", s.model.run); !st.ok()) return st;
     std::string field;
     if (Status st = text("field", field); !st.ok()) return st;
     auto f = inference_field(field);

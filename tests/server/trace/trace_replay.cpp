@@ -4,7 +4,10 @@
 // --rebase 1 moves every timestamp so the first record falls at the moment of the replay and
 // paces the records as they were recorded (each pushed once its time has come), as when the
 // same program runs again later.
+// --slow NAME=FACTOR stretches the kernels whose (mangled) name contains NAME by FACTOR: the
+// same program with one kernel made slower, for run comparisons.
 // Usage: trace_replay RECORDS.ndjson [--expect-injection PATH] [--per-push N] [--rebase 1]
+//                     [--slow NAME=FACTOR]
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +28,8 @@ int main(int argc, char** argv) {
   }
   std::size_t per_push = 64;
   bool rebase = false;
+  std::string slow_name;
+  double slow_factor = 1;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--expect-injection") == 0) {
       const char* got = std::getenv("CUDA_INJECTION64_PATH");
@@ -36,6 +41,10 @@ int main(int argc, char** argv) {
       per_push = std::strtoul(argv[i + 1], nullptr, 10);
     } else if (std::strcmp(argv[i], "--rebase") == 0) {
       rebase = std::strcmp(argv[i + 1], "0") != 0;
+    } else if (std::strcmp(argv[i], "--slow") == 0) {
+      std::string spec = argv[i + 1];
+      slow_name = spec.substr(0, spec.find('='));
+      slow_factor = spec.find('=') == std::string::npos ? 1 : std::strtod(spec.c_str() + spec.find('=') + 1, nullptr);
     }
   }
   auto options = sink_options_from_environment();
@@ -57,6 +66,13 @@ int main(int argc, char** argv) {
       return 6;
     }
     records.push_back(std::move(*record));
+  }
+  if (!slow_name.empty()) {
+    for (auto& r : records) {
+      if (auto* k = std::get_if<KernelRecord>(&r); k && k->name.find(slow_name) != std::string::npos) {
+        k->end_ns = k->start_ns + static_cast<std::uint64_t>(static_cast<double>(k->end_ns - k->start_ns) * slow_factor);
+      }
+    }
   }
   // Where each record keeps its times.
   auto times = [](TraceRecord& r) -> std::vector<std::uint64_t*> {
