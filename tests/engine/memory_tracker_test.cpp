@@ -74,5 +74,54 @@ TEST(MemoryTracker, DevicesAreSeparate) {
   EXPECT_EQ(t.devices(), (std::vector<std::string>{"0", "1"}));
 }
 
+MemoryEvent tagged(MemoryEvent e, const char* pid, const char* run, const char* tag = "") {
+  e.tags = {{"pid", pid}, {"run", run}};
+  e.tag = tag;
+  return e;
+}
+
+TEST(MemoryTracker, ModuleStaticsAreApartFromAllocations) {
+  MemoryTracker t;
+  auto s1 = tagged(alloc("0x10", 4), "7", "r", "device_static");
+  auto s2 = tagged(alloc("0x20", 4), "7", "r", "managed_static");
+  auto a = tagged(alloc("0x30", 1000), "7", "r", "device");
+  t.apply(s1);
+  t.apply(s2);
+  t.apply(a);
+  MemoryStatistics s = t.statistics();
+  EXPECT_EQ(s.all.current_bytes, 1000u) << "statics are not allocations";
+  EXPECT_EQ(s.all.allocation_count, 1u);
+  EXPECT_EQ(s.live_allocations, 1u);
+  EXPECT_EQ(s.module_statics.current_bytes, 8u);
+  EXPECT_EQ(s.module_statics.allocation_count, 2u);
+  ASSERT_EQ(t.oldest(10).size(), 1u) << "statics are never leak suspects";
+  EXPECT_EQ(t.oldest(10)[0].address, "0x30");
+}
+
+TEST(MemoryTracker, AddressesAreKeptPerProcess) {
+  MemoryTracker t;
+  auto a = tagged(alloc("0x7f00", 100), "11", "one"), b = tagged(alloc("0x7f00", 300), "12", "two");
+  t.apply(a);
+  t.apply(b);
+  EXPECT_EQ(t.statistics().all.current_bytes, 400u) << "the same address in two processes is two allocations";
+  auto f = tagged(free_of("0x7f00"), "12", "two");
+  t.apply(f);
+  EXPECT_EQ(f.size_bytes, 300u) << "the free is matched within its own process";
+  EXPECT_EQ(t.statistics().all.current_bytes, 100u);
+  EXPECT_EQ(t.statistics().unmatched_frees, 0u);
+}
+
+TEST(MemoryTracker, LiveOfRunListsWhatItsProcessesHold) {
+  MemoryTracker t;
+  auto a = tagged(alloc("1", 10), "5", "mine"), b = tagged(alloc("2", 20), "6", "other"),
+       st = tagged(alloc("3", 4), "5", "mine", "device_static"), c = tagged(alloc("4", 30), "5", "mine");
+  for (MemoryEvent* e : {&a, &b, &st, &c}) t.apply(*e);
+  auto live = t.live_of_run("mine");
+  ASSERT_EQ(live.size(), 3u) << "its allocations and its module statics";
+  for (const auto& l : live) EXPECT_EQ(l.run, "mine");
+  EXPECT_EQ(live.front().process, "5");
+  EXPECT_TRUE(t.live_of_run("nobody").empty());
+}
+
 }  // namespace
 }  // namespace perfscope

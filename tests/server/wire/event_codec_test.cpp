@@ -137,5 +137,32 @@ TEST(EventCodec, NdjsonSkipsBlankLinesAndNamesTheBadLine) {
   EXPECT_TRUE(r.events.empty());
 }
 
+TEST(EventCodec, RunReportsRoundTripAndAreValidated) {
+  DecodeResult r = one(R"({"type":"run","name":"decode-b1","command":["python","gen.py"],"host":"h","pids":[12,13],
+                           "start_ns":100,"end_ns":900,"exit_status":-1,"kinds":"kernel","records":50,"dropped":0,
+                           "gpus":["0"]})");
+  ASSERT_FALSE(r.error) << r.error->message;
+  const auto& run = std::get<RunEvent>(r.events.at(0));
+  EXPECT_EQ(run.command, (std::vector<std::string>{"python", "gen.py"}));
+  EXPECT_EQ(run.pids, (std::vector<std::int64_t>{12, 13}));
+  EXPECT_EQ(run.end_ns, 900);
+  EXPECT_EQ(run.exit_status, -1);
+  DecodeResult back = decode_ndjson_events(encode_ndjson(r.events), kNow);
+  ASSERT_FALSE(back.error);
+  EXPECT_EQ(encode_event(back.events.at(0)), encode_event(r.events[0]));
+  // Only a name is needed: a run without a time starts now and goes on.
+  DecodeResult bare = one(R"({"type":"run","name":"x"})");
+  ASSERT_FALSE(bare.error);
+  EXPECT_EQ(std::get<RunEvent>(bare.events.at(0)).start_ns, kNow);
+  EXPECT_EQ(run_status(std::get<RunEvent>(bare.events[0])), "running");
+  expect_rejected(R"({"type":"run"})", "name");
+  expect_rejected(R"({"type":"run","name":"x","pids":[0]})", "pids");
+  expect_rejected(R"({"type":"run","name":"x","pids":"12"})", "pids");
+  expect_rejected(R"({"type":"run","name":"x","command":"python gen.py"})", "command");
+  expect_rejected(R"({"type":"run","name":"x","start_ns":10,"end_ns":5})", "end_ns");
+  expect_rejected(R"({"type":"run","name":"x","exit_status":1e3})", "exit_status");
+  expect_rejected(R"({"type":"run","name":"x","records":-1})", "records");
+}
+
 }  // namespace
 }  // namespace perfscope::server
