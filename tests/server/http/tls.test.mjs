@@ -11,7 +11,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startPerfscope } from '../support/perfscope_server.mjs';
+import { startPerfscope } from '../../support/perfscope_server.mjs';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-tls-'));
 const cert = path.join(dir, 'cert.pem');

@@ -10,7 +10,7 @@ import { spawnSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startPerfscope } from '../support/perfscope_server.mjs';
+import { startPerfscope } from '../../support/perfscope_server.mjs';
 
 const bin = process.env.PERFSCOPE_BIN;
 const replay = process.env.PERFSCOPE_TRACE_REPLAY;
