@@ -35,6 +35,8 @@ class [[nodiscard]] Status {
 
   // The same failure with context in front of its message ("file.db: ...").
   Status with_context(const std::string& context) const { return Status(code_, context + ": " + message_, field_); }
+  // The same failure blamed on another input field (a parameter that named the faulty value).
+  Status with_field(std::string field) const { return Status(code_, message_, std::move(field)); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -86,6 +86,8 @@ class Api final : public RequestHandler {
   HttpResponse runs(const HttpRequest& request) const;
   HttpResponse run(const std::string& name) const;
   HttpResponse compare_runs(const HttpRequest& request) const;
+  // Run a against run b; `request` gives alpha and min_effect.
+  Result<nlohmann::json> compare_runs_json(const std::string& a, const std::string& b, const HttpRequest& request) const;
   Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now) const;
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;

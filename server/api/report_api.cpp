@@ -174,6 +174,17 @@ Result<json> Api::report_json(const HttpRequest& request) const {
     }
   }
   doc["abtests"] = ab;
+
+  // compare=a,b: run against run, as GET /api/v1/runs/compare answers it.
+  if (std::string pair = param(r, "compare"); !pair.empty()) {
+    const std::size_t comma = pair.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == pair.size()) {
+      return Status::invalid_argument("'compare' names two runs: compare=a,b", "compare");
+    }
+    auto c = compare_runs_json(pair.substr(0, comma), pair.substr(comma + 1), r);
+    if (!c.ok()) return c.status().with_field("compare");
+    doc["compare"] = std::move(*c);
+  }
   return doc;
 }
 

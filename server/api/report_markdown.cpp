@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "server/api/report_text.hpp"
@@ -45,6 +46,46 @@ void md_table(std::string& out, const std::vector<std::string>& header, const st
   out += "\n";
 }
 
+// Run against run (GET /api/v1/runs/compare): totals, then the kernels that moved most.
+void render_comparison(std::string& out, const json& c) {
+  const std::string a = c["a"]["name"].get<std::string>(), b = c["b"]["name"].get<std::string>();
+  out += "## Run comparison: " + md_code(a) + " → " + md_code(b) + "\n\n";
+  out += "Verdict: **" + c["verdict"].get<std::string>() + "**. " + md_cell(c["method"]) + ".\n\n";
+  auto change = [](const json& t) { return t["change"].is_null() ? std::string("—") : printf_string("%+.1f%%", t["change"].get<double>() * 100); };
+  auto value = [](const json& v, const char* unit) {
+    if (!v.is_number()) return std::string("—");
+    const double x = v.get<double>();
+    if (std::string_view(unit) == "ms") return format_duration_ms(x);
+    if (std::string_view(unit) == "s") return format_duration_ms(x * 1000);
+    if (std::string_view(unit) == "ratio") return format_ratio_percent(x);
+    return format_count(x);
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (auto [key, label, unit] : {std::tuple{"wall_s", "Wall time", "s"}, std::tuple{"gpu_busy_ms", "GPU busy", "ms"},
+                                  std::tuple{"kernel_ms", "Kernel time", "ms"}, std::tuple{"kernel_count", "Kernels", ""},
+                                  std::tuple{"launch_efficiency", "Launch efficiency", "ratio"}}) {
+    const json& t = c["totals"][key];
+    rows.push_back({label, value(t["a"], unit), value(t["b"], unit), change(t)});
+  }
+  md_table(out, {"Total", md_code(a), md_code(b), "Change"}, {false, true, true, true}, rows);
+  rows.clear();
+  for (const json& k : c["kernels"]) {
+    if (rows.size() == 20) break;
+    rows.push_back({md_code(k["name"]), format_count(num(k, "count_a")) + " / " + format_count(num(k, "count_b")),
+                    value(k["mean_a_ms"], "ms"), value(k["mean_b_ms"], "ms"),
+                    k["mean_change"].is_null() ? "—" : printf_string("%+.1f%%", k["mean_change"].get<double>() * 100),
+                    format_duration_ms(num(k, "moved_ms")),
+                    k["p_adjusted"].is_null() ? "—" : format_p_value(k["p_adjusted"].get<double>()),
+                    k["verdict"].get<std::string>()});
+  }
+  if (rows.empty()) {
+    out += "No kernels in either run.\n\n";
+  } else {
+    md_table(out, {"Kernel", "Executions", "Mean a", "Mean b", "Change", "Time moved", "p (adjusted)", "Verdict"},
+             {false, true, true, true, true, true, true, false}, rows);
+  }
+}
+
 }  // namespace
 
 std::string render_markdown(const json& r) {
@@ -79,6 +120,9 @@ std::string render_markdown(const json& r) {
   if (!r["timeline"].empty()) {
     out += "## Kernel timeline\n\n";
     rows.clear();
+    // Several runs: a row per run and device, each over its own span (say whose).
+    bool runs = false;
+    for (const json& q : r["timeline"]) runs |= q.contains("run") && !q["run"].is_null();
     for (const json& q : r["timeline"]) {
       rows.push_back({q["device"].get<std::string>(), q["stream"].is_null() ? "(all)" : md_code(q["stream"]),
                       format_count(num(q, "kernel_count")), format_ratio_percent(num(q, "busy_ratio")),
@@ -86,8 +130,19 @@ std::string render_markdown(const json& r) {
                       format_ratio_percent(num(q, "launch_efficiency")),
                       q["short_kernel_share"].is_null() ? "—" : format_ratio_percent(num(q, "short_kernel_share"))});
     }
-    md_table(out, {"Device", "Stream", "Kernels", "Busy", "Idle", "Avg gap", "Launch efficiency", "Short kernels"},
-             {false, false, true, true, true, true, true, true}, rows);
+    std::vector<std::string> header{"Device", "Stream", "Kernels", "Busy", "Idle", "Avg gap", "Launch efficiency",
+                                    "Short kernels"};
+    std::vector<bool> right{false, false, true, true, true, true, true, true};
+    if (runs) {
+      header.insert(header.begin(), "Run");
+      right.insert(right.begin(), false);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const json& run = r["timeline"][i]["run"];
+        rows[i].insert(rows[i].begin(), run.is_null() ? "(none)" : md_code(run));
+      }
+      out += "Each run over its own span: the time between runs is no run's idle time.\n\n";
+    }
+    md_table(out, header, right, rows);
   }
 
   out += "## Memory\n\n";
@@ -97,6 +152,11 @@ std::string render_markdown(const json& r) {
             {"Current allocated", format_bytes(num(m, "current_allocated_bytes"))},
             {"Peak allocated", format_bytes(num(m, "peak_allocated_bytes"))},
             {"Allocations / frees", format_count(num(m, "allocation_count")) + " / " + format_count(num(m, "free_count"))}});
+  if (m.contains("module_statics") && num(m["module_statics"], "count", 0) > 0) {
+    out += "CUDA module statics (held while a module is loaded, not allocations): " +
+           format_bytes(num(m["module_statics"], "current_bytes")) + " in " +
+           format_count(num(m["module_statics"], "count")) + ".\n\n";
+  }
   if (m["growth"]["significant"].get<bool>()) {
     out += "Allocated memory grows by " + format_bytes(num(m["growth"], "slope_per_second")) + "/s (p = " +
            format_p_value(num(m["growth"], "p_value")) + ").\n\n";
@@ -222,6 +282,7 @@ std::string render_markdown(const json& r) {
     md_table(out, {"Test", "Control", "Variant", "Samples", "Speedup", "95% CI", "p", "Verdict"},
              {false, false, false, true, true, true, true, false}, rows);
   }
+  if (r.contains("compare")) render_comparison(out, r["compare"]);
   out += "<sub>Percentiles: " + md_cell(r["methods"]["percentiles"]) + ". Generated " + utc_time(r["generated_ns"].get<long long>()) +
          ".</sub>\n";
   return out;

@@ -102,11 +102,18 @@ Result<double> fraction_param(const HttpRequest& request, const char* name, doub
 }  // namespace
 
 HttpResponse Api::compare_runs(const HttpRequest& request) const {
+  auto j = compare_runs_json(param(request, "a"), param(request, "b"), request);
+  if (!j.ok()) return status_response(j.status());
+  return json_response(200, *j);
+}
+
+Result<json> Api::compare_runs_json(const std::string& name_a, const std::string& name_b,
+                                    const HttpRequest& request) const {
   an::RunCompareOptions options;
   auto alpha = fraction_param(request, "alpha", options.alpha);
-  if (!alpha.ok()) return status_response(alpha.status());
+  if (!alpha.ok()) return alpha.status();
   auto min_effect = fraction_param(request, "min_effect", options.min_effect);
-  if (!min_effect.ok()) return status_response(min_effect.status());
+  if (!min_effect.ok()) return min_effect.status();
   options.alpha = *alpha;
   options.min_effect = *min_effect;
   const TimestampNs now = now_ns();
@@ -114,16 +121,16 @@ HttpResponse Api::compare_runs(const HttpRequest& request) const {
   an::KernelDurations durations[2];
   for (int i = 0; i < 2; ++i) {
     const char* side = i == 0 ? "a" : "b";
-    const std::string name = param(request, side);
-    if (name.empty()) return error_response(400, "invalid_argument", std::string("'") + side + "' names a run", side);
+    const std::string& name = i == 0 ? name_a : name_b;
+    if (name.empty()) return Status::invalid_argument(std::string("'") + side + "' names a run", side);
     auto found = ctx_.events->run(name);
-    if (!found.ok()) return status_response(found.status());
-    if (!*found) return error_response(404, "not_found", "no run named '" + name + "'", side);
+    if (!found.ok()) return found.status();
+    if (!*found) return Status::not_found("no run named '" + name + "'", side);
     auto j = run_json(**found, now);
-    if (!j.ok()) return status_response(j.status());
+    if (!j.ok()) return j.status();
     sides[side] = std::move(*j);
     auto d = durations_of(*ctx_.events, name);
-    if (!d.ok()) return status_response(d.status());
+    if (!d.ok()) return d.status();
     durations[i] = std::move(*d);
   }
   const std::vector<an::KernelDiff> diffs = an::compare_kernels(durations[0], durations[1], options);
@@ -149,7 +156,7 @@ HttpResponse Api::compare_runs(const HttpRequest& request) const {
                  {"kernel_count", total(a["kernels"]["count"], b["kernels"]["count"])},
                  {"kernel_ms", total(a["kernels"]["total_ms"], b["kernels"]["total_ms"])},
                  {"launch_efficiency", total(a["launch_efficiency"], b["launch_efficiency"])}};
-  return json_response(200, {{"a", a}, {"b", b}, {"totals", totals}, {"kernels", kernels},
+  return json({{"a", a}, {"b", b}, {"totals", totals}, {"kernels", kernels},
                              {"verdict", an::overall_verdict(diffs)}, {"alpha", options.alpha},
                              {"min_effect", options.min_effect},
                              {"method", "per kernel name: Mann-Whitney U of the two runs' execution durations, "

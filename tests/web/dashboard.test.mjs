@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { startPerfscope } from '../support/perfscope_server.mjs';
+import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 
 const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
 const { chromium } = require('playwright-core');
@@ -169,6 +169,42 @@ test('the kernels table, memory timeline and inference panel fill while the demo
   } finally {
     assert.equal(await demoExit, 0, 'the demo delivered every event');
   }
+  await page.close();
+});
+
+test('runs are listed and two of them compare kernel by kernel', async () => {
+  // Two runs of one program as a producer reports them: the run, then its kernels tagged with
+  // it; in the second, `attention` takes 1.6 times as long.
+  const t0 = Date.now() * 1e6;
+  for (const [n, name, slow] of [[0, 'baseline', 1], [1, 'fused', 1.6]]) {
+    const start = t0 + n * 2e9;
+    const events = [{ type: 'run', name, command: ['python', 'gen.py'], start_ns: start, end_ns: start + 1e9, exit_status: 0 }];
+    for (let i = 0; i < 60; i++) {
+      const at = start + 1e6 + i * 1e7;
+      for (const [k, us] of [['gemm', 200], ['attention', 50 * slow]]) {
+        events.push({ type: 'kernel', name: k, start_ns: at, end_ns: at + Math.round((us + (i % 7)) * 1e3),
+                      tags: { run: name } });
+      }
+    }
+    await postEvents(baseUrl, events);
+  }
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=runs-table] tr[data-run="fused"]', { timeout: 20000 });
+  assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="baseline"]'), /finished/);
+  await page.selectOption('[data-testid=runs-a]', 'baseline');
+  await page.selectOption('[data-testid=runs-b]', 'fused');
+  await page.click('[data-testid=runs-compare]');
+  await page.waitForSelector('[data-testid=runs-verdict]', { timeout: 20000 });
+  assert.equal(await page.textContent('[data-testid=runs-verdict]'), 'slower');
+  const first = await page.getAttribute('[data-testid=runs-kernels] tbody tr:first-child', 'data-kernel');
+  assert.equal(first, 'attention', 'the kernel that moved comes first');
+  assert.equal(await page.getAttribute('[data-testid=runs-kernels] tbody tr:first-child', 'data-verdict'), 'slower');
+  const c = await page.evaluate(() => window.perfscope.state.runCompare);
+  assert.ok(c.kernels[0].p_adjusted < 0.001);
+  assert.equal(c.kernels.find((k) => k.name === 'gemm').verdict, 'unchanged');
+  mkdirSync(artifacts, { recursive: true });
+  await page.locator('[data-testid=runs-table]').screenshot({ path: path.join(artifacts, 'dashboard-runs.png') });
   await page.close();
 });
 

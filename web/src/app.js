@@ -10,6 +10,7 @@ import { hostCharts, showStat } from './views/host.js';
 import { createGpuView } from './views/gpus.js';
 import { createEventsView } from './views/events.js';
 import { createAnalysisView } from './views/analysis.js';
+import { createRunsView } from './views/runs.js';
 import { wireExports } from './views/exports.js';
 
 const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, reconnects: 0, ws: null };
@@ -19,7 +20,11 @@ Object.assign(charts, gpus.charts);
 // Families the stream and the history fill (the allocation chart is fed by the events view).
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
 const analysis = createAnalysisView({ state, charts });
-const events = createEventsView({ state, onData: analysis.onEvents });
+const runs = createRunsView({ state });
+const events = createEventsView({
+  state,
+  onData: (kernels, models) => { analysis.onEvents(kernels, models); runs.refresh(); },
+});
 charts.alloc = events.charts.alloc;
 state.gpu = gpus.view;
 window.perfscope = { charts, state };

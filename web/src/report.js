@@ -111,10 +111,14 @@
 
   if (report.timeline.length) {
     section('Kernel timeline');
-    root.append(table(['Device', 'Stream', 'Kernels', 'Busy', 'Idle', 'Avg gap', 'Launch efficiency'],
-                      report.timeline.map((q) => [q.device, q.stream === null ? '(all)' : q.stream, count(q.kernel_count),
+    // Several runs: a row per run and device, each over its own span.
+    const runs = report.timeline.some((q) => q.run);
+    if (runs) root.append(el('p', { class: 'muted' }, 'Each run over its own span: the time between runs is no run\'s idle time.'));
+    root.append(table([...(runs ? ['Run'] : []), 'Device', 'Stream', 'Kernels', 'Busy', 'Idle', 'Avg gap', 'Launch efficiency'],
+                      report.timeline.map((q) => [...(runs ? [q.run || '(none)'] : []), q.device,
+                                                  q.stream === null ? '(all)' : q.stream, count(q.kernel_count),
                                                   pct(q.busy_ratio), ms(q.idle_ms), ms(q.avg_gap_ms), pct(q.launch_efficiency)]),
-                      [false, false, true, true, true, true, true], 'timeline'));
+                      [...(runs ? [false] : []), false, false, true, true, true, true, true], 'timeline'));
   }
 
   section('Memory');
@@ -159,6 +163,25 @@
     }
     root.append(table(['Test', 'Control', 'Variant', 'Speedup', '95% CI', 'p', 'Verdict'], rows,
                       [false, false, false, true, true, true, false], 'abtests'));
+  }
+  if (report.compare) {
+    // Run against run (GET /api/v1/runs/compare): totals, then the kernels that moved most.
+    const c = report.compare;
+    section(`Run comparison: ${c.a.name} → ${c.b.name}`);
+    root.append(el('p', {}, el('strong', { 'data-testid': 'compare-verdict' }, c.verdict), '. ' + c.method + '.'));
+    const change = (t) => (isNum(t.change) ? (t.change >= 0 ? '+' : '') + (t.change * 100).toFixed(1) + '%' : '—');
+    const totals = [['Wall time', 'wall_s', (v) => ms(v * 1000)], ['GPU busy', 'gpu_busy_ms', ms],
+                    ['Kernel time', 'kernel_ms', ms], ['Kernels', 'kernel_count', count],
+                    ['Launch efficiency', 'launch_efficiency', pct]];
+    root.append(table(['Total', c.a.name, c.b.name, 'Change'],
+                      totals.map(([label, key, f]) => [label, f(c.totals[key].a), f(c.totals[key].b), change(c.totals[key])]),
+                      [false, true, true, true], 'compare-totals'));
+    root.append(table(['Kernel', 'Executions', 'Mean a', 'Mean b', 'Change', 'Time moved', 'p (adjusted)', 'Verdict'],
+                      c.kernels.slice(0, 20).map((k) => [el('code', {}, k.name), `${count(k.count_a)} / ${count(k.count_b)}`,
+                                                         ms(k.mean_a_ms), ms(k.mean_b_ms),
+                                                         change({ change: k.mean_change }), ms(k.moved_ms),
+                                                         isNum(k.p_adjusted) ? k.p_adjusted.toPrecision(3) : '—', k.verdict]),
+                      [false, true, true, true, true, true, true, false], 'compare-kernels'));
   }
   root.append(el('p', { class: 'muted' }, 'Percentiles: ' + report.methods.percentiles + '.'));
   state.ready = true;

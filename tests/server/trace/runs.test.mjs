@@ -166,6 +166,15 @@ test('run against run: nothing changes in the same program; a slowed kernel come
   assert.ok(diff.kernels[0].p_adjusted < 0.001, JSON.stringify(diff.kernels[0]));
   assert.ok(Math.abs(diff.kernels[0].mean_change - 0.5) < 0.01);
   assert.equal(diff.verdict, 'slower');
+  const md = (await get(`${server.url}/api/v1/report?format=md&window=all&compare=traced1,slowed`)).body;
+  assert.match(md, /## Run comparison: `traced1` → `slowed`/);
+  assert.match(md, /\| `tiny_kernel\(int\*, int\)` \| 20 \/ 20 \|.*\| slower \|/);
+  const html = (await get(`${server.url}/api/v1/report?format=html&window=all&compare=traced1,slowed`)).body;
+  assert.match(html, /"compare":\{/);
+  const bad = await get(`${server.url}/api/v1/report?format=json&compare=traced1`);
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.field, 'compare');
+  assert.equal((await get(`${server.url}/api/v1/report?format=json&compare=traced1,nope`)).body.error.field, 'compare');
   assert.equal((await get(`${server.url}/api/v1/runs/compare?a=traced1`)).status, 400);
   assert.equal((await get(`${server.url}/api/v1/runs/compare?a=traced1&b=nope`)).status, 404);
 });
