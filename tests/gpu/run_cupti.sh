@@ -9,12 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(realpath "${PERFSCOPE_BIN:-build/release/perfscope}")
 report=$(mkdir -p "${1:-gpu-report}" && realpath "${1:-gpu-report}")
-cuda=${CUDA_HOME:-/usr/local/cuda}
-export PATH="$cuda/bin:$PATH"
-cmake -S . -B build/cupti -G Ninja -DCMAKE_BUILD_TYPE=Release -DPERFSCOPE_CUPTI_ONLY=ON \
-  -DCUDAToolkit_ROOT="$cuda" >"$report/build.log" 2>&1
-cmake --build build/cupti >>"$report/build.log" 2>&1 || { cat "$report/build.log" >&2; exit 1; }
-export PERFSCOPE_CUPTI_LIBRARY=$PWD/build/cupti/libperfscope_cupti.so
+source tests/gpu/build_cupti.sh
 nvcc -O2 -o build/cupti/short_kernels tests/gpu/short_kernels.cu
 source tests/gpu/start_server.sh
 PYTHONUNBUFFERED=1 ${PYTHON:-python3} tests/gpu/verify_cupti.py "$url" "$bin" build/cupti/short_kernels "$report"
