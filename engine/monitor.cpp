@@ -1,5 +1,7 @@
 #include "engine/monitor.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -37,9 +39,24 @@ Monitor::~Monitor() { stop(); }
 
 void Monitor::add_sink(Sink sink) { sinks_.push_back(std::move(sink)); }
 
+void Monitor::report_run(bool ended) {
+  if (config_.run.empty()) return;
+  RunEvent run;
+  run.name = config_.run;
+  run.pids = {static_cast<std::int64_t>(::getpid())};
+  run.start_ns = run_start_ns_;
+  if (ended) run.end_ns = std::max(now_ns(), run_start_ns_);
+  const std::vector<Event> report{run};
+  for (const Sink& sink : sinks_) sink(report);
+}
+
 void Monitor::start() {
   std::lock_guard lock(run_mu_);
   if (thread_.joinable()) return;
+  if (run_start_ns_ == 0) {
+    run_start_ns_ = now_ns();
+    report_run(false);
+  }
   stopping_ = false;
   running_ = true;
   thread_ = std::thread([this] { run(); });
@@ -52,8 +69,9 @@ void Monitor::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  running_ = false;
+  const bool was_running = running_.exchange(false);
   drain();  // whatever was recorded after the thread's last pass
+  if (was_running) report_run(true);
 }
 
 void Monitor::run() {
@@ -280,6 +298,20 @@ void Monitor::drain() {
   const std::size_t n = records.size() + whole.size();
   if (n == 0) return;
   drained_events_.fetch_add(n, std::memory_order_relaxed);
+  if (!config_.run.empty()) {
+    for (Event& e : events) {
+      std::visit(
+          [&](auto& x) {
+            if constexpr (requires { x.tags; }) {
+              if (tag_value(x.tags, "run").empty()) {
+                x.tags.emplace_back("run", config_.run);
+                sort_labels(x.tags);
+              }
+            }
+          },
+          e);
+    }
+  }
   for (const Sink& sink : sinks_) sink(events);
 }
 

@@ -43,6 +43,9 @@ struct MonitorConfig {
   std::chrono::milliseconds drain_interval{50};
   std::size_t ring_capacity = 1 << 14;        // records per thread (power of two)
   std::size_t kept_records_per_kernel = 10000;  // for kernel_records()
+  // A run this monitor's work belongs to: every event sinks receive carries the tag run=NAME,
+  // and sinks get the run's report at start() and again, with its end, at stop().
+  std::string run;
 };
 
 class Monitor {
@@ -128,6 +131,8 @@ class Monitor {
   const MonitorConfig& config() const { return config_; }
 
   // Moves everything recorded so far into events now (also what the drain thread does).
+  // The run report (config_.run) to every sink: started, or ended now.
+  void report_run(bool ended);
   void drain();
 
  private:
@@ -178,6 +183,7 @@ class Monitor {
   std::mutex run_mu_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by run_mu_
+  TimestampNs run_start_ns_ = 0;  // guarded by run_mu_; when config_.run began
   std::atomic<bool> running_{false};
   std::atomic<bool> drain_requested_{false};
   std::mutex room_mu_;               // producers waiting for room in a full ring

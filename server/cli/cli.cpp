@@ -125,6 +125,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   demo->add_option("--llm", parsed.demo.llm, "Generate tokens one by one and report TTFT and token counts")->capture_default_str();
   demo->add_option("--matrix-size", parsed.demo.matrix_size, "Matrix size of the matmul kernels")
       ->check(CLI::Range(16, 1024))->capture_default_str();
+  demo->add_option("--run", parsed.demo.run, "Report the demo's work as a run of this name (GET /api/v1/runs)");
 
   CLI::App* report = app.add_subcommand(
       "report", "Write a report (json, csv, md, html, terminal) from a running server or a database file");

@@ -206,6 +206,7 @@ int run_demo(const DemoOptions& options, const std::atomic<bool>& stop) {
   }
   MonitorConfig mconfig;
   mconfig.device = "cpu0";
+  mconfig.run = options.run;
   Monitor monitor(mconfig);
   monitor.add_sink((*client)->sink());
   monitor.start();

@@ -36,6 +36,7 @@ struct DemoOptions {
   double request_rate = 20;  // inference requests per second (Poisson arrivals)
   bool llm = true;           // token-by-token generation with TTFT and token counts
   int matrix_size = 96;
+  std::string run;           // a run its events belong to (empty: none)
 };
 
 struct ReportOptions {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include <atomic>
 #include <thread>
 
@@ -190,6 +192,39 @@ TEST(MonitorAbTest, RecordedVariantsAreComparedInProcess) {
   EXPECT_EQ(direct.verdict, analysis::Verdict::kBFaster);
   EXPECT_TRUE(m.ab_test_results("no_such_test", o).empty());
   m.stop();
+}
+
+TEST(Monitor, ANamedRunIsReportedAndTagsItsEvents) {
+  MonitorConfig config;
+  config.run = "bench-1";
+  Monitor m(config);
+  std::mutex mu;
+  std::vector<Event> seen;
+  m.add_sink([&](const std::vector<Event>& batch) {
+    std::lock_guard lock(mu);
+    seen.insert(seen.end(), batch.begin(), batch.end());
+  });
+  m.start();
+  { Monitor::ScopedKernel scope(m, "k"); }
+  int buffer = 0;
+  m.track_allocation(&buffer, 64, MemoryKind::kDevice, "buffer");
+  m.stop();
+  std::lock_guard lock(mu);
+  ASSERT_GE(seen.size(), 4u);
+  const auto* first = std::get_if<RunEvent>(&seen.front());
+  const auto* last = std::get_if<RunEvent>(&seen.back());
+  ASSERT_TRUE(first && last) << "the run's report opens and closes what the sinks receive";
+  EXPECT_EQ(first->name, "bench-1");
+  EXPECT_FALSE(first->end_ns.has_value());
+  ASSERT_TRUE(last->end_ns.has_value());
+  EXPECT_GE(*last->end_ns, last->start_ns);
+  EXPECT_EQ(last->start_ns, first->start_ns);
+  std::size_t tagged = 0;
+  for (const Event& e : seen) {
+    if (const auto* k = std::get_if<KernelEvent>(&e)) tagged += tag_value(k->tags, "run") == "bench-1";
+    if (const auto* a = std::get_if<MemoryEvent>(&e)) tagged += tag_value(a->tags, "run") == "bench-1";
+  }
+  EXPECT_EQ(tagged, 2u);
 }
 
 }  // namespace
