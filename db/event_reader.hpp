@@ -93,7 +93,7 @@ struct KernelSelector {
 struct InferenceSelector {
   std::string model;
   std::string version;  // empty: every version
-  std::string run;      // empty: every run; else only that run's requests (no rollups: tiers know no runs)
+  std::string run = {};  // empty: every run; else only that run's requests (no rollups: tiers know no runs)
 };
 
 // The per-request latencies of inference events. TPOT is derived per request:

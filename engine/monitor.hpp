@@ -45,7 +45,7 @@ struct MonitorConfig {
   std::size_t kept_records_per_kernel = 10000;  // for kernel_records()
   // A run this monitor's work belongs to: every event sinks receive carries the tag run=NAME,
   // and sinks get the run's report at start() and again, with its end, at stop().
-  std::string run;
+  std::string run = {};
 };
 
 class Monitor {

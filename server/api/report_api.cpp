@@ -101,7 +101,7 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   std::set<std::string> models;
   for (const json& m : doc["inference"]) models.insert(m["model"].get<std::string>());
   for (const std::string& model : models) {
-    auto values = ctx_.events->inference_values_ms({model, ""}, db::InferenceField::kLatency, range);
+    auto values = ctx_.events->inference_values_ms({model, "", param(r, "run")}, db::InferenceField::kLatency, range);
     if (!values.ok()) return values.status();
     if (values->empty()) continue;
     const an::Moments mo = an::moments(*values);

@@ -168,38 +168,36 @@ class Fields {
     return out;
   }
 
-  // ["a","b"]
-  std::vector<std::string> strings(const char* name) const {
-    std::vector<std::string> out;
+  // An array, each item read by `read` (which fails the field when an item is not what `rule` says).
+  template <typename T, typename Read>
+  std::vector<T> array_of(const char* name, const char* rule, Read read) const {
+    std::vector<T> out;
     const JsonValue* v = find(name);
     if (!v) return out;
-    const char* rule = "must be an array of strings";
     if (v->kind != JsonKind::kArray) fail(name, rule);
     JsonCursor c(v->text);
     c.open('[');
     for (bool first = true; c.next(']', first);) {
       JsonValue item;
       c.value(item);
-      if (item.kind != JsonKind::kString) fail(name, rule);
-      out.push_back(json_string(item));
+      out.push_back(read(item));
     }
     return out;
   }
 
+  // ["a","b"]
+  std::vector<std::string> strings(const char* name) const {
+    const char* rule = "must be an array of strings";
+    return array_of<std::string>(name, rule, [&](const JsonValue& item) {
+      if (item.kind != JsonKind::kString) fail(name, rule);
+      return json_string(item);
+    });
+  }
+
   // [1,2,3]
   std::vector<std::int64_t> integers(const char* name) const {
-    std::vector<std::int64_t> out;
-    const JsonValue* v = find(name);
-    if (!v) return out;
-    if (v->kind != JsonKind::kArray) fail(name, "must be an array of integers");
-    JsonCursor c(v->text);
-    c.open('[');
-    for (bool first = true; c.next(']', first);) {
-      JsonValue item;
-      c.value(item);
-      out.push_back(to_int64(item, name));
-    }
-    return out;
+    return array_of<std::int64_t>(name, "must be an array of integers",
+                                  [&](const JsonValue& item) { return to_int64(item, name); });
   }
 
   // [[1,3,224,224],[1000]]

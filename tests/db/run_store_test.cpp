@@ -66,7 +66,7 @@ TEST(RunStore, ReportsOfOneNameMergeAndReadBackExactly) {
   EXPECT_EQ(got.pids, (std::vector<std::int64_t>{4242, 4243}));
   EXPECT_EQ(got.records, 50u);
   EXPECT_EQ(got.dropped, 1u);
-  EXPECT_EQ(run_status(*reader.run("other")->value_or(RunEvent{})), "running");
+  EXPECT_EQ(run_status(reader.run("other")->value_or(RunEvent{})), "running");
   EXPECT_FALSE(reader.run("absent")->has_value());
 }
 

@@ -5,11 +5,7 @@
 # verify_cupti.py. Leaves cupti_report.json/.md, the build log and the recorded fixtures in
 # REPORT_DIR. Exit status: 0 when every check passed.
 # Usage: tests/gpu/run_cupti.sh [REPORT_DIR]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-bin=$(realpath "${PERFSCOPE_BIN:-build/release/perfscope}")
-report=$(mkdir -p "${1:-gpu-report}" && realpath "${1:-gpu-report}")
-source tests/gpu/build_cupti.sh
+source "$(dirname "$0")/setup_tracing.sh" "${1:-gpu-report}"
 nvcc -O2 -o build/cupti/short_kernels tests/gpu/short_kernels.cu
 source tests/gpu/start_server.sh
 PYTHONUNBUFFERED=1 ${PYTHON:-python3} tests/gpu/verify_cupti.py "$url" "$bin" build/cupti/short_kernels "$report"

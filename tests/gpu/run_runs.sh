@@ -4,11 +4,7 @@
 # servers (PERFSCOPE_BIN, default build/release/perfscope) and runs verify_runs.py. Leaves
 # runs_report.json/.md and the logs in REPORT_DIR. Exit status: 0 when every check passed.
 # Usage: tests/gpu/run_runs.sh [REPORT_DIR]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-bin=$(realpath "${PERFSCOPE_BIN:-build/release/perfscope}")
-report=$(mkdir -p "${1:-gpu-report}" && realpath "${1:-gpu-report}")
-source tests/gpu/build_cupti.sh
+source "$(dirname "$0")/setup_tracing.sh" "${1:-gpu-report}"
 nvcc -O2 -o build/cupti/variant_kernels tests/gpu/variant_kernels.cu
 # The empty server first (its own directory, log and exit), then the main one.
 alone_dir=$(mktemp -d)

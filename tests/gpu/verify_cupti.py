@@ -20,15 +20,10 @@ import time
 import urllib.request
 from collections import defaultdict
 
+from checks import all_passed, check, checks, report
+
 url, perfscope, short_program, outdir = sys.argv[1:5]
 here = os.path.dirname(os.path.abspath(__file__))
-checks = []
-report = {"checks": checks}
-
-
-def check(name, ok, detail):
-    checks.append({"check": name, "ok": bool(ok), "detail": detail})
-    print(("PASS " if ok else "FAIL ") + name + ": " + json.dumps(detail), flush=True)
 
 
 def kernels(run, start_ns=None, end_ns=None):
@@ -246,4 +241,4 @@ with open(os.path.join(outdir, "cupti_report.md"), "w") as f:
         sp = f"{(r['perfscope_spread'] or 0) * 100:.2f}% / {(r['torch_spread'] or 0) * 100:.2f}%"
         f.write(f"| `{r['name'][:100]}` | {r['perfscope_counts']} / {r['torch_counts']} | {r['perfscope_total_us']} | "
                 f"{r['torch_total_us']} | {d} | {sp} |\n")
-sys.exit(0 if all(c["ok"] for c in checks) else 1)
+sys.exit(0 if all_passed() else 1)

@@ -17,15 +17,10 @@ import sys
 import time
 import urllib.request
 
+from checks import all_passed, check, checks, report
+
 url, alone, perfscope, variant, outdir = sys.argv[1:6]
 here = os.path.dirname(os.path.abspath(__file__))
-checks = []
-report = {"checks": checks}
-
-
-def check(name, ok, detail):
-    checks.append({"check": name, "ok": bool(ok), "detail": detail})
-    print(("PASS " if ok else "FAIL ") + name + ": " + json.dumps(detail), flush=True)
 
 
 def get(base, path):
@@ -114,4 +109,4 @@ with open(os.path.join(outdir, "runs_report.md"), "w") as f:
     f.write("# Runs on a real GPU\n\n" + "\n".join(f"- {'PASS' if c['ok'] else 'FAIL'} {c['check']}" for c in checks) + "\n\n")
     f.write("```json\n" + json.dumps([{c["check"]: c["detail"]} for c in checks], indent=1) + "\n```\n\n")
     f.write(report["compare_markdown"] + "\n")
-sys.exit(0 if all(c["ok"] for c in checks) else 1)
+sys.exit(0 if all_passed() else 1)
