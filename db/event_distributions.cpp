@@ -77,7 +77,7 @@ Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelec
 
 Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const InferenceSelector& sel, InferenceField field,
                                                                   const TimeRange& range) const {
-  if (!sel.run.empty()) return std::optional<RollupAnswer>();  // one run's requests: raw rows only
+  if (!sel.tags.empty()) return std::optional<RollupAnswer>();  // tagged requests: raw rows only
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   const std::string_view name = to_string(field);
@@ -155,14 +155,15 @@ Result<std::vector<double>> EventReader::inference_values_ms(const InferenceSele
       break;
   }
   // Fixed fragments chosen above; every value from the request is a bound parameter.
+  const TagFilter filter = EventScope("", "", sel.tags).tag_filter("tags", 5);
   std::string sql = std::string("SELECT ") + expr + " FROM inference WHERE model = ?1 AND (?2 = '' OR version = ?2) "
-                    "AND ts_ns BETWEEN ?3 AND ?4 AND (?5 = '' OR instr(',' || tags || ',', ?5) > 0)" + extra;
+                    "AND ts_ns BETWEEN ?3 AND ?4" + filter.sql + extra;
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(sql.c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = EventScope("", sel.run).run_needle();
-  stmt->bind(1, sel.model).bind(2, sel.version).bind(3, range.from_ns).bind(4, range.to_ns).bind(5, needle);
+  stmt->bind(1, sel.model).bind(2, sel.version).bind(3, range.from_ns).bind(4, range.to_ns);
+  filter.bind(*stmt, 5);
   std::vector<double> out;
   Status s = stmt->for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
   if (!s.ok()) return s;

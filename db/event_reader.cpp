@@ -10,22 +10,38 @@
 
 namespace perfscope::db {
 
-std::string EventScope::run_needle() const { return run.empty() ? std::string() : "," + format_labels({{"run", run}}) + ","; }
+TagFilter EventScope::tag_filter(std::string_view column, int first) const {
+  Tags wanted = tags;
+  if (!run.empty()) wanted.emplace_back("run", run);
+  TagFilter f;
+  for (const auto& tag : wanted) {
+    // Stored tags are `k="v",…` with quotes inside values escaped: the delimited needle matches
+    // exactly that tag, never a part of another's value.
+    f.needles.push_back("," + format_labels({tag}) + ",");
+    f.sql += " AND instr(',' || " + std::string(column) + " || ',', ?" + std::to_string(first++) + ") > 0";
+  }
+  return f;
+}
+
+void TagFilter::bind(Statement& stmt, int first) const {
+  for (const std::string& needle : needles) stmt.bind(first++, needle);
+}
 
 Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange& range, const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("s.tags", 4);
   // Chunks wholly inside the range contribute their aggregates; the blob of the others is
   // unpacked and filtered (the data column is last: SQLite reads it only when asked).
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.total_ns, c.min_ns, c.max_ns, c.first_end_ns, c.last_end_ns, c.data "
                                 "FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-                                "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0)")
+                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" +
+                                filter.sql)
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = scope.run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+  filter.bind(*stmt, 4);
 
   struct Acc {
     std::uint64_t count = 0;
@@ -103,23 +119,24 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
 }
 
 Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& name, const TimeRange& range,
-                                                             std::size_t limit, const std::string& run) const {
+                                                             std::size_t limit, const EventScope& scope) const {
   if (limit == 0) return std::vector<KernelEvent>{};
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   // Newest chunks first, without their data (a sort carries whole rows); each chunk's data
   // is fetched only while it can still hold one of the `limit` newest records.
+  const TagFilter filter = scope.tag_filter("s.tags", 5);
   auto chunks = (*conn)->prepare(
-      "SELECT c.id, c.series_id, c.last_end_ns FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-      "WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 "
-      "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY c.last_end_ns DESC");
+      (std::string("SELECT c.id, c.series_id, c.last_end_ns FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
+      ("WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 AND (?4 = '' OR s.device = ?4)" + filter.sql +
+       " ORDER BY c.last_end_ns DESC")).c_str());
   auto data = (*conn)->prepare("SELECT count, data FROM kernel_chunks WHERE id = ?1");
   auto series = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns + " FROM kernel_series s WHERE s.id = ?1").c_str());
   if (!chunks.ok()) return chunks.status();
   if (!data.ok()) return data.status();
   if (!series.ok()) return series.status();
-  const std::string needle = EventScope("", run).run_needle();
-  chunks->bind(1, name).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, needle);
+  chunks->bind(1, name).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, scope.device);
+  filter.bind(*chunks, 5);
 
   std::map<std::int64_t, KernelEvent> identities;
   std::vector<KernelEvent> out;
@@ -176,14 +193,15 @@ Status EventReader::for_each_kernel(const TimeRange& range, const EventScope& sc
                                     const std::function<void(const KernelEvent&)>& fn) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("s.tags", 4);
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.data FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-                                "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY c.id")
+                                "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" +
+                                filter.sql + " ORDER BY c.id")
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = scope.run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+  filter.bind(*stmt, 4);
   constexpr int c0 = kKernelSeriesColumnCount;
   bool corrupt = false;
   Status s = stmt->for_each_row([&](Statement& r) {
@@ -202,16 +220,17 @@ Status EventReader::for_each_kernel(const TimeRange& range, const EventScope& sc
 }
 
 Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn,
-                                          const std::string& run) const {
+                                          const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("tags", 4);
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kMemoryEventColumns +
-                                " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 "
-                                "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0) ORDER BY id")
+                                " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 AND (?3 = '' OR device = ?3)" +
+                                filter.sql + " ORDER BY id")
                                    .c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = EventScope("", run).run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+  filter.bind(*stmt, 4);
   return stmt->for_each_row([&](Statement& r) { fn(read_memory_event(r)); });
 }
 
@@ -232,14 +251,15 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
   if (!conn.ok()) return conn.status();
   // Series by series, each in time order (the series index's order, no sort): a stream's
   // executions then come as a few runs of ascending start, which the timeline merges.
+  const TagFilter filter = scope.tag_filter("s.tags", 4);
   auto stmt = (*conn)->prepare(
-      "SELECT s.id, s.name, s.device, s.stream, s.tags, c.count, c.data FROM kernel_series s "
-      "CROSS JOIN kernel_chunks c ON c.series_id = s.id "
-      "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-      "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0) ORDER BY s.id, c.last_end_ns");
+      (std::string("SELECT s.id, s.name, s.device, s.stream, s.tags, c.count, c.data FROM kernel_series s "
+                  "CROSS JOIN kernel_chunks c ON c.series_id = s.id ") +
+      ("WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" + filter.sql +
+       " ORDER BY s.id, c.last_end_ns")).c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = scope.run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+  filter.bind(*stmt, 4);
 
   // One trace per run (or one for all), its strings interned: executions carry small indices.
   struct Group {
@@ -250,11 +270,11 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
   if (!by_run) {
     // Room for every execution of the overlapping chunks at once, not by repeated doubling.
     auto total = (*conn)->prepare(
-        "SELECT IFNULL(SUM(c.count), 0) FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
-        "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3) "
-        "AND (?4 = '' OR instr(',' || s.tags || ',', ?4) > 0)");
+        (std::string("SELECT IFNULL(SUM(c.count), 0) FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
+        ("WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" + filter.sql)).c_str());
     if (!total.ok()) return total.status();
-    total->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+    total->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+    filter.bind(*total, 4);
     auto row = total->step();
     if (!row.ok()) return row.status();
     groups[""].out.trace.kernels.reserve(static_cast<std::size_t>(total->column_int64(0)));
@@ -303,12 +323,13 @@ Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeR
                                                                     const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("tags", 4);
   auto stmt = (*conn)->prepare(
-      "SELECT buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns FROM command_buffers "
-      "WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3) AND (?4 = '' OR instr(',' || tags || ',', ?4) > 0)");
+      (std::string("SELECT buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns FROM command_buffers ") +
+      ("WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3)" + filter.sql)).c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = scope.run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device).bind(4, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
+  filter.bind(*stmt, 4);
   std::vector<CommandBufferEvent> out;
   Status s = stmt->for_each_row([&](Statement& r) {
     CommandBufferEvent e;
@@ -325,15 +346,16 @@ Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeR
   return out;
 }
 
-Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRange& range, const std::string& run) const {
+Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRange& range, const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("tags", 3);
   auto stmt = (*conn)->prepare(
-      "SELECT model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, input_tokens, "
-      "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0)");
+      ("SELECT model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, input_tokens, "
+       "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" + filter.sql).c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = EventScope("", run).run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  filter.bind(*stmt, 3);
   std::vector<InferenceEvent> out;
   auto opt_double = [](const Statement& r, int c) {
     return r.column_is_null(c) ? std::nullopt : std::optional<double>(r.column_double(c));
@@ -361,16 +383,17 @@ Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRang
 }
 
 Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const TimeRange& range,
-                                                                       const std::string& run) const {
+                                                                       const EventScope& scope) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
+  const TagFilter filter = scope.tag_filter("tags", 3);
   auto stmt = (*conn)->prepare(
-      "SELECT model, version, COUNT(*), SUM(1 - ok), SUM(batch_size), TOTAL(input_tokens), TOTAL(output_tokens), "
-      "AVG(latency_ms), MIN(ts_ns), MAX(ts_ns) FROM inference WHERE ts_ns BETWEEN ?1 AND ?2 "
-      "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0) GROUP BY model, version ORDER BY model, version");
+      ("SELECT model, version, COUNT(*), SUM(1 - ok), SUM(batch_size), TOTAL(input_tokens), TOTAL(output_tokens), "
+       "AVG(latency_ms), MIN(ts_ns), MAX(ts_ns) FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" +
+       filter.sql + " GROUP BY model, version ORDER BY model, version").c_str());
   if (!stmt.ok()) return stmt.status();
-  const std::string needle = EventScope("", run).run_needle();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, needle);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns);
+  filter.bind(*stmt, 3);
   std::vector<InferenceSummary> out;
   Status s = stmt->for_each_row([&](Statement& r) {
     InferenceSummary m;
@@ -399,20 +422,23 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   // over every event did the same several times slower). Module statics are not allocations
   // (is_module_static).
   auto before = (*conn)->prepare(
-      "SELECT IFNULL(SUM(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END), 0) FROM memory_events "
-      "WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static') "
-      "AND (?3 = '' OR instr(',' || tags || ',', ?3) > 0)");
+      (std::string("SELECT IFNULL(SUM(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END), 0) FROM memory_events ") +
+      ("WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
+       scope.tag_filter("tags", 3).sql)).c_str());
   if (!before.ok()) return before.status();
-  const std::string needle = scope.run_needle();
-  before->bind(1, scope.device).bind(2, range.from_ns).bind(3, needle);
+  const TagFilter filter = scope.tag_filter("tags", 3);
+  before->bind(1, scope.device).bind(2, range.from_ns);
+  filter.bind(*before, 3);
   if (auto row = before->step(); !row.ok()) return row.status();
   std::int64_t running = before->column_int64(0);
   auto stmt = (*conn)->prepare(
-      "SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events "
-      "WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static') "
-      "AND (?4 = '' OR instr(',' || tags || ',', ?4) > 0) ORDER BY ts_ns, id");
+      (std::string("SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events ") +
+      ("WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
+       scope.tag_filter("tags", 4).sql + " ORDER BY ts_ns, id")).c_str());
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, scope.device).bind(2, range.from_ns).bind(3, range.to_ns).bind(4, needle);
+  const TagFilter window_filter = scope.tag_filter("tags", 4);  // bound text must outlive the statement's run
+  stmt->bind(1, scope.device).bind(2, range.from_ns).bind(3, range.to_ns);
+  window_filter.bind(*stmt, 4);
   std::vector<AllocatedPoint> all;
   Status s = stmt->for_each_row([&](Statement& r) {
     running += r.column_int64(1);

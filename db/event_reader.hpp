@@ -54,19 +54,28 @@ struct InferenceSummary {
   TimestampNs last_ns = 0;
 };
 
-// Which events a read covers: one device (all when empty) and one run (every run, and events
-// of none, when empty); events carry their run as the tag run=NAME.
+// The SQL that keeps rows whose tags column holds every wanted tag, and the values it binds
+// (from parameter `first` on). Bound text is not copied: keep this alive while the statement runs.
+struct TagFilter {
+  std::string sql;                   // " AND instr(',' || COLUMN || ',', ?N) > 0" per tag; empty: none
+  std::vector<std::string> needles;  // `,k="v",` as stored tags spell each tag
+  void bind(Statement& stmt, int first) const;
+};
+
+// Which events a read covers: one device (all when empty), one run (every run, and events of
+// none, when empty; events carry their run as the tag run=NAME) and tags every event must
+// carry (`tag.KEY=VALUE` in the API).
 struct EventScope {
   EventScope() = default;
-  EventScope(std::string device_name) : device(std::move(device_name)) {}  // NOLINT: a device alone
-  EventScope(const char* device_name) : device(device_name) {}             // NOLINT
-  EventScope(std::string device_name, std::string run_name)
-      : device(std::move(device_name)), run(std::move(run_name)) {}
+  explicit EventScope(std::string device_name) : device(std::move(device_name)) {}
+  EventScope(std::string device_name, std::string run_name, Tags wanted = {})
+      : device(std::move(device_name)), run(std::move(run_name)), tags(std::move(wanted)) {}
   std::string device;
   std::string run;
-  // The run tag as stored tags spell it, delimited (`,run="NAME",`; empty for every run): a
-  // query finds it in ',' || tags || ',' — exact, since quotes inside stored values are escaped.
-  std::string run_needle() const;
+  Tags tags;
+  bool by_tags() const { return !run.empty() || !tags.empty(); }
+  // The filter over a tags column (`s.tags`, `tags`), its values bound from parameter `first`.
+  TagFilter tag_filter(std::string_view column, int first) const;
 };
 
 // One run's kernel executions (run empty: those of no run).
@@ -93,7 +102,7 @@ struct KernelSelector {
 struct InferenceSelector {
   std::string model;
   std::string version;  // empty: every version
-  std::string run = {};  // empty: every run; else only that run's requests (no rollups: tiers know no runs)
+  Tags tags = {};  // tags every request must carry (run included); with any, no rollups: tiers know no tags
 };
 
 // The per-request latencies of inference events. TPOT is derived per request:
@@ -111,8 +120,8 @@ class EventReader {
   Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const EventScope& scope) const;
   // The newest records of one kernel, newest first.
   Result<std::vector<KernelEvent>> kernel_records(const std::string& name, const TimeRange& range, std::size_t limit,
-                                                  const std::string& run = {}) const;
-  Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range, const std::string& run = {}) const;
+                                                  const EventScope& scope = {}) const;
+  Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range, const EventScope& scope = {}) const;
 
   // Every kernel execution ending in the range, for the timeline: all together, or one trace
   // per run (in run name order, those of no run first), so no run's span holds another's.
@@ -125,10 +134,10 @@ class EventReader {
   // Memory events in the range, in arrival order (frees carry the size of their allocation
   // only in the live tracker; here a free's size is 0). For exports.
   Status for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn,
-                               const std::string& run = {}) const;
+                               const EventScope& scope = {}) const;
   // Whole events in the range (by end time or completion time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const EventScope& scope) const;
-  Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range, const std::string& run = {}) const;
+  Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range, const EventScope& scope = {}) const;
   // Bytes allocated after each memory event in the range (running sum from the start of
   // the record), at most max_points points keeping each bucket's maximum.
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const EventScope& scope,

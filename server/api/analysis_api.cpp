@@ -129,7 +129,9 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     w->to_ns = (*r)->end_ns.value_or(now);
     w->all = false;
   }
-  const db::EventScope scope{device, run};
+  auto scope_result = scope_of(request);
+  if (!scope_result.ok()) return scope_result.status();
+  const db::EventScope& scope = *scope_result;
   an::ServingSlo slo;
   for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
                            std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
@@ -153,7 +155,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     return out;
   });
   auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
-    auto requests = ctx_.events->inference_events(range, run);
+    auto requests = ctx_.events->inference_events(range, scope);
     if (!requests.ok()) return requests.status();
     double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
     if (w->all) {  // "all": rates over the span the requests cover
@@ -220,7 +222,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
   // what live processes hold: a run's allocations are released when it ends).
-  auto mem_view = memory_view(device, run, 20);
+  auto mem_view = memory_view(scope, 20);
   if (!mem_view.ok()) return mem_view.status();
   const MemoryStatistics& mem = mem_view->stats;
   auto mem_timeline = ctx_.events->allocated_timeline(range, scope, 10'000);
@@ -482,12 +484,14 @@ HttpResponse Api::regressions(const HttpRequest& request) const {
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
   // Subjects: every kernel name (durations) and every model/version (latency).
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
-  auto trace = ctx_.events->kernel_trace(range, {param(request, "device"), param(request, "run")});
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto trace = ctx_.events->kernel_trace(range, *scope);
   if (!trace.ok()) return status_response(trace.status());
   for (const auto& k : trace->kernels) {
     subjects[{"kernel", trace->names[k.name]}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
   }
-  auto requests = ctx_.events->inference_events(range, param(request, "run"));
+  auto requests = ctx_.events->inference_events(range, *scope);
   if (!requests.ok()) return status_response(requests.status());
   for (const auto& r : *requests) {
     subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);

@@ -106,6 +106,22 @@ Result<std::size_t> size_param(const HttpRequest& request, const char* name, std
   return static_cast<std::size_t>(v);
 }
 
+Result<db::EventScope> scope_of(const HttpRequest& request) {
+  db::EventScope scope{param(request, "device"), param(request, "run")};
+  for (const auto& [key, value] : request.query) {
+    if (!key.starts_with("tag.")) continue;
+    const std::string name = key.substr(4);
+    if (!is_valid_label_name(name)) {
+      return Status::invalid_argument("'" + key + "': tag names match [a-zA-Z_][a-zA-Z0-9_]*", key);
+    }
+    if (value.size() > kMaxEventText) return Status::invalid_argument("'" + key + "' is too long", key);
+    if (scope.tags.size() == 32) return Status::invalid_argument("at most 32 tag filters", key);
+    scope.tags.emplace_back(name, value);
+  }
+  sort_labels(scope.tags);
+  return scope;
+}
+
 Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now) {
   std::string window = param(request, "window");
   const bool explicit_range = !param(request, "from").empty() || !param(request, "to").empty();

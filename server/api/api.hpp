@@ -73,7 +73,7 @@ class Api final : public RequestHandler {
     MemoryStatistics stats;
     std::vector<LiveAllocation> largest, oldest;
   };
-  Result<MemoryView> memory_view(const std::string& device, const std::string& run, std::size_t n) const;
+  Result<MemoryView> memory_view(const db::EventScope& scope, std::size_t n) const;
   HttpResponse kernels(const HttpRequest& request) const;
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;

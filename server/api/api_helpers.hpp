@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/event_reader.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
 #include "server/api/query_time.hpp"
@@ -20,6 +21,9 @@ std::string param(const HttpRequest& request, const char* name);
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);
 nlohmann::json window_json(const TimeWindow& w);
+// Which events a request covers: `device`, `run` and every `tag.KEY=VALUE` (each must be
+// carried); a bad tag name or value is a 400 naming its parameter.
+Result<db::EventScope> scope_of(const HttpRequest& request);
 // The most points a chart query may ask for (max_points).
 inline constexpr std::size_t kMaxMaxPoints = 100000;
 // The window of a report (every format, CSV included) when the request names none.

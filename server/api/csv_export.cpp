@@ -75,6 +75,8 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   auto w = window_or(request, kDefaultReportWindow, now);
   if (!w.ok()) return status_response(w.status());
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
   std::string body;
   CsvWriter csv(body);
   Status s;
@@ -97,7 +99,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   } else if (table == "kernels") {
     csv.header({"name", "variant", "device", "stream", "start_ns", "end_ns", "duration_ms", "launch_start_ns",
                 "launch_end_ns", "grid", "block", "shared_mem_bytes", "registers_per_thread", "tags"});
-    s = ctx_.events->for_each_kernel(range, {param(request, "device"), param(request, "run")}, [&](const KernelEvent& k) {
+    s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
       csv.field(k.name).field(k.variant).field(k.device).field(k.stream).field(k.start_ns).field(k.end_ns)
           .field(k.duration_ms()).field(k.launch_start_ns).field(k.launch_end_ns).field(dims(k.grid)).field(dims(k.block))
           .field(k.shared_mem_bytes).field(k.registers_per_thread ? std::optional<std::uint64_t>(*k.registers_per_thread) : std::nullopt)
@@ -107,7 +109,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   } else if (table == "inference") {
     csv.header({"model", "version", "ts_ns", "latency_ms", "queue_ms", "compute_ms", "ttft_ms", "tpot_ms", "batch_size",
                 "input_tokens", "output_tokens", "status", "tags"});
-    auto events = ctx_.events->inference_events(range, param(request, "run"));
+    auto events = ctx_.events->inference_events(range, *scope);
     if (!events.ok()) return status_response(events.status());
     for (const InferenceEvent& e : *events) {
       std::optional<double> tpot;
@@ -126,7 +128,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
           .field(e.op == MemoryOp::kAlloc ? std::optional<std::uint64_t>(e.size_bytes) : std::nullopt)
           .field(to_string(e.kind)).field(e.tag).field(e.device).field(format_labels(e.tags));
       csv.end_row();
-    }, param(request, "run"));
+    }, *scope);
   } else if (table == "abtests") {
     csv.header({"id", "name", "control", "variant", "n_control", "n_variant", "mean_control_ms", "mean_variant_ms",
                 "median_control_ms", "median_variant_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high",

@@ -11,7 +11,9 @@ using nlohmann::json;
 HttpResponse Api::kernels(const HttpRequest& request) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
-  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, {param(request, "device"), param(request, "run")});
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, *scope);
   if (!rows.ok()) return status_response(rows.status());
   double total_ms = 0;
   for (const auto& k : *rows) total_ms += k.total_ms;
@@ -37,7 +39,9 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   if (!w.ok()) return status_response(w.status());
   auto limit = size_param(request, "limit", 100, 1, 10000);
   if (!limit.ok()) return status_response(limit.status());
-  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit, param(request, "run"));
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit, *scope);
   if (!rows.ok()) return status_response(rows.status());
   json out = json::array();
   for (const KernelEvent& e : *rows) {
@@ -50,19 +54,20 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
 }
 
-Result<Api::MemoryView> Api::memory_view(const std::string& device, const std::string& run, std::size_t n) const {
+Result<Api::MemoryView> Api::memory_view(const db::EventScope& scope, std::size_t n) const {
   MemoryTracker rebuilt;
   const MemoryTracker* tracker = ctx_.memory;
-  if (!run.empty()) {
-    // One run: its stored events replayed in order (frees learn their sizes as they did live).
+  if (scope.by_tags()) {
+    // One run (or tagged events): their stored events replayed in order (frees learn their
+    // sizes as they did live).
     Status s = ctx_.events->for_each_memory_event({0, INT64_MAX}, [&](const MemoryEvent& e) {
       MemoryEvent copy = e;
       rebuilt.apply(copy);
-    }, run);
+    }, scope);
     if (!s.ok()) return s;
     tracker = &rebuilt;
   }
-  return MemoryView{tracker->statistics(device), tracker->largest(n, device), tracker->oldest(n, device)};
+  return MemoryView{tracker->statistics(scope.device), tracker->largest(n, scope.device), tracker->oldest(n, scope.device)};
 }
 
 json memory_counters_json(const MemoryCounters& c) {
@@ -80,13 +85,15 @@ json live_allocation_json(const LiveAllocation& a) {
 }
 
 HttpResponse Api::memory(const HttpRequest& request) const {
-  const std::string device = param(request, "device");
-  const std::string run = param(request, "run");
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  const std::string& device = scope->device;
+  const std::string& run = scope->run;
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
   auto max_points = size_param(request, "max_points", 500, 1, kMaxMaxPoints);
   if (!max_points.ok()) return status_response(max_points.status());
-  auto view = memory_view(device, run, 10);
+  auto view = memory_view(*scope, 10);
   if (!view.ok()) return status_response(view.status());
   const MemoryStatistics& stats = view->stats;
   json out = memory_counters_json(stats.all);
@@ -104,7 +111,7 @@ HttpResponse Api::memory(const HttpRequest& request) const {
   json largest = json::array();
   for (const LiveAllocation& a : view->largest) largest.push_back(live_allocation_json(a));
   out["largest_live_allocations"] = largest;
-  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, {device, run}, *max_points);
+  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, *scope, *max_points);
   if (!timeline.ok()) return status_response(timeline.status());
   json points = json::array();
   for (const auto& p : *timeline) points.push_back({p.ts_ns, p.bytes});
@@ -117,7 +124,9 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now);
   if (!w.ok()) return status_response(w.status());
-  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns}, param(request, "run"));
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns}, *scope);
   if (!rows.ok()) return status_response(rows.status());
   json models = json::array();
   for (const auto& m : *rows) {

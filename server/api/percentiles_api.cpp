@@ -83,13 +83,21 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   if (given != 1) {
     return error_response(400, "invalid_argument", "give exactly one of kernel, model, command_queue or series", "kernel");
   }
-  if (std::string run = param(request, "run"); !run.empty()) {
+  // run= and tag.KEY= narrow kernel and model selections to the events that carry those tags.
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  if (scope->by_tags()) {
+    Tags wanted = scope->tags;
+    if (!scope->run.empty()) wanted.emplace_back("run", scope->run);
     if (sel.kind == Selector::Kind::kKernel) {
-      sel.kernel.tags.emplace_back("run", run);
+      sel.kernel.tags.insert(sel.kernel.tags.end(), wanted.begin(), wanted.end());
+      sort_labels(sel.kernel.tags);
     } else if (sel.kind == Selector::Kind::kModel) {
-      sel.model.run = run;
+      sel.model.tags = wanted;
+      sort_labels(sel.model.tags);
     } else {
-      return error_response(400, "invalid_argument", "'run' applies to kernel and model percentiles", "run");
+      return error_response(400, "invalid_argument", "'run' and tag filters apply to kernel and model percentiles",
+                            scope->run.empty() ? "tag" : "run");
     }
   }
   if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {

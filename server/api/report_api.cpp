@@ -86,7 +86,9 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   summary["missing"] = missing;
   // Every kernel, not only the top ten the document lists.
   std::uint64_t executions = 0;
-  auto all = ctx_.events->kernel_summaries(range, {param(r, "device"), param(r, "run")});
+  auto scope = scope_of(r);
+  if (!scope.ok()) return scope.status();
+  auto all = ctx_.events->kernel_summaries(range, *scope);
   if (!all.ok()) return all.status();
   for (const auto& k : *all) executions += k.count;
   const double kernel_total = doc["kernels"]["total_ms"].get<double>();
@@ -101,7 +103,9 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   std::set<std::string> models;
   for (const json& m : doc["inference"]) models.insert(m["model"].get<std::string>());
   for (const std::string& model : models) {
-    auto values = ctx_.events->inference_values_ms({model, "", param(r, "run")}, db::InferenceField::kLatency, range);
+    db::InferenceSelector selector{model, "", scope->tags};
+    if (!scope->run.empty()) selector.tags.emplace_back("run", scope->run);
+    auto values = ctx_.events->inference_values_ms(selector, db::InferenceField::kLatency, range);
     if (!values.ok()) return values.status();
     if (values->empty()) continue;
     const an::Moments mo = an::moments(*values);

@@ -20,7 +20,7 @@ json Selector::to_json() const {
     case Kind::kModel:
       j["model"] = model.model;
       if (!model.version.empty()) j["version"] = model.version;
-      if (!model.run.empty()) j["run"] = model.run;
+      if (auto run = tag_value(model.tags, "run"); !run.empty()) j["run"] = std::string(run);
       j["field"] = field_name;
       break;
     case Kind::kCommandQueue:
@@ -73,7 +73,9 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
     s.kind = Selector::Kind::kModel;
     if (Status st = text("model", s.model.model); !st.ok()) return st;
     if (Status st = text("version", s.model.version); !st.ok()) return st;
-    if (Status st = text("run", s.model.run); !st.ok()) return st;
+    std::string run;
+    if (Status st = text("run", run); !st.ok()) return st;
+    if (!run.empty()) s.model.tags.emplace_back("run", run);
     std::string field;
     if (Status st = text("field", field); !st.ok()) return st;
     auto f = inference_field(field);

@@ -117,21 +117,22 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   if (!w.ok()) return status_response(w.status());
   auto max_events = size_param(request, "max_events", kDefaultMaxEvents, 1, 50'000'000);
   if (!max_events.ok()) return status_response(max_events.status());
-  const std::string device = param(request, "device");
-  const std::string run = param(request, "run");
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  const std::string& device = scope->device;
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
 
   std::vector<KernelEvent> kernels;
-  Status s = ctx_.events->for_each_kernel(range, {device, run}, [&](const KernelEvent& k) {
+  Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
     if (kernels.size() <= *max_events) kernels.push_back(k);
   });
   if (!s.ok()) return status_response(s);
-  auto buffers = ctx_.events->command_buffers(range, {device, run});
+  auto buffers = ctx_.events->command_buffers(range, *scope);
   if (!buffers.ok()) return status_response(buffers.status());
   std::vector<MemoryEvent> memory;
   s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
-    if (device.empty() || e.device == device) memory.push_back(e);
-  }, run);
+    memory.push_back(e);
+  }, *scope);
   if (!s.ok()) return status_response(s);
 
   std::sort(kernels.begin(), kernels.end(), [](const KernelEvent& a, const KernelEvent& b) { return a.start_ns < b.start_ns; });

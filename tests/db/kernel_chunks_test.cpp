@@ -94,7 +94,7 @@ TEST(KernelChunks, WindowEdgesCountOnlyExecutionsInside) {
   commit(**w, {kernel("k", 1500, 1600, "b"), kernel("other", 10, 20)});
 
   EventReader reader(dir.file("k.db"));
-  auto all = reader.kernel_summaries({0, INT64_MAX}, "");
+  auto all = reader.kernel_summaries({0, INT64_MAX}, EventScope{});
   ASSERT_TRUE(all.ok()) << all.status().message();
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].name, "k");
@@ -103,7 +103,7 @@ TEST(KernelChunks, WindowEdgesCountOnlyExecutionsInside) {
   EXPECT_DOUBLE_EQ((*all)[0].total_ms, (550 + 100) / 1e6);
 
   // [250, 650] cuts the first chunk: executions ending 300, 400, 500, 600.
-  auto part = reader.kernel_summaries({250, 650}, "");
+  auto part = reader.kernel_summaries({250, 650}, EventScope{});
   ASSERT_TRUE(part.ok());
   ASSERT_EQ(part->size(), 1u);
   EXPECT_EQ((*part)[0].count, 4u);

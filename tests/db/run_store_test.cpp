@@ -116,7 +116,7 @@ TEST(RunStore, ARunsEndReleasesWhatItsProcessesStillHeld) {
       EXPECT_EQ(e.ts_ns, 5'000);
       EXPECT_EQ(tag_value(e.tags, "pid"), "4242");
     }
-  }, "gen").ok());
+  }, EventScope{"", "gen"}).ok());
   EXPECT_EQ(released, 3u) << "two allocations and one module static";
 }
 

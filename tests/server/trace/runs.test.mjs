@@ -3,7 +3,7 @@
 // program (each replay rebased to the moment it runs and paced as recorded). The runs are
 // listed with their status; memory after they end holds nothing and suspects no leak; module
 // statics are apart; each run's timeline equals that run traced alone; no bottleneck rule sees
-// the idle time between runs; every read endpoint takes run=; run against run finds nothing in
+// the idle time between runs; every read endpoint takes run= (and tag.KEY=); run against run finds nothing in
 // the same program twice and names the kernel slowed in a variant first.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -148,6 +148,17 @@ test('every read endpoint takes run=', async () => {
   assert.doesNotMatch(md, /nan|inf\b/i);
   const csv = (await get(`${u}/report?format=csv&table=kernels&run=traced1`)).body.trim().split('\n');
   assert.equal(csv.length - 1, 23);
+  // The generic tag filter: tag.KEY=VALUE, every one carried.
+  const byTag = (await get(`${u}/kernels?tag.run=traced2`)).body;
+  assert.deepEqual(byTag.kernels, kernels.kernels);
+  const pid = String((await get(`${u}/runs/traced3`)).body.pids[0]);
+  const ofPid = (await get(`${u}/kernels?window=all&tag.pid=${pid}`)).body;
+  assert.equal(ofPid.kernels.find((k) => k.name === TINY).count, tinyAll / 3);
+  assert.deepEqual((await get(`${u}/kernels?window=all&tag.pid=${pid}&tag.run=traced1`)).body.kernels, []);
+  const badTag = await get(`${u}/kernels?tag.9x=1`);
+  assert.equal(badTag.status, 400);
+  assert.equal(badTag.body.error.field, 'tag.9x');
+  assert.equal((await get(`${u}/percentiles?kernel=${encodeURIComponent(TINY)}&tag.run=traced2`)).body.count, tinyAll / 3);
   const trace = (await get(`${u}/trace?run=traced1`)).body;
   assert.equal(trace.traceEvents.filter((e) => e.ph === 'X' && e.cat === 'kernel').length, tinyAll / 3);
 });
