@@ -62,6 +62,7 @@ json config_to_json(const AppConfig& c) {
       {"token_file", c.server.token_file},
       {"insecure_no_auth", c.server.insecure_no_auth},
       {"cors_allow_origin", c.server.cors_origins},
+      {"allowed_host", c.server.allowed_hosts},
   };
 }
 

@@ -244,6 +244,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                     "Origins (scheme://host[:port]) whose pages may call the API, comma-separated; * for any. "
                     "Default: none (CORS off)")
       ->envname("PERFSCOPE_CORS_ALLOW_ORIGIN")->delimiter(',');
+  serve->add_option("--allowed-host", c.server.allowed_hosts,
+                    "Host header names the server answers to besides localhost, loopback addresses and the listen "
+                    "address, comma-separated (a loopback listener refuses others: DNS rebinding); * for any")
+      ->envname("PERFSCOPE_ALLOWED_HOST")->delimiter(',');
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();

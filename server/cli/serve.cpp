@@ -60,6 +60,7 @@ struct Server::Impl {
   SeriesStore store;
   EventMetrics event_metrics;
   AccessControl access;
+  HostCheck hosts{config.server.listen_host, config.server.allowed_hosts};
   ServerLoad load;
   Sampler sampler;
   StreamHub hub;
@@ -156,13 +157,14 @@ Status Server::Impl::start() {
         {"retention", retention_json()},
         {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
                   {"refused_connections", load.refused_connections.load()},
-                  {"refused_requests", load.refused_requests.load()}}},
+                  {"refused_requests", load.refused_requests.load()},
+                  {"refused_hosts", load.refused_hosts.load()}}},
     };
   };
   api = std::make_unique<Api>(std::move(actx));
   if (Status s = configure_tls(); !s.ok()) return s;
   session_context = std::make_unique<SessionContext>(
-      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, load, tls.get()});
+      SessionContext{config.server, *api, assets, hub, workers, config.engine.sampling_interval, access, hosts, load, tls.get()});
 
   beast::error_code ec;
   auto address = net::ip::make_address(config.server.listen_host, ec);

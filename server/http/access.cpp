@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -107,6 +109,38 @@ bool is_loopback_host(std::string_view host) {
   in6_addr v6{};
   if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
   return false;
+}
+
+std::string host_name_of(std::string_view host) {
+  std::string_view name = host;
+  if (!name.empty() && name.front() == '[') {
+    const std::size_t close = name.find(']');
+    name = close == std::string_view::npos ? name.substr(1) : name.substr(1, close - 1);
+  } else if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos &&
+                                                        name.find(':') == colon) {
+    name = name.substr(0, colon);  // one colon: host:port (two or more: a bare IPv6 address)
+  }
+  std::string out(name);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+HostCheck::HostCheck(std::string listen_host, std::vector<std::string> allowed) : listen_(host_name_of(listen_host)) {
+  bool any = false;
+  for (const std::string& a : allowed) {
+    if (a == "*") any = true;
+    allowed_.push_back(host_name_of(a));
+  }
+  active_ = !any && (is_loopback_host(listen_) || !allowed_.empty());
+}
+
+bool HostCheck::allows(std::string_view host) const {
+  if (!active_ || host.empty()) return true;
+  const std::string name = host_name_of(host);
+  // *.localhost is loopback by definition (RFC 6761), and browsers resolve it so.
+  if (is_loopback_host(name) || name.ends_with(".localhost") || name == listen_) return true;
+  return std::find(allowed_.begin(), allowed_.end(), name) != allowed_.end();
 }
 
 bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin) {

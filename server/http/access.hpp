@@ -39,6 +39,30 @@ Status create_token_file(const std::string& path);
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(std::string_view host);
 
+// DNS rebinding: which Host headers a request may carry. A page can rebind its own name to
+// 127.0.0.1 and then talk to a loopback server same-origin, with no preflight; it cannot make
+// the browser send a Host that names this machine. So a loopback listener answers only Host
+// values naming it: loopback names and addresses, the listen address, and `allowed` (from
+// --allowed-host; "*" allows any). A listener on another address checks only when names are
+// given (it is reached by whatever names the network has; its tokens guard it).
+class HostCheck {
+ public:
+  HostCheck(std::string listen_host, std::vector<std::string> allowed);
+  bool active() const { return active_; }
+  // `host` is the Host header as sent (name or address, with or without a port; empty when
+  // absent: HTTP/1.0 clients, which no browser is).
+  bool allows(std::string_view host) const;
+
+ private:
+  std::string listen_;
+  std::vector<std::string> allowed_;  // lower-case
+  bool active_ = false;
+};
+
+// The name part of a Host header: without the port, brackets of an IPv6 literal dropped,
+// lower-case, without a trailing dot.
+std::string host_name_of(std::string_view host);
+
 // CORS: whether a page from `origin` may read the API's answers (`allowed` from
 // --cors-allow-origin; "*" allows any origin).
 bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin);

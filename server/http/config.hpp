@@ -39,6 +39,10 @@ struct ServerConfig {
   bool insecure_no_auth = false;
   // Browser origins allowed to call the API from other pages (CORS); empty: none, "*": any.
   std::vector<std::string> cors_origins;
+  // Host header names this server answers to besides loopback names and the listen address
+  // (DNS rebinding: a page whose name is rebound to 127.0.0.1 sends its own name). The check
+  // is on for a loopback listener, and for any listener once names are given; "*" turns it off.
+  std::vector<std::string> allowed_hosts;
   // Written with the JSON report of the whole run when the server stops (empty: none).
   std::string profile_output;
   // TLS: PEM certificate chain and private key; both empty: plain HTTP.

@@ -97,6 +97,18 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
   // Credentials are checked on the headers, before a body is read: an unauthorized client
   // cannot make the server take in megabytes.
   const auto& head = parser_->get();
+  // DNS rebinding: a Host that does not name this server is refused before anything else.
+  if (const auto host = head[http::field::host]; !ctx_.hosts.allows(std::string_view(host.data(), host.size()))) {
+    ++ctx_.load.refused_hosts;
+    request_version_ = head.version();
+    request_keep_alive_ = false;  // the body, if any, is left unread
+    head_request_ = head.method() == http::verb::head;
+    return send(error_response(403, "host_not_allowed",
+                               "the Host header '" + std::string(host.data(), std::min<std::size_t>(host.size(), 256)) +
+                                   "' does not name this server (a page may have rebound its name to this address); "
+                                   "reach it as localhost or 127.0.0.1, or allow the name with --allowed-host",
+                               "Host"));
+  }
   const auto origin = head[http::field::origin];
   cors_origin_ = cors_allows(ctx_.config.cors_origins, std::string_view(origin.data(), origin.size()))
                      ? std::string(origin.data(), origin.size())

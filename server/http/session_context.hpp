@@ -18,6 +18,7 @@ struct ServerLoad {
   std::atomic<std::size_t> pending_requests{0};
   std::atomic<std::uint64_t> refused_connections{0};
   std::atomic<std::uint64_t> refused_requests{0};
+  std::atomic<std::uint64_t> refused_hosts{0};  // Host headers that named no name of this server
 };
 
 struct SessionContext {
@@ -28,6 +29,7 @@ struct SessionContext {
   net::thread_pool& workers;  // where blocking handlers run
   std::chrono::milliseconds sampling_interval;
   const AccessControl& access;
+  const HostCheck& hosts;
   ServerLoad& load;
   net::ssl::context* tls = nullptr;  // set when the server speaks TLS
 };

@@ -72,31 +72,31 @@ async function refused(bytes, label) {
 }
 
 const post = (body, type = 'application/json', extra = '') =>
-  `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
+  `POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`;
 
 test('malformed request lines', async () => {
   for (const line of ['GARBAGE\r\n\r\n', 'GET\r\n\r\n', 'GET / HTTP/9.9\r\n\r\n', 'GET /healthz HTTP/1.1 extra\r\n\r\n',
-                      '\x00\x01\x02\x03\r\n\r\n', 'GET /\x7f HTTP/1.1\r\nHost: x\r\n\r\n',
+                      '\x00\x01\x02\x03\r\n\r\n', 'GET /\x7f HTTP/1.1\r\nHost: localhost\r\n\r\n',
                       'GET / HTTP/1.1\r\nBad Header Without Colon\r\n\r\n']) {
     await refused(line, JSON.stringify(line));
   }
 });
 
 test('huge headers and bodies', async () => {
-  await refused(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`, 'huge header');
-  let many = 'GET /healthz HTTP/1.1\r\nHost: x\r\n';
+  await refused(`GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`, 'huge header');
+  let many = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n';
   for (let i = 0; i < 5000; i++) many += `X-H${i}: v\r\n`;
   await refused(many + '\r\n', 'many headers');
-  await refused(`POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
+  await refused(`POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
                 'declared body far over the limit');
 });
 
 test('bad chunked encoding', async () => {
-  const head = 'POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n';
+  const head = 'POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n';
   await refused(head + 'ZZ\r\nabc\r\n0\r\n\r\n', 'non-hex chunk size');
   await refused(head + '5\r\nabcdefghij\r\n0\r\n\r\n', 'chunk longer than its size');
   await refused(head + 'ffffffffffffffffff\r\nx\r\n', 'chunk size overflow');
-  await refused('POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n',
+  await refused('POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n',
                 'both Content-Length and chunked');
 });
 
@@ -105,7 +105,7 @@ test('path traversal on the static routes, plain and encoded', async () => {
                    '/%252e%252e/etc/passwd', '/..%5c..%5cetc%5cpasswd', '/.%2e/.%2e/etc/passwd', '/%c0%ae%c0%ae/etc/passwd',
                    '/index.html%00.js', '//etc/passwd']) {
     tried++;
-    const r = await raw(`GET ${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    const r = await raw(`GET ${p} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
     const code = status(r.text);
     assert.ok(!r.text.includes('root:'), `${p} leaked a file`);
     // The dashboard's index for a path it does not know is acceptable; a file outside never is.
@@ -130,7 +130,7 @@ test('bodies that break the JSON rules name the problem', async () => {
   ];
   for (const [label, body] of cases) {
     tried++;
-    const head = `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+    const head = `POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
     const r = await raw([head, body]);
     const code = status(r.text);
     assert.ok(code >= 400 && code < 500, `${label}: ${code} ${r.text.slice(0, 300)}`);
@@ -154,7 +154,7 @@ test('duplicate keys and wrong content types', async () => {
 });
 
 test('WebSocket frames that break the protocol', async () => {
-  const upgrade = 'GET /api/v1/stream HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+  const upgrade = 'GET /api/v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
                   'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
   const mask = Buffer.from([1, 2, 3, 4]);
   const frames = {

@@ -79,5 +79,37 @@ TEST(Access, LoopbackAddresses) {
   for (const char* h : {"0.0.0.0", "10.0.0.1", "::", "192.168.1.1", "example.com"}) EXPECT_FALSE(is_loopback_host(h)) << h;
 }
 
+TEST(Access, HostNamesOfHostHeaders) {
+  EXPECT_EQ(host_name_of("Example.COM:8080"), "example.com");
+  EXPECT_EQ(host_name_of("[::1]:8080"), "::1");
+  EXPECT_EQ(host_name_of("[::1]"), "::1");
+  EXPECT_EQ(host_name_of("::1"), "::1");
+  EXPECT_EQ(host_name_of("localhost."), "localhost");
+  EXPECT_EQ(host_name_of("127.0.0.1"), "127.0.0.1");
+}
+
+TEST(Access, ALoopbackListenerAnswersOnlyNamesOfItself) {
+  HostCheck loopback("127.0.0.1", {});
+  ASSERT_TRUE(loopback.active());
+  for (const char* h : {"localhost:8080", "127.0.0.1:8080", "[::1]:8080", "LOCALHOST", "127.0.0.9", "dash.localhost:1", ""}) {
+    EXPECT_TRUE(loopback.allows(h)) << h;
+  }
+  for (const char* h : {"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "10.0.0.1"}) {
+    EXPECT_FALSE(loopback.allows(h)) << h;
+  }
+  HostCheck named("::1", {"perfscope.lab", "Box.Local"});
+  EXPECT_TRUE(named.allows("perfscope.lab:8080"));
+  EXPECT_TRUE(named.allows("box.local"));
+  EXPECT_FALSE(named.allows("other.lab"));
+  EXPECT_FALSE(HostCheck("localhost", {"*"}).active()) << "* answers any name";
+  // Another address is reached by whatever names the network has: checked only when told.
+  EXPECT_FALSE(HostCheck("0.0.0.0", {}).active());
+  HostCheck listed("10.1.2.3", {"gpu-07.lab"});
+  EXPECT_TRUE(listed.allows("10.1.2.3:8080")) << "the listen address";
+  EXPECT_TRUE(listed.allows("gpu-07.lab"));
+  EXPECT_TRUE(listed.allows("localhost"));
+  EXPECT_FALSE(listed.allows("evil.example"));
+}
+
 }  // namespace
 }  // namespace perfscope::server

@@ -77,7 +77,7 @@ test('WSS: the stream upgrades over TLS and says hello', async () => {
 
 test('plain HTTP to the TLS port gets no HTTP answer, and the server keeps serving', async () => {
   const reply = await new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'));
+    const s = net.connect(port, '127.0.0.1', () => s.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'));
     let got = '';
     s.on('data', (c) => { got += c.toString('latin1'); });
     s.on('close', () => resolve(got));
