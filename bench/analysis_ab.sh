@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two perfscope builds answering the same analysis documents in turn: loads SECONDS of a busy
-# window at KERNELS_PER_S into a server of the NEW build (as bench/analysis_doc.sh does), copies
-# its data directory, starts both builds on the two copies, then asks each for
+# window at KERNELS_PER_S into a server of the OLD build (as bench/analysis_doc.sh does; a newer
+# build migrates an older database, never the other way), copies its data directory, starts both builds on the two copies, then asks each for
 # /api/v1/analysis?window=1h REPEAT times, alternating, and prints each one's response times
 # and process CPU per request. Alternating keeps a noisy machine's swings out of the comparison.
 # Usage: bench/analysis_ab.sh OLD_PERFSCOPE NEW_PERFSCOPE [seconds] [kernels_per_s] [repeat]
@@ -25,11 +25,11 @@ start() {  # start BINARY DATA_DIR: sets url and pid
   url=$(sed -n 's|^perfscope listening on \(http://[^/]*\)/.*|\1|p' "$2.out")
 }
 mkdir -p "$dir/new" "$dir/old"
-start "$new" "$dir/new"
+start "$old" "$dir/old"
 $gen "$seconds" "$rate" > "$dir/events.ndjson"
-"$new" push --server "$url" < "$dir/events.ndjson"
+"$old" push --server "$url" < "$dir/events.ndjson"
 kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true; pids=()
-cp "$dir/new/"* "$dir/old/"
+cp "$dir/old/"* "$dir/new/"
 start "$new" "$dir/new"; new_url=$url; new_pid=$pid
 start "$old" "$dir/old"; old_url=$url; old_pid=$pid
 sleep 2

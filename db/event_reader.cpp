@@ -267,8 +267,10 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
     std::map<std::string, std::uint32_t> names, devices, streams;
   };
   std::map<std::string, Group> groups;
-  if (!by_run) {
-    // Room for every execution of the overlapping chunks at once, not by repeated doubling.
+  // Room for every execution of the overlapping chunks at once, not by repeated doubling. With
+  // runs each trace gets room for all: reserved, not touched, so only what is used is paid for.
+  std::size_t room = 0;
+  {
     auto total = (*conn)->prepare(
         (std::string("SELECT IFNULL(SUM(c.count), 0) FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
         ("WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" + filter.sql)).c_str());
@@ -277,7 +279,7 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
     filter.bind(*total, 4);
     auto row = total->step();
     if (!row.ok()) return row.status();
-    groups[""].out.trace.kernels.reserve(static_cast<std::size_t>(total->column_int64(0)));
+    room = static_cast<std::size_t>(total->column_int64(0));
   }
   auto intern = [](std::map<std::string, std::uint32_t>& index, std::vector<std::string>& list, std::string text) {
     auto [it, added] = index.emplace(text, static_cast<std::uint32_t>(list.size()));
@@ -299,6 +301,7 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
         if (tags.ok()) run = std::string(tag_value(*tags, "run"));
       }
       Group& g = groups[run];
+      if (g.out.trace.kernels.capacity() == 0) g.out.trace.kernels.reserve(room);
       g.out.run = run;
       known = series.emplace(r.column_int64(0), SeriesPlace{&g, intern(g.names, g.out.trace.names, r.column_text(1)),
                                                             intern(g.devices, g.out.trace.devices, r.column_text(2)),
