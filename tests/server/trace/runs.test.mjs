@@ -159,6 +159,9 @@ test('every read endpoint takes run=', async () => {
   assert.equal(badTag.status, 400);
   assert.equal(badTag.body.error.field, 'tag.9x');
   assert.equal((await get(`${u}/percentiles?kernel=${encodeURIComponent(TINY)}&tag.run=traced2`)).body.count, tinyAll / 3);
+  const regressions = (await get(`${u}/regressions?run=traced1&window=1h`)).body;
+  assert.equal(regressions.subjects, 4, 'the run\'s four kernel names');
+  assert.equal((await get(`${u}/regressions?run=nobody&window=1h`)).body.subjects, 0);
   const trace = (await get(`${u}/trace?run=traced1`)).body;
   assert.equal(trace.traceEvents.filter((e) => e.ph === 'X' && e.cat === 'kernel').length, tinyAll / 3);
 });
