@@ -14,22 +14,15 @@ namespace {
 
 // The kernel_series ids a selector matches (tags: every wanted tag present).
 Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const KernelSelector& sel) {
+  const TagFilter filter = EventScope("", "", sel.tags).tag_filter("tags", 5);
   auto series = conn.prepare(
-      "SELECT id, tags FROM kernel_series WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR variant = ?2) "
-      "AND (?3 = '' OR device = ?3) AND (?4 = '' OR stream = ?4)");
+      ("SELECT id FROM kernel_series WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR variant = ?2) "
+       "AND (?3 = '' OR device = ?3) AND (?4 = '' OR stream = ?4)" + filter.sql).c_str());
   if (!series.ok()) return series.status();
   series->bind(1, sel.name).bind(2, sel.variant).bind(3, sel.device).bind(4, sel.stream);
+  filter.bind(*series, 5);
   std::vector<std::int64_t> ids;
-  Status s = series->for_each_row([&](Statement& r) {
-    if (!sel.tags.empty()) {
-      auto tags = parse_labels(r.column_text(1));
-      if (!tags.ok()) return;
-      for (const auto& want : sel.tags) {
-        if (std::find(tags->begin(), tags->end(), want) == tags->end()) return;
-      }
-    }
-    ids.push_back(r.column_int64(0));
-  });
+  Status s = series->for_each_row([&](Statement& r) { ids.push_back(r.column_int64(0)); });
   if (!s.ok()) return s;
   return ids;
 }

@@ -10,11 +10,16 @@
 
 namespace perfscope::db {
 
-TagFilter EventScope::tag_filter(std::string_view column, int first) const {
+Tags EventScope::wanted_tags() const {
   Tags wanted = tags;
   if (!run.empty()) wanted.emplace_back("run", run);
+  sort_labels(wanted);
+  return wanted;
+}
+
+TagFilter EventScope::tag_filter(std::string_view column, int first) const {
   TagFilter f;
-  for (const auto& tag : wanted) {
+  for (const auto& tag : wanted_tags()) {
     // Stored tags are `k="v",…` with quotes inside values escaped: the delimited needle matches
     // exactly that tag, never a part of another's value.
     f.needles.push_back("," + format_labels({tag}) + ",");

@@ -74,6 +74,8 @@ struct EventScope {
   std::string run;
   Tags tags;
   bool by_tags() const { return !run.empty() || !tags.empty(); }
+  // Every tag an event must carry: `tags` and, when set, run=NAME; sorted.
+  Tags wanted_tags() const;
   // The filter over a tags column (`s.tags`, `tags`), its values bound from parameter `first`.
   TagFilter tag_filter(std::string_view column, int first) const;
 };

@@ -71,15 +71,6 @@ RunEvent read_row(const Statement& r) {
   return e;
 }
 
-template <typename T>
-void bind_opt(Statement& s, int index, const std::optional<T>& v) {
-  if (v) {
-    s.bind(index, static_cast<std::int64_t>(*v));
-  } else {
-    s.bind_null(index);
-  }
-}
-
 }  // namespace
 
 void merge_run(RunEvent& stored, const RunEvent& report) {
@@ -130,11 +121,11 @@ Status write_run(Connection& conn, const RunEvent& report) {
   const std::string command = encode_list(run.command), pids = encode_list(to_strings(run.pids)),
                     gpus = encode_list(run.gpus), tags = format_labels(run.tags);
   stmt->bind(1, run.name).bind(2, command).bind(3, run.host).bind(4, pids).bind(5, run.start_ns);
-  bind_opt(*stmt, 6, run.end_ns);
-  bind_opt(*stmt, 7, run.exit_status);
+  stmt->bind_optional(6, run.end_ns);
+  stmt->bind_optional(7, run.exit_status);
   stmt->bind(8, run.kinds);
-  bind_opt(*stmt, 9, run.records);
-  bind_opt(*stmt, 10, run.dropped);
+  stmt->bind_optional(9, run.records);
+  stmt->bind_optional(10, run.dropped);
   stmt->bind(11, gpus).bind(12, tags);
   return stmt->run();
 }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "engine/status.hpp"
 
@@ -50,6 +51,16 @@ class Statement {
   // Binary data; the same lifetime rule as text.
   Statement& bind_blob(int index, std::string_view bytes);
   Statement& bind_null(int index);
+  // A number, or NULL when absent.
+  template <typename T>
+  Statement& bind_optional(int index, const std::optional<T>& value) {
+    if (!value) return bind_null(index);
+    if constexpr (std::is_floating_point_v<T>) {
+      return bind(index, static_cast<double>(*value));
+    } else {
+      return bind(index, static_cast<std::int64_t>(*value));
+    }
+  }
 
   // Returns true while there is a row, false when done; errors become a non-ok Status.
   Result<bool> step();

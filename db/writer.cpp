@@ -14,22 +14,6 @@ struct Writer::Statements {
   std::unique_ptr<KernelChunkWriter> kernels;
 };
 
-namespace {
-
-// Binds an optional value or NULL.
-template <typename T>
-void bind_opt(Statement& s, int index, const std::optional<T>& v) {
-  if (!v) {
-    s.bind_null(index);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    s.bind(index, static_cast<double>(*v));
-  } else {
-    s.bind(index, static_cast<std::int64_t>(*v));
-  }
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
                                              WriterOptions options) {
   if (Status s = check_database_file(path); !s.ok()) return s;
@@ -277,12 +261,12 @@ Status Writer::write_event(Event& event) {
         } else if constexpr (std::is_same_v<T, InferenceEvent>) {
           Statement& s = st_->inference;
           s.bind(1, e.model).bind(2, e.version).bind(3, e.ts_ns).bind(4, e.latency_ms);
-          bind_opt(s, 5, e.queue_ms);
-          bind_opt(s, 6, e.compute_ms);
+          s.bind_optional(5, e.queue_ms);
+          s.bind_optional(6, e.compute_ms);
           s.bind(7, static_cast<std::int64_t>(e.batch_size)).bind(8, static_cast<std::int64_t>(e.ok ? 1 : 0));
-          bind_opt(s, 9, e.ttft_ms);
-          bind_opt(s, 10, e.input_tokens);
-          bind_opt(s, 11, e.output_tokens);
+          s.bind_optional(9, e.ttft_ms);
+          s.bind_optional(10, e.input_tokens);
+          s.bind_optional(11, e.output_tokens);
           const std::string tags = format_labels(e.tags);
           s.bind(12, tags);
           return s.run();
@@ -307,10 +291,11 @@ Status Writer::release_run_memory(const std::string& run, TimestampNs end_ns) {
   // Its processes have exited: what they still held was released then. Written as frees, so
   // the database's timeline, exports and a restart's rebuild all agree with the tracker.
   for (const LiveAllocation& a : memory_.live_of_run(run)) {
-    Event free = MemoryEvent{MemoryOp::kFree, a.address, 0, a.kind, a.tag, a.device, std::max(end_ns, a.ts_ns),
-                             Tags{{"pid", a.process}, {"released", "process_exit"}, {"run", a.run}}};
-    auto& tags = std::get<MemoryEvent>(free).tags;
-    std::erase_if(tags, [](const auto& t) { return t.second.empty(); });
+    MemoryEvent release{MemoryOp::kFree, a.address, 0, a.kind, a.tag, a.device, std::max(end_ns, a.ts_ns), {}};
+    if (!a.process.empty()) release.tags.emplace_back("pid", a.process);  // keeps the tags sorted
+    release.tags.emplace_back("released", "process_exit");
+    release.tags.emplace_back("run", a.run);
+    Event free = std::move(release);
     if (Status s = write_event(free); !s.ok()) return s;
   }
   return Status();

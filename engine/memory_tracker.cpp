@@ -51,45 +51,36 @@ void MemoryTracker::apply(MemoryEvent& e) {
   DeviceState& d = devices_[e.device];
   const std::string_view process = tag_value(e.tags, "pid");
   const std::string key = live_key(process, e.address);
-  if (is_module_static(e)) {
-    if (e.op == MemoryOp::kAlloc) {
-      if (auto old = d.statics.find(key); old != d.statics.end()) remove(d.stats.module_statics, old->second.size_bytes);
-      add(d.stats.module_statics, e.size_bytes);
-      d.statics[key] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns, std::string(process),
-                                      std::string(tag_value(e.tags, "run"))};
-    } else if (auto it = d.statics.find(key); it != d.statics.end()) {
-      e.size_bytes = it->second.size_bytes;
-      e.kind = it->second.kind;
-      remove(d.stats.module_statics, e.size_bytes);
-      d.statics.erase(it);
-    }
-    return;
-  }
-  const std::string kind(to_string(e.kind));
+  // Module statics are kept apart: a map and counters of their own, nothing by kind.
+  const bool module_static = is_module_static(e);
+  auto& live = module_static ? d.statics : d.live;
+  auto count = [&](MemoryKind kind, std::uint64_t bytes, bool allocated) {
+    void (*change)(MemoryCounters&, std::uint64_t) = allocated ? &MemoryTracker::add : &MemoryTracker::remove;
+    if (module_static) return change(d.stats.module_statics, bytes);
+    change(d.stats.all, bytes);
+    change(d.stats.by_kind[std::string(to_string(kind))], bytes);
+  };
   if (e.op == MemoryOp::kAlloc) {
     // An allocation at a live address means its free was never reported: retire the old one.
-    if (auto old = d.live.find(key); old != d.live.end()) {
-      remove(d.stats.all, old->second.size_bytes);
-      remove(d.stats.by_kind[std::string(to_string(old->second.kind))], old->second.size_bytes);
-      d.live.erase(old);
+    if (auto old = live.find(key); old != live.end()) {
+      count(old->second.kind, old->second.size_bytes, false);
+      live.erase(old);
     }
-    add(d.stats.all, e.size_bytes);
-    add(d.stats.by_kind[kind], e.size_bytes);
-    d.live[key] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns, std::string(process),
-                                 std::string(tag_value(e.tags, "run"))};
+    count(e.kind, e.size_bytes, true);
+    live[key] = LiveAllocation{e.device, e.address, e.size_bytes, e.kind, e.tag, e.ts_ns, std::string(process),
+                               std::string(tag_value(e.tags, "run"))};
   } else {
-    auto it = d.live.find(key);
-    if (it == d.live.end()) {
-      ++d.stats.unmatched_frees;
+    auto it = live.find(key);
+    if (it == live.end()) {
+      if (!module_static) ++d.stats.unmatched_frees;
       e.size_bytes = 0;
       return;
     }
     e.size_bytes = it->second.size_bytes;
     e.kind = it->second.kind;
     if (e.tag.empty()) e.tag = it->second.tag;
-    remove(d.stats.all, e.size_bytes);
-    remove(d.stats.by_kind[std::string(to_string(e.kind))], e.size_bytes);
-    d.live.erase(it);
+    count(e.kind, e.size_bytes, false);
+    live.erase(it);
   }
   d.stats.live_allocations = d.live.size();
 }

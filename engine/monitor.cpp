@@ -39,13 +39,13 @@ Monitor::~Monitor() { stop(); }
 
 void Monitor::add_sink(Sink sink) { sinks_.push_back(std::move(sink)); }
 
-void Monitor::report_run(bool ended) {
+void Monitor::report_run(TimestampNs start_ns, bool ended) {
   if (config_.run.empty()) return;
   RunEvent run;
   run.name = config_.run;
   run.pids = {static_cast<std::int64_t>(::getpid())};
-  run.start_ns = run_start_ns_;
-  if (ended) run.end_ns = std::max(now_ns(), run_start_ns_);
+  run.start_ns = start_ns;
+  if (ended) run.end_ns = std::max(now_ns(), start_ns);
   const std::vector<Event> report{run};
   for (const Sink& sink : sinks_) sink(report);
 }
@@ -55,7 +55,7 @@ void Monitor::start() {
   if (thread_.joinable()) return;
   if (run_start_ns_ == 0) {
     run_start_ns_ = now_ns();
-    report_run(false);
+    report_run(run_start_ns_, false);
   }
   stopping_ = false;
   running_ = true;
@@ -63,15 +63,17 @@ void Monitor::start() {
 }
 
 void Monitor::stop() {
+  TimestampNs run_start = 0;
   {
     std::lock_guard lock(run_mu_);
     stopping_ = true;
+    run_start = run_start_ns_;
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   const bool was_running = running_.exchange(false);
   drain();  // whatever was recorded after the thread's last pass
-  if (was_running) report_run(true);
+  if (was_running) report_run(run_start, true);
 }
 
 void Monitor::run() {

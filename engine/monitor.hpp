@@ -131,11 +131,11 @@ class Monitor {
   const MonitorConfig& config() const { return config_; }
 
   // Moves everything recorded so far into events now (also what the drain thread does).
-  // The run report (config_.run) to every sink: started, or ended now.
-  void report_run(bool ended);
   void drain();
 
  private:
+  // The run report (config_.run) to every sink: started at `start_ns`, or ended now as well.
+  void report_run(TimestampNs start_ns, bool ended);
   enum class RecordType : std::uint8_t { kKernel, kAlloc, kFree };
   struct Record {
     RecordType type;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <future>
 #include <map>
+#include <span>
 
 #include "engine/analysis/bottlenecks.hpp"
 #include "engine/analysis/change_points.hpp"
@@ -73,7 +74,7 @@ struct RunTimeline {
 };
 
 // The bottleneck rules' timeline inputs from the device rows of the given runs.
-void add_timeline_inputs(const std::vector<RunTimeline>& runs, an::Inputs& inputs) {
+void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) {
   std::size_t count = 0, with_launch = 0, short_kernels = 0;
   double max_ms = 0, idle = 0, host_wait = 0;
   const an::QueueTimeline* worst = nullptr;
@@ -116,8 +117,11 @@ json findings_json(const std::vector<an::Finding>& findings) {
 
 Result<json> Api::analysis_json(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
-  const std::string device = param(request, "device");
-  const std::string run = param(request, "run");
+  auto scope_result = scope_of(request);
+  if (!scope_result.ok()) return scope_result.status();
+  const db::EventScope& scope = *scope_result;
+  const std::string& device = scope.device;
+  const std::string& run = scope.run;
   auto w = window_or(request, "5m", now);
   if (!w.ok()) return w.status();
   if (!run.empty() && w->all) {
@@ -129,9 +133,6 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     w->to_ns = (*r)->end_ns.value_or(now);
     w->all = false;
   }
-  auto scope_result = scope_of(request);
-  if (!scope_result.ok()) return scope_result.status();
-  const db::EventScope& scope = *scope_result;
   an::ServingSlo slo;
   for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
                            std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
@@ -222,9 +223,9 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
   // what live processes hold: a run's allocations are released when it ends).
-  auto mem_view = memory_view(scope, 20);
-  if (!mem_view.ok()) return mem_view.status();
-  const MemoryStatistics& mem = mem_view->stats;
+  auto memory = scoped_memory(scope);
+  if (!memory.ok()) return memory.status();
+  const MemoryStatistics mem = memory->tracker->statistics(device);
   auto mem_timeline = ctx_.events->allocated_timeline(range, scope, 10'000);
   if (!mem_timeline.ok()) return mem_timeline.status();
   an::Trend mem_trend;
@@ -240,7 +241,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   const bool growing = mem_trend.significant() && mem_trend.slope_per_second > 0;
   if (growing) {
     const TimestampNs cutoff = now - static_cast<TimestampNs>(*leak_age) * 1'000'000'000;
-    for (const LiveAllocation& a : mem_view->oldest) {
+    for (const LiveAllocation& a : memory->tracker->oldest(20, device)) {
       if (a.ts_ns > cutoff) break;
       json suspect = live_allocation_json(a);
       suspect["age_s"] = static_cast<double>(now - a.ts_ns) / 1e9;
@@ -295,27 +296,23 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
       inputs["gpu_power_cap_throttle_seconds"] = power;
     }
   }
-  // The timeline's inputs over every run together: each figure was computed within one run's
-  // span, the worst device row of any run decides the busy ratio and gaps.
-  add_timeline_inputs(run_timelines, inputs);
   double worst_p99 = -1;
   for (const auto& m : serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
-  auto findings = an::detect_bottlenecks(inputs);
-  // With several runs in the window, each run's rules too: its own timeline, the window's gauges.
+  // The window's rules read the timeline over every run together (each figure computed within
+  // one run's span; the worst device row of any run decides the busy ratio and gaps). With
+  // several runs, each run's rules too: its own timeline, the window's gauges.
   std::vector<std::pair<std::string, std::vector<an::Finding>>> run_findings;
   if (run_timelines.size() > 1) {
     for (const RunTimeline& rt : run_timelines) {
       an::Inputs own = inputs;
-      for (const char* key : {"kernel_count", "kernel_max_ms", "kernel_busy_ratio", "kernel_avg_gap_ms",
-                              "kernel_short_share", "kernel_host_wait_share"}) {
-        own.erase(key);
-      }
-      add_timeline_inputs({rt}, own);
+      add_timeline_inputs(std::span(&rt, 1), own);
       run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
     }
   }
+  add_timeline_inputs(run_timelines, inputs);
+  auto findings = an::detect_bottlenecks(inputs);
 
   // The document.
   json out = {{"schema_version", 1}, {"generated_ns", now}, {"window", window_json(*w)},

@@ -1,5 +1,8 @@
 #include "server/api/api.hpp"
 
+#include <charconv>
+#include <cmath>
+
 #include <sqlite3.h>
 
 #include <boost/version.hpp>
@@ -90,6 +93,15 @@ HttpResponse method_not_allowed(const HttpRequest& request, const char* allow) {
 std::string param(const HttpRequest& request, const char* name) {
   auto it = request.query.find(name);
   return it == request.query.end() ? std::string() : it->second;
+}
+
+Result<double> parse_number(std::string_view text, const char* field) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return Status::invalid_argument(std::string("'") + field + "' must be a number", field);
+  }
+  return v;
 }
 
 // Parses an optional integer parameter within [lo, hi].

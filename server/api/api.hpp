@@ -10,10 +10,12 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "db/abtest_store.hpp"
+#include "engine/analysis/run_compare.hpp"
 #include "server/http/access.hpp"
 #include "db/event_reader.hpp"
 #include "db/series_history.hpp"
@@ -67,13 +69,13 @@ class Api final : public RequestHandler {
   // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
   // events_api.cpp
-  // Memory statistics with the n largest and n oldest live allocations: the server's tracker,
-  // or, for one run, one rebuilt from that run's stored events.
-  struct MemoryView {
-    MemoryStatistics stats;
-    std::vector<LiveAllocation> largest, oldest;
+  // The memory tracker a scope reads: the server's, or, for a run or tags, one rebuilt from the
+  // scope's stored events (`rebuilt` owns it then).
+  struct ScopedMemory {
+    std::unique_ptr<MemoryTracker> rebuilt;
+    const MemoryTracker* tracker = nullptr;
   };
-  Result<MemoryView> memory_view(const db::EventScope& scope, std::size_t n) const;
+  Result<ScopedMemory> scoped_memory(const db::EventScope& scope) const;
   HttpResponse kernels(const HttpRequest& request) const;
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;
@@ -88,7 +90,10 @@ class Api final : public RequestHandler {
   HttpResponse compare_runs(const HttpRequest& request) const;
   // Run a against run b; `request` gives alpha and min_effect.
   Result<nlohmann::json> compare_runs_json(const std::string& a, const std::string& b, const HttpRequest& request) const;
-  Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now) const;
+  // A run as the runs endpoints list it; `durations`, when given, gets its kernels' durations
+  // by name from the same pass.
+  Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now,
+                                  analysis::KernelDurations* durations = nullptr) const;
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
   // abtest_api.cpp

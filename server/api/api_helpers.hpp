@@ -17,6 +17,8 @@ namespace perfscope::server {
 HttpResponse status_response(const Status& s);
 // A query parameter's value, empty when absent.
 std::string param(const HttpRequest& request, const char* name);
+// A finite number, or a 400 naming `field`.
+Result<double> parse_number(std::string_view text, const char* field);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

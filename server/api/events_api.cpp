@@ -54,20 +54,18 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
 }
 
-Result<Api::MemoryView> Api::memory_view(const db::EventScope& scope, std::size_t n) const {
-  MemoryTracker rebuilt;
-  const MemoryTracker* tracker = ctx_.memory;
-  if (scope.by_tags()) {
-    // One run (or tagged events): their stored events replayed in order (frees learn their
-    // sizes as they did live).
-    Status s = ctx_.events->for_each_memory_event({0, INT64_MAX}, [&](const MemoryEvent& e) {
-      MemoryEvent copy = e;
-      rebuilt.apply(copy);
-    }, scope);
-    if (!s.ok()) return s;
-    tracker = &rebuilt;
-  }
-  return MemoryView{tracker->statistics(scope.device), tracker->largest(n, scope.device), tracker->oldest(n, scope.device)};
+Result<Api::ScopedMemory> Api::scoped_memory(const db::EventScope& scope) const {
+  if (!scope.by_tags()) return ScopedMemory{nullptr, ctx_.memory};
+  // One run (or tagged events): their stored events replayed in order (frees learn their sizes
+  // as they did live).
+  auto rebuilt = std::make_unique<MemoryTracker>();
+  Status s = ctx_.events->for_each_memory_event({0, INT64_MAX}, [&](const MemoryEvent& e) {
+    MemoryEvent copy = e;
+    rebuilt->apply(copy);
+  }, scope);
+  if (!s.ok()) return s;
+  const MemoryTracker* tracker = rebuilt.get();
+  return ScopedMemory{std::move(rebuilt), tracker};
 }
 
 json memory_counters_json(const MemoryCounters& c) {
@@ -93,9 +91,9 @@ HttpResponse Api::memory(const HttpRequest& request) const {
   if (!w.ok()) return status_response(w.status());
   auto max_points = size_param(request, "max_points", 500, 1, kMaxMaxPoints);
   if (!max_points.ok()) return status_response(max_points.status());
-  auto view = memory_view(*scope, 10);
-  if (!view.ok()) return status_response(view.status());
-  const MemoryStatistics& stats = view->stats;
+  auto memory = scoped_memory(*scope);
+  if (!memory.ok()) return status_response(memory.status());
+  const MemoryStatistics stats = memory->tracker->statistics(device);
   json out = memory_counters_json(stats.all);
   json by_kind = json::object();
   for (const auto& [kind, c] : stats.by_kind) by_kind[kind] = memory_counters_json(c);
@@ -109,7 +107,7 @@ HttpResponse Api::memory(const HttpRequest& request) const {
   out["device"] = device.empty() ? json("all") : json(device);
   if (!run.empty()) out["run"] = run;
   json largest = json::array();
-  for (const LiveAllocation& a : view->largest) largest.push_back(live_allocation_json(a));
+  for (const LiveAllocation& a : memory->tracker->largest(10, device)) largest.push_back(live_allocation_json(a));
   out["largest_live_allocations"] = largest;
   auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, *scope, *max_points);
   if (!timeline.ok()) return status_response(timeline.status());

@@ -18,15 +18,6 @@ namespace {
 
 constexpr double kDefaultQs[] = {50, 90, 95, 99, 99.9};
 
-Result<double> parse_number(std::string_view text, const char* field) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-    return Status::invalid_argument(std::string("'") + field + "' must be a number", field);
-  }
-  return v;
-}
-
 Result<std::vector<double>> parse_quantiles(const std::string& text) {
   if (text.empty()) return std::vector<double>(std::begin(kDefaultQs), std::end(kDefaultQs));
   std::vector<double> out;
@@ -87,14 +78,10 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
   if (scope->by_tags()) {
-    Tags wanted = scope->tags;
-    if (!scope->run.empty()) wanted.emplace_back("run", scope->run);
     if (sel.kind == Selector::Kind::kKernel) {
-      sel.kernel.tags.insert(sel.kernel.tags.end(), wanted.begin(), wanted.end());
-      sort_labels(sel.kernel.tags);
+      sel.kernel.tags = scope->wanted_tags();
     } else if (sel.kind == Selector::Kind::kModel) {
-      sel.model.tags = wanted;
-      sort_labels(sel.model.tags);
+      sel.model.tags = scope->wanted_tags();
     } else {
       return error_response(400, "invalid_argument", "'run' and tag filters apply to kernel and model percentiles",
                             scope->run.empty() ? "tag" : "run");

@@ -103,8 +103,7 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   std::set<std::string> models;
   for (const json& m : doc["inference"]) models.insert(m["model"].get<std::string>());
   for (const std::string& model : models) {
-    db::InferenceSelector selector{model, "", scope->tags};
-    if (!scope->run.empty()) selector.tags.emplace_back("run", scope->run);
+    const db::InferenceSelector selector{model, "", scope->wanted_tags()};
     auto values = ctx_.events->inference_values_ms(selector, db::InferenceField::kLatency, range);
     if (!values.ok()) return values.status();
     if (values->empty()) continue;

@@ -3,8 +3,6 @@
 // its kernels say (executions, kernel time, GPU busy time as the union of its kernels per
 // device, launch efficiency, the devices they ran on). GET /api/v1/runs/compare?a=&b=: run
 // against run, kernel by kernel (engine/analysis/run_compare.hpp), with the totals.
-#include <cmath>
-
 #include "engine/analysis/run_compare.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "server/api/api.hpp"
@@ -16,21 +14,20 @@ namespace perfscope::server {
 using nlohmann::json;
 namespace an = perfscope::analysis;
 
-Result<json> Api::run_json(const RunEvent& r, TimestampNs now) const {
-  const db::EventScope scope{"", r.name};
-  auto kernels = ctx_.events->kernel_summaries({0, INT64_MAX}, scope);
-  if (!kernels.ok()) return kernels.status();
-  auto trace = ctx_.events->kernel_trace({0, INT64_MAX}, scope);
+Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDurations* durations) const {
+  // One pass over the run's executions gives every kernel figure (and, for comparisons, the
+  // durations by name).
+  auto trace = ctx_.events->kernel_trace({0, INT64_MAX}, db::EventScope{"", r.name});
   if (!trace.ok()) return trace.status();
-  std::uint64_t count = 0;
   double kernel_ms = 0;
+  for (const an::TraceKernel& k : trace->kernels) {
+    const double ms = static_cast<double>(k.end_ns - k.start_ns) / 1e6;
+    kernel_ms += ms;
+    if (durations) (*durations)[trace->names[k.name]].push_back(ms);
+  }
   std::vector<std::string> devices = r.gpus;
-  for (const auto& k : *kernels) {
-    count += k.count;
-    kernel_ms += k.total_ms;
-    for (const auto& d : k.devices) {
-      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
-    }
+  for (const auto& d : trace->devices) {
+    if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   }
   std::sort(devices.begin(), devices.end());
   double busy_ms = 0, span_ms = 0, spans = 0, efficient = 0;
@@ -57,7 +54,7 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now) const {
               {"dropped", opt(r.dropped)},
               {"gpus", devices},
               {"tags", labels_to_json(r.tags)},
-              {"kernels", {{"count", count}, {"total_ms", kernel_ms}, {"distinct", kernels->size()}}},
+              {"kernels", {{"count", trace->kernels.size()}, {"total_ms", kernel_ms}, {"distinct", trace->names.size()}}},
               {"gpu_busy_ms", busy_ms},
               {"kernel_span_ms", span_ms},
               {"launch_efficiency", spans > 0 ? json(efficient / spans) : json(nullptr)}};
@@ -80,23 +77,15 @@ HttpResponse Api::runs(const HttpRequest& request) const {
 
 namespace {
 
-Result<an::KernelDurations> durations_of(const db::EventReader& events, const std::string& run) {
-  an::KernelDurations out;
-  Status s = events.for_each_kernel({0, INT64_MAX}, {"", run},
-                                    [&](const KernelEvent& k) { out[k.name].push_back(k.duration_ms()); });
-  if (!s.ok()) return s;
-  return out;
-}
-
+// A fraction in (0, 1) given as a query parameter, or `fallback`.
 Result<double> fraction_param(const HttpRequest& request, const char* name, double fallback) {
   const std::string v = param(request, name);
   if (v.empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (end != v.c_str() + v.size() || !(d > 0) || d >= 1) {
+  auto d = parse_number(v, name);
+  if (!d.ok() || !(*d > 0) || *d >= 1) {
     return Status::invalid_argument(std::string("'") + name + "' must be a number between 0 and 1", name);
   }
-  return d;
+  return *d;
 }
 
 }  // namespace
@@ -126,12 +115,9 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
     auto found = ctx_.events->run(name);
     if (!found.ok()) return found.status();
     if (!*found) return Status::not_found("no run named '" + name + "'", side);
-    auto j = run_json(**found, now);
+    auto j = run_json(**found, now, &durations[i]);
     if (!j.ok()) return j.status();
     sides[side] = std::move(*j);
-    auto d = durations_of(*ctx_.events, name);
-    if (!d.ok()) return d.status();
-    durations[i] = std::move(*d);
   }
   const std::vector<an::KernelDiff> diffs = an::compare_kernels(durations[0], durations[1], options);
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
