@@ -66,6 +66,7 @@ json config_to_json(const AppConfig& c) {
       {"insecure_no_auth", c.server.insecure_no_auth},
       {"cors_allow_origin", c.server.cors_origins},
       {"allowed_host", c.server.allowed_hosts},
+      {"cardinality_window_s", c.cardinality.window.count()},
   };
 }
 
@@ -227,6 +228,14 @@ HttpResponse Api::info() const {
       {"config", config_to_json(*ctx_.config)},
   };
   if (ctx_.runtime_status) body["runtime"] = ctx_.runtime_status();
+  if (ctx_.cardinality) {
+    json caps = json::object();
+    for (const DimensionStats& d : ctx_.cardinality->stats()) {
+      caps[std::string(dimension_name(d.dimension))] = {
+          {"limit", d.limit}, {"distinct", d.distinct}, {"folded", d.folded}, {"refused", d.refused}};
+    }
+    body["cardinality"] = caps;
+  }
   {
     const bool tokens = ctx_.access && ctx_.access->enabled();
     json security = {{"auth", tokens ? "bearer_tokens" : "none"},

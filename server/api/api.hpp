@@ -46,6 +46,7 @@ struct ApiContext {
   const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics
   const AccessControl* access = nullptr;  // for /api/v1/info
   db::Writer* writer = nullptr;  // null: ingest answers 503
+  CardinalityGuard* cardinality = nullptr;  // null: ingest caps nothing
   std::function<void()> on_events_committed;  // after every successful ingest commit
   // Live figures of the running server (database writer, WebSocket clients) for /api/v1/info.
   std::function<nlohmann::json()> runtime_status;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/cardinality.hpp"
 #include "engine/engine_config.hpp"
 #include "server/http/config.hpp"
 
@@ -32,6 +33,7 @@ struct AppConfig {
   EngineConfig engine;
   ServerConfig server;
   StorageConfig storage;
+  CardinalityLimits cardinality;  // distinct values per event dimension (engine/cardinality.hpp)
   std::string config_file;  // empty when none was given
 };
 

@@ -47,10 +47,21 @@ void Api::ingest(const HttpRequest& request, std::function<void(HttpResponse)> d
   const std::size_t n = decoded.events.size();
   if (n == 0) return done(json_response(200, {{"accepted", 0}}));
   if (!ctx_.writer) return done(error_response(503, "unavailable", "no database is open"));
-  ctx_.writer->submit(std::move(decoded.events), [this, n, done = std::move(done)](const Status& s) {
+  std::size_t folded = 0;
+  if (ctx_.cardinality) {
+    if (Status s = ctx_.cardinality->apply(decoded.events, now, &folded); !s.ok()) {
+      json err = {{"code", "cardinality_limit"}, {"message", s.message()}, {"field", s.field()},
+                  {"limit", ctx_.cardinality->limits()[Dimension::kSeries]}};
+      return done(json_response(422, {{"error", err}}));
+    }
+  }
+  ctx_.writer->submit(std::move(decoded.events), [this, n, folded, done = std::move(done)](const Status& s) {
     if (s.ok()) {
       if (ctx_.on_events_committed) ctx_.on_events_committed();
-      return done(json_response(200, {{"accepted", n}}));
+      json answer = {{"accepted", n}};
+      // Names past a cardinality cap were stored as [other]: say so, so producers can tell.
+      if (folded > 0) answer["folded"] = folded;
+      return done(json_response(200, answer));
     }
     const bool later = s.code() == StatusCode::kUnavailable;  // busy, disk full, read-only: may pass
     HttpResponse r = error_response(later ? 503 : 500, later ? "unavailable" : "internal",

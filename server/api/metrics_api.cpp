@@ -126,6 +126,28 @@ HttpResponse Api::metrics(const HttpRequest& request) const {
     }
   }
 
+  if (ctx_.cardinality) {
+    ExpositionFamily distinct{{"cardinality_values", "", T::kGauge,
+                               "Distinct values counted per event dimension (tag_value: its fullest key)"}, {}, {}, {}};
+    ExpositionFamily limit{{"cardinality_limit", "", T::kGauge, "Distinct values allowed per event dimension (0: no cap)"},
+                           {}, {}, {}};
+    ExpositionFamily folded{{"cardinality_folded_total", "", T::kCounter,
+                             "Values folded into [other] (tag_key: tags dropped) at a cardinality cap"}, {}, {}, {}};
+    ExpositionFamily refused{{"cardinality_refused_total", "", T::kCounter,
+                              "Ingest batches refused at a cardinality cap (new custom series)"}, {}, {}, {}};
+    for (const DimensionStats& d : ctx_.cardinality->stats()) {
+      const Labels labels = {{"dimension", std::string(dimension_name(d.dimension))}};
+      distinct.samples.push_back({labels, static_cast<double>(d.distinct)});
+      limit.samples.push_back({labels, static_cast<double>(d.limit)});
+      folded.samples.push_back({labels, static_cast<double>(d.folded)});
+      refused.samples.push_back({labels, static_cast<double>(d.refused)});
+    }
+    for (ExpositionFamily* f : {&distinct, &limit, &folded, &refused}) {
+      taken.insert(f->family.name);
+      families.push_back(std::move(*f));
+    }
+  }
+
   if (ctx_.store) {
     std::map<std::string, Labels> dcgm;
     if (ctx_.config && ctx_.config->server.metrics_dcgm_labels && ctx_.gpus) {

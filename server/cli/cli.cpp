@@ -163,6 +163,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   std::int64_t commit_ms = c.storage.commit_interval.count();
   std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
   std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
+  std::string cardinality_limits, cardinality_window = "24h";
   std::int64_t retention_ms = c.storage.retention_interval.count();
 
   std::string config_file;
@@ -248,6 +249,17 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                     "Host header names the server answers to besides localhost, loopback addresses and the listen "
                     "address, comma-separated (a loopback listener refuses others: DNS rebinding); * for any")
       ->envname("PERFSCOPE_ALLOWED_HOST")->delimiter(',');
+  serve->add_option("--cardinality-limit", cardinality_limits,
+                    "Distinct values allowed per event dimension, NAME=COUNT,… with NAME one of kernel_name, variant, "
+                    "stream, device, model, operator, memory_tag, tag_key, tag_value (per key), series (custom); 0: "
+                    "no cap. Past a cap names fold into [other], new tag keys are dropped, new series are refused. "
+                    "Defaults: 10000 for names, operators, memory tags and tag values; 1000 for variants, streams, "
+                    "models, tag keys and series; 256 devices")
+      ->envname("PERFSCOPE_CARDINALITY_LIMIT");
+  serve->add_option("--cardinality-window", cardinality_window,
+                    "Values count towards their cap while seen within this long, e.g. 24h (series and tag keys: "
+                    "for the server's life)")
+      ->envname("PERFSCOPE_CARDINALITY_WINDOW")->capture_default_str();
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
@@ -311,6 +323,15 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       if (!ns.ok()) throw CLI::ValidationError(name, ns.status().message());
       if (*ns < 60'000'000'000) throw CLI::ValidationError(name, "must be at least 1m (or 0 to keep everything)");
       *out = *ns;
+    }
+    if (Status s = c.cardinality.parse(cardinality_limits); !s.ok()) {
+      throw CLI::ValidationError("--cardinality-limit", s.message());
+    }
+    {
+      auto ns = parse_duration_ns(cardinality_window, "--cardinality-window");
+      if (!ns.ok()) throw CLI::ValidationError("--cardinality-window", ns.status().message());
+      if (*ns < 60'000'000'000) throw CLI::ValidationError("--cardinality-window", "must be at least 1m");
+      c.cardinality.window = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::nanoseconds(*ns));
     }
     auto bytes = parse_byte_size(max_size);
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());

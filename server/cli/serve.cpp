@@ -59,6 +59,7 @@ struct Server::Impl {
   net::thread_pool workers;
   SeriesStore store;
   EventMetrics event_metrics;
+  CardinalityGuard cardinality{config.cardinality};
   AccessControl access;
   HostCheck hosts{config.server.listen_host, config.server.allowed_hosts};
   ServerLoad load;
@@ -144,6 +145,7 @@ Status Server::Impl::start() {
   actx.event_metrics = &event_metrics;
   actx.access = &access;
   actx.writer = writer.get();
+  actx.cardinality = &cardinality;
   actx.on_events_committed = [this] { hub.notify_events(); };
   actx.runtime_status = [this] {
     db::WriterStats ws = writer->stats();
