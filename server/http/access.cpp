@@ -112,14 +112,21 @@ bool is_loopback_host(std::string_view host) {
 }
 
 std::string host_name_of(std::string_view host) {
-  std::string_view name = host;
+  std::string_view name = host, port;
   if (!name.empty() && name.front() == '[') {
     const std::size_t close = name.find(']');
-    name = close == std::string_view::npos ? name.substr(1) : name.substr(1, close - 1);
+    if (close == std::string_view::npos) return {};
+    const std::string_view rest = name.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return {};  // "[::1]evil": not a Host at all
+    port = rest.empty() ? rest : rest.substr(1);
+    name = name.substr(1, close - 1);
   } else if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos &&
                                                         name.find(':') == colon) {
-    name = name.substr(0, colon);  // one colon: host:port (two or more: a bare IPv6 address)
+    port = name.substr(colon + 1);  // one colon: host:port (two or more: a bare IPv6 address)
+    name = name.substr(0, colon);
   }
+  // A port that is not digits makes the whole value malformed: it names nothing.
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
   std::string out(name);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!out.empty() && out.back() == '.') out.pop_back();

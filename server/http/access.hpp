@@ -60,7 +60,8 @@ class HostCheck {
 };
 
 // The name part of a Host header: without the port, brackets of an IPv6 literal dropped,
-// lower-case, without a trailing dot.
+// lower-case, without a trailing dot. Empty when the value is malformed (text after an IPv6
+// literal's bracket other than a port, a port that is not digits): such a Host names nothing.
 std::string host_name_of(std::string_view host);
 
 // CORS: whether a page from `origin` may read the API's answers (`allowed` from

@@ -1,5 +1,6 @@
 // Crash consistency: several clients ingest continuously while the server is killed with
-// SIGKILL at random moments, 20 times over, and restarted on the same database each time.
+// SIGKILL at random moments, 20 times over (PERFSCOPE_KILL_ROUNDS: bench/kill_trials.sh runs
+// 100 and more), and restarted on the same database each time.
 // Every batch the server answered 200 must be in the database afterwards (kernels read back
 // through `perfscope report --db`, inference rows by their batch tag), and the database must
 // pass SQLite's integrity check.
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const binary = process.env.PERFSCOPE_BIN;
-const kRounds = 20;
+const kRounds = Number(process.env.PERFSCOPE_KILL_ROUNDS || 20);
 const kClients = 3;
 const kKernelsPerBatch = 40;
 
@@ -58,7 +59,7 @@ async function client(url, id, round, stopped, acked, startNs) {
   }
 }
 
-test('every acknowledged batch survives 20 SIGKILLs, and the database stays intact', async () => {
+test(`every acknowledged batch survives ${kRounds} SIGKILLs, and the database stays intact`, async () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-crash-'));
   const acked = [];
   const startNs = { next: 1_000_000 };

@@ -86,6 +86,10 @@ TEST(Access, HostNamesOfHostHeaders) {
   EXPECT_EQ(host_name_of("::1"), "::1");
   EXPECT_EQ(host_name_of("localhost."), "localhost");
   EXPECT_EQ(host_name_of("127.0.0.1"), "127.0.0.1");
+  // Malformed values name nothing: junk after an IPv6 literal or in the port is not loopback.
+  for (const char* h : {"[::1]evil.example", "[::1", "localhost:80x", "127.0.0.1:8080/evil", "[::1]:8o"}) {
+    EXPECT_EQ(host_name_of(h), "") << h;
+  }
 }
 
 TEST(Access, ALoopbackListenerAnswersOnlyNamesOfItself) {
@@ -94,7 +98,8 @@ TEST(Access, ALoopbackListenerAnswersOnlyNamesOfItself) {
   for (const char* h : {"localhost:8080", "127.0.0.1:8080", "[::1]:8080", "LOCALHOST", "127.0.0.9", "dash.localhost:1", ""}) {
     EXPECT_TRUE(loopback.allows(h)) << h;
   }
-  for (const char* h : {"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "10.0.0.1"}) {
+  for (const char* h : {"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "10.0.0.1",
+                        "[::1]evil.example", "localhost:1@evil.example"}) {
     EXPECT_FALSE(loopback.allows(h)) << h;
   }
   HostCheck named("::1", {"perfscope.lab", "Box.Local"});
