@@ -84,27 +84,55 @@ Result<std::uint64_t> parse_byte_size(std::string_view text) {
   return bad();
 }
 
-ParsedCommand parse_command_line(int argc, const char* const* argv) {
-  ParsedCommand parsed;
-  AppConfig& c = parsed.config;
+// The option table, built once per parser: CLI11's App with every option bound to a field of
+// `parsed` or of `texts`. Building it is most of the cost of a parse (hundreds of allocations),
+// so a fuzzer or a test that parses many command lines keeps one.
+struct CommandLineParser::Table {
+  // Values given as text or in other units, converted after parsing; defaults from AppConfig's.
+  struct Texts {
+    explicit Texts(const AppConfig& c)
+        : listen(c.server.listen_host + ":" + std::to_string(c.server.listen_port)),
+          sampling_ms(c.engine.sampling_interval.count()),
+          timeout_ms(c.server.request_timeout.count()),
+          header_timeout_ms(c.server.header_timeout.count()),
+          commit_ms(c.storage.commit_interval.count()),
+          shutdown_ms(c.server.shutdown_timeout.count()),
+          retention_ms(c.storage.retention_interval.count()) {}
+    std::string listen;
+    std::int64_t sampling_ms, timeout_ms, header_timeout_ms, commit_ms, shutdown_ms, retention_ms;
+    std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
+    std::string cardinality_limits, cardinality_window = "24h";
+    std::string config_file;
+  };
 
+  Table();
+  ParsedCommand parse(int argc, const char* const* argv);
+
+  ParsedCommand parsed;
+  Texts texts{parsed.config};
   CLI::App app{"perfscope — live performance monitor and analyzer for GPU and ML-inference hosts", "perfscope"};
+  CLI::App *serve, *version, *push, *import, *run, *demo, *report, *top, *healthcheck;
+  CLI::Option* health_server;
+};
+
+CommandLineParser::Table::Table() {
+  AppConfig& c = parsed.config;
   app.require_subcommand(1);
   app.footer("Every serve option can also come from the environment (PERFSCOPE_<OPTION>, e.g.\n"
              "PERFSCOPE_LISTEN) or from a config file given with --config (lines of `option = value`).\n"
              "Precedence: command line, then environment, then config file, then the default.");
 
-  CLI::App* serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
-  CLI::App* version = app.add_subcommand("version", "Print the version and build information");
-  CLI::App* push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
+  serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
+  version = app.add_subcommand("version", "Print the version and build information");
+  push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
-  CLI::App* import = app.add_subcommand("import", "Load an events file (NDJSON) into a server, e.g. what `perfscope run` wrote offline");
+  import = app.add_subcommand("import", "Load an events file (NDJSON) into a server, e.g. what `perfscope run` wrote offline");
   import->add_option("file", parsed.import_path, "The NDJSON file")->required();
   import->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   import->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
-  CLI::App* run = app.add_subcommand(
+  run = app.add_subcommand(
       "run", "Run a CUDA program with kernel tracing (CUPTI) and send its kernels, copies and allocations to a server");
   RunOptions& rn = parsed.run;
   run->add_option("--server", rn.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
@@ -115,7 +143,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   run->add_option("--output,-o", rn.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
   run->add_option("--library", rn.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
   run->add_option("command", rn.command, "The command and its arguments, after --")->required();
-  CLI::App* demo = app.add_subcommand(
+  demo = app.add_subcommand(
       "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
   demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   demo->add_option("--token", parsed.demo.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
@@ -127,7 +155,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(16, 1024))->capture_default_str();
   demo->add_option("--run", parsed.demo.run, "Report the demo's work as a run of this name (GET /api/v1/runs)");
 
-  CLI::App* report = app.add_subcommand(
+  report = app.add_subcommand(
       "report", "Write a report (json, csv, md, html, terminal) from a running server or a database file");
   ReportOptions& ro = parsed.report;
   report->add_option("--format,-f", ro.format, "json, csv, md, html or terminal")
@@ -143,7 +171,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   report->add_option("--sla-ms", ro.sla_ms, "Latency SLA in milliseconds for the percentile table")->check(CLI::Range(0.0, 1e9));
   report->add_option("--device", ro.device, "Only this device");
   report->add_option("--token", ro.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
-  CLI::App* top = app.add_subcommand("top", "The terminal report of a running server, refreshed live");
+  top = app.add_subcommand("top", "The terminal report of a running server, refreshed live");
   top->add_option("--server", parsed.top.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   top->add_option("--token", parsed.top.token, "Read token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   top->add_option("--window,-w", parsed.top.window, "Time window of each view")->capture_default_str();
@@ -151,29 +179,20 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   top->add_option("--iterations,-n", parsed.top.iterations, "Stop after this many views (0: until Ctrl-C)")
       ->check(CLI::Range(0, 1'000'000))->capture_default_str();
 
-  CLI::App* healthcheck = app.add_subcommand(
+  healthcheck = app.add_subcommand(
       "healthcheck", "Exit 0 when the server answers GET /healthz with 200 (for container health checks)");
-  auto* health_server = healthcheck->add_option("--server", parsed.healthcheck_server,
+  health_server = healthcheck->add_option("--server", parsed.healthcheck_server,
                                                 "perfscope server URL (default: the port of PERFSCOPE_LISTEN on loopback)")
                             ->envname("PERFSCOPE_HEALTHCHECK_SERVER");
 
-  std::string listen = c.server.listen_host + ":" + std::to_string(c.server.listen_port);
-  std::int64_t sampling_ms = c.engine.sampling_interval.count();
-  std::int64_t timeout_ms = c.server.request_timeout.count();
-  std::int64_t commit_ms = c.storage.commit_interval.count();
-  std::int64_t shutdown_ms = c.server.shutdown_timeout.count();
-  std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
-  std::string cardinality_limits, cardinality_window = "24h";
-  std::int64_t retention_ms = c.storage.retention_interval.count();
-
-  std::string config_file;
-  serve->add_option("--config", config_file, "Read options from this file (`option = value` lines, TOML subset)")
+  Texts& t = texts;
+  serve->add_option("--config", t.config_file, "Read options from this file (`option = value` lines, TOML subset)")
       ->envname("PERFSCOPE_CONFIG");
-  serve->add_option("--listen", listen, "Address to listen on, host:port (port 0 picks a free one)")
+  serve->add_option("--listen", t.listen, "Address to listen on, host:port (port 0 picks a free one)")
       ->envname("PERFSCOPE_LISTEN")->capture_default_str();
   serve->add_option("--data-dir", c.storage.data_dir, "Directory of the SQLite database (created if missing)")
       ->envname("PERFSCOPE_DATA_DIR")->capture_default_str();
-  serve->add_option("--sampling-interval-ms", sampling_ms, "Collector sampling interval in milliseconds")
+  serve->add_option("--sampling-interval-ms", t.sampling_ms, "Collector sampling interval in milliseconds")
       ->envname("PERFSCOPE_SAMPLING_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
   serve->add_option("--history-buffer-size", c.engine.history_buffer_size, "Samples kept in memory per series")
       ->envname("PERFSCOPE_HISTORY_BUFFER_SIZE")->check(CLI::Range(10, 10'000'000))->capture_default_str();
@@ -195,10 +214,9 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->envname("PERFSCOPE_WORKER_THREADS")->check(CLI::Range(1, 64))->capture_default_str();
   serve->add_option("--max-body-bytes", c.server.max_body_bytes, "Largest accepted HTTP request body")
       ->envname("PERFSCOPE_MAX_BODY_BYTES")->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))->capture_default_str();
-  serve->add_option("--request-timeout-ms", timeout_ms, "Time allowed to read a request or write a response")
+  serve->add_option("--request-timeout-ms", t.timeout_ms, "Time allowed to read a request or write a response")
       ->envname("PERFSCOPE_REQUEST_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
-  std::int64_t header_timeout_ms = c.server.header_timeout.count();
-  serve->add_option("--header-timeout-ms", header_timeout_ms,
+  serve->add_option("--header-timeout-ms", t.header_timeout_ms,
                     "Time to receive a request's headers, and the longest idle keep-alive wait")
       ->envname("PERFSCOPE_HEADER_TIMEOUT_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
   serve->add_option("--max-connections", c.server.max_connections,
@@ -215,19 +233,19 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   serve->add_option("--ws-send-queue", c.server.ws_send_queue_max,
                     "Messages queued per WebSocket client; a slower client loses the stalest ones")
       ->envname("PERFSCOPE_WS_SEND_QUEUE")->check(CLI::Range(1, 100000))->capture_default_str();
-  serve->add_option("--db-commit-interval-ms", commit_ms, "How often the database writer commits")
+  serve->add_option("--db-commit-interval-ms", t.commit_ms, "How often the database writer commits")
       ->envname("PERFSCOPE_DB_COMMIT_INTERVAL_MS")->check(CLI::Range(10, 60000))->capture_default_str();
-  serve->add_option("--retention-raw-max-age", raw_max_age,
+  serve->add_option("--retention-raw-max-age", t.raw_max_age,
                     "Raw rows older than this roll up into histogram tiers and are deleted, e.g. 15d (0: kept)")
       ->envname("PERFSCOPE_RETENTION_RAW_MAX_AGE")->capture_default_str();
-  serve->add_option("--retention-rollup-max-age", rollup_max_age, "Histogram tiers older than this are dropped, e.g. 400d (0: kept)")
+  serve->add_option("--retention-rollup-max-age", t.rollup_max_age, "Histogram tiers older than this are dropped, e.g. 400d (0: kept)")
       ->envname("PERFSCOPE_RETENTION_ROLLUP_MAX_AGE")->capture_default_str();
-  serve->add_option("--retention-max-size", max_size,
+  serve->add_option("--retention-max-size", t.max_size,
                     "Largest database: beyond it the oldest raw rows roll up first, then the oldest tiers go, e.g. 20GB (0: none)")
       ->envname("PERFSCOPE_RETENTION_MAX_SIZE")->capture_default_str();
-  serve->add_option("--retention-interval-ms", retention_ms, "How often retention runs")
+  serve->add_option("--retention-interval-ms", t.retention_ms, "How often retention runs")
       ->envname("PERFSCOPE_RETENTION_INTERVAL_MS")->check(CLI::Range(100, 86'400'000))->capture_default_str();
-  serve->add_option("--shutdown-timeout-ms", shutdown_ms, "Longest graceful shutdown before the server forces its stop")
+  serve->add_option("--shutdown-timeout-ms", t.shutdown_ms, "Longest graceful shutdown before the server forces its stop")
       ->envname("PERFSCOPE_SHUTDOWN_TIMEOUT_MS")->check(CLI::Range(100, 600000))->capture_default_str();
 
   serve->add_option("--token-file", c.server.token_file,
@@ -249,14 +267,14 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                     "Host header names the server answers to besides localhost, loopback addresses and the listen "
                     "address, comma-separated (a loopback listener refuses others: DNS rebinding); * for any")
       ->envname("PERFSCOPE_ALLOWED_HOST")->delimiter(',');
-  serve->add_option("--cardinality-limit", cardinality_limits,
+  serve->add_option("--cardinality-limit", t.cardinality_limits,
                     "Distinct values allowed per event dimension, NAME=COUNT,… with NAME one of kernel_name, variant, "
                     "stream, device, model, operator, memory_tag, tag_key, tag_value (per key), series (custom); 0: "
                     "no cap. Past a cap names fold into [other], new tag keys are dropped, new series are refused. "
                     "Defaults: 10000 for names, operators, memory tags and tag values; 1000 for variants, streams, "
                     "models, tag keys and series; 256 devices")
       ->envname("PERFSCOPE_CARDINALITY_LIMIT");
-  serve->add_option("--cardinality-window", cardinality_window,
+  serve->add_option("--cardinality-window", t.cardinality_window,
                     "Values count towards their cap while seen within this long, e.g. 24h (series and tag keys: "
                     "for the server's life)")
       ->envname("PERFSCOPE_CARDINALITY_WINDOW")->capture_default_str();
@@ -273,9 +291,16 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   serve->add_option("--profile-output", c.server.profile_output,
                     "On shutdown, write the JSON report of everything recorded to this file")
       ->envname("PERFSCOPE_PROFILE_OUTPUT");
+}
 
+ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv) {
+  // Every parse starts from the defaults: CLI11 writes only the options it is given.
+  parsed = ParsedCommand{};
+  texts = Texts(parsed.config);
+  AppConfig& c = parsed.config;
+  Texts& t = texts;
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // clears the previous parse's results first
     // Every subcommand but serve and healthcheck is complete once parsed.
     for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{push, Command::kPush},
                                 std::pair{import, Command::kImport}, std::pair{run, Command::kRun},
@@ -303,37 +328,37 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       parsed.command = Command::kHealthcheck;
       return parsed;
     }
-    if (!config_file.empty()) {
-      apply_config_file(*serve, config_file);
-      c.config_file = config_file;
+    if (!t.config_file.empty()) {
+      apply_config_file(*serve, t.config_file);
+      c.config_file = t.config_file;
     }
-    if (std::string err = parse_listen(listen, c.server); !err.empty()) {
+    if (std::string err = parse_listen(t.listen, c.server); !err.empty()) {
       throw CLI::ValidationError("--listen", err);
     }
-    c.engine.sampling_interval = std::chrono::milliseconds(sampling_ms);
-    c.server.request_timeout = std::chrono::milliseconds(timeout_ms);
-    c.server.header_timeout = std::chrono::milliseconds(header_timeout_ms);
-    c.storage.commit_interval = std::chrono::milliseconds(commit_ms);
-    c.server.shutdown_timeout = std::chrono::milliseconds(shutdown_ms);
-    c.storage.retention_interval = std::chrono::milliseconds(retention_ms);
-    for (auto [text, out, name] : {std::tuple{&raw_max_age, &c.storage.raw_max_age_ns, "--retention-raw-max-age"},
-                                   std::tuple{&rollup_max_age, &c.storage.rollup_max_age_ns, "--retention-rollup-max-age"}}) {
+    c.engine.sampling_interval = std::chrono::milliseconds(t.sampling_ms);
+    c.server.request_timeout = std::chrono::milliseconds(t.timeout_ms);
+    c.server.header_timeout = std::chrono::milliseconds(t.header_timeout_ms);
+    c.storage.commit_interval = std::chrono::milliseconds(t.commit_ms);
+    c.server.shutdown_timeout = std::chrono::milliseconds(t.shutdown_ms);
+    c.storage.retention_interval = std::chrono::milliseconds(t.retention_ms);
+    for (auto [text, out, name] : {std::tuple{&t.raw_max_age, &c.storage.raw_max_age_ns, "--retention-raw-max-age"},
+                                   std::tuple{&t.rollup_max_age, &c.storage.rollup_max_age_ns, "--retention-rollup-max-age"}}) {
       if (*text == "0") continue;
       auto ns = parse_duration_ns(*text, name);
       if (!ns.ok()) throw CLI::ValidationError(name, ns.status().message());
       if (*ns < 60'000'000'000) throw CLI::ValidationError(name, "must be at least 1m (or 0 to keep everything)");
       *out = *ns;
     }
-    if (Status s = c.cardinality.parse(cardinality_limits); !s.ok()) {
+    if (Status s = c.cardinality.parse(t.cardinality_limits); !s.ok()) {
       throw CLI::ValidationError("--cardinality-limit", s.message());
     }
     {
-      auto ns = parse_duration_ns(cardinality_window, "--cardinality-window");
+      auto ns = parse_duration_ns(t.cardinality_window, "--cardinality-window");
       if (!ns.ok()) throw CLI::ValidationError("--cardinality-window", ns.status().message());
       if (*ns < 60'000'000'000) throw CLI::ValidationError("--cardinality-window", "must be at least 1m");
       c.cardinality.window = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::nanoseconds(*ns));
     }
-    auto bytes = parse_byte_size(max_size);
+    auto bytes = parse_byte_size(t.max_size);
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());
     c.storage.max_bytes = *bytes;
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
@@ -350,5 +375,12 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   }
   return parsed;
 }
+
+CommandLineParser::CommandLineParser() : table_(std::make_unique<Table>()) {}
+CommandLineParser::~CommandLineParser() = default;
+
+ParsedCommand CommandLineParser::parse(int argc, const char* const* argv) { return table_->parse(argc, argv); }
+
+ParsedCommand parse_command_line(int argc, const char* const* argv) { return CommandLineParser().parse(argc, argv); }
 
 }  // namespace perfscope::server

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "engine/status.hpp"
@@ -39,5 +40,21 @@ Result<std::uint64_t> parse_byte_size(std::string_view text);
 
 // Prints help or errors itself (stdout for help, stderr for errors).
 ParsedCommand parse_command_line(int argc, const char* const* argv);
+
+// The same parser, its option table built once and reused: each parse() starts from the
+// defaults and sees the environment as it is then. Not thread-safe (one parse at a time).
+class CommandLineParser {
+ public:
+  CommandLineParser();
+  ~CommandLineParser();
+  CommandLineParser(const CommandLineParser&) = delete;
+  CommandLineParser& operator=(const CommandLineParser&) = delete;
+
+  ParsedCommand parse(int argc, const char* const* argv);
+
+ private:
+  struct Table;  // CLI11 stays inside cli.cpp
+  std::unique_ptr<Table> table_;
+};
 
 }  // namespace perfscope::server

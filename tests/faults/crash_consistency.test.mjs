@@ -95,7 +95,9 @@ test(`every acknowledged batch survives ${kRounds} SIGKILLs, and the database st
     for (const line of csv.stdout.split('\r\n').slice(1)) {
       if (line) starts.add(Number(line.split(',')[4]));
     }
-    const rows = spawnSync('sqlite3', [db, "SELECT tags FROM inference WHERE model = 'crash'"], { encoding: 'utf8' });
+    const rows = spawnSync('sqlite3', [db, "SELECT tags FROM inference WHERE model = 'crash'"],
+                           { encoding: 'utf8', maxBuffer: 1 << 30 });
+    assert.equal(rows.status, 0, String(rows.error ?? rows.stderr));
     const tagged = new Set(rows.stdout.split('\n').filter(Boolean));
     const missing = [];
     for (const a of acked) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "server/api/api.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::server {
@@ -149,6 +150,54 @@ TEST(Cli, EnvironmentWinsOverTheConfigFile) {
   ParsedCommand c = parse({"serve", "--config", dir.file("c.toml").c_str()});
   ASSERT_EQ(c.command, Command::kServe);
   EXPECT_EQ(c.config.engine.sampling_interval.count(), 200);
+}
+
+// What a parse leaves behind (options given, lists filled, a config file's values) must not
+// reach the next parse of a reused parser: each answer equals a fresh parser's.
+TEST(Cli, AReusedParserStartsEveryParseFromTheDefaults) {
+  perfscope::testing::TempDir dir;
+  const std::string config = dir.file("c.toml");
+  std::ofstream(config) << "sampling-interval-ms = 1000\nallowed-host = \"a.example\"\nretention-max-size = \"2GB\"\n";
+  const std::vector<std::vector<const char*>> lines = {
+      {"serve", "--listen", "127.0.0.1:9100", "--cors-allow-origin", "http://a,http://b", "--cardinality-limit",
+       "kernel_name=5"},
+      {"serve"},
+      {"serve", "--config", config.c_str(), "--allowed-host", "b.example"},
+      {"serve", "--sampling-interval-ms", "1"},
+      {"serve", "--config", config.c_str()},
+      {"report", "--format", "md", "--db", "x.db", "--window", "5m"},
+      {"report"},
+      {"healthcheck", "--server", "http://10.0.0.2:1"},
+      {"healthcheck"},
+      {"run", "--kinds", "all", "--", "python3", "x.py"},
+      {"run", "--", "true"},
+      {"top", "-n", "3"},
+      {"serve", "--retention-raw-max-age", "15d", "--insecure-no-auth", "true"},
+      {"serve"},
+  };
+  auto fields = [](const ParsedCommand& p) {
+    nlohmann::json j = config_to_json(p.config);
+    j["command"] = static_cast<int>(p.command);
+    j["exit_code"] = p.exit_code;
+    j["report"] = {p.report.format, p.report.window, p.report.db, p.report.server};
+    j["healthcheck"] = p.healthcheck_server;
+    j["run"] = {p.run.kinds, p.run.command};
+    j["top"] = p.top.iterations;
+    j["allowed_hosts"] = p.config.server.allowed_hosts;
+    j["cors"] = p.config.server.cors_origins;
+    j["max_bytes"] = p.config.storage.max_bytes;
+    j["kernel_name_cap"] = p.config.cardinality[Dimension::kKernelName];
+    return j.dump();
+  };
+  CommandLineParser reused;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::vector<const char*> args : lines) {
+      args.insert(args.begin(), "perfscope");
+      const int argc = static_cast<int>(args.size());
+      EXPECT_EQ(fields(reused.parse(argc, args.data())), fields(parse_command_line(argc, args.data())))
+          << "pass " << pass << ", " << args[1] << " " << (argc > 2 ? args[2] : "");
+    }
+  }
 }
 
 }  // namespace
