@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import readline from 'node:readline';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,36 @@ const binary = process.env.PERFSCOPE_BIN;
 const kRounds = Number(process.env.PERFSCOPE_KILL_ROUNDS || 20);
 const kClients = 3;
 const kKernelsPerBatch = 40;
+
+// What `pick` takes from each line a command prints (after `skip` header lines), failing on a
+// non-zero exit.
+async function lines(command, args, { skip = 0, pick = (line) => line } = {}) {
+  const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stderr.on('data', (c) => { err += c; });
+  const exit = new Promise((resolve) => proc.on('close', resolve));
+  const out = [];
+  let n = 0;
+  for await (const line of readline.createInterface({ input: proc.stdout, crlfDelay: Infinity })) {
+    if (n++ >= skip && line) out.push(pick(line));
+  }
+  assert.equal(await exit, 0, `${command} failed: ${err}`);
+  return out;
+}
+
+// One numeric column of a command's output, sorted, for binary search.
+async function sortedColumn(command, args, options) {
+  return Float64Array.from(await lines(command, args, options)).sort();
+}
+
+function contains(sorted, value) {
+  let lo = 0, hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid] < value) lo = mid + 1; else hi = mid;
+  }
+  return lo < sorted.length && sorted[lo] === value;
+}
 
 function start(dataDir) {
   const proc = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--enable-host-collector', 'false',
@@ -88,21 +119,14 @@ test(`every acknowledged batch survives ${kRounds} SIGKILLs, and the database st
     const integrity = spawnSync('sqlite3', [db, 'PRAGMA integrity_check'], { encoding: 'utf8' });
     assert.equal(integrity.stdout.trim(), 'ok', integrity.stderr);
 
-    const csv = spawnSync(binary, ['report', '--db', db, '--format', 'csv', '--table', 'kernels', '--window', 'all'],
-                          { encoding: 'utf8', maxBuffer: 1 << 30 });
-    assert.equal(csv.status, 0, csv.stderr);
-    const starts = new Set();
-    for (const line of csv.stdout.split('\r\n').slice(1)) {
-      if (line) starts.add(Number(line.split(',')[4]));
-    }
-    const rows = spawnSync('sqlite3', [db, "SELECT tags FROM inference WHERE model = 'crash'"],
-                           { encoding: 'utf8', maxBuffer: 1 << 30 });
-    assert.equal(rows.status, 0, String(rows.error ?? rows.stderr));
-    const tagged = new Set(rows.stdout.split('\n').filter(Boolean));
+    // Read line by line: at hundreds of kills the tables outgrow a string (and a Set).
+    const starts = await sortedColumn(binary, ['report', '--db', db, '--format', 'csv', '--table', 'kernels', '--window', 'all'],
+                                      { skip: 1, pick: (line) => Number(line.split(',')[4]) });
+    const tagged = new Set(await lines('sqlite3', [db, "SELECT tags FROM inference WHERE model = 'crash'"]));
     const missing = [];
     for (const a of acked) {
       for (let i = 0; i < a.count; i++) {
-        if (!starts.has(a.first + i * 1000)) { missing.push(`${a.batch} kernel ${i}`); break; }
+        if (!contains(starts, a.first + i * 1000)) { missing.push(`${a.batch} kernel ${i}`); break; }
       }
       if (!tagged.has(`batch="${a.batch}"`)) missing.push(`${a.batch} inference`);
     }

@@ -1,0 +1,603 @@
+"""Client: events from Python code to a perfscope server, off the caller's thread.
+
+The caller's side of every method is a few dict and deque operations: no I/O, no lock on the
+common path, no exception for a slow or absent server. One background thread per client
+validates events, batches them into POST /api/v1/events (gzip past a size), retries what
+may pass later (connection errors, 5xx, 503 with Retry-After) with exponential backoff, and
+drops what never will (an event the server's rules refuse, named in ``stats().last_error``).
+The queue is bounded: past ``max_queue`` waiting events new ones are dropped and counted.
+
+Thread-safety: every method may be called from any thread. A client is fork-aware: a child
+process starts with an empty queue and its own sender thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gzip
+import http.client
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+from .events import Event, EventError, validate
+
+__all__ = ["Client", "Stats", "Request", "KernelTimer", "Run"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What became of the events given to a client so far."""
+
+    queued: int  # waiting in the queue now (kernel timers not yet resolved included)
+    sent: int  # acknowledged by the server (stored)
+    dropped: int  # the queue was full, or the client closed before the server came back
+    invalid: int  # refused by the server's rules (locally or by the server), dropped
+    rejected: int  # refused by the server as a whole batch (auth, cardinality, size), dropped
+    retries: int  # requests sent again after a connection error or a 5xx
+    batches: int  # requests the server acknowledged
+    folded: int  # events whose names the server folded into [other] at a cardinality cap
+    last_error: Optional[str] = field(default=None)
+
+
+class _Retry(Exception):
+    def __init__(self, message: str, after: Optional[float] = None) -> None:
+        super().__init__(message)
+        self.after = after
+
+
+class Client:
+    """Sends events to the perfscope server at ``url`` (its /api/v1/events).
+
+    ``token``: a write token when the server requires one. ``run``: a run name tagged on
+    every event (as ``client.run(name)`` does for a stretch). ``tags``: tags added to every
+    event that carries tags. ``strict``: validate in the caller's thread and raise
+    EventError there (for development; by default an invalid event is counted and dropped by
+    the sender, never raised where the caller serves requests).
+    """
+
+    def __init__(self, url: str = "http://127.0.0.1:8080", token: Optional[str] = None, *,
+                 run: Optional[str] = None, tags: Optional[Mapping[str, str]] = None,
+                 max_queue: int = 100_000, batch_size: int = 2_000, flush_interval: float = 0.25,
+                 gzip_over: int = 16_384, timeout: float = 5.0, max_retry_delay: float = 30.0,
+                 exit_timeout: float = 5.0, strict: bool = False,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url: expected http(s)://host[:port], got {url!r}")
+        if max_queue < 1 or batch_size < 1:
+            raise ValueError("max_queue and batch_size must be at least 1")
+        self._scheme = parts.scheme
+        self._host = parts.hostname
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._path = parts.path.rstrip("/") + "/api/v1/events"
+        self._ssl = ssl_context
+        self._headers = {"Content-Type": "application/json"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        self._run = run
+        self._max_queue = max_queue
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._gzip_over = gzip_over
+        self._timeout = timeout
+        self._max_retry_delay = max_retry_delay
+        self._exit_timeout = exit_timeout
+        self._strict = strict
+        self._reset_after_fork()
+        self._closed = False
+        # A weak reference: an exit hook or a fork hook must not keep a dropped client alive.
+        ref = weakref.ref(self)
+        self._exit_hook = lambda: (lambda c: c and c.close(timeout=c._exit_timeout))(ref())
+        atexit.register(self._exit_hook)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=lambda: (lambda c: c and c._reset_after_fork())(ref()))
+
+    # -- state shared with the sender -------------------------------------------------------
+
+    def _reset_after_fork(self) -> None:
+        # Everything here is per process: the parent's queue and thread do not exist in a child,
+        # and its copy of the parent's connection is closed (the parent's stays open).
+        if getattr(self, "_connection", None) is not None:
+            self._connection.close()
+        self._queue: Deque[Tuple[Event, Optional[str]]] = deque()
+        self._timers: Deque[Tuple[Any, Any, Event, Optional[str]]] = deque()
+        self._lock = threading.Lock()  # counters and the in-flight state, never held for I/O
+        self._wake = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0
+        self._sent = self._dropped = self._invalid = self._rejected = 0
+        self._retries = self._batches = self._folded = 0
+        self._last_error: Optional[str] = None
+        self._stopping = False
+        self._connection: Optional[http.client.HTTPConnection] = None
+        self._thread: Optional[threading.Thread] = None
+        self._thread_lock = threading.Lock()
+
+    def _start_sender(self) -> None:
+        with self._thread_lock:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._sender, name="perfscope-client", daemon=True)
+                self._thread.start()
+
+    def _put(self, event: Event) -> None:
+        """The caller's side: queue one event, or count it dropped. Never blocks, never raises
+        (but in strict mode, for an invalid event)."""
+        if self._strict:
+            validate(event)
+        queue = self._queue
+        if len(queue) >= self._max_queue or self._closed:
+            with self._lock:
+                self._dropped += 1
+            return
+        queue.append((event, self._run))
+        if self._thread is None:
+            self._start_sender()
+        if len(queue) == self._batch_size:
+            self._wake.set()
+
+    def _error(self, message: str) -> None:
+        with self._lock:
+            self._last_error = message
+
+    # -- the event helpers ------------------------------------------------------------------
+
+    def inference(self, model: str, latency_ms: float, *, version: Optional[str] = None,
+                  ts_ns: Optional[int] = None, queue_ms: Optional[float] = None,
+                  compute_ms: Optional[float] = None, batch_size: Optional[int] = None,
+                  status: str = "ok", ttft_ms: Optional[float] = None,
+                  input_tokens: Optional[int] = None, output_tokens: Optional[int] = None,
+                  tags: Optional[Mapping[str, str]] = None) -> None:
+        """One finished inference request; ``ts_ns`` (its completion) defaults to now."""
+        e: Event = {"type": "inference", "model": model, "latency_ms": latency_ms,
+                    "ts_ns": time.time_ns() if ts_ns is None else ts_ns, "status": status}
+        if version is not None: e["version"] = version
+        if queue_ms is not None: e["queue_ms"] = queue_ms
+        if compute_ms is not None: e["compute_ms"] = compute_ms
+        if batch_size is not None: e["batch_size"] = batch_size
+        if ttft_ms is not None: e["ttft_ms"] = ttft_ms
+        if input_tokens is not None: e["input_tokens"] = input_tokens
+        if output_tokens is not None: e["output_tokens"] = output_tokens
+        if tags: e["tags"] = dict(tags)
+        self._put(e)
+
+    def request(self, model: str, version: Optional[str] = None, *, batch_size: Optional[int] = None,
+                input_tokens: Optional[int] = None, tags: Optional[Mapping[str, str]] = None) -> "Request":
+        """A request timed from ``with`` (or ``start()``) to its end: latency, TTFT at the first
+        token, output tokens counted, queue and compute split at ``started()``, status error
+        when the block raises."""
+        return Request(self, model, version, batch_size, input_tokens, tags)
+
+    def sample(self, metric: str, value: float, labels: Optional[Mapping[str, str]] = None,
+               ts_ns: Optional[int] = None) -> None:
+        """One value of a custom series (``metric`` with ``labels``)."""
+        e: Event = {"type": "sample", "metric": metric, "value": value,
+                    "ts_ns": time.time_ns() if ts_ns is None else ts_ns}
+        if labels: e["labels"] = dict(labels)
+        self._put(e)
+
+    def operator(self, op_type: str, name: str, provider: str, duration_ms: float, *,
+                 model: Optional[str] = None, ts_ns: Optional[int] = None,
+                 input_shapes: Optional[Sequence[Sequence[int]]] = None,
+                 tags: Optional[Mapping[str, str]] = None) -> None:
+        """One operator of a graph (ONNX Runtime style: op type, node name, execution provider)."""
+        e: Event = {"type": "operator", "op_type": op_type, "name": name, "provider": provider,
+                    "duration_ms": duration_ms, "ts_ns": time.time_ns() if ts_ns is None else ts_ns}
+        if model is not None: e["model"] = model
+        if input_shapes is not None: e["input_shapes"] = [list(s) for s in input_shapes]
+        if tags: e["tags"] = dict(tags)
+        self._put(e)
+
+    def kernel(self, name: str, *, start_ns: Optional[int] = None, end_ns: Optional[int] = None,
+               duration_ms: Optional[float] = None, variant: Optional[str] = None,
+               stream: Optional[str] = None, device: Optional[str] = None,
+               tags: Optional[Mapping[str, str]] = None) -> None:
+        """One kernel execution timed by the caller: start and end (ns since the epoch), or a
+        duration (ending now, or at ``end_ns``, or starting at ``start_ns``)."""
+        e: Event = {"type": "kernel", "name": name}
+        if start_ns is not None: e["start_ns"] = start_ns
+        if end_ns is not None: e["end_ns"] = end_ns
+        if duration_ms is not None:
+            e["duration_ms"] = duration_ms
+            if start_ns is None and end_ns is None:
+                e["end_ns"] = time.time_ns()
+        if variant is not None: e["variant"] = variant
+        if stream is not None: e["stream"] = stream
+        if device is not None: e["device"] = device
+        if tags: e["tags"] = dict(tags)
+        self._put(e)
+
+    def memory(self, op: str, address: str, size_bytes: Optional[int] = None, *, kind: str = "device",
+               tag: Optional[str] = None, device: Optional[str] = None, ts_ns: Optional[int] = None,
+               tags: Optional[Mapping[str, str]] = None) -> None:
+        """An allocation (``op="alloc"`` with its size) or a free of ``address``."""
+        e: Event = {"type": "memory", "op": op, "address": address, "kind": kind,
+                    "ts_ns": time.time_ns() if ts_ns is None else ts_ns}
+        if size_bytes is not None: e["size_bytes"] = size_bytes
+        if tag is not None: e["tag"] = tag
+        if device is not None: e["device"] = device
+        if tags: e["tags"] = dict(tags)
+        self._put(e)
+
+    def kernel_timer(self, name: str, *, variant: Optional[str] = None, stream: Optional[str] = None,
+                     device: Optional[str] = None, tags: Optional[Mapping[str, str]] = None) -> "KernelTimer":
+        """Times the CUDA work queued inside ``with`` on the current stream with a pair of
+        ``torch.cuda.Event``s. Nothing waits for the GPU: the sender reads the elapsed time
+        once the end event has completed. The reported start is when the start event was
+        queued (host clock); the duration is the GPU's."""
+        return KernelTimer(self, name, variant, stream, device, tags)
+
+    def run(self, name: str, *, tags: Optional[Mapping[str, str]] = None) -> "Run":
+        """A named stretch of work (GET /api/v1/runs): reported when it starts and ends, and
+        tagged ``run=NAME`` on every event given meanwhile."""
+        return Run(self, name, tags)
+
+    def send(self, event: Mapping[str, Any]) -> None:
+        """Any event of the server's model, as a dict (``{"type": "kernel", ...}``)."""
+        self._put(dict(event))
+
+    # -- reading and stopping ---------------------------------------------------------------
+
+    def stats(self) -> Stats:
+        with self._lock:
+            return Stats(queued=len(self._queue) + len(self._timers) + self._in_flight, sent=self._sent,
+                         dropped=self._dropped, invalid=self._invalid, rejected=self._rejected,
+                         retries=self._retries, batches=self._batches, folded=self._folded,
+                         last_error=self._last_error)
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Waits until every event given so far is sent or dropped (kernel timers whose GPU
+        work is still running excepted); False if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self._queue or self._in_flight:
+                if self._thread is None:
+                    self._start_sender_locked()
+                self._wake.set()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._idle.wait(0.05 if left is None else min(left, 0.05))
+        return True
+
+    def _start_sender_locked(self) -> None:
+        # flush() holds _lock; starting the thread needs only _thread_lock.
+        self._start_sender()
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Flushes (for at most ``timeout`` seconds, default ``exit_timeout``) and stops the
+        sender; what could not be sent by then is counted dropped. Called at exit."""
+        if self._closed:
+            return
+        self.flush(self._exit_timeout if timeout is None else timeout)
+        self._closed = True
+        with self._lock:
+            self._stopping = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self._timeout + 1)
+        with self._lock:
+            left = len(self._queue) + len(self._timers)
+            self._queue.clear()
+            self._timers.clear()
+            self._dropped += left
+        atexit.unregister(self._exit_hook)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the sender thread ------------------------------------------------------------------
+
+    def _sender(self) -> None:
+        while True:
+            self._wake.wait(self._flush_interval)
+            self._wake.clear()
+            self._resolve_timers()
+            while True:
+                batch = self._take()
+                if not batch:
+                    break
+                self._deliver(batch)
+            with self._lock:
+                self._idle.notify_all()
+                if self._stopping:
+                    break
+        if self._connection is not None:
+            self._connection.close()
+
+    def _take(self) -> List[Event]:
+        """Up to batch_size events off the queue, validated and tagged; counted in flight."""
+        batch: List[Event] = []
+        invalid = 0
+        error = None
+        queue = self._queue
+        with self._lock:
+            # Counted in flight before they leave the queue, so flush() never sees neither.
+            n = min(len(queue), self._batch_size)
+            self._in_flight += n
+        for _ in range(n):
+            event, run = queue.popleft()
+            tags = self._tags
+            # Samples carry labels (their series), runs name themselves: neither takes tags here.
+            if (tags or run) and event.get("type") not in ("sample", "run"):
+                merged = dict(tags)
+                if run:
+                    merged["run"] = run
+                merged.update(event.get("tags") or {})
+                event["tags"] = merged
+            try:
+                validate(event)
+            except EventError as e:
+                invalid += 1
+                error = f"invalid event dropped: {e}"
+                continue
+            batch.append(event)
+        with self._lock:
+            self._in_flight -= invalid
+            self._invalid += invalid
+            if error:
+                self._last_error = error
+        return batch
+
+    def _finish(self, n: int, **counts: int) -> None:
+        with self._lock:
+            self._in_flight -= n
+            for name, value in counts.items():
+                setattr(self, "_" + name, getattr(self, "_" + name) + value)
+
+    def _deliver(self, batch: List[Event]) -> None:
+        """Sends one batch until it is stored or refused for good (or the client stops)."""
+        delay = 0.1
+        while batch:
+            try:
+                status, answer = self._post(batch)
+            except _Retry as r:
+                with self._lock:
+                    self._last_error = str(r)
+                    stopping = self._stopping
+                if stopping:
+                    self._finish(len(batch), dropped=len(batch))
+                    return
+                # Wait, but come back at once when close() gives up waiting.
+                self._sleep(r.after if r.after is not None else delay)
+                delay = min(delay * 2, self._max_retry_delay)
+                with self._lock:
+                    self._retries += 1
+                continue
+            if status == 200:
+                self._finish(len(batch), sent=len(batch), batches=1, folded=int(answer.get("folded", 0)))
+                return
+            error = answer.get("error") if isinstance(answer, dict) else None
+            message = (error or {}).get("message") or f"HTTP {status}"
+            index = (error or {}).get("index")
+            if status == 400 and isinstance(index, int) and 0 <= index < len(batch):
+                # One event the server refused: drop it alone and send the rest again.
+                batch.pop(index)
+                self._finish(1, invalid=1)
+                self._error(f"event refused by the server: {message}")
+                continue
+            if status == 413 and len(batch) > 1:
+                half = len(batch) // 2
+                self._deliver(batch[:half])
+                batch = batch[half:]
+                continue
+            self._finish(len(batch), rejected=len(batch))
+            self._error(f"batch of {len(batch)} refused by the server ({status}): {message}")
+            return
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            with self._lock:
+                if self._stopping or left <= 0:
+                    return
+            time.sleep(min(left, 0.05))
+
+    def _post(self, batch: List[Event]) -> Tuple[int, Any]:
+        body = json.dumps({"events": batch}, separators=(",", ":"), allow_nan=False).encode()
+        headers = dict(self._headers)
+        if len(body) > self._gzip_over:
+            body = gzip.compress(body, compresslevel=1)
+            headers["Content-Encoding"] = "gzip"
+        for attempt in (0, 1):  # a kept-alive connection the server closed: one fresh try
+            try:
+                if self._connection is None:
+                    if self._scheme == "https":
+                        self._connection = http.client.HTTPSConnection(
+                            self._host, self._port, timeout=self._timeout, context=self._ssl)
+                    else:
+                        self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+                self._connection.request("POST", self._path, body=body, headers=headers)
+                response = self._connection.getresponse()
+                data = response.read()
+                if response.getheader("Connection", "").lower() == "close":
+                    self._connection.close()
+                    self._connection = None
+            except (OSError, http.client.HTTPException) as e:
+                if self._connection is not None:
+                    self._connection.close()
+                    self._connection = None
+                if attempt == 0 and isinstance(e, (http.client.RemoteDisconnected, BrokenPipeError,
+                                                   ConnectionResetError)):
+                    continue
+                raise _Retry(f"server unreachable: {e}") from None
+            break
+        status = response.status
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            answer = {}
+        if status in (408, 429) or status >= 500:
+            after = response.getheader("Retry-After")
+            message = ((answer.get("error") or {}).get("message") if isinstance(answer, dict) else None) or ""
+            raise _Retry(f"server answered {status} {message}".strip(),
+                         float(after) if after and after.isdigit() else None)
+        return status, answer
+
+    def _resolve_timers(self) -> None:
+        """Kernel timers whose end event completed become kernel events."""
+        timers = self._timers
+        for _ in range(len(timers)):
+            start, end, event, run = timers.popleft()
+            try:
+                done = end.query()
+            except Exception as e:  # a CUDA error: the timing is lost, the rest goes on
+                self._finish(0, invalid=1)
+                self._error(f"kernel timer {event.get('name')!r}: {e}")
+                continue
+            if not done:
+                timers.append((start, end, event, run))
+                continue
+            event["duration_ms"] = float(start.elapsed_time(end))
+            self._queue.append((event, run))
+
+    def _add_timer(self, start: Any, end: Any, event: Event) -> None:
+        if len(self._timers) >= self._max_queue or self._closed:
+            with self._lock:
+                self._dropped += 1
+            return
+        self._timers.append((start, end, event, self._run))
+        if self._thread is None:
+            self._start_sender()
+
+
+class Request:
+    """One inference request being timed (see Client.request)."""
+
+    __slots__ = ("_client", "model", "version", "batch_size", "input_tokens", "output_tokens", "tags",
+                 "status", "_start", "_started", "_first", "_done")
+
+    def __init__(self, client: Client, model: str, version: Optional[str], batch_size: Optional[int],
+                 input_tokens: Optional[int], tags: Optional[Mapping[str, str]]) -> None:
+        self._client = client
+        self.model = model
+        self.version = version
+        self.batch_size = batch_size
+        self.input_tokens = input_tokens
+        self.output_tokens = 0
+        self.tags = dict(tags) if tags else None
+        self.status = "ok"
+        self._start = 0
+        self._started: Optional[int] = None
+        self._first: Optional[int] = None
+        self._done = False
+
+    def start(self) -> "Request":
+        self._start = time.perf_counter_ns()
+        return self
+
+    def started(self) -> None:
+        """The request left its queue: queue_ms ends and compute_ms begins here."""
+        self._started = time.perf_counter_ns()
+
+    def first_token(self) -> None:
+        """The first output token: TTFT, and one token counted."""
+        self.token(1)
+
+    def token(self, n: int = 1) -> None:
+        """``n`` more output tokens; the first of the request also marks TTFT."""
+        if self._first is None:
+            self._first = time.perf_counter_ns()
+        self.output_tokens += n
+
+    def end(self, error: bool = False) -> None:
+        """Ends the request (``with`` does): reports it once."""
+        if self._done:
+            return
+        self._done = True
+        now = time.perf_counter_ns()
+        latency = (now - self._start) / 1e6
+        self._client.inference(
+            self.model, latency, version=self.version, batch_size=self.batch_size,
+            status="error" if error else self.status,
+            queue_ms=None if self._started is None else (self._started - self._start) / 1e6,
+            compute_ms=None if self._started is None else (now - self._started) / 1e6,
+            ttft_ms=None if self._first is None else (self._first - self._start) / 1e6,
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens or None, tags=self.tags)
+
+    def __enter__(self) -> "Request":
+        return self.start()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.end(error=exc_type is not None)
+
+
+class KernelTimer:
+    """CUDA work timed with a pair of torch.cuda.Event (see Client.kernel_timer)."""
+
+    __slots__ = ("_client", "_event", "_start", "_start_ns")
+
+    def __init__(self, client: Client, name: str, variant: Optional[str], stream: Optional[str],
+                 device: Optional[str], tags: Optional[Mapping[str, str]]) -> None:
+        self._client = client
+        self._event: Event = {"type": "kernel", "name": name}
+        if variant is not None: self._event["variant"] = variant
+        if stream is not None: self._event["stream"] = stream
+        if device is not None: self._event["device"] = device
+        if tags: self._event["tags"] = dict(tags)
+        self._start: Any = None
+        self._start_ns = 0
+
+    def __enter__(self) -> "KernelTimer":
+        cuda = _torch_cuda()
+        self._start = cuda.Event(enable_timing=True)
+        self._start_ns = time.time_ns()
+        self._start.record()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        end = _torch_cuda().Event(enable_timing=True)
+        end.record()
+        self._event["start_ns"] = self._start_ns
+        self._client._add_timer(self._start, end, self._event)
+
+
+def _torch_cuda() -> Any:
+    try:
+        import torch  # imported on first use: the client itself needs only the standard library
+    except ImportError:
+        raise RuntimeError("kernel_timer needs PyTorch with CUDA (import torch failed)") from None
+    return torch.cuda
+
+
+class Run:
+    """A named stretch of work (see Client.run)."""
+
+    def __init__(self, client: Client, name: str, tags: Optional[Mapping[str, str]]) -> None:
+        self._client = client
+        self._name = name
+        self._tags = dict(tags) if tags else None
+        self._start_ns = 0
+        self._previous: Optional[str] = None
+
+    def _report(self, **fields: Any) -> None:
+        e: Event = {"type": "run", "name": self._name, "start_ns": self._start_ns}
+        if self._tags: e["tags"] = self._tags
+        e.update(fields)
+        self._client._put(e)
+
+    def __enter__(self) -> "Run":
+        self._start_ns = time.time_ns()
+        self._report(command=[a[:1024] for a in sys.argv[:256]], host=socket.gethostname()[:1024],
+                     pids=[os.getpid()])
+        self._previous = self._client._run
+        self._client._run = self._name
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._client._run = self._previous
+        self._report(end_ns=max(time.time_ns(), self._start_ns), exit_status=0 if exc_type is None else 1)
