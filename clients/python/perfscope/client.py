@@ -234,7 +234,9 @@ class Client:
         """Times the CUDA work queued inside ``with`` on the current stream with a pair of
         ``torch.cuda.Event``s. Nothing waits for the GPU: the sender reads the elapsed time
         once the end event has completed. The reported start is when the start event was
-        queued (host clock); the duration is the GPU's."""
+        queued (host clock); the duration is the GPU's, from event to event: for work shorter
+        than its own launch that includes the wait for the launch (trace such work with
+        `perfscope run`)."""
         return KernelTimer(self, name, variant, stream, device, tags)
 
     def run(self, name: str, *, tags: Optional[Mapping[str, str]] = None) -> "Run":
