@@ -1,5 +1,7 @@
 #include "server/api/metrics_exposition.hpp"
 
+#include "server/wire/exposition_parse.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -73,6 +75,31 @@ TEST(MetricsExposition, NegotiatesOpenMetricsFromAccept) {
   EXPECT_EQ(negotiate_exposition("text/plain;version=0.0.4"), ExpositionFormat::kPrometheusText);
   EXPECT_EQ(negotiate_exposition("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
             ExpositionFormat::kOpenMetrics);
+}
+
+// What perfscope writes, a scrape of perfscope reads back: names, types, units, help and
+// escaped label values, in both formats.
+TEST(MetricsExposition, WhatIsWrittenParsesBack) {
+  for (bool openmetrics : {false, true}) {
+    const std::string text = render_exposition(
+        sample_families(), openmetrics ? ExpositionFormat::kOpenMetrics : ExpositionFormat::kPrometheusText);
+    auto parsed = parse_exposition(text, openmetrics);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    ASSERT_EQ(parsed->families.size(), 2u);
+    const ScrapedFamily& energy = parsed->families[0];
+    EXPECT_EQ(energy.type, ExpositionType::kCounter);
+    EXPECT_EQ(energy.samples.at(0).name, "perfscope_gpu_energy_joules_total");
+    EXPECT_EQ(energy.samples.at(0).value, 1234.5);
+    EXPECT_EQ(energy.help, "Energy");
+    const ScrapedFamily& kernels = parsed->families[1];
+    EXPECT_EQ(kernels.name, "perfscope_kernel_duration_seconds");
+    EXPECT_EQ(kernels.type, ExpositionType::kHistogram);
+    EXPECT_EQ(kernels.help, "Kernel \"time\"\nsecond line \\");
+    EXPECT_EQ(kernels.unit, openmetrics ? "seconds" : "");
+    ASSERT_EQ(kernels.samples.size(), 5u);
+    EXPECT_EQ(kernels.samples[0].labels, (Labels{{"kernel", "a\"b\\c\nd"}, {"le", "0.0001"}}));
+    EXPECT_EQ(kernels.samples[4].value, 4.0);
+  }
 }
 
 }  // namespace
