@@ -1,0 +1,55 @@
+// ScrapeSeries: one scrape target's successive expositions turned into perfscope series, as
+// Prometheus stores a scrape: every sample a series under its own name, labelled with the
+// target (`job`, `instance` and the target's own labels; a label the exposition also uses is
+// kept as `exported_NAME`, as honor_labels: false does). Counters also give their per-second
+// rate between two scrapes (`NAME_per_second`, `_total` dropped); a counter that went down
+// restarted, and its rate over that interval is its new value over the interval, as rate()
+// reads a reset. A scrape with more samples than the target's limit is refused whole.
+//
+// Thread-safety: one owner thread (the target's scraper).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/collector.hpp"
+#include "engine/status.hpp"
+#include "server/wire/exposition_parse.hpp"
+
+namespace perfscope::server {
+
+struct ScrapeTargetLabels {
+  std::string job;       // e.g. "vllm"; default: the URL's host
+  std::string instance;  // host:port of the URL
+  Labels extra;          // the target's own labels (sorted)
+};
+
+class ScrapeSeries {
+ public:
+  ScrapeSeries(ScrapeTargetLabels target, std::size_t sample_limit);
+
+  // The readings of one scrape taken at `ts_ns`; kInvalidArgument (field "sample_limit") and
+  // nothing stored past the limit.
+  Result<std::vector<Reading>> convert(const Exposition& exposition, TimestampNs ts_ns);
+
+  // The families seen so far (name, type, help, unit), rates included: for /api/v1/series.
+  const std::vector<MetricFamily>& families() const { return families_; }
+
+ private:
+  Labels labels_for(const Labels& exposed) const;
+  void declare(const std::string& name, MetricType type, const std::string& help, const std::string& unit);
+
+  ScrapeTargetLabels target_;
+  std::size_t sample_limit_;
+  struct Previous {
+    TimestampNs ts_ns = 0;
+    double value = 0;
+  };
+  std::unordered_map<std::string, Previous> counters_;  // by canonical series key
+  std::vector<MetricFamily> families_;
+  std::unordered_map<std::string, std::size_t> family_index_;
+};
+
+}  // namespace perfscope::server
