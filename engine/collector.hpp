@@ -30,7 +30,8 @@ class Collector {
   virtual std::string_view name() const = 0;
   // The metric families this collector may emit. Thread-safe (immutable after construction).
   virtual std::vector<MetricFamily> families() const = 0;
-  // The sources found or missing. Thread-safe (immutable after construction).
+  // The sources found or missing. Thread-safe (immutable after construction for the host and
+  // GPU collectors; a scrape collector reports each target's latest state).
   virtual std::vector<SourceStatus> sources() const = 0;
   // Appends this pass's readings. Called from one thread at a time (the sampler's).
   // Rates need two passes: the first pass emits levels and counters only.

@@ -6,8 +6,23 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace perfscope {
+
+// One Prometheus endpoint to scrape (`--scrape`): its series are stored as the exposition names
+// them, labelled job, instance and `labels`.
+struct ScrapeTarget {
+  std::string url;  // http(s)://host:port/path
+  std::string job;  // default: the URL's host
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::chrono::milliseconds interval{15000};
+  std::chrono::milliseconds timeout{10000};
+  std::size_t sample_limit = 50'000;      // a larger scrape is refused whole
+  std::size_t body_limit = 32 << 20;      // bytes of exposition read at most
+  std::string token;                      // sent as a bearer token when not empty
+};
 
 struct EngineConfig {
   std::chrono::milliseconds sampling_interval{100};
@@ -16,6 +31,7 @@ struct EngineConfig {
   bool enable_gpu_collector = true;
   std::string nvml_library;  // empty: the system's libnvidia-ml.so.1
   double power_target_watts = 0;  // > 0: alert when a GPU's power goes above it
+  std::vector<ScrapeTarget> scrape_targets;
 };
 
 }  // namespace perfscope

@@ -38,6 +38,20 @@ HttpResponse status_response(const Status& s) {
   return error_response(http_status_for(s), code, s.message(), s.field());
 }
 
+namespace {
+
+// The scrape targets as /api/v1/info shows them: never their tokens.
+json scrape_to_json(const std::vector<ScrapeTarget>& targets) {
+  json out = json::array();
+  for (const ScrapeTarget& t : targets) {
+    out.push_back({{"url", t.url}, {"job", t.job}, {"interval_ms", t.interval.count()},
+                   {"timeout_ms", t.timeout.count()}, {"sample_limit", t.sample_limit}, {"token", !t.token.empty()}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json config_to_json(const AppConfig& c) {
   return {
       {"listen", c.server.listen_host + ":" + std::to_string(c.server.listen_port)},
@@ -67,6 +81,7 @@ json config_to_json(const AppConfig& c) {
       {"cors_allow_origin", c.server.cors_origins},
       {"allowed_host", c.server.allowed_hosts},
       {"cardinality_window_s", c.cardinality.window.count()},
+      {"scrape", scrape_to_json(c.engine.scrape_targets)},
   };
 }
 

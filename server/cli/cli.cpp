@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <cstdlib>
 #include <iostream>
 
@@ -35,6 +37,68 @@ std::string parse_listen(const std::string& text, ServerConfig& out) {
   out.listen_host = host == "localhost" ? "127.0.0.1" : host;
   out.listen_port = static_cast<std::uint16_t>(p);
   return {};
+}
+
+// `URL[,job=NAME][,interval=15s][,timeout=10s][,label.KEY=VALUE][,sample_limit=N]
+// [,body_limit=32MB][,token_file=PATH]`: one --scrape target.
+Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
+  ScrapeTarget t;
+  auto bad = [&](const std::string& why) {
+    return Status::invalid_argument("'" + spec + "': " + why, "scrape");
+  };
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = spec.find(',', start);
+    parts.push_back(spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  t.url = parts[0];
+  if (!t.url.starts_with("http://") && !t.url.starts_with("https://")) return bad("the URL must start with http:// or https://");
+  bool timeout_given = false;
+  auto duration = [&](const std::string& text, const char* name) -> Result<std::chrono::milliseconds> {
+    auto ns = parse_duration_ns(text, name);
+    if (!ns.ok()) return bad(ns.status().message());
+    if (*ns < 100'000'000 || *ns > 3'600'000'000'000) return bad(std::string(name) + " must be from 100ms to 1h");
+    return std::chrono::milliseconds(*ns / 1'000'000);
+  };
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::size_t eq = parts[i].find('=');
+    if (eq == std::string::npos) return bad("expected key=value, got '" + parts[i] + "'");
+    const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    if (key == "job") {
+      t.job = value;
+    } else if (key == "interval" || key == "timeout") {
+      auto d = duration(value, key.c_str());
+      if (!d.ok()) return d.status();
+      (key == "interval" ? t.interval : t.timeout) = *d;
+      timeout_given = timeout_given || key == "timeout";
+    } else if (key.starts_with("label.")) {
+      const std::string name = key.substr(6);
+      if (!is_valid_label_name(name) || name == "job" || name == "instance") {
+        return bad("label name '" + name + "' must match [a-zA-Z_][a-zA-Z0-9_]* and not be job or instance");
+      }
+      t.labels.emplace_back(name, value);
+    } else if (key == "sample_limit") {
+      std::size_t n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n == 0) return bad("sample_limit must be a positive integer");
+      t.sample_limit = n;
+    } else if (key == "body_limit") {
+      auto bytes = parse_byte_size(value);
+      if (!bytes.ok() || *bytes < 1024) return bad("body_limit must be a size of at least 1kB, e.g. 32MB");
+      t.body_limit = static_cast<std::size_t>(*bytes);
+    } else if (key == "token_file") {
+      std::ifstream in(value);
+      if (!std::getline(in, t.token) || t.token.empty()) return bad("cannot read a token from '" + value + "'");
+      while (!t.token.empty() && (t.token.back() == '\r' || t.token.back() == ' ')) t.token.pop_back();
+    } else {
+      return bad("unknown key '" + key + "' (job, interval, timeout, label.NAME, sample_limit, body_limit, token_file)");
+    }
+  }
+  if (!timeout_given) t.timeout = std::min(t.timeout, t.interval);
+  if (t.timeout > t.interval) return bad("timeout must not exceed interval");
+  return t;
 }
 
 // Fills options that neither the command line nor the environment set from a config file
@@ -103,6 +167,7 @@ struct CommandLineParser::Table {
     std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
     std::string cardinality_limits, cardinality_window = "24h";
     std::string config_file;
+    std::vector<std::string> scrape;
   };
 
   Table();
@@ -278,6 +343,10 @@ CommandLineParser::Table::Table() {
                     "Values count towards their cap while seen within this long, e.g. 24h (series and tag keys: "
                     "for the server's life)")
       ->envname("PERFSCOPE_CARDINALITY_WINDOW")->capture_default_str();
+  serve->add_option("--scrape", t.scrape,
+                    "Scrape this Prometheus endpoint and store its series (repeatable): URL[,job=NAME][,interval=15s]"
+                    "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,body_limit=32MB][,token_file=PATH]")
+      ->envname("PERFSCOPE_SCRAPE");
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
@@ -357,6 +426,11 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
       if (!ns.ok()) throw CLI::ValidationError("--cardinality-window", ns.status().message());
       if (*ns < 60'000'000'000) throw CLI::ValidationError("--cardinality-window", "must be at least 1m");
       c.cardinality.window = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::nanoseconds(*ns));
+    }
+    for (const std::string& spec : t.scrape) {
+      auto target = parse_scrape_target(spec);
+      if (!target.ok()) throw CLI::ValidationError("--scrape", target.status().message());
+      c.engine.scrape_targets.push_back(std::move(*target));
     }
     auto bytes = parse_byte_size(t.max_size);
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());

@@ -16,6 +16,7 @@
 #include "server/http/listener.hpp"
 #include "server/http/log.hpp"
 #include "server/http/static_assets.hpp"
+#include "server/scrape/scrape_collector.hpp"
 #include "engine/anomaly_monitor.hpp"
 #include "engine/gpu_alerts.hpp"
 #include "engine/gpu_collector.hpp"
@@ -121,6 +122,10 @@ Status Server::Impl::start() {
       if (s.name == "nvml" && !s.available) log_info("no NVIDIA GPU metrics: " + s.detail);
     }
     sampler.add_collector(std::move(gpu));
+  }
+  if (!config.engine.scrape_targets.empty()) {
+    sampler.add_collector(std::make_unique<ScrapeCollector>(config.engine.scrape_targets, store));
+    log_info("scraping " + std::to_string(config.engine.scrape_targets.size()) + " Prometheus endpoint(s)");
   }
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) {

@@ -105,13 +105,14 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     req.set(http::field::host, url_.host);
     if (is_post) req.set(http::field::content_type, content_type);
     if (!token_.empty()) req.set(http::field::authorization, "Bearer " + token_);
+    if (!accept_.empty()) req.set(http::field::accept, accept_);
     req.keep_alive(true);
     if (is_post) {
       req.body() = body;
       req.prepare_payload();
     }
     http::response_parser<http::string_body> parser;
-    parser.body_limit(1ULL << 30);  // reports and traces can be large
+    parser.body_limit(body_limit_);
     beast::flat_buffer buffer;
     auto exchange_on = [&](auto& stream) {
       http::write(stream, req, ec);
@@ -120,6 +121,11 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     c.lowest().expires_after(timeout_);
     if (c.tls) exchange_on(*c.tls);
     else exchange_on(c.plain);
+    if (ec == http::error::body_limit) {
+      c.close();
+      return Status::unavailable(method + where + target + " failed: the body exceeds the limit of " +
+                                 std::to_string(body_limit_) + " bytes (body limit)");
+    }
     if (ec) {
       c.close();
       if (attempt == 0) continue;
@@ -127,7 +133,8 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     }
     auto res = parser.release();
     if (!res.keep_alive()) c.close();
-    return Response{res.result_int(), std::move(res.body())};
+    std::string answered_type(res[http::field::content_type]);
+    return Response{res.result_int(), std::move(res.body()), std::move(answered_type)};
   }
   return Status::unavailable(method + where + target + " failed");
 }

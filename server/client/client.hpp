@@ -60,6 +60,7 @@ class HttpPoster {
   struct Response {
     unsigned status = 0;
     std::string body;
+    std::string content_type;
   };
   HttpPoster(ServerUrl url, std::chrono::milliseconds timeout);
   ~HttpPoster();
@@ -70,6 +71,10 @@ class HttpPoster {
   Result<Response> get(const std::string& target);
   // Sent as `Authorization: Bearer …` with every request when not empty.
   void set_token(std::string token) { token_ = std::move(token); }
+  // Sent as `Accept` with every request when not empty (a scrape asks for OpenMetrics first).
+  void set_accept(std::string accept) { accept_ = std::move(accept); }
+  // The largest response body read; a larger one fails the request (kUnavailable, "body limit").
+  void set_body_limit(std::size_t bytes) { body_limit_ = bytes; }
 
  private:
   struct Connection;
@@ -77,6 +82,8 @@ class HttpPoster {
                             const std::string& body);
   ServerUrl url_;
   std::string token_;
+  std::string accept_;
+  std::size_t body_limit_ = std::size_t{1} << 30;  // reports and traces can be large
   std::string setup_error_;  // the TLS trust could not be loaded
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Connection> conn_;

@@ -200,5 +200,24 @@ TEST(Cli, AReusedParserStartsEveryParseFromTheDefaults) {
   }
 }
 
+TEST(Cli, ScrapeTargetsTakeTheirOptions) {
+  ParsedCommand c = parse({"serve", "--scrape", "http://vllm:8000/metrics,job=vllm,interval=5s,label.node=a,sample_limit=9",
+                           "--scrape", "https://triton:8002"});
+  ASSERT_EQ(c.command, Command::kServe);
+  ASSERT_EQ(c.config.engine.scrape_targets.size(), 2u);
+  const ScrapeTarget& v = c.config.engine.scrape_targets[0];
+  EXPECT_EQ(v.url, "http://vllm:8000/metrics");
+  EXPECT_EQ(v.job, "vllm");
+  EXPECT_EQ(v.interval.count(), 5000);
+  EXPECT_EQ(v.timeout.count(), 5000);  // at most the interval
+  EXPECT_EQ(v.labels, (std::vector<std::pair<std::string, std::string>>{{"node", "a"}}));
+  EXPECT_EQ(v.sample_limit, 9u);
+  EXPECT_EQ(c.config.engine.scrape_targets[1].interval.count(), 15000);
+  for (const char* bad : {"ftp://x/metrics", "http://x,interval=10ms", "http://x,label.job=y", "http://x,colour=red",
+                          "http://x,interval=5s,timeout=10s", "http://x,sample_limit=0", "http://x,token_file=/nonexistent"}) {
+    EXPECT_EQ(parse({"serve", "--scrape", bad}).exit_code, 2) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace perfscope::server

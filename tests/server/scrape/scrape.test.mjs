@@ -1,0 +1,122 @@
+// Scraping on the real binary: a real HTTP server in this process serves a vLLM exposition
+// (its token counter growing with every scrape), a malformed one and an oversized one; a
+// fourth target is unreachable. perfscope stores the good target's series with job, instance
+// and the target's labels and its counters' rates, reports every target's state in
+// /api/v1/info, and one bad target never stops the others. A second perfscope scrapes the
+// first one's /metrics.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startPerfscope } from '../../support/perfscope_server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const vllm = readFileSync(path.join(here, '../../fixtures/scrape/vllm.prom'), 'utf8');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let target, port, scraper, peer;
+let generated = 51200;
+
+before(async () => {
+  target = http.createServer((req, res) => {
+    if (req.url === '/metrics') {
+      generated += 100;  // 100 tokens between any two scrapes
+      const body = vllm.replace(/^(vllm:generation_tokens_total\{[^}]*\}) .*$/m, `$1 ${generated}.0`);
+      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
+      res.end(body);
+    } else if (req.url === '/broken') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+      res.end('# TYPE ok gauge\nok 1\nbroken{label="unterminated} 2\n');
+    } else if (req.url === '/huge') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+      res.end('# TYPE big gauge\n' + Array.from({ length: 2000 }, (_, i) => `big{i="${i}"} ${i}`).join('\n') + '\n');
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise((r) => target.listen(0, '127.0.0.1', r));
+  port = target.address().port;
+  const base = `http://127.0.0.1:${port}`;
+  scraper = await startPerfscope({
+    label: 'scrape',
+    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', '--sampling-interval-ms', '100',
+           '--scrape', `${base}/metrics,job=vllm,interval=200ms,label.node=a`,
+           '--scrape', 'http://127.0.0.1:1/metrics,job=down,interval=200ms,timeout=100ms',
+           '--scrape', `${base}/broken,job=broken,interval=200ms`,
+           '--scrape', `${base}/huge,job=huge,interval=200ms,body_limit=4kB`],
+  });
+  await sleep(2000);
+});
+
+after(async () => {
+  if (peer) await peer.stop();
+  if (scraper) await scraper.stop();
+  if (target) target.close();
+});
+
+async function series(server) {
+  return (await (await fetch(server.url + '/api/v1/series')).json()).series;
+}
+
+test('a target\'s samples are stored with job, instance and its labels', async () => {
+  const all = await series(scraper);
+  const running = all.find((s) => s.name === 'vllm:num_requests_running');
+  assert.ok(running, 'vllm:num_requests_running stored');
+  assert.deepEqual(running.labels, { instance: `127.0.0.1:${port}`, job: 'vllm', model_name: 'meta-llama/Llama-3.1-8B-Instruct', node: 'a' });
+  assert.equal(running.latest.value, 3);
+  const buckets = all.filter((s) => s.name === 'vllm:time_to_first_token_seconds_bucket');
+  assert.equal(buckets.length, 17);
+  // Stored, not only held in memory: the history query answers with several scrapes.
+  const q = await (await fetch(`${scraper.url}/api/v1/series/query?name=vllm:num_requests_running&from=now-5m&to=now`)).json();
+  assert.ok(q.series[0].points.length >= 3, JSON.stringify(q).slice(0, 300));
+});
+
+test('counters give their rate between scrapes', async () => {
+  const rate = (await series(scraper)).find((s) => s.name === 'vllm:generation_tokens_per_second');
+  assert.ok(rate, 'the rate series exists');
+  // 100 tokens per scrape, a scrape every 200 ms: about 500/s (the scrape loop's jitter apart).
+  assert.ok(rate.latest.value > 250 && rate.latest.value < 1000, `rate ${rate.latest.value}`);
+});
+
+test('every target reports its state; bad ones do not stop the good one', async () => {
+  const info = await (await fetch(scraper.url + '/api/v1/info')).json();
+  const scrape = info.collectors.find((c) => c.name === 'scrape');
+  assert.ok(scrape, JSON.stringify(info.collectors));
+  const base = `http://127.0.0.1:${port}`;
+  const by = Object.fromEntries(scrape.sources.map((s) => [s.name.replace(base, ''), s]));
+  assert.equal(by['/metrics'].available, true, by['/metrics'].detail);
+  assert.match(by['/metrics'].detail, /^61 samples in \d+ ms; \d+ scrapes, 0 failed$/);
+  assert.equal(by['/broken'].available, false);
+  assert.match(by['/broken'].detail, /malformed exposition: line 3: unterminated quoted label value/);
+  assert.equal(by['/huge'].available, false);
+  assert.match(by['/huge'].detail, /body limit/);
+  const down = scrape.sources.find((s) => s.name.startsWith('http://127.0.0.1:1/'));
+  assert.equal(down.available, false);
+  assert.match(down.detail, /cannot connect|failed/);
+  assert.equal(info.config.scrape.length, 4);
+  assert.equal(info.config.scrape[0].interval_ms, 200);
+  // Nothing of the refused scrapes was stored.
+  const names = new Set((await series(scraper)).map((s) => s.name));
+  assert.ok(!names.has('big') && !names.has('broken'));
+});
+
+test('a bad --scrape is refused at start, naming the option', async () => {
+  await assert.rejects(startPerfscope({ label: 'scrape-bad', args: ['--scrape', 'ftp://x/metrics'] }), /exited early with 2/);
+});
+
+test('a second perfscope scrapes the first one\'s /metrics', async () => {
+  peer = await startPerfscope({
+    label: 'scrape-peer',
+    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false',
+           '--scrape', `${scraper.url}/metrics,job=perfscope,interval=200ms`],
+  });
+  await sleep(1200);
+  const all = await series(peer);
+  const up = all.filter((s) => s.labels.job === 'perfscope' && s.name.startsWith('perfscope_'));
+  assert.ok(up.length > 10, `perfscope series from the peer: ${up.length}`);
+  const info = await (await fetch(peer.url + '/api/v1/info')).json();
+  assert.equal(info.collectors.find((c) => c.name === 'scrape').sources[0].available, true);
+});
