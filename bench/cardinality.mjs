@@ -5,10 +5,9 @@
 // was folded, the size of /api/v1/kernels over the window, the server's RSS and the database
 // size after a commit.
 // Usage: node bench/cardinality.mjs PERFSCOPE_BIN [TOTAL=200000]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { startPerfscope } from '../tests/support/perfscope_server.mjs';
 
 const [bin, totalArg] = process.argv.slice(2);
 if (!bin) {
@@ -16,26 +15,9 @@ if (!bin) {
   process.exit(2);
 }
 const total = Number(totalArg ?? 200000);
+process.env.PERFSCOPE_BIN = path.resolve(bin);  // what startPerfscope runs
 const perRequest = 20000;
 const base = 1_700_000_000_000_000_000;
-
-async function start(extra) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-cardinality-'));
-  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir,
-                           '--enable-host-collector', 'false', '--enable-gpu-collector', 'false', ...extra],
-                     { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exit = new Promise((resolve) => proc.on('exit', resolve));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('no address in 20 s')), 20000);
-    proc.stdout.on('data', (c) => {
-      out += c;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
-      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
-    });
-  });
-  return { url, proc, exit, dataDir };
-}
 
 function rssMb(pid) {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
@@ -49,7 +31,9 @@ function dbMb(dir) {
 }
 
 async function trial(label, extra) {
-  const server = await start(extra);
+  const server = await startPerfscope({
+    label: 'cardinality', args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', ...extra],
+  });
   let folded = 0;
   const t0 = performance.now();
   for (let sent = 0; sent < total; sent += perRequest) {
@@ -73,9 +57,7 @@ async function trial(label, extra) {
   const row = { label, posts_s: postS.toFixed(2), folded, kernel_rows: rows,
                 kernels_answer_mb: (kernels.length / 1e6).toFixed(2), kernels_ms: kernelsMs.toFixed(0),
                 rss_mb: rssMb(server.proc.pid).toFixed(1), db_mb: dbMb(server.dataDir).toFixed(1) };
-  server.proc.kill('SIGTERM');
-  await server.exit;
-  rmSync(server.dataDir, { recursive: true, force: true });
+  await server.stop();
   return row;
 }
 

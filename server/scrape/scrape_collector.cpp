@@ -1,6 +1,7 @@
 #include "server/scrape/scrape_collector.hpp"
 
 #include <chrono>
+#include <optional>
 
 #include "server/client/client.hpp"
 #include "server/scrape/scrape_series.hpp"
@@ -10,8 +11,10 @@ namespace perfscope::server {
 
 struct ScrapeCollector::Target {
   ScrapeTarget config;
+  std::optional<ServerUrl> url;  // absent when config.url does not parse (reported, not scraped)
   std::string path;  // the request target; /metrics when the URL names none
   std::unique_ptr<ScrapeSeries> series;
+  std::size_t declared = 0;  // families of `series` already declared to the store
   // Guarded by the collector's mutex:
   std::vector<Reading> pending;  // the newest scrape's readings, until a pass takes them
   bool up = false;
@@ -33,6 +36,7 @@ ScrapeCollector::ScrapeCollector(std::vector<ScrapeTarget> targets, SeriesStore&
     if (auto url = parse_http_url(config.url); url.ok()) {
       labels.instance = url->host + ":" + url->port;
       labels.job = config.job.empty() ? url->host : config.job;
+      t->url = std::move(*url);
     } else {
       labels.job = config.job;
       t->last_error = url.status().message();
@@ -54,9 +58,8 @@ ScrapeCollector::~ScrapeCollector() {
 }
 
 void ScrapeCollector::run(Target& target) {
-  auto url = parse_http_url(target.config.url);
-  if (!url.ok()) return;  // reported by sources(); nothing to scrape
-  HttpPoster http(*url, target.config.timeout);
+  if (!target.url) return;  // reported by sources(); nothing to scrape
+  HttpPoster http(*target.url, target.config.timeout);
   http.set_token(target.config.token);
   http.set_accept("application/openmetrics-text;version=1.0.0;q=0.9,text/plain;version=0.0.4;q=0.5,*/*;q=0.1");
   http.set_body_limit(target.config.body_limit);
@@ -87,9 +90,9 @@ void ScrapeCollector::run(Target& target) {
         else readings = std::move(*converted);
       }
     }
-    for (const MetricFamily& f : target.series->families()) {
-      if (!store_.family(f.name)) store_.declare(f);
-    }
+    // Families only ever append: declare the ones this scrape added.
+    const auto& families = target.series->families();
+    for (; target.declared < families.size(); ++target.declared) store_.declare(families[target.declared]);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     lock.lock();
     ++target.scrapes;

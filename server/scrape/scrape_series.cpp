@@ -5,22 +5,21 @@
 namespace perfscope::server {
 
 ScrapeSeries::ScrapeSeries(ScrapeTargetLabels target, std::size_t sample_limit)
-    : target_(std::move(target)), sample_limit_(sample_limit) {
-  sort_labels(target_.extra);
+    : own_(std::move(target.extra)), sample_limit_(sample_limit) {
+  own_.emplace_back("job", std::move(target.job));
+  own_.emplace_back("instance", std::move(target.instance));
+  sort_labels(own_);
 }
 
 Labels ScrapeSeries::labels_for(const Labels& exposed) const {
   Labels out;
-  out.reserve(exposed.size() + target_.extra.size() + 2);
-  Labels own = target_.extra;
-  own.emplace_back("job", target_.job);
-  own.emplace_back("instance", target_.instance);
+  out.reserve(exposed.size() + own_.size());
   for (const auto& [name, value] : exposed) {
     bool clash = false;
-    for (const auto& o : own) clash = clash || o.first == name;
+    for (const auto& o : own_) clash = clash || o.first == name;
     out.emplace_back(clash ? "exported_" + name : name, value);
   }
-  for (auto& o : own) out.push_back(std::move(o));
+  out.insert(out.end(), own_.begin(), own_.end());
   sort_labels(out);
   return out;
 }

@@ -41,7 +41,7 @@ class ScrapeSeries {
   Labels labels_for(const Labels& exposed) const;
   void declare(const std::string& name, MetricType type, const std::string& help, const std::string& unit);
 
-  ScrapeTargetLabels target_;
+  Labels own_;  // job, instance and the target's labels, sorted: added to every sample
   std::size_t sample_limit_;
   struct Previous {
     TimestampNs ts_ns = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace perfscope::server {
 namespace {
@@ -191,9 +192,9 @@ class Parser {
       const std::string_view type_text = c.token();
       auto type = parse_type(type_text);
       if (!type) fail("unknown metric type '" + std::string(type_text) + "'");
-      if (typed_.count(name)) fail("second TYPE line for " + name);
+      if (typed_.contains(name)) fail("second TYPE line for " + name);
       if (!family.samples.empty()) fail("TYPE line for " + name + " after its samples");
-      typed_.insert({name, true});
+      typed_.insert(name);
       family.type = *type;
       return;
     }
@@ -342,7 +343,7 @@ class Parser {
   const ExpositionLimits& limits_;
   Exposition out_;
   std::unordered_map<std::string, std::size_t> index_;
-  std::unordered_map<std::string, bool> typed_;
+  std::unordered_set<std::string> typed_;  // families that had their TYPE line
   bool seen_eof_ = false;
 };
 

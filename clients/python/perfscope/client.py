@@ -264,17 +264,13 @@ class Client:
         with self._idle:
             while self._queue or self._in_flight:
                 if self._thread is None:
-                    self._start_sender_locked()
+                    self._start_sender()  # takes only _thread_lock, never _lock
                 self._wake.set()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
                 self._idle.wait(0.05 if left is None else min(left, 0.05))
         return True
-
-    def _start_sender_locked(self) -> None:
-        # flush() holds _lock; starting the thread needs only _thread_lock.
-        self._start_sender()
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Flushes (for at most ``timeout`` seconds, default ``exit_timeout``) and stops the
