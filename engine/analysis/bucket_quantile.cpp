@@ -6,12 +6,12 @@
 
 namespace perfscope {
 
-std::vector<Bucket> normalize_buckets(std::vector<Bucket> buckets) {
-  std::erase_if(buckets, [](const Bucket& b) { return std::isnan(b.le) || std::isnan(b.count); });
-  std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.le < b.le; });
+std::vector<CumulativeBucket> normalize_buckets(std::vector<CumulativeBucket> buckets) {
+  std::erase_if(buckets, [](const CumulativeBucket& b) { return std::isnan(b.le) || std::isnan(b.count); });
+  std::sort(buckets.begin(), buckets.end(), [](const CumulativeBucket& a, const CumulativeBucket& b) { return a.le < b.le; });
   if (buckets.empty() || !std::isinf(buckets.back().le) || buckets.back().le < 0) return {};
-  std::vector<Bucket> out;
-  for (const Bucket& b : buckets) {
+  std::vector<CumulativeBucket> out;
+  for (const CumulativeBucket& b : buckets) {
     if (!out.empty() && out.back().le == b.le) {
       out.back().count += b.count;  // one bound written twice: its counts add up
     } else {
@@ -19,14 +19,14 @@ std::vector<Bucket> normalize_buckets(std::vector<Bucket> buckets) {
     }
   }
   double highest = 0;
-  for (Bucket& b : out) {
+  for (CumulativeBucket& b : out) {
     b.count = std::max({b.count, highest, 0.0});
     highest = b.count;
   }
   return out;
 }
 
-std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<Bucket>& buckets) {
+std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<CumulativeBucket>& buckets) {
   if (buckets.size() < 2 || std::isnan(q)) return std::nullopt;
   const double total = buckets.back().count;
   if (!(total > 0)) return std::nullopt;
@@ -54,7 +54,7 @@ std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<Bucket
   return BucketEstimate{value, start, end};
 }
 
-std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::vector<Bucket>& buckets) {
+std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::vector<CumulativeBucket>& buckets) {
   if (buckets.size() < 2 || std::isnan(threshold)) return std::nullopt;
   const double total = buckets.back().count;
   if (!(total > 0)) return std::nullopt;
@@ -76,7 +76,7 @@ std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::
   return BucketEstimate{(below + (buckets[i].count - below) * fraction) / total, lower, upper};
 }
 
-std::optional<std::vector<Bucket>> bucket_delta(const std::vector<Bucket>& earlier, const std::vector<Bucket>& later) {
+std::optional<std::vector<CumulativeBucket>> bucket_delta(const std::vector<CumulativeBucket>& earlier, const std::vector<CumulativeBucket>& later) {
   if (earlier.size() != later.size()) return std::nullopt;
   bool reset = false;
   for (std::size_t i = 0; i < later.size(); ++i) {
@@ -84,7 +84,7 @@ std::optional<std::vector<Bucket>> bucket_delta(const std::vector<Bucket>& earli
     if (later[i].count < earlier[i].count) reset = true;
   }
   if (reset) return later;
-  std::vector<Bucket> out = later;
+  std::vector<CumulativeBucket> out = later;
   for (std::size_t i = 0; i < out.size(); ++i) out[i].count -= earlier[i].count;
   return out;
 }

@@ -12,7 +12,7 @@
 
 namespace perfscope {
 
-struct Bucket {
+struct CumulativeBucket {
   double le = 0;     // upper bound, inclusive; +Inf for the last
   double count = 0;  // cumulative: observations <= le
 };
@@ -26,21 +26,21 @@ struct BucketEstimate {
 // Buckets sorted by le, deduplicated, counts made monotonic (a count below its predecessor,
 // from scrapes taken mid-update, is raised to it, as Prometheus does). Empty when there is no
 // +Inf bucket (the histogram is incomplete).
-std::vector<Bucket> normalize_buckets(std::vector<Bucket> buckets);
+std::vector<CumulativeBucket> normalize_buckets(std::vector<CumulativeBucket> buckets);
 
 // The q-quantile (0 <= q <= 1) of normalized buckets; nullopt when they hold no observation.
 // In the +Inf bucket the answer is the highest finite bound (lower = that bound, upper = +Inf);
 // in the first bucket the lower bound is 0 when its upper bound is positive.
-std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<Bucket>& buckets);
+std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<CumulativeBucket>& buckets);
 
 // The share of observations at or below `threshold` (an SLA), interpolated as bucket_quantile
 // interpolates; lower/upper bound the share by the whole buckets around the threshold.
 // nullopt when the buckets hold no observation.
-std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::vector<Bucket>& buckets);
+std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::vector<CumulativeBucket>& buckets);
 
 // Cumulative counts of `later` minus `earlier`, bucket by bucket (same bounds): the window
 // between two scrapes. A counter reset (any count, or the +Inf count, went down) gives `later`
 // itself, as rate() reads a reset. nullopt when the bounds differ.
-std::optional<std::vector<Bucket>> bucket_delta(const std::vector<Bucket>& earlier, const std::vector<Bucket>& later);
+std::optional<std::vector<CumulativeBucket>> bucket_delta(const std::vector<CumulativeBucket>& earlier, const std::vector<CumulativeBucket>& later);
 
 }  // namespace perfscope

@@ -13,13 +13,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<Bucket> positive() { return normalize_buckets({{0.1, 50}, {0.2, 70}, {1.0, 110}, {kInf, 120}}); }
-std::vector<Bucket> negative() { return normalize_buckets({{-0.2, 10}, {-0.1, 20}, {0.3, 20}, {kInf, 30}}); }
-std::vector<Bucket> middles() { return normalize_buckets({{0, 0}, {2, 1}, {4, 2}, {6, 3}, {kInf, 3}}); }
-std::vector<Bucket> positive3() { return normalize_buckets({{0, 0}, {0.1, 5}, {0.2, 7}, {1.0, 11}, {kInf, 11}}); }
-std::vector<Bucket> negative3() { return normalize_buckets({{-0.25, 0}, {-0.2, 1}, {-0.1, 2}, {0.3, 2}, {kInf, 2}}); }
+std::vector<CumulativeBucket> positive() { return normalize_buckets({{0.1, 50}, {0.2, 70}, {1.0, 110}, {kInf, 120}}); }
+std::vector<CumulativeBucket> negative() { return normalize_buckets({{-0.2, 10}, {-0.1, 20}, {0.3, 20}, {kInf, 30}}); }
+std::vector<CumulativeBucket> middles() { return normalize_buckets({{0, 0}, {2, 1}, {4, 2}, {6, 3}, {kInf, 3}}); }
+std::vector<CumulativeBucket> positive3() { return normalize_buckets({{0, 0}, {0.1, 5}, {0.2, 7}, {1.0, 11}, {kInf, 11}}); }
+std::vector<CumulativeBucket> negative3() { return normalize_buckets({{-0.25, 0}, {-0.2, 1}, {-0.1, 2}, {0.3, 2}, {kInf, 2}}); }
 
-double q(double quantile, const std::vector<Bucket>& b) { return bucket_quantile(quantile, b).value().value; }
+double q(double quantile, const std::vector<CumulativeBucket>& b) { return bucket_quantile(quantile, b).value().value; }
 
 TEST(BucketQuantile, MatchesHistogramQuantile) {
   const std::pair<double, double> pos[] = {{0, 0}, {0.2, 0.048}, {0.5, 0.15}, {0.8, 0.72}, {1, 1}};
@@ -80,14 +80,14 @@ TEST(BucketQuantile, NormalizationSortsMergesAndMakesCountsMonotonic) {
 }
 
 TEST(BucketQuantile, DeltasBetweenScrapesAndCounterResets) {
-  const std::vector<Bucket> earlier = {{0.1, 5}, {1, 8}, {kInf, 9}};
-  const std::vector<Bucket> later = {{0.1, 15}, {1, 28}, {kInf, 30}};
+  const std::vector<CumulativeBucket> earlier = {{0.1, 5}, {1, 8}, {kInf, 9}};
+  const std::vector<CumulativeBucket> later = {{0.1, 15}, {1, 28}, {kInf, 30}};
   auto window = bucket_delta(earlier, later).value();
   EXPECT_EQ(window[0].count, 10);
   EXPECT_EQ(window[1].count, 20);
   EXPECT_EQ(window[2].count, 21);
   // The server restarted between the scrapes: the later counts are the window.
-  const std::vector<Bucket> restarted = {{0.1, 2}, {1, 3}, {kInf, 3}};
+  const std::vector<CumulativeBucket> restarted = {{0.1, 2}, {1, 3}, {kInf, 3}};
   EXPECT_EQ(bucket_delta(later, restarted).value()[2].count, 3);
   // Bounds that changed between scrapes cannot be subtracted.
   EXPECT_FALSE(bucket_delta(earlier, {{0.2, 15}, {1, 28}, {kInf, 30}}).has_value());
