@@ -202,6 +202,23 @@ std::optional<BucketEstimate> scraped_share_at_most(const ScrapedDistribution& d
   return bucket_share_at_most(threshold_ms, d.buckets);
 }
 
+std::optional<ScrapedDistribution> merge_scraped(std::span<const ScrapedDistribution* const> parts) {
+  if (parts.empty()) return std::nullopt;
+  if (parts.size() == 1) return *parts.front();
+  ScrapedDistribution out = *parts.front();
+  if (out.summary) return std::nullopt;
+  for (const ScrapedDistribution* d : parts.subspan(1)) {
+    if (d->summary || d->metric != out.metric || d->buckets.size() != out.buckets.size()) return std::nullopt;
+    for (std::size_t i = 0; i < out.buckets.size(); ++i) {
+      if (d->buckets[i].le != out.buckets[i].le) return std::nullopt;
+      out.buckets[i].count += d->buckets[i].count;
+    }
+    out.count += d->count;
+    out.sum_ms += d->sum_ms;
+  }
+  return out;
+}
+
 std::span<const std::string_view> scraped_serving_patterns() { return kPatterns; }
 std::span<const std::string_view> scraped_fields() { return kFields; }
 

@@ -74,6 +74,10 @@ struct ScrapedServing {
   std::vector<std::string> notes;  // what these figures mean where a server's differs from ours
 };
 
+// One field over several models' entries (the versions of a model asked for without one):
+// histograms with the same bounds add up; a summary only stands alone. nullopt otherwise.
+std::optional<ScrapedDistribution> merge_scraped(std::span<const ScrapedDistribution* const> parts);
+
 // Every model the known families in `series` describe, by (server, model, version).
 std::vector<ScrapedServing> scraped_serving(std::span<const SeriesSamples> series, TimestampNs from_ns,
                                             TimestampNs to_ns);

@@ -7,6 +7,7 @@
 #include "db/abtest_store.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"
 
 namespace perfscope::server {
@@ -124,6 +125,46 @@ Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
   return d;
 }
 
+constexpr const char* kScrapedOnly =
+    "A side exists only as a scraped server's histograms, which keep counts per bucket, not observations: "
+    "the tests could not run. Report the requests themselves (the Python client's request()) to compare "
+    "them; the scraped percentiles are given for reading, with their bucket bounds.";
+
+// Model sides without reported requests, read from the scraped servers instead: what they
+// show (descriptive percentiles with bounds) and which tests could not run on them and why.
+// Null when every side has its observations, or none has scraped data either.
+Result<json> scraped_sides(const ApiContext& ctx, const std::vector<Selector>& sides,
+                           const std::vector<std::vector<double>>& samples, const TimeWindow& w) {
+  std::optional<std::vector<an::ScrapedServing>> all;
+  json found = json::array();
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    const Selector& s = sides[i];
+    if (!samples[i].empty() || s.kind != Selector::Kind::kModel || !s.model.tags.empty()) continue;
+    if (!all) {
+      auto loaded = load_scraped_serving(ctx, {w.from_ns, std::min(w.to_ns, now_ns())});
+      if (!loaded.ok()) return loaded.status();
+      all = std::move(*loaded);
+    }
+    auto selected = select_scraped(*all, s.model.model, s.model.version, s.field_name);
+    if (!selected.ok()) return selected.status();
+    if (!*selected) continue;
+    an::ScrapedServing one;
+    one.fields.emplace(s.field_name, (*selected)->distribution);
+    json side = scraped_latency_json(one, s.field_name);
+    if (side.is_null()) side = {{"count", 0}};
+    side["side"] = i;
+    side["servers"] = (*selected)->servers;
+    found.push_back(std::move(side));
+  }
+  if (found.empty()) return json(nullptr);
+  return json{{"sides", found},
+              {"tests_not_run",
+               {{{"test", "mann_whitney"}, {"why", "ranks every observation; a histogram keeps only counts per bucket"}},
+                {{"test", "welch"}, {"why", "needs each side's variance; the server exports only counts, sums and buckets"}},
+                {{"test", "bootstrap_speedup_ci"}, {"why", "resamples observations, which the server does not export"}},
+                {{"test", "hodges_lehmann"}, {"why", "takes the median of every pairwise difference of observations"}}}}};
+}
+
 }  // namespace
 
 // The current result of a stored definition.
@@ -140,11 +181,18 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
     samples.push_back(std::move(*v));
   }
   json out = {{"definition", d->to_json()}, {"window", window_json(*w)}};
+  auto scraped = scraped_sides(ctx, d->sides, samples, *w);
+  if (!scraped.ok()) return scraped.status();
   if (!d->multi) {
     an::AbResult r = an::compare(samples[0], samples[1], d->options);
     out.update(result_json(r));
+    if (!scraped->is_null()) {
+      out["scraped"] = *scraped;
+      out["recommendation"] = kScrapedOnly;
+    }
     return out;
   }
+  if (!scraped->is_null()) out["scraped"] = *scraped;
   // A/B/n: every variant against the first, p-values adjusted together (Benjamini–Hochberg).
   std::vector<an::AbResult> results;
   std::vector<double> p;

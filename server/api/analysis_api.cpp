@@ -17,6 +17,7 @@
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/api/scraped.hpp"
 
 namespace perfscope::server {
 
@@ -208,6 +209,15 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     }
   }
 
+  // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
+  // histograms and counters over the window serve instead. Tags and runs are the reporters'.
+  std::vector<an::ScrapedServing> scraped;
+  if (!scope.by_tags()) {
+    auto s = load_scraped_serving(ctx_, range);
+    if (!s.ok()) return s.status();
+    scraped = std::move(*s);
+  }
+
   auto buffers = ctx_.events->command_buffers(range, scope);
   if (!buffers.ok()) return buffers.status();
   auto queues = an::analyze_command_queues(*buffers);
@@ -298,6 +308,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   }
   double worst_p99 = -1;
   for (const auto& m : serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
+  for (const auto& m : scraped) worst_p99 = std::max(worst_p99, scraped_latency_p99(m).value_or(-1));
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
   // The window's rules read the timeline over every run together (each figure computed within
@@ -326,7 +337,11 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
                    "the previous work ended, kernel_wait when <= 1 us, else other; launch delay = start - launch "
                    "call end; launch efficiency = union of compute kernels / span"},
       {"serving", "TPOT = (latency - ttft)/(output_tokens - 1) for requests with > 1 token; ITL pooled over "
-                  "token gaps; goodput = successful requests meeting every SLO per second"},
+                  "token gaps; goodput = successful requests meeting every SLO per second; rows with source "
+                  "scrape: increases of a scraped server's counters and histogram buckets over the window (the "
+                  "scrape before it as baseline, restarts counted whole), percentiles interpolated inside a bucket "
+                  "as histogram_quantile does with the bucket's bounds as the error bound, summaries' quantiles as "
+                  "the server computed them; no goodput (it needs every request's figures together)"},
       {"memory", "allocated bytes trend over the window; leak suspects = allocations live longer than leak_age_s "
                  "while the trend is significantly positive; a run's allocations are released when it ends; CUDA "
                  "module statics are counted apart, never as allocations"}};
@@ -389,6 +404,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     }
     inf.push_back(std::move(row));
   }
+  for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
   json slo_json = json::object();
   if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;

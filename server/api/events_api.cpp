@@ -2,6 +2,7 @@
 #include "server/api/api.hpp"
 
 #include "server/api/api_helpers.hpp"
+#include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
 
 namespace perfscope::server {
@@ -139,7 +140,26 @@ HttpResponse Api::inference(const HttpRequest& request) const {
                       {"requests_per_second", rate(static_cast<double>(m.requests))},
                       {"inferences_per_second", rate(static_cast<double>(m.inferences))},
                       {"output_tokens_per_second", rate(static_cast<double>(m.output_tokens))},
-                      {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns}});
+                      {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns},
+                      {"source", "events"}});
+  }
+  // Scraped servers (no tags of their own): their counters' increase over the window.
+  if (!scope->by_tags()) {
+    auto scraped = load_scraped_serving(ctx_, {w->from_ns, std::min(w->to_ns, now)});
+    if (!scraped.ok()) return status_response(scraped.status());
+    for (const auto& m : *scraped) {
+      json row = scraped_inference_row(m, {});
+      models.push_back({{"model", m.model}, {"version", m.version}, {"requests", row["requests"]},
+                        {"errors", row["errors"]}, {"error_rate", row["error_rate"]},
+                        {"input_tokens", row["input_tokens"]}, {"output_tokens", row["output_tokens"]},
+                        {"mean_latency_ms", row["mean_latency_ms"]},
+                        {"requests_per_second", row["requests_per_second"]},
+                        {"inferences_per_second", row["inferences_per_second"]},
+                        {"output_tokens_per_second", row["output_tokens_per_second"]}, {"span_seconds", m.window_s},
+                        {"source", "scrape"}, {"server", m.server}, {"targets", m.targets},
+                        {"queue_share", row["queue_share"]}, {"running", row["running"]}, {"waiting", row["waiting"]},
+                        {"kv_cache_usage", row["kv_cache_usage"]}});
+    }
   }
   return json_response(200, {{"window", window_json(*w)}, {"models", models}});
 }

@@ -7,6 +7,7 @@
 #include "engine/analysis/stats.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"
 
 namespace perfscope::server {
@@ -37,6 +38,72 @@ Result<std::vector<double>> parse_quantiles(const std::string& text) {
   return out;
 }
 
+json bound_json(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// A model's field from the servers perfscope scrapes, over the window: percentiles from the
+// histogram buckets' increase (the bucket as the error bound) or a summary's own quantiles.
+// nullopt when no scraped server exports it and the caller did not insist (`required`).
+Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Selector& sel,
+                                                const std::vector<double>& qs, std::optional<double> sla,
+                                                const TimeWindow& w, bool required) {
+  auto all = load_scraped_serving(ctx, {w.from_ns, std::min(w.to_ns, now_ns())});
+  if (!all.ok()) return all.status();
+  auto selected = select_scraped(*all, sel.model.model, sel.model.version, sel.field_name);
+  if (!selected.ok()) return selected.status();
+  if (!*selected) {
+    if (!required) return std::optional<json>();
+    return Status::not_found("no scraped server exports " + sel.field_name + " of model '" + sel.model.model +
+                                 "' in the window", "model");
+  }
+  const an::ScrapedDistribution& d = (*selected)->distribution;
+  const auto& servers = (*selected)->servers;
+  const auto& targets = (*selected)->targets;
+  const auto count = std::llround(d.count);
+  json out = {{"selector", sel.to_json()}, {"window", window_json(w)}, {"count", count}, {"unit", "ms"},
+              {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
+              {"convention", d.summary ? "server_summary" : "histogram_quantile"},
+              {"source", {{"servers", servers}, {"metric", d.metric}, {"targets", targets}}},
+              {"std_kind", "sample"}};
+  json pct = json::object(), bounds = json::object(), warnings = json::array();
+  for (double q : qs) {
+    const std::string key = an::percentile_key(q);
+    auto e = an::scraped_quantile(d, q / 100);
+    pct[key] = e ? bound_json(e->value) : json(nullptr);
+    if (e && !d.summary) bounds[key] = {bound_json(e->lower), bound_json(e->upper)};
+    const std::size_t need = an::min_samples_for_percentile(q);
+    if (count > 0 && static_cast<std::size_t>(count) < need) {
+      warnings.push_back(key + " needs at least " + std::to_string(need) +
+                         " samples to be trusted (99% confidence); the window holds " + std::to_string(count));
+    }
+    if (e && std::isinf(e->upper)) {
+      warnings.push_back(key + " lies above the highest finite bucket bound; only its lower bound is known");
+    }
+  }
+  if (d.summary) {
+    std::string exported;
+    for (const auto& [q, v] : d.quantiles) exported += (exported.empty() ? "" : ", ") + an::percentile_key(q * 100);
+    warnings.push_back("quantiles as the server computed them over its own recent observations at the newest "
+                       "scrape, not over this window; exported: " + (exported.empty() ? "none" : exported));
+  }
+  if (count == 0) warnings.push_back("no observations in the window");
+  out["percentiles"] = pct;
+  if (!d.summary) out["bounds"] = bounds;
+  out["mean"] = d.mean_ms() ? json(*d.mean_ms()) : json(nullptr);
+  out["std"] = nullptr;
+  out["min"] = nullptr;
+  out["max"] = nullptr;
+  if (sla) {
+    if (auto share = an::scraped_share_at_most(d, *sla)) {
+      out["sla"] = {{"target_ms", *sla}, {"violations", std::llround(d.count * (1 - share->value))},
+                    {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
+    } else if (d.summary) {
+      warnings.push_back("SLA compliance needs histogram buckets; a summary gives only its quantiles");
+    }
+  }
+  out["warnings"] = warnings;
+  return std::optional<json>(std::move(out));
+}
+
 }  // namespace
 
 HttpResponse Api::percentiles(const HttpRequest& request) const {
@@ -55,8 +122,12 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
     sel.kind = Selector::Kind::kModel;
     sel.model.model = v;
     sel.model.version = param(request, "version");
-    auto f = inference_field(param(request, "field"));
-    if (!f) return error_response(400, "invalid_argument", "'field' must be latency_ms, ttft_ms, tpot_ms, queue_ms or compute_ms", "field");
+    // itl_ms (every gap between two tokens) exists only as a scraped server's histogram.
+    auto f = param(request, "field") == "itl_ms" ? std::optional(db::InferenceField::kTpot) : inference_field(param(request, "field"));
+    if (!f) {
+      return error_response(400, "invalid_argument",
+                            "'field' must be latency_ms, ttft_ms, tpot_ms, queue_ms, compute_ms or itl_ms", "field");
+    }
     sel.field = *f;
     if (!param(request, "field").empty()) sel.field_name = param(request, "field");
   }
@@ -103,8 +174,34 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
 
-  auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
-  if (!dist.ok()) return status_response(dist.status());
+  // Models: reported requests, else a scraped server's histograms (source=events|scrape picks one).
+  const std::string source = param(request, "source");
+  if (!source.empty() && source != "events" && source != "scrape") {
+    return error_response(400, "invalid_argument", "'source' must be events or scrape", "source");
+  }
+  if (!source.empty() && sel.kind != Selector::Kind::kModel) {
+    return error_response(400, "invalid_argument", "'source' applies to model only", "source");
+  }
+  const bool scrape_only = source == "scrape" || sel.field_name == "itl_ms";
+  if (scrape_only && source == "events") {
+    return error_response(400, "invalid_argument", "itl_ms comes from scraped servers only", "field");
+  }
+  if (scrape_only && scope->by_tags()) {
+    return error_response(400, "invalid_argument", "scraped servers carry no run or tags", scope->run.empty() ? "tag" : "run");
+  }
+  std::optional<Distribution> reported;
+  if (!scrape_only) {
+    auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
+    if (!dist.ok()) return status_response(dist.status());
+    reported = std::move(*dist);
+  }
+  if (sel.kind == Selector::Kind::kModel && source != "events" && !scope->by_tags() &&
+      (scrape_only || (reported->raw.empty() && !reported->rolled))) {
+    auto scraped = scraped_percentiles(ctx_, sel, *qs, sla, *w, scrape_only);
+    if (!scraped.ok()) return status_response(scraped.status());
+    if (*scraped) return json_response(200, **scraped);
+  }
+  Distribution* dist = &*reported;
   std::vector<double>& values = dist->raw;
   const bool from_histogram = dist->rolled.has_value();
   an::Moments m;

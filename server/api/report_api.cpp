@@ -12,6 +12,7 @@
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/api/scraped.hpp"
 #include "server/http/compression.hpp"
 #include "server/api/report_format.hpp"
 #include "server/api/version.hpp"
@@ -128,6 +129,14 @@ Result<json> Api::report_json(const HttpRequest& request) const {
     row["percentiles_ms"] = ps;
     row["warnings"] = warnings;
     latency.push_back(std::move(row));
+  }
+  // Scraped servers' models: from their histograms' buckets over the window, bounds given.
+  if (!scope->by_tags()) {
+    auto scraped = load_scraped_serving(ctx_, range);
+    if (!scraped.ok()) return scraped.status();
+    for (const an::ScrapedServing& m : *scraped) {
+      if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
+    }
   }
   doc["latency"] = latency;
 

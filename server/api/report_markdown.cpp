@@ -183,7 +183,7 @@ std::string render_markdown(const json& r) {
                                       format_duration_ms(num(p, "p95")), format_duration_ms(num(p, "p99")),
                                       format_duration_ms(num(p, "p99.9"))};
       if (sla) {
-        const json& s = l["sla"];
+        const json s = l.value("sla", json::object());  // none where only a summary was scraped
         row.push_back(format_count(num(s, "violations")));
         row.push_back(format_ratio_percent(num(s, "compliance_rate")));
       }

@@ -11,6 +11,7 @@ namespace perfscope::analysis {
 namespace {
 
 constexpr TimestampNs kS = 1'000'000'000;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 SeriesSamples series(std::string name, Labels labels, std::vector<std::pair<int, double>> points) {
   sort_labels(labels);
@@ -172,6 +173,24 @@ TEST(ScrapedServing, AHistogramWithoutInfBucketIsNotRead) {
   auto all = scraped_serving(s, 0, 10 * kS);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_FALSE(all[0].fields.contains("ttft_ms"));
+}
+
+TEST(ScrapedServing, VersionsMergeOnlyWithTheSameBuckets) {
+  ScrapedDistribution a{"h", false, {{1, 2}, {kInf, 4}}, {}, 4, 10};
+  ScrapedDistribution b{"h", false, {{1, 1}, {kInf, 1}}, {}, 1, 0.5};
+  const ScrapedDistribution* both[] = {&a, &b};
+  auto merged = merge_scraped(both).value();
+  EXPECT_EQ(merged.buckets[0].count, 3);
+  EXPECT_EQ(merged.buckets[1].count, 5);
+  EXPECT_EQ(merged.sum_ms, 10.5);
+  ScrapedDistribution c{"h", false, {{2, 1}, {kInf, 1}}, {}, 1, 0.5};
+  const ScrapedDistribution* other_bounds[] = {&a, &c};
+  EXPECT_FALSE(merge_scraped(other_bounds));
+  ScrapedDistribution s{"s", true, {}, {{0.5, 3}}, 1, 3};
+  const ScrapedDistribution* summaries[] = {&s, &s};
+  EXPECT_FALSE(merge_scraped(summaries));
+  const ScrapedDistribution* one[] = {&s};
+  EXPECT_TRUE(merge_scraped(one));
 }
 
 }  // namespace

@@ -132,7 +132,7 @@
     const sla = report.slo && isNum(report.slo.latency_ms);
     root.append(table(['Model', 'Requests', 'p50', 'p90', 'p95', 'p99', 'p99.9', ...(sla ? ['SLA compliance'] : [])],
                       report.latency.map((l) => [l.model, count(l.count), ...['p50', 'p90', 'p95', 'p99', 'p99.9'].map((k) => ms(l.percentiles_ms[k])),
-                                                 ...(sla ? [pct(l.sla.compliance_rate)] : [])]),
+                                                 ...(sla ? [l.sla ? pct(l.sla.compliance_rate) : '–'] : [])]),
                       [false, true, true, true, true, true, true, true], 'latency'));
   }
 

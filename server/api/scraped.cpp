@@ -1,0 +1,148 @@
+#include "server/api/scraped.hpp"
+
+#include <cmath>
+
+#include "db/series_history.hpp"
+#include "engine/analysis/stats.hpp"
+#include "server/api/api.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+namespace an = perfscope::analysis;
+
+namespace {
+
+constexpr TimestampNs kLookbackNs = 5LL * 60 * 1'000'000'000;
+constexpr double kSummaryQs[] = {0.5, 0.9, 0.99};
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json optional_json(const std::optional<double>& v) { return v ? finite_or_null(*v) : json(nullptr); }
+
+}  // namespace
+
+Result<std::vector<an::ScrapedServing>> load_scraped_serving(const ApiContext& ctx, const db::TimeRange& range) {
+  std::vector<an::SeriesSamples> series;
+  for (std::string_view pattern : an::scraped_serving_patterns()) {
+    db::HistoryQuery q;
+    q.name = std::string(pattern);
+    q.from_ns = std::max<TimestampNs>(0, range.from_ns - kLookbackNs);
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;  // increases need every scrape: a restart hides between two
+    auto data = ctx.history->query(q);
+    if (!data.ok()) return data.status();
+    for (db::SeriesData& d : *data) series.push_back({std::move(d.info.key), std::move(d.samples)});
+  }
+  return an::scraped_serving(series, range.from_ns, range.to_ns);
+}
+
+Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<an::ScrapedServing>& all,
+                                                       const std::string& model, const std::string& version,
+                                                       const std::string& field) {
+  std::vector<const an::ScrapedDistribution*> parts;
+  ScrapedSelection out;
+  for (const an::ScrapedServing& m : all) {
+    if (m.model != model || (!version.empty() && m.version != version)) continue;
+    auto it = m.fields.find(field);
+    if (it == m.fields.end()) continue;
+    parts.push_back(&it->second);
+    out.servers.insert(m.server);
+    out.targets.insert(m.targets.begin(), m.targets.end());
+  }
+  if (parts.empty()) return std::optional<ScrapedSelection>();
+  auto merged = an::merge_scraped(parts);
+  if (!merged) {
+    return Status::invalid_argument("the versions of model '" + model +
+                                        "' have different buckets or only summaries: give a version", "version");
+  }
+  out.distribution = std::move(*merged);
+  return std::optional(std::move(out));
+}
+
+json scraped_latency_json(const an::ScrapedServing& m, const std::string& field) {
+  auto it = m.fields.find(field);
+  if (it == m.fields.end() || it->second.count <= 0) return nullptr;
+  const an::ScrapedDistribution& d = it->second;
+  json out = {{"count", std::llround(d.count)}, {"mean", optional_json(d.mean_ms())}, {"max", nullptr},
+              {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"}, {"metric", d.metric}};
+  json bounds = json::object();
+  for (double q : kSummaryQs) {
+    const std::string key = an::percentile_key(q * 100);
+    auto e = an::scraped_quantile(d, q);
+    out[key] = e ? finite_or_null(e->value) : json(nullptr);
+    if (e && !d.summary) bounds[key] = {finite_or_null(e->lower), finite_or_null(e->upper)};
+  }
+  if (!d.summary) out["bounds"] = bounds;
+  return out;
+}
+
+std::optional<json> scraped_latency_row(const an::ScrapedServing& m, std::optional<double> sla_ms) {
+  auto it = m.fields.find("latency_ms");
+  if (it == m.fields.end() || it->second.count <= 0) return std::nullopt;
+  const an::ScrapedDistribution& d = it->second;
+  const auto count = std::llround(d.count);
+  json pct = json::object(), bounds = json::object(), warnings = json::array();
+  for (double q : {50.0, 90.0, 95.0, 99.0, 99.9}) {
+    const std::string key = an::percentile_key(q);
+    auto e = an::scraped_quantile(d, q / 100);
+    pct[key] = e ? finite_or_null(e->value) : json(nullptr);
+    if (e && !d.summary) bounds[key] = {finite_or_null(e->lower), finite_or_null(e->upper)};
+  }
+  warnings.push_back(d.summary ? "from " + d.metric + ": the quantiles " + m.server + " computed itself at the newest scrape"
+                               : "from " + d.metric + "'s buckets over the window: each percentile lies within its bucket (bounds_ms)");
+  json row = {{"model", m.model}, {"count", count}, {"mean_ms", optional_json(d.mean_ms())}, {"max_ms", nullptr},
+              {"percentiles_ms", pct}, {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
+              {"metric", d.metric}, {"source", "scrape"}, {"warnings", warnings}};
+  if (!d.summary) row["bounds_ms"] = bounds;
+  if (sla_ms) {
+    if (auto share = an::scraped_share_at_most(d, *sla_ms)) {
+      row["sla"] = {{"target_ms", *sla_ms}, {"violations", std::llround(d.count * (1 - share->value))},
+                    {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
+    }
+  }
+  return row;
+}
+
+std::optional<double> scraped_latency_p99(const an::ScrapedServing& m) {
+  auto it = m.fields.find("latency_ms");
+  if (it == m.fields.end()) return std::nullopt;
+  auto e = an::scraped_quantile(it->second, 0.99);
+  if (!e || !std::isfinite(e->value)) return std::nullopt;
+  return e->value;
+}
+
+json scraped_inference_row(const an::ScrapedServing& m, const an::ServingSlo& slo) {
+  auto count = [](const std::optional<double>& v) { return v ? std::llround(std::max(0.0, *v)) : 0LL; };
+  auto or_zero = [](const std::optional<double>& v) { return v ? *v : 0.0; };
+  json row = {{"model", m.model}, {"version", m.version}, {"source", "scrape"}, {"server", m.server},
+              {"targets", m.targets}, {"requests", count(m.requests)}, {"errors", count(m.errors)},
+              {"error_rate", or_zero(m.error_rate)}, {"window_s", m.window_s},
+              {"requests_per_second", or_zero(m.requests_per_second)},
+              // One inference per request unless the server counts batched inferences (Triton).
+              {"inferences_per_second", or_zero(m.inferences_per_second ? m.inferences_per_second : m.requests_per_second)},
+              {"output_tokens_per_second", or_zero(m.output_tokens_per_second)},
+              {"input_tokens", count(m.input_tokens)}, {"output_tokens", count(m.output_tokens)},
+              {"mean_latency_ms", optional_json(m.mean_latency_ms)}, {"queue_share", optional_json(m.queue_share)}, {"average_batch_size", optional_json(m.average_batch_size)},
+              {"running", optional_json(m.running)}, {"waiting", optional_json(m.waiting)},
+              {"kv_cache_usage", optional_json(m.kv_cache_usage)}, {"counter_resets", m.resets}, {"notes", m.notes}};
+  for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms"}) {
+    row[field] = scraped_latency_json(m, field);
+  }
+  // The pooled mean gap between tokens, as the reported rows' itl_ms.
+  auto itl = m.fields.find("itl_ms");
+  row["itl_ms"] = itl != m.fields.end() ? optional_json(itl->second.mean_ms()) : json(nullptr);
+  json compliance = json::object();
+  for (auto [field, target] : {std::pair{"latency_ms", slo.latency_ms}, std::pair{"ttft_ms", slo.ttft_ms},
+                               std::pair{"tpot_ms", slo.tpot_ms}}) {
+    auto it = m.fields.find(field);
+    if (!target || it == m.fields.end()) continue;
+    auto share = an::scraped_share_at_most(it->second, *target);
+    if (!share) continue;
+    compliance[field] = {{"target_ms", *target}, {"compliance_rate", share->value},
+                         {"bounds", {share->lower, share->upper}}};
+  }
+  if (!compliance.empty()) row["slo_compliance"] = compliance;
+  return row;
+}
+
+}  // namespace perfscope::server

@@ -1,0 +1,54 @@
+// The serving figures of scraped inference servers (vLLM, SGLang, TGI, Triton) as the REST
+// views answer them: loaded from the stored series of a window, and as JSON rows shaped like
+// those of reported requests, each saying where it came from and how it was computed.
+// Internal to server/api/.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "db/time_range.hpp"
+#include "engine/analysis/scraped_serving.hpp"
+#include "engine/analysis/serving.hpp"
+#include "engine/status.hpp"
+
+namespace perfscope::server {
+
+struct ApiContext;
+
+// Every scraped model in `range`. The newest scrape before the window (up to five minutes
+// back, Prometheus' lookback) is each increase's baseline, so a window starts where it says.
+Result<std::vector<analysis::ScrapedServing>> load_scraped_serving(const ApiContext& ctx, const db::TimeRange& range);
+
+// One latency field of a model as the scraped servers give it, every version together when
+// `version` is empty.
+struct ScrapedSelection {
+  analysis::ScrapedDistribution distribution;
+  std::set<std::string> servers, targets;
+};
+// nullopt when no scraped server exports it; invalid_argument (field "version") when the
+// versions' buckets differ or are summaries, which cannot be added up.
+Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<analysis::ScrapedServing>& all,
+                                                       const std::string& model, const std::string& version,
+                                                       const std::string& field);
+
+// One field of one scraped model as a latency summary ({count, mean, p50, p90, p99, max: null,
+// method, metric, bounds}); null when absent or empty.
+nlohmann::json scraped_latency_json(const analysis::ScrapedServing& m, const std::string& field);
+
+// A row of the inference (serving) section: the reported rows' fields, and `source`, `server`,
+// `targets`, `queue_share`, gauges, notes, and SLO compliance per field with its bounds.
+nlohmann::json scraped_inference_row(const analysis::ScrapedServing& m, const analysis::ServingSlo& slo);
+
+// A row of the report's latency section ({model, count, mean_ms, max_ms: null, percentiles_ms,
+// bounds_ms, method, metric, warnings, sla}); none without a latency distribution with data.
+std::optional<nlohmann::json> scraped_latency_row(const analysis::ScrapedServing& m, std::optional<double> sla_ms);
+
+// The p99 (ms) of a scraped model's latency, for the SLA rule; none without a histogram.
+std::optional<double> scraped_latency_p99(const analysis::ScrapedServing& m);
+
+}  // namespace perfscope::server
