@@ -45,7 +45,8 @@ json scrape_to_json(const std::vector<ScrapeTarget>& targets) {
   json out = json::array();
   for (const ScrapeTarget& t : targets) {
     out.push_back({{"url", t.url}, {"job", t.job}, {"interval_ms", t.interval.count()},
-                   {"timeout_ms", t.timeout.count()}, {"sample_limit", t.sample_limit}, {"token", !t.token.empty()}});
+                   {"timeout_ms", t.timeout.count()}, {"sample_limit", t.sample_limit}, {"series_limit", t.series_limit},
+                   {"body_limit", t.body_limit}, {"token", !t.token.empty()}, {"ca_file", t.ca_file}});
   }
   return out;
 }

@@ -40,7 +40,7 @@ std::string parse_listen(const std::string& text, ServerConfig& out) {
 }
 
 // `URL[,job=NAME][,interval=15s][,timeout=10s][,label.KEY=VALUE][,sample_limit=N]
-// [,body_limit=32MB][,token_file=PATH]`: one --scrape target.
+// [,series_limit=N][,body_limit=32MB][,token_file=PATH][,ca_file=PATH]`: one --scrape target.
 Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
   ScrapeTarget t;
   auto bad = [&](const std::string& why) {
@@ -79,11 +79,11 @@ Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
         return bad("label name '" + name + "' must match [a-zA-Z_][a-zA-Z0-9_]* and not be job or instance");
       }
       t.labels.emplace_back(name, value);
-    } else if (key == "sample_limit") {
+    } else if (key == "sample_limit" || key == "series_limit") {
       std::size_t n = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n == 0) return bad("sample_limit must be a positive integer");
-      t.sample_limit = n;
+      if (ec != std::errc() || end != value.data() + value.size() || n == 0) return bad(key + " must be a positive integer");
+      (key == "sample_limit" ? t.sample_limit : t.series_limit) = n;
     } else if (key == "body_limit") {
       auto bytes = parse_byte_size(value);
       if (!bytes.ok() || *bytes < 1024) return bad("body_limit must be a size of at least 1kB, e.g. 32MB");
@@ -92,12 +92,17 @@ Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
       std::ifstream in(value);
       if (!std::getline(in, t.token) || t.token.empty()) return bad("cannot read a token from '" + value + "'");
       while (!t.token.empty() && (t.token.back() == '\r' || t.token.back() == ' ')) t.token.pop_back();
+    } else if (key == "ca_file") {
+      if (!std::ifstream(value)) return bad("cannot read the CA file '" + value + "'");
+      t.ca_file = value;
     } else {
-      return bad("unknown key '" + key + "' (job, interval, timeout, label.NAME, sample_limit, body_limit, token_file)");
+      return bad("unknown key '" + key +
+                 "' (job, interval, timeout, label.NAME, sample_limit, series_limit, body_limit, token_file, ca_file)");
     }
   }
   if (!timeout_given) t.timeout = std::min(t.timeout, t.interval);
   if (t.timeout > t.interval) return bad("timeout must not exceed interval");
+  if (!t.ca_file.empty() && !t.url.starts_with("https://")) return bad("ca_file needs an https:// URL");
   return t;
 }
 
@@ -345,7 +350,8 @@ CommandLineParser::Table::Table() {
       ->envname("PERFSCOPE_CARDINALITY_WINDOW")->capture_default_str();
   serve->add_option("--scrape", t.scrape,
                     "Scrape this Prometheus endpoint and store its series (repeatable): URL[,job=NAME][,interval=15s]"
-                    "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,body_limit=32MB][,token_file=PATH]")
+                    "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,series_limit=20000][,body_limit=32MB]"
+                    "[,token_file=PATH][,ca_file=PATH]")
       ->envname("PERFSCOPE_SCRAPE");
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")

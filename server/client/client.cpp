@@ -53,14 +53,17 @@ HttpPoster::HttpPoster(ServerUrl url, std::chrono::milliseconds timeout)
   if (url_.tls) {
     conn_->tls_context.emplace(net::ssl::context::tls_client);
     beast::error_code ec;
-    if (url_.pinned_certificate.empty()) {
+    if (!url_.ca_file.empty() && url_.pinned_certificate.empty()) {
+      conn_->tls_context->load_verify_file(url_.ca_file, ec);
+      if (ec) setup_error_ = "cannot load the CA file " + url_.ca_file + ": " + ec.message();
+    } else if (url_.pinned_certificate.empty()) {
       conn_->tls_context->set_default_verify_paths(ec);
     } else {
       // The certificate is the trust anchor itself, whether or not it is self-signed.
       conn_->tls_context->load_verify_file(url_.pinned_certificate, ec);
       X509_STORE_set_flags(SSL_CTX_get_cert_store(conn_->tls_context->native_handle()), X509_V_FLAG_PARTIAL_CHAIN);
     }
-    if (ec) setup_error_ = "cannot load " + (url_.pinned_certificate.empty() ? std::string("the trust store") : url_.pinned_certificate) + ": " + ec.message();
+    if (ec && setup_error_.empty()) setup_error_ = "cannot load " + (url_.pinned_certificate.empty() ? std::string("the trust store") : url_.pinned_certificate) + ": " + ec.message();
     conn_->tls_context->set_verify_mode(net::ssl::verify_peer);
   }
 }

@@ -47,6 +47,9 @@ struct ServerUrl {
   // A PEM certificate to trust as it is — the server's own, read from its file — instead of
   // the trust store and the host name (`perfscope healthcheck` inside a container).
   std::string pinned_certificate;
+  // PEM CA certificates to verify the server's chain with (its host name checked too), instead
+  // of the system's trust store (a scrape target's ca_file).
+  std::string ca_file;
   std::string text() const { return (tls ? "https://" : "http://") + host + ":" + port; }
 };
 

@@ -21,6 +21,8 @@ struct ScrapeCollector::Target {
   std::string last_error = "not scraped yet";
   double last_duration_ms = 0;
   std::size_t last_samples = 0;
+  std::size_t dropped_last = 0;    // samples of new series past the series limit, last scrape
+  std::uint64_t dropped_total = 0;
   std::uint64_t scrapes = 0;
   std::uint64_t failures = 0;
 };
@@ -41,7 +43,8 @@ ScrapeCollector::ScrapeCollector(std::vector<ScrapeTarget> targets, SeriesStore&
       labels.job = config.job;
       t->last_error = url.status().message();
     }
-    t->series = std::make_unique<ScrapeSeries>(std::move(labels), config.sample_limit);
+    if (t->url) t->url->ca_file = config.ca_file;
+    t->series = std::make_unique<ScrapeSeries>(std::move(labels), config.sample_limit, config.series_limit);
     t->config = std::move(config);
     targets_.push_back(std::move(t));
   }
@@ -101,6 +104,8 @@ void ScrapeCollector::run(Target& target) {
     if (error.empty()) {
       target.pending = std::move(readings);
       target.last_samples = samples;
+      target.dropped_last = target.series->dropped_last();
+      target.dropped_total = target.series->dropped_total();
       target.last_error.clear();
     } else {
       ++target.failures;
@@ -129,6 +134,11 @@ std::vector<SourceStatus> ScrapeCollector::sources() const {
                                      std::to_string(static_cast<long long>(t->last_duration_ms + 0.5)) + " ms"
                                : t->last_error;
     detail += "; " + std::to_string(t->scrapes) + " scrapes, " + std::to_string(t->failures) + " failed";
+    if (t->dropped_total > 0) {
+      detail += "; label cardinality: the series limit of " + std::to_string(t->config.series_limit) + " was reached, " +
+                std::to_string(t->dropped_last) + " samples of new series dropped in the last scrape (" +
+                std::to_string(t->dropped_total) + " in all)";
+    }
     out.push_back(SourceStatus{t->config.url, t->up, std::move(detail)});
   }
   return out;

@@ -4,8 +4,8 @@
 
 namespace perfscope::server {
 
-ScrapeSeries::ScrapeSeries(ScrapeTargetLabels target, std::size_t sample_limit)
-    : own_(std::move(target.extra)), sample_limit_(sample_limit) {
+ScrapeSeries::ScrapeSeries(ScrapeTargetLabels target, std::size_t sample_limit, std::size_t series_limit)
+    : own_(std::move(target.extra)), sample_limit_(sample_limit), series_limit_(series_limit) {
   own_.emplace_back("job", std::move(target.job));
   own_.emplace_back("instance", std::move(target.instance));
   sort_labels(own_);
@@ -38,6 +38,7 @@ Result<std::vector<Reading>> ScrapeSeries::convert(const Exposition& exposition,
   }
   std::vector<Reading> out;
   out.reserve(exposition.sample_count * 2);
+  dropped_last_ = 0;
   for (const ScrapedFamily& family : exposition.families) {
     const bool counter = family.type == ExpositionType::kCounter;
     const bool cumulative = counter || family.type == ExpositionType::kHistogram || family.type == ExpositionType::kSummary;
@@ -46,13 +47,20 @@ Result<std::vector<Reading>> ScrapeSeries::convert(const Exposition& exposition,
       // gauges are left out of this scrape.
       if (!std::isfinite(s.value)) continue;
       SeriesKey key(s.name, labels_for(s.labels));
+      std::string canonical = key.canonical();
+      if (!known_.contains(canonical)) {
+        if (known_.size() >= series_limit_) {
+          ++dropped_last_;
+          continue;
+        }
+        known_.insert(canonical);
+      }
       // Summary quantiles are gauges; buckets, sums and counts of histograms and summaries and
       // counters' samples are cumulative.
       const bool is_quantile = family.type == ExpositionType::kSummary && s.name == family.name;
       declare(s.name, cumulative && !is_quantile ? MetricType::kCounter : MetricType::kGauge, family.help, family.unit);
       if (counter && !s.name.ends_with("_created")) {
         std::string base = s.name.ends_with("_total") ? s.name.substr(0, s.name.size() - 6) : s.name;
-        const std::string canonical = key.canonical();
         auto [prev, fresh] = counters_.try_emplace(canonical, Previous{ts_ns, s.value});
         if (!fresh && ts_ns > prev->second.ts_ns) {
           const double seconds = static_cast<double>(ts_ns - prev->second.ts_ns) / 1e9;
@@ -66,6 +74,7 @@ Result<std::vector<Reading>> ScrapeSeries::convert(const Exposition& exposition,
       out.push_back(Reading{std::move(key), s.value});
     }
   }
+  dropped_total_ += dropped_last_;
   return out;
 }
 

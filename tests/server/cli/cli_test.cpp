@@ -212,9 +212,30 @@ TEST(Cli, ScrapeTargetsTakeTheirOptions) {
   EXPECT_EQ(v.timeout.count(), 5000);  // at most the interval
   EXPECT_EQ(v.labels, (std::vector<std::pair<std::string, std::string>>{{"node", "a"}}));
   EXPECT_EQ(v.sample_limit, 9u);
+  EXPECT_EQ(v.series_limit, 20000u);
   EXPECT_EQ(c.config.engine.scrape_targets[1].interval.count(), 15000);
+  // A CA file is read at start, and only an https:// target has a use for it.
+  const std::string ca = std::string(PERFSCOPE_FIXTURES) + "/scrape/vllm.prom";
+  EXPECT_EQ(parse({"serve", "--scrape", ("https://x,ca_file=" + ca).c_str()}).config.engine.scrape_targets.at(0).ca_file, ca);
+  EXPECT_EQ(parse({"serve", "--scrape", ("http://x,ca_file=" + ca).c_str()}).exit_code, 2);
+}
+
+TEST(Cli, ScrapeTargetsComeFromTheConfigFileToo) {
+  perfscope::testing::TempDir dir;
+  const std::string path = dir.file("perfscope.toml");
+  std::ofstream(path) << "scrape = [\"http://vllm:8000/metrics,job=vllm,interval=5s,series_limit=300\", "
+                         "\"https://triton:8002/metrics,label.zone=b\"]\n";
+  ParsedCommand c = parse({"serve", "--config", path.c_str()});
+  ASSERT_EQ(c.command, Command::kServe);
+  ASSERT_EQ(c.config.engine.scrape_targets.size(), 2u);
+  EXPECT_EQ(c.config.engine.scrape_targets[0].job, "vllm");
+  EXPECT_EQ(c.config.engine.scrape_targets[0].series_limit, 300u);
+  EXPECT_EQ(c.config.engine.scrape_targets[1].labels, (std::vector<std::pair<std::string, std::string>>{{"zone", "b"}}));
+  std::ofstream(dir.file("bad.toml")) << "scrape = [\"http://x,colour=red\"]\n";
+  EXPECT_EQ(parse({"serve", "--config", dir.file("bad.toml").c_str()}).exit_code, 2);
   for (const char* bad : {"ftp://x/metrics", "http://x,interval=10ms", "http://x,label.job=y", "http://x,colour=red",
-                          "http://x,interval=5s,timeout=10s", "http://x,sample_limit=0", "http://x,token_file=/nonexistent"}) {
+                          "http://x,interval=5s,timeout=10s", "http://x,sample_limit=0", "http://x,token_file=/nonexistent",
+                          "http://x,series_limit=-1", "https://x,ca_file=/nonexistent"}) {
     EXPECT_EQ(parse({"serve", "--scrape", bad}).exit_code, 2) << bad;
   }
 }

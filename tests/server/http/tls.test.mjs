@@ -150,3 +150,38 @@ test('healthcheck in a TLS container: https to the listen port, trusting the ser
   assert.equal(missing.status, 1);
   assert.match(missing.stderr, /absent\.pem/);
 });
+
+test('scraping over https: a CA file verifies the target; another CA leaves it down with the reason', async () => {
+  const otherCert = path.join(dir, 'scrape-other.pem'), otherKey = path.join(dir, 'scrape-other-key.pem');
+  makeCert(otherCert, otherKey);
+  const peer = await startPerfscope({
+    label: 'tls-scrape',
+    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false',
+           '--scrape', `https://127.0.0.1:${port}/metrics,job=tls,interval=200ms,ca_file=${cert}`,
+           '--scrape', `https://localhost:${port}/metrics,job=wrong_ca,interval=200ms,ca_file=${otherCert}`],
+  });
+  try {
+    let sources = [];
+    for (let i = 0; i < 50; i++) {
+      const info = await (await fetch(peer.url + '/api/v1/info')).json();
+      sources = info.collectors.find((c) => c.name === 'scrape').sources;
+      if (sources.every((s) => !/not scraped yet/.test(s.detail))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const good = sources.find((s) => s.name.includes('127.0.0.1'));
+    assert.equal(good.available, true, good.detail);
+    const wrong = sources.find((s) => s.name.includes('localhost'));
+    assert.equal(wrong.available, false);
+    assert.match(wrong.detail, /certificate|verify|handshake/i);
+    // The sampler's next pass stores what the scrape read.
+    let stored = false;
+    for (let i = 0; i < 50 && !stored; i++) {
+      const all = (await (await fetch(peer.url + '/api/v1/series')).json()).series;
+      stored = all.some((s) => s.labels.job === 'tls' && s.name.startsWith('perfscope_'));
+      if (!stored) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(stored, 'the https target\'s series are stored');
+  } finally {
+    await peer.stop();
+  }
+});

@@ -18,6 +18,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let target, port, scraper, peer;
 let generated = 51200;
+let churn = 0;
 
 before(async () => {
   target = http.createServer((req, res) => {
@@ -29,6 +30,11 @@ before(async () => {
     } else if (req.url === '/broken') {
       res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
       res.end('# TYPE ok gauge\nok 1\nbroken{label="unterminated} 2\n');
+    } else if (req.url === '/churn') {
+      // A request id in a label: new series with every scrape.
+      churn += 1;
+      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+      res.end('# TYPE req_seconds gauge\nstable 1\n' + Array.from({ length: 5 }, (_, i) => `req_seconds{id="${churn}-${i}"} 0.1`).join('\n') + '\n');
     } else if (req.url === '/huge') {
       res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
       res.end('# TYPE big gauge\n' + Array.from({ length: 2000 }, (_, i) => `big{i="${i}"} ${i}`).join('\n') + '\n');
@@ -46,7 +52,8 @@ before(async () => {
            '--scrape', `${base}/metrics,job=vllm,interval=200ms,label.node=a`,
            '--scrape', 'http://127.0.0.1:1/metrics,job=down,interval=200ms,timeout=100ms',
            '--scrape', `${base}/broken,job=broken,interval=200ms`,
-           '--scrape', `${base}/huge,job=huge,interval=200ms,body_limit=4kB`],
+           '--scrape', `${base}/huge,job=huge,interval=200ms,body_limit=4kB`,
+           '--scrape', `${base}/churn,job=churn,interval=200ms,series_limit=12`],
   });
   await sleep(2000);
 });
@@ -96,7 +103,13 @@ test('every target reports its state; bad ones do not stop the good one', async 
   const down = scrape.sources.find((s) => s.name.startsWith('http://127.0.0.1:1/'));
   assert.equal(down.available, false);
   assert.match(down.detail, /cannot connect|failed/);
-  assert.equal(info.config.scrape.length, 4);
+  // Label churn stops at the series limit: the target stays up, its known series go on.
+  assert.equal(by['/churn'].available, true);
+  assert.match(by['/churn'].detail, /label cardinality: the series limit of 12 was reached, 5 samples of new series dropped in the last scrape/);
+  const churned = (await series(scraper)).filter((s) => s.labels.job === 'churn');
+  assert.equal(churned.length, 12);
+  assert.ok(churned.some((s) => s.name === 'stable'));
+  assert.equal(info.config.scrape.length, 5);
   assert.equal(info.config.scrape[0].interval_ms, 200);
   // Nothing of the refused scrapes was stored.
   const names = new Set((await series(scraper)).map((s) => s.name));

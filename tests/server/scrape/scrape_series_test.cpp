@@ -21,7 +21,9 @@ std::map<std::string, double> by_key(const std::vector<Reading>& readings) {
   return out;
 }
 
-ScrapeSeries target() { return ScrapeSeries({"vllm", "10.0.0.5:8000", {{"node", "a"}}}, 1000); }
+ScrapeSeries target(std::size_t series_limit = 20000) {
+  return ScrapeSeries({"vllm", "10.0.0.5:8000", {{"node", "a"}}}, 1000, series_limit);
+}
 
 constexpr TimestampNs kT0 = 1'700'000'000'000'000'000;
 
@@ -91,7 +93,7 @@ TEST(ScrapeSeries, HistogramsKeepTheirBucketsAndSummariesTheirQuantiles) {
 }
 
 TEST(ScrapeSeries, AScrapePastTheSampleLimitIsRefusedWhole) {
-  ScrapeSeries s({"vllm", "h:1", {}}, 2);
+  ScrapeSeries s({"vllm", "h:1", {}}, 2, 100);
   auto r = s.convert(parse("a 1\nb 2\nc 3\n"), kT0);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().field(), "sample_limit");
@@ -99,11 +101,32 @@ TEST(ScrapeSeries, AScrapePastTheSampleLimitIsRefusedWhole) {
   EXPECT_TRUE(s.families().empty());
 }
 
+TEST(ScrapeSeries, NewSeriesPastTheSeriesLimitAreDroppedAndTheKnownOnesGoOn) {
+  // A request id in a label: every scrape brings series never seen before.
+  ScrapeSeries s = target(/*series_limit=*/5);
+  auto first = s.convert(parse("up 1\nlat{id=\"1\"} 1\nlat{id=\"2\"} 2\n"), kT0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->size(), 3u);
+  EXPECT_EQ(s.dropped_last(), 0u);
+  auto second = s.convert(parse("up 1\nlat{id=\"1\"} 1\nlat{id=\"3\"} 3\nlat{id=\"4\"} 4\nlat{id=\"5\"} 5\n"), kT0 + 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->size(), 4u);  // up, id 1, and two new ones up to the limit of five
+  EXPECT_EQ(s.dropped_last(), 1u);
+  auto third = s.convert(parse("up 0\nlat{id=\"6\"} 6\n"), kT0 + 2);
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ(third->size(), 1u);
+  EXPECT_EQ(third->front().key.name, "up");
+  EXPECT_EQ(third->front().value, 0);
+  EXPECT_EQ(s.dropped_last(), 1u);
+  EXPECT_EQ(s.dropped_total(), 2u);
+  EXPECT_EQ(s.series_count(), 5u);
+}
+
 TEST(ScrapeSeries, TheVllmFixtureBecomesSeries) {
   std::ifstream in(std::string(PERFSCOPE_FIXTURES) + "/scrape/vllm.prom");
   std::stringstream text;
   text << in.rdbuf();
-  ScrapeSeries s({"vllm", "127.0.0.1:8000", {}}, 10'000);
+  ScrapeSeries s({"vllm", "127.0.0.1:8000", {}}, 10'000, 20'000);
   auto r = s.convert(parse(text.str()), kT0);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->size(), 61u);  // every sample once; rates only from the second scrape on

@@ -51,10 +51,10 @@ export function createAnalysisView({ state, charts }) {
       // A scraped server's answer says where it came from, and an SLA share read from buckets its bounds.
       const pct = (v) => (v * 100).toFixed(2) + '%';
       const from = r.source ? ` · from ${r.source.metric} (${r.method === 'prometheus_histogram' ? 'histogram buckets' : "the server's summary"})` : '';
-      const sla = !r.sla ? '' : ` · SLA met by ${pct(r.sla.compliance_rate)}` +
+      const slaText = !r.sla ? '' : ` · SLA met by ${pct(r.sla.compliance_rate)}` +
         (r.sla.compliance_bounds ? ` (${pct(r.sla.compliance_bounds[0])}–${pct(r.sla.compliance_bounds[1])})` : '');
       document.getElementById('pct-summary').textContent = r.count
-        ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms${sla}${from}`
+        ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms${slaText}${from}`
         : 'no samples in the last 5 minutes';
       document.getElementById('pct-warnings').textContent = r.warnings.join(' · ');
       if (r.count) drawPercentiles(r, sla);
