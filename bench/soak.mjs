@@ -2,8 +2,10 @@
 // at once, and checks that it stays flat: the demo workload (LLM-style requests, kernels,
 // allocations), a steady ingest load from a second producer (kernels, memory, inference,
 // custom samples, a new run every 10 minutes), 100 WebSocket stream clients of which 20 never
-// read, analysis/report/percentile/history/metrics requests every 15 s, and retention with short
-// ages. Every minute it records the server's RSS, open descriptors, threads, database size
+// read, analysis/report/percentile/history/metrics requests every 15 s, retention with short
+// ages, and a scrape target: a vLLM-like /metrics of three models (about 520 series of
+// histograms, counters and gauges, every 2 s) whose requests keep coming and which restarts
+// every 10 minutes, its percentiles asked every 15 s. Every minute it records the server's RSS, open descriptors, threads, database size
 // (file + WAL + shm) and the p99 of /api/v1/info (timed every 200 ms); at the end it fits a
 // line to each after the warm-up and passes when each grew by less than 5 % of its mean over
 // the post-warm-up span (descriptors and threads: by at most 2) and no request failed.
@@ -17,6 +19,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import http from 'node:http';
 
 const [bin, minutesArg, warmupArg, outFile] = process.argv.slice(2);
 if (!bin || !minutesArg) {
@@ -28,10 +31,46 @@ const warmup = Number(warmupArg ?? Math.min(10, Math.floor(minutes / 4)));
 const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-soak-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// --- a vLLM-like scrape target: three models, seven histograms each ---
+const SCRAPE_MODELS = ['soak-vllm-a', 'soak-vllm-b', 'soak-vllm-c'];
+const HISTOGRAMS = ['e2e_request_latency_seconds', 'time_to_first_token_seconds', 'inter_token_latency_seconds',
+                    'request_queue_time_seconds', 'request_inference_time_seconds', 'request_prefill_time_seconds',
+                    'request_decode_time_seconds'];
+const BOUNDS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640];
+let vllmStarted = Date.now();
+function vllmExposition() {
+  // Counts grow with the time since the last restart (every 10 minutes): 50 requests/s per model.
+  if (Date.now() - vllmStarted > 600_000) vllmStarted = Date.now();
+  const n = Math.floor((Date.now() - vllmStarted) / 20);
+  const lines = [];
+  for (const h of HISTOGRAMS) {
+    lines.push(`# TYPE vllm:${h} histogram`);
+    for (const [mi, model] of SCRAPE_MODELS.entries()) {
+      const l = `model_name="${model}"`;
+      // An exponential spread of latencies around 0.1 s × (model + 1).
+      for (const b of BOUNDS) lines.push(`vllm:${h}_bucket{le="${b}",${l}} ${Math.floor(n * (1 - Math.exp(-b / (0.1 * (mi + 1)))))}`);
+      lines.push(`vllm:${h}_bucket{le="+Inf",${l}} ${n}`, `vllm:${h}_count{${l}} ${n}`, `vllm:${h}_sum{${l}} ${n * 0.1 * (mi + 1)}`);
+    }
+  }
+  for (const model of SCRAPE_MODELS) {
+    const l = `model_name="${model}"`;
+    lines.push(`vllm:request_success_total{finished_reason="stop",${l}} ${n}`, `vllm:generation_tokens_total{${l}} ${n * 128}`,
+               `vllm:prompt_tokens_total{${l}} ${n * 512}`, `vllm:num_requests_running{${l}} ${n % 7}`,
+               `vllm:num_requests_waiting{${l}} ${n % 3}`, `vllm:kv_cache_usage_perc{${l}} ${(n % 100) / 100}`);
+  }
+  return lines.join('\n') + '\n';
+}
+const scrapeTarget = http.createServer((req, res) => {
+  res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+  res.end(vllmExposition());
+});
+await new Promise((r) => scrapeTarget.listen(0, '127.0.0.1', r));
+
 // --- the server ---
 const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--sampling-interval-ms', '100',
               '--retention-raw-max-age', '5m', '--retention-rollup-max-age', '10m', '--retention-interval-ms', '10000',
-              '--max-connections', '512'];
+              '--max-connections', '512',
+              '--scrape', `http://127.0.0.1:${scrapeTarget.address().port}/metrics,job=vllm,interval=2s`];
 const env = { ...process.env };
 if (process.env.PERFSCOPE_FAKE_NVML) {
   const script = path.join(dataDir, 'nvml.txt');
@@ -160,6 +199,8 @@ async function queryLoop() {
     await get('/api/v1/report?format=md&window=15m');
     await get('/api/v1/percentiles?model=soak-llm&window=5m&sla_ms=50');
     await get('/api/v1/percentiles?kernel=soak_kernel_3&window=5m');
+    await get('/api/v1/percentiles?model=soak-vllm-b&window=5m&sla_ms=250');
+    await get('/api/v1/inference?window=1m');
     await get('/api/v1/kernels?window=5m');
     await get('/api/v1/memory?window=5m');
     await get('/api/v1/runs');
@@ -223,6 +264,7 @@ for (const ws of readers) ws.close();
 for (const s of nonReaders) s.destroy();
 demo.kill('SIGTERM');
 server.kill('SIGTERM');
+scrapeTarget.close();
 const exit = await new Promise((r) => server.on('exit', (code, signal) => r(code ?? signal)));
 if (exit !== 0) fail(`server stopped with ${exit}: ${serverLog.slice(-1000)}`);
 

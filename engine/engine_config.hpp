@@ -20,7 +20,7 @@ struct ScrapeTarget {
   std::chrono::milliseconds interval{15000};
   std::chrono::milliseconds timeout{10000};
   std::size_t sample_limit = 50'000;      // a larger scrape is refused whole
-  std::size_t series_limit = 20'000;      // distinct series kept; newer ones are dropped
+  std::size_t series_limit = 5'000;       // distinct series kept; newer ones are dropped
   std::size_t body_limit = 32 << 20;      // bytes of exposition read at most
   std::string token;                      // sent as a bearer token when not empty
   std::string ca_file;                    // https: CA certificates instead of the trust store

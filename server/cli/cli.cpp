@@ -350,7 +350,7 @@ CommandLineParser::Table::Table() {
       ->envname("PERFSCOPE_CARDINALITY_WINDOW")->capture_default_str();
   serve->add_option("--scrape", t.scrape,
                     "Scrape this Prometheus endpoint and store its series (repeatable): URL[,job=NAME][,interval=15s]"
-                    "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,series_limit=20000][,body_limit=32MB]"
+                    "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,series_limit=5000][,body_limit=32MB]"
                     "[,token_file=PATH][,ca_file=PATH]")
       ->envname("PERFSCOPE_SCRAPE");
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,

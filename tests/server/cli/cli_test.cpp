@@ -212,7 +212,7 @@ TEST(Cli, ScrapeTargetsTakeTheirOptions) {
   EXPECT_EQ(v.timeout.count(), 5000);  // at most the interval
   EXPECT_EQ(v.labels, (std::vector<std::pair<std::string, std::string>>{{"node", "a"}}));
   EXPECT_EQ(v.sample_limit, 9u);
-  EXPECT_EQ(v.series_limit, 20000u);
+  EXPECT_EQ(v.series_limit, 5000u);
   EXPECT_EQ(c.config.engine.scrape_targets[1].interval.count(), 15000);
   // A CA file is read at start, and only an https:// target has a use for it.
   const std::string ca = std::string(PERFSCOPE_FIXTURES) + "/scrape/vllm.prom";
