@@ -5,8 +5,9 @@
 // read, analysis/report/percentile/history/metrics requests every 15 s, retention with short
 // ages, and a scrape target: a vLLM-like /metrics of three models (about 520 series of
 // histograms, counters and gauges, every 2 s) whose requests keep coming and which restarts
-// every 10 minutes, its percentiles asked every 15 s. Every minute it records the server's RSS, open descriptors, threads, database size
-// (file + WAL + shm) and the p99 of /api/v1/info (timed every 200 ms); at the end it fits a
+// every 10 minutes, its percentiles asked every 15 s. Every minute it records the server's
+// RSS, open descriptors, threads, database size (file + WAL + shm) and the p99 of
+// /api/v1/info (timed every 200 ms); at the end it fits a
 // line to each after the warm-up and passes when each grew by less than 5 % of its mean over
 // the post-warm-up span (descriptors and threads: by at most 2) and no request failed.
 //

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <set>
 
+#include "engine/proc_file.hpp"
+
 namespace perfscope {
 
 namespace {
@@ -349,14 +351,33 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     emit("gpu_thermal_state", state);
   }
 
-  collect_processes(g, out);
+  collect_processes(g, now_ns, out);
   if (g.info.gpm) collect_gpm(g, now_ns, out);
   if (g.info.peak_dram_bandwidth_bytes_per_second > 0) {
     emit("gpu_dram_bandwidth_peak_bytes_per_second", g.info.peak_dram_bandwidth_bytes_per_second);
   }
 }
 
-void GpuCollector::collect_processes(Gpu& g, std::vector<Reading>& out) {
+const ProcessIdentity* GpuCollector::identity_of(unsigned pid, TimestampNs now_ns) {
+  constexpr TimestampNs kRecheckNs = 1'000'000'000;
+  auto it = processes_.find(pid);
+  if (it != processes_.end() && now_ns - it->second.checked_ns < kRecheckNs) return &it->second.identity;
+  if (it != processes_.end()) {
+    auto stat = read_small_file(options_.proc_root + "/" + std::to_string(pid) + "/stat");
+    auto start = stat ? parse_stat_start_ticks(*stat) : std::nullopt;
+    if (start && *start == it->second.identity.start_ticks) {
+      it->second.checked_ns = now_ns;
+      return &it->second.identity;
+    }
+    processes_.erase(it);
+  }
+  auto identity = read_process_identity(options_.proc_root, static_cast<int>(pid), 1024);
+  if (!identity.ok()) return nullptr;
+  if (processes_.size() >= 4096) processes_.clear();  // gone processes are never asked for again
+  return &processes_.insert_or_assign(pid, KnownProcess{std::move(*identity), now_ns}).first->second.identity;
+}
+
+void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
   if (!a.compute_processes) return;
   unsigned count = 0;
@@ -369,12 +390,12 @@ void GpuCollector::collect_processes(Gpu& g, std::vector<Reading>& out) {
   for (unsigned i = 0; i < count && i < procs.size(); ++i) {
     const nvml::ProcessInfo& p = procs[i];
     if (p.used_gpu_memory == ~0ULL) continue;  // not available (e.g. without permission)
-    std::string command;
-    std::ifstream comm(options_.proc_root + "/" + std::to_string(p.pid) + "/comm");
-    std::getline(comm, command);
+    const ProcessIdentity* who = identity_of(p.pid, now_ns);
     Labels l = g.labels;
     l.emplace_back("pid", std::to_string(p.pid));
-    l.emplace_back("command", command);
+    // A pid this procfs does not show lives in another pid namespace (or just ended).
+    l.emplace_back("command", who ? who->command : "[not visible]");
+    if (who && who->container.in_container()) l.emplace_back("container", who->container.id.substr(0, 12));
     sort_labels(l);
     out.push_back({SeriesKey("gpu_process_memory_bytes", std::move(l)), static_cast<double>(p.used_gpu_memory)});
   }

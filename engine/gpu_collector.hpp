@@ -18,9 +18,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/collector.hpp"
+#include "engine/process_identity.hpp"
 #include "engine/nvml.hpp"
 
 namespace perfscope {
@@ -76,7 +78,10 @@ class GpuCollector final : public Collector {
   void identify(Gpu& g);
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
-  void collect_processes(Gpu& g, std::vector<Reading>& out);
+  void collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  // Who a GPU process is (procfs), cached by pid and checked against its start time once a
+  // second: a reused pid is a new process. Null when procfs does not show the pid.
+  const ProcessIdentity* identity_of(unsigned pid, TimestampNs now_ns);
   bool check(Gpu& g, int rc, const char* metric);
 
   const GpuCollectorOptions options_;
@@ -86,6 +91,11 @@ class GpuCollector final : public Collector {
   std::vector<std::unique_ptr<Gpu>> gpus_;  // sampler thread; identity fields copied under mu_
   mutable std::mutex mu_;
   std::vector<GpuDeviceInfo> infos_;  // guarded by mu_
+  struct KnownProcess {
+    ProcessIdentity identity;
+    TimestampNs checked_ns = 0;
+  };
+  std::unordered_map<unsigned, KnownProcess> processes_;  // sampler thread
 };
 
 }  // namespace perfscope

@@ -94,8 +94,9 @@ TEST_F(GpuCollectorTest, ReadsEveryGpuWithUnitsConverted) {
   EXPECT_DOUBLE_EQ(m["gpu_up" + g0], 1);
   EXPECT_DOUBLE_EQ(m[R"(gpu_info{driver_version="580.159.01",gpu="0",name="NVIDIA H100 80GB HBM3",nvml_version="13.580.159.01",pci_bus_id="00000000:18:00.0",uuid="GPU-aaaa"})"], 1);
   // Processes with the host's PIDs; a name where /proc has one.
-  EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="python3",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 1048576);
-  EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 2048);
+  // The process's container (its cgroup) labels it; a pid procfs does not show is said to be so.
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="python3",container="3f5b2a9c1d7e",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 1048576);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="[not visible]",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 2048);
   EXPECT_DOUBLE_EQ(m[R"(gpu_utilization_ratio{gpu="1",uuid="GPU-bbbb"})"], 0);
 }
 
