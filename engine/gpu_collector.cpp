@@ -1,9 +1,12 @@
 #include "engine/gpu_collector.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <unordered_map>
 
 #include "engine/proc_file.hpp"
 
@@ -56,6 +59,8 @@ struct GpuCollector::Gpu {
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
+  unsigned long long util_last_seen_us = 0;  // the newest per-process utilization sample read
+  std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // newest per running pid
   double energy_j = -1;  // the newest energy reading
   TimestampNs energy_read_ns = 0;  // when the slow direct call last ran
 };
@@ -186,6 +191,10 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_throttle_active", "", T::kGauge, "1 while a clock-event reason holds clocks back (reason=…)"},
       {"gpu_throttle_seconds_total", "seconds", T::kCounter, "Time clocks were held back, per reason"},
       {"gpu_process_memory_bytes", "bytes", T::kGauge, "Device memory of a compute process (pid as the host sees it)"},
+      {"gpu_process_utilization_ratio", "ratio", T::kGauge,
+       "A compute process's share of the GPU's SM, memory, encoder and decoder time (NVML's newest per-process sample; 0 when it reported none in 2 s)"},
+      {"gpu_process_cpu_seconds_total", "seconds", T::kCounter, "Host CPU time (user + system) of a GPU process"},
+      {"gpu_process_resident_memory_bytes", "bytes", T::kGauge, "Host resident memory of a GPU process"},
       {"gpu_dram_bandwidth_bytes_per_second", "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
   };
@@ -358,23 +367,49 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   }
 }
 
-const ProcessIdentity* GpuCollector::identity_of(unsigned pid, TimestampNs now_ns) {
+const GpuCollector::KnownProcess* GpuCollector::process_of(unsigned pid, TimestampNs now_ns) {
   constexpr TimestampNs kRecheckNs = 1'000'000'000;
+  static const std::uint64_t page_bytes = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   auto it = processes_.find(pid);
-  if (it != processes_.end() && now_ns - it->second.checked_ns < kRecheckNs) return &it->second.identity;
-  if (it != processes_.end()) {
-    auto stat = read_small_file(options_.proc_root + "/" + std::to_string(pid) + "/stat");
-    auto start = stat ? parse_stat_start_ticks(*stat) : std::nullopt;
-    if (start && *start == it->second.identity.start_ticks) {
-      it->second.checked_ns = now_ns;
-      return &it->second.identity;
-    }
-    processes_.erase(it);
+  if (it != processes_.end() && now_ns - it->second.checked_ns < kRecheckNs) return &it->second;
+  auto stat = read_small_file(options_.proc_root + "/" + std::to_string(pid) + "/stat");
+  auto start = stat ? parse_stat_start_ticks(*stat) : std::nullopt;
+  if (!start) {
+    if (it != processes_.end()) processes_.erase(it);
+    return nullptr;
   }
-  auto identity = read_process_identity(options_.proc_root, static_cast<int>(pid), 1024);
-  if (!identity.ok()) return nullptr;
-  if (processes_.size() >= 4096) processes_.clear();  // gone processes are never asked for again
-  return &processes_.insert_or_assign(pid, KnownProcess{std::move(*identity), now_ns}).first->second.identity;
+  if (it == processes_.end() || it->second.identity.start_ticks != *start) {
+    auto identity = read_process_identity(options_.proc_root, static_cast<int>(pid), 1024);
+    if (!identity.ok()) return nullptr;
+    if (processes_.size() >= 4096) processes_.clear();  // gone processes are never asked for again
+    it = processes_.insert_or_assign(pid, KnownProcess{std::move(*identity)}).first;
+  }
+  KnownProcess& k = it->second;
+  if (auto usage = parse_stat_usage(*stat)) {
+    k.cpu_ticks = usage->cpu_ticks;
+    k.rss_bytes = usage->rss_pages * page_bytes;
+  }
+  k.checked_ns = now_ns;
+  return &k;
+}
+
+void GpuCollector::read_process_utilization(Gpu& g) {
+  const nvml::Api& a = lib_->api();
+  if (!a.process_utilization || g.unsupported.contains("process_utilization")) return;
+  unsigned count = 0;
+  int rc = a.process_utilization(g.handle, nullptr, &count, g.util_last_seen_us);
+  if (rc == nvml::kNotFound || (rc == nvml::kSuccess && count == 0)) return;  // nothing newer
+  if (rc != nvml::kInsufficientSize && !check(g, rc, "process_utilization")) return;
+  std::vector<nvml::ProcessUtilizationSample> samples(count + 8);
+  count = static_cast<unsigned>(samples.size());
+  rc = a.process_utilization(g.handle, samples.data(), &count, g.util_last_seen_us);
+  if (rc == nvml::kNotFound || !check(g, rc, "process_utilization")) return;
+  for (unsigned i = 0; i < count && i < samples.size(); ++i) {
+    const auto& s = samples[i];
+    auto [it, fresh] = g.util.try_emplace(s.pid, s);
+    if (!fresh && s.timestamp_us >= it->second.timestamp_us) it->second = s;
+    g.util_last_seen_us = std::max(g.util_last_seen_us, s.timestamp_us);
+  }
 }
 
 void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
@@ -382,23 +417,51 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
   if (!a.compute_processes) return;
   unsigned count = 0;
   int rc = a.compute_processes(g.handle, &count, nullptr);
-  if (rc == nvml::kSuccess && count == 0) return;
+  if (rc == nvml::kSuccess && count == 0) {
+    g.util.clear();
+    return;
+  }
   if (rc != nvml::kInsufficientSize && !check(g, rc, "processes")) return;
   std::vector<nvml::ProcessInfo> procs(count + 8);  // room for processes starting meanwhile
   count = static_cast<unsigned>(procs.size());
   if (!check(g, a.compute_processes(g.handle, &count, procs.data()), "processes")) return;
+  read_process_utilization(g);
+  const bool utilization = a.process_utilization && !g.unsupported.contains("process_utilization");
+  const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
+  std::set<unsigned> running;
   for (unsigned i = 0; i < count && i < procs.size(); ++i) {
     const nvml::ProcessInfo& p = procs[i];
-    if (p.used_gpu_memory == ~0ULL) continue;  // not available (e.g. without permission)
-    const ProcessIdentity* who = identity_of(p.pid, now_ns);
+    running.insert(p.pid);
+    const KnownProcess* who = process_of(p.pid, now_ns);
     Labels l = g.labels;
     l.emplace_back("pid", std::to_string(p.pid));
     // A pid this procfs does not show lives in another pid namespace (or just ended).
-    l.emplace_back("command", who ? who->command : "[not visible]");
-    if (who && who->container.in_container()) l.emplace_back("container", who->container.id.substr(0, 12));
+    l.emplace_back("command", who ? who->identity.command : "[not visible]");
+    if (who && who->identity.container.in_container()) l.emplace_back("container", who->identity.container.id.substr(0, 12));
     sort_labels(l);
-    out.push_back({SeriesKey("gpu_process_memory_bytes", std::move(l)), static_cast<double>(p.used_gpu_memory)});
+    if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
+      out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
+    }
+    if (utilization) {
+      // NVML reports a process only while it used the GPU: none in the last 2 s is 0.
+      auto u = g.util.find(p.pid);
+      const bool recent = u != g.util.end() && u->second.timestamp_us + 2'000'000 >= now_us;
+      for (auto [engine, value] : {std::pair{"sm", recent ? u->second.sm : 0u}, std::pair{"memory", recent ? u->second.memory : 0u},
+                                   std::pair{"encoder", recent ? u->second.encoder : 0u},
+                                   std::pair{"decoder", recent ? u->second.decoder : 0u}}) {
+        Labels e = l;
+        e.emplace_back("engine", engine);
+        sort_labels(e);
+        out.push_back({SeriesKey("gpu_process_utilization_ratio", std::move(e)), value / 100.0});
+      }
+    }
+    if (who) {
+      static const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), static_cast<double>(who->cpu_ticks) / ticks_per_second});
+      out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
+    }
   }
+  std::erase_if(g.util, [&](const auto& entry) { return !running.contains(entry.first); });
 }
 
 void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {

@@ -79,9 +79,17 @@ class GpuCollector final : public Collector {
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
-  // Who a GPU process is (procfs), cached by pid and checked against its start time once a
-  // second: a reused pid is a new process. Null when procfs does not show the pid.
-  const ProcessIdentity* identity_of(unsigned pid, TimestampNs now_ns);
+  struct KnownProcess {
+    ProcessIdentity identity;
+    TimestampNs checked_ns = 0;  // when stat was last read
+    std::uint64_t cpu_ticks = 0;
+    std::uint64_t rss_bytes = 0;
+  };
+  // Who a GPU process is and what it costs the host (procfs), cached by pid and re-read once a
+  // second, its start time compared: a reused pid is a new process. Null when procfs does not
+  // show the pid.
+  const KnownProcess* process_of(unsigned pid, TimestampNs now_ns);
+  void read_process_utilization(Gpu& g);
   bool check(Gpu& g, int rc, const char* metric);
 
   const GpuCollectorOptions options_;
@@ -91,10 +99,6 @@ class GpuCollector final : public Collector {
   std::vector<std::unique_ptr<Gpu>> gpus_;  // sampler thread; identity fields copied under mu_
   mutable std::mutex mu_;
   std::vector<GpuDeviceInfo> infos_;  // guarded by mu_
-  struct KnownProcess {
-    ProcessIdentity identity;
-    TimestampNs checked_ns = 0;
-  };
   std::unordered_map<unsigned, KnownProcess> processes_;  // sampler thread
 };
 

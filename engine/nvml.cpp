@@ -66,6 +66,7 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.field_values, {"nvmlDeviceGetFieldValues"});
   resolve(handle, a.compute_processes,
           {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  resolve(handle, a.process_utilization, {"nvmlDeviceGetProcessUtilization"});
   resolve(handle, a.gpm_query_support, {"nvmlGpmQueryDeviceSupport"});
   resolve(handle, a.gpm_sample_alloc, {"nvmlGpmSampleAlloc"});
   resolve(handle, a.gpm_sample_free, {"nvmlGpmSampleFree"});

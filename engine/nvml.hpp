@@ -20,6 +20,7 @@ namespace perfscope::nvml {
 inline constexpr int kSuccess = 0;
 inline constexpr int kNotSupported = 3;
 inline constexpr int kNoPermission = 4;
+inline constexpr int kNotFound = 6;
 inline constexpr int kInsufficientSize = 7;
 inline constexpr int kFunctionNotFound = 13;
 inline constexpr int kGpuIsLost = 15;
@@ -51,6 +52,12 @@ struct ProcessInfo {  // nvmlProcessInfo_t (v3: 24 bytes with padding)
   unsigned pid;
   unsigned long long used_gpu_memory;
   unsigned gpu_instance_id, compute_instance_id;
+};
+
+struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t: 32 bytes
+  unsigned pid;
+  unsigned long long timestamp_us;  // CPU (wall-clock) time of the sample
+  unsigned sm, memory, encoder, decoder;  // percent
 };
 
 struct FieldValue {  // nvmlFieldValue_t: 40 bytes
@@ -126,6 +133,8 @@ struct Api {
   int (*clock_event_reasons)(Device, unsigned long long*) = nullptr;
   int (*field_values)(Device, int, FieldValue*) = nullptr;
   int (*compute_processes)(Device, unsigned*, ProcessInfo*) = nullptr;
+  // Samples newer than the last timestamp seen; kNotFound when there is none.
+  int (*process_utilization)(Device, ProcessUtilizationSample*, unsigned*, unsigned long long) = nullptr;
   int (*gpm_query_support)(Device, GpmSupport*) = nullptr;
   int (*gpm_sample_alloc)(GpmSample*) = nullptr;
   int (*gpm_sample_free)(GpmSample) = nullptr;

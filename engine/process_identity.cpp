@@ -129,17 +129,17 @@ ContainerIdentity parse_cgroup(std::string_view text) {
   return best;
 }
 
-std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view stat) {
+std::optional<std::uint64_t> stat_field(std::string_view stat, int wanted) {
   const std::size_t close = stat.rfind(')');
-  if (close == std::string_view::npos) return std::nullopt;
+  if (close == std::string_view::npos || wanted < 3) return std::nullopt;
   std::string_view rest = stat.substr(close + 1);
-  // After the command: field 3 (state) onward; starttime is field 22.
+  // After the command: field 3 (state) onward.
   int field = 2;
   while (!rest.empty()) {
-    rest = rest.substr(std::min(rest.find_first_not_of(' '), rest.size()));
+    rest = rest.substr(std::min(rest.find_first_not_of(" \n"), rest.size()));
     if (rest.empty()) break;
-    const std::size_t end = std::min(rest.find(' '), rest.size());
-    if (++field == 22) {
+    const std::size_t end = std::min(rest.find_first_of(" \n"), rest.size());
+    if (++field == wanted) {
       auto v = parse_int(rest.substr(0, end));
       if (!v || *v < 0) return std::nullopt;
       return static_cast<std::uint64_t>(*v);
@@ -147,6 +147,12 @@ std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view stat) {
     rest.remove_prefix(end);
   }
   return std::nullopt;
+}
+
+std::optional<ProcessUsage> parse_stat_usage(std::string_view stat) {
+  auto utime = stat_field(stat, 14), stime = stat_field(stat, 15), rss = stat_field(stat, 24);
+  if (!utime || !stime || !rss) return std::nullopt;
+  return ProcessUsage{*utime + *stime, *rss};
 }
 
 Result<ProcessIdentity> read_process_identity(const std::string& proc_root, int pid, std::size_t cmdline_cap) {

@@ -53,8 +53,18 @@ struct ProcessIdentity {
 // visible there (gone, or in another pid namespace): callers say so rather than guess.
 Result<ProcessIdentity> read_process_identity(const std::string& proc_root, int pid, std::size_t cmdline_cap = 4096);
 
-// The start time of a process from the text of /proc/PID/stat; the command may hold spaces and
-// parentheses, so fields are counted after the last ')'.
-std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view stat);
+// Fields of /proc/PID/stat by their number in proc(5) (1: pid); the command (field 2) may hold
+// spaces and parentheses, so fields are counted after the last ')'. Numeric fields 3 onward.
+std::optional<std::uint64_t> stat_field(std::string_view stat, int field);
+// The start time of a process (field 22: clock ticks after boot).
+inline std::optional<std::uint64_t> parse_stat_start_ticks(std::string_view stat) { return stat_field(stat, 22); }
+
+// What a process costs the host at one reading: CPU time (user + system, fields 14 and 15, in
+// clock ticks) and resident pages (field 24).
+struct ProcessUsage {
+  std::uint64_t cpu_ticks = 0;
+  std::uint64_t rss_pages = 0;
+};
+std::optional<ProcessUsage> parse_stat_usage(std::string_view stat);
 
 }  // namespace perfscope

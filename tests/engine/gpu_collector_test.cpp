@@ -3,6 +3,7 @@
 #include "engine/gpu_collector.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -98,6 +99,27 @@ TEST_F(GpuCollectorTest, ReadsEveryGpuWithUnitsConverted) {
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="python3",container="3f5b2a9c1d7e",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 1048576);
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="[not visible]",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 2048);
   EXPECT_DOUBLE_EQ(m[R"(gpu_utilization_ratio{gpu="1",uuid="GPU-bbbb"})"], 0);
+}
+
+TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
+  // Samples at 0.9 s; the second pass (5 s) finds none newer, and a share older than 2 s is 0.
+  write(std::string(kH100) + "0.proc_util 1234:87:40:3:0@900000,4321:5:1:0:0@800000,999:50:50:0:0@900000\n");
+  GpuCollector c(options());
+  auto m = pass(c, 1'000'000'000);
+  const std::string p = R"(command="python3",container="3f5b2a9c1d7e",)";
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.87);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_utilization_ratio{)" + p + R"(engine="memory",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.40);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_utilization_ratio{)" + p + R"(engine="encoder",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.03);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_utilization_ratio{command="[not visible]",engine="sm",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 0.05);
+  // A sample of a pid that is not among the running processes makes no series.
+  for (const auto& [key, value] : m) EXPECT_EQ(key.find(R"(pid="999")"), std::string::npos) << key;
+  // The host side: CPU seconds (user + system ticks) and resident bytes from stat.
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_cpu_seconds_total{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"], 400 / ticks);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_resident_memory_bytes{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"],
+                   2560.0 * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+  auto later = pass(c, 5'000'000'000);
+  EXPECT_DOUBLE_EQ(later[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0);
 }
 
 TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {

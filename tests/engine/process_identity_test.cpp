@@ -81,6 +81,9 @@ TEST(ProcessIdentity, StartTimeIsCountedAfterTheLastParenthesis) {
       "4242 (python3 (worker) 1) S 1 4242 4242 0 -1 4194560 9383 0 0 0 153 25 0 0 20 0 9 0 987654321 3201024 1234 "
       "18446744073709551615 1 1 0 0 0 0 0 16781312 17410 0 0 0 17 3 0 0 0 0 0\n";
   EXPECT_EQ(parse_stat_start_ticks(stat), 987654321u);
+  auto usage = parse_stat_usage(stat).value();
+  EXPECT_EQ(usage.cpu_ticks, 153u + 25u);
+  EXPECT_EQ(usage.rss_pages, 1234u);
   EXPECT_FALSE(parse_stat_start_ticks("4242 (no close S 1"));
   EXPECT_FALSE(parse_stat_start_ticks("4242 (short) S 1 2 3\n"));
 }

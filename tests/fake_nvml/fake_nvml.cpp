@@ -9,9 +9,11 @@
 //   0.temp 61  0.mem_temp 70  0.slowdown 87  0.shutdown 92
 //   0.clock_sm 1980  0.clock_mem 2619  0.clock_gfx 1980  0.max_clock_sm …  0.max_clock_mem …
 //   0.bus_width 5120   0.reasons 0x44         0.procs 1234:1048576,4321:2048
+//   0.proc_util 1234:87:40:0:0@900000,…     (pid:sm:mem:enc:dec@timestamp_us, per-process samples)
 //   0.gpm 1  0.gpm.10 83.5 …                  0.lost 1 (every call: GPU is lost)
 //   0.<call>_rc N      forces a return code (call: utilization, memory_v2, memory, power, …)
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -198,6 +200,35 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* d, unsigned* count, ProcessInf
   if (*count < n) {
     *count = n;
     return n ? 7 : 0;
+  }
+  for (unsigned i = 0; i < n; ++i) out[i] = all[i];
+  *count = n;
+  return 0;
+}
+struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t
+  unsigned pid;
+  unsigned long long time_stamp;
+  unsigned sm_util, mem_util, enc_util, dec_util;
+};
+// Samples newer than last_seen; NVML_ERROR_NOT_FOUND (6) when there is none.
+int nvmlDeviceGetProcessUtilization(void* d, ProcessUtilizationSample* out, unsigned* count, unsigned long long last_seen) {
+  if (int rc = rc_of(d, "process_utilization")) return rc;
+  std::stringstream list(get(key(d, "proc_util")));
+  std::string item;
+  unsigned n = 0;
+  ProcessUtilizationSample all[64];
+  while (std::getline(list, item, ',') && n < 64) {
+    ProcessUtilizationSample s{};
+    if (std::sscanf(item.c_str(), "%u:%u:%u:%u:%u@%llu", &s.pid, &s.sm_util, &s.mem_util, &s.enc_util, &s.dec_util,
+                    &s.time_stamp) != 6) {
+      continue;
+    }
+    if (s.time_stamp > last_seen) all[n++] = s;
+  }
+  if (n == 0) return 6;
+  if (!out || *count < n) {
+    *count = n;
+    return 7;
   }
   for (unsigned i = 0; i < n; ++i) out[i] = all[i];
   *count = n;
