@@ -59,8 +59,8 @@ struct GpuCollector::Gpu {
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
-  unsigned long long util_last_seen_us = 0;  // the newest per-process utilization sample read
-  std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // newest per running pid
+  unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
+  std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
   double energy_j = -1;  // the newest energy reading
   TimestampNs energy_read_ns = 0;  // when the slow direct call last ran
 };
@@ -404,12 +404,19 @@ void GpuCollector::read_process_utilization(Gpu& g) {
   count = static_cast<unsigned>(samples.size());
   rc = a.process_utilization(g.handle, samples.data(), &count, g.util_last_seen_us);
   if (rc == nvml::kNotFound || !check(g, rc, "process_utilization")) return;
-  for (unsigned i = 0; i < count && i < samples.size(); ++i) {
-    const auto& s = samples[i];
+  // The driver samples every ~200 ms and lists only the processes that used the GPU in that
+  // period: the newest period's list replaces the last one, and a process missing from it was
+  // at 0 (holding its older value would credit an intermittent process with its busy moments).
+  samples.resize(std::min<std::size_t>(count, samples.size()));
+  unsigned long long newest = 0;
+  for (const auto& s : samples) newest = std::max(newest, s.timestamp_us);
+  g.util.clear();
+  for (const auto& s : samples) {
+    if (s.timestamp_us + 150'000 < newest) continue;  // an older period than the newest
     auto [it, fresh] = g.util.try_emplace(s.pid, s);
-    if (!fresh && s.timestamp_us >= it->second.timestamp_us) it->second = s;
-    g.util_last_seen_us = std::max(g.util_last_seen_us, s.timestamp_us);
+    if (!fresh && s.timestamp_us > it->second.timestamp_us) it->second = s;
   }
+  g.util_last_seen_us = std::max(g.util_last_seen_us, newest);
 }
 
 void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
@@ -443,9 +450,10 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
       out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
     }
     if (utilization) {
-      // NVML reports a process only while it used the GPU: none in the last 2 s is 0.
+      // A process absent from the newest period's list, or a list older than 2 s (nothing used
+      // the GPU since, so the driver has nothing newer to list), is at 0.
       auto u = g.util.find(p.pid);
-      const bool recent = u != g.util.end() && u->second.timestamp_us + 2'000'000 >= now_us;
+      const bool recent = u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
       for (auto [engine, value] : {std::pair{"sm", recent ? u->second.sm : 0u}, std::pair{"memory", recent ? u->second.memory : 0u},
                                    std::pair{"encoder", recent ? u->second.encoder : 0u},
                                    std::pair{"decoder", recent ? u->second.decoder : 0u}}) {

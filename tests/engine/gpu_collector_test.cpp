@@ -102,8 +102,10 @@ TEST_F(GpuCollectorTest, ReadsEveryGpuWithUnitsConverted) {
 }
 
 TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
-  // Samples at 0.9 s; the second pass (5 s) finds none newer, and a share older than 2 s is 0.
-  write(std::string(kH100) + "0.proc_util 1234:87:40:3:0@900000,4321:5:1:0:0@800000,999:50:50:0:0@900000\n");
+  // The newest period (0.9 s) lists 1234, 4321 and a pid not running; an older period (0.5 s)
+  // is not read. Later passes find no newer period: held while it is recent, 0 after 2 s.
+  write(std::string(kH100) +
+        "0.proc_util 1234:87:40:3:0@900000,4321:5:1:0:0@880000,999:50:50:0:0@900000,4321:99:9:0:0@500000\n");
   GpuCollector c(options());
   auto m = pass(c, 1'000'000'000);
   const std::string p = R"(command="python3",container="3f5b2a9c1d7e",)";
@@ -118,6 +120,13 @@ TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_cpu_seconds_total{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"], 400 / ticks);
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_resident_memory_bytes{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"],
                    2560.0 * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+  auto held = pass(c, 1'500'000'000);
+  EXPECT_DOUBLE_EQ(held[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.87);
+  // A newer period without 4321: it was idle then.
+  write(std::string(kH100) + "0.proc_util 1234:60:20:0:0@1700000\n");
+  auto next = pass(c, 1'800'000'000);
+  EXPECT_DOUBLE_EQ(next[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.60);
+  EXPECT_DOUBLE_EQ(next[R"(gpu_process_utilization_ratio{command="[not visible]",engine="sm",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 0);
   auto later = pass(c, 5'000'000'000);
   EXPECT_DOUBLE_EQ(later[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0);
 }

@@ -1,0 +1,118 @@
+"""Per-process GPU attribution (issue 26) on a real GPU: two PyTorch processes of different
+sizes (2 GiB busy all the time with 8192² matmuls, 6 GiB busy half of each 100 ms with 4096² ones). perfscope's per-process device
+memory against `nvidia-smi --query-compute-apps` read at the same moment (within 1 MiB), and its
+per-process SM share against `nvidia-smi pmon` over the same 10 seconds (means within 5
+points); each process's host CPU seconds grow and its resident memory is known.
+Writes processes_report.json/.md to OUTDIR. Usage: verify_processes.py URL OUTDIR"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+from checks import all_passed, check, checks, report
+
+url, outdir = sys.argv[1:3]
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def get(path):
+    with urllib.request.urlopen(url + path) as resp:
+        return json.loads(resp.read())
+
+
+def latest(name):
+    return [s for s in get("/api/v1/series")["series"] if s["name"] == name]
+
+
+workers = {
+    "big_idle": subprocess.Popen([sys.executable, os.path.join(here, "process_workload.py"), "6", "4096", "0.5", "60"],
+                                 stdout=subprocess.PIPE, text=True),
+    "small_busy": subprocess.Popen([sys.executable, os.path.join(here, "process_workload.py"), "2", "8192", "1.0", "60"],
+                                   stdout=subprocess.PIPE, text=True),
+}
+for w in workers.values():
+    w.stdout.readline()  # "ready": memory held, matmuls begin
+pids = {name: w.pid for name, w in workers.items()}
+time.sleep(5)
+
+# Memory: both views read at the same moment (memory is steady while the workers run).
+smi = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                     capture_output=True, text=True).stdout
+ours = {int(s["labels"]["pid"]): s for s in latest("gpu_process_memory_bytes")}
+memory = []
+for line in smi.strip().splitlines():
+    pid_text, mib_text = [x.strip() for x in line.split(",")]
+    pid = int(pid_text)
+    if pid not in pids.values():
+        continue
+    mine = ours.get(pid)
+    mine_mib = mine["latest"]["value"] / (1 << 20) if mine else None
+    memory.append({"pid": pid, "nvidia_smi_mib": float(mib_text), "perfscope_mib": mine_mib,
+                   "labels": mine["labels"] if mine else None})
+check("per-process memory equals nvidia-smi's within 1 MiB",
+      len(memory) == 2 and all(m["perfscope_mib"] is not None and abs(m["perfscope_mib"] - m["nvidia_smi_mib"]) <= 1
+                               for m in memory), memory)
+
+# SM share: pmon's one-second samples and perfscope's over the same ten seconds.
+t0 = time.time_ns()
+pmon = subprocess.run(["nvidia-smi", "pmon", "-c", "10", "-d", "1", "-s", "u"], capture_output=True, text=True).stdout
+t1 = time.time_ns()
+pmon_sm = {pid: [] for pid in pids.values()}
+for line in pmon.splitlines():
+    parts = line.split()
+    if not parts or parts[0].startswith("#") or len(parts) < 4:
+        continue
+    try:
+        pid = int(parts[1])
+    except ValueError:
+        continue
+    if pid in pmon_sm:
+        pmon_sm[pid].append(0.0 if parts[3] == "-" else float(parts[3]))
+share = []
+for name, pid in pids.items():
+    q = urllib.parse.urlencode({"name": "gpu_process_utilization_ratio", "engine": "sm", "pid": str(pid),
+                                "from": str(t0), "to": str(t1), "max_points": "100000"})
+    series = get("/api/v1/series/query?" + q)["series"]
+    values = [p[1] * 100 for s in series for p in s["points"]]
+    ours_mean = sum(values) / len(values) if values else None
+    theirs = pmon_sm[pid]
+    theirs_mean = sum(theirs) / len(theirs) if theirs else None
+    share.append({"worker": name, "pid": pid, "perfscope_sm_mean": ours_mean, "perfscope_samples": len(values),
+                  "pmon_sm_mean": theirs_mean, "pmon_samples": len(theirs), "pmon_sm": theirs})
+check("per-process SM share agrees with nvidia-smi pmon over the same 10 s within 5 points",
+      all(s["perfscope_sm_mean"] is not None and s["pmon_sm_mean"] is not None and
+          abs(s["perfscope_sm_mean"] - s["pmon_sm_mean"]) <= 5 for s in share), share)
+check("the busy process has the larger SM share",
+      share[1]["perfscope_sm_mean"] is not None and share[0]["perfscope_sm_mean"] is not None and
+      share[1]["perfscope_sm_mean"] > share[0]["perfscope_sm_mean"], share)
+
+# Host side: CPU seconds grow, resident memory is known.
+cpu_a = {int(s["labels"]["pid"]): s["latest"]["value"] for s in latest("gpu_process_cpu_seconds_total")}
+time.sleep(2.5)
+cpu_b = {int(s["labels"]["pid"]): s["latest"]["value"] for s in latest("gpu_process_cpu_seconds_total")}
+rss = {int(s["labels"]["pid"]): s["latest"]["value"] for s in latest("gpu_process_resident_memory_bytes")}
+host = [{"pid": pid, "cpu_seconds": [cpu_a.get(pid), cpu_b.get(pid)], "rss_mib": (rss.get(pid) or 0) / (1 << 20)}
+        for pid in pids.values()]
+check("each process's host CPU time grows and its resident memory is known",
+      all(h["cpu_seconds"][0] is not None and h["cpu_seconds"][1] > h["cpu_seconds"][0] and h["rss_mib"] > 10 for h in host),
+      host)
+
+for w in workers.values():
+    w.kill()
+    w.wait()
+report.update({"memory": memory, "sm_share": share, "host": host, "pmon": pmon, "nvidia_smi": smi})
+with open(os.path.join(outdir, "processes_report.json"), "w") as f:
+    json.dump(report, f, indent=1)
+with open(os.path.join(outdir, "processes_report.md"), "w") as f:
+    f.write("# Per-process GPU attribution on a real GPU\n\n")
+    f.write("\n".join(f"- {'PASS' if c['ok'] else 'FAIL'} {c['check']}" for c in checks) + "\n\n")
+    f.write("| worker | pid | memory MiB (nvidia-smi) | memory MiB (perfscope) | SM % pmon | SM % perfscope |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: |\n")
+    for s in share:
+        m = next((m for m in memory if m["pid"] == s["pid"]), {})
+        f.write(f"| {s['worker']} | {s['pid']} | {m.get('nvidia_smi_mib')} | {m.get('perfscope_mib')} | "
+                f"{s['pmon_sm_mean']} | {s['perfscope_sm_mean']} |\n")
+sys.exit(0 if all_passed() else 1)
