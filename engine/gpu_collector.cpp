@@ -14,6 +14,11 @@ namespace perfscope {
 
 namespace {
 
+double ticks_per_second() {
+  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return ticks;
+}
+
 constexpr TimestampNs kGpmMinIntervalNs = 100'000'000;  // GPM needs samples ≥ 100 ms apart
 constexpr TimestampNs kLostRetryNs = 5'000'000'000;
 constexpr TimestampNs kEnergyIntervalNs = 10'000'000'000;
@@ -59,6 +64,7 @@ struct GpuCollector::Gpu {
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
+  std::optional<double> power_watts;  // this pass's board power, for energy attribution
   unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
   std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
   double energy_j = -1;  // the newest energy reading
@@ -293,7 +299,11 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   }
 
   unsigned v = 0;
-  if (a.power_usage && check(g, a.power_usage(g.handle, &v), "power")) emit("gpu_power_watts", v / 1000.0);
+  g.power_watts.reset();
+  if (a.power_usage && check(g, a.power_usage(g.handle, &v), "power")) {
+    g.power_watts = v / 1000.0;
+    emit("gpu_power_watts", *g.power_watts);
+  }
   if (g.info.power_limit_watts > 0) emit("gpu_power_limit_watts", g.info.power_limit_watts);
   unsigned temp = 0;
   const bool have_temp = a.temperature && check(g, a.temperature(g.handle, 0, &temp), "temperature");
@@ -426,6 +436,7 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
   int rc = a.compute_processes(g.handle, &count, nullptr);
   if (rc == nvml::kSuccess && count == 0) {
     g.util.clear();
+    if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.power_watts, {});
     return;
   }
   if (rc != nvml::kInsufficientSize && !check(g, rc, "processes")) return;
@@ -436,10 +447,21 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
   const bool utilization = a.process_utilization && !g.unsupported.contains("process_utilization");
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
   std::set<unsigned> running;
+  std::vector<GpuProcessReading> readings;
   for (unsigned i = 0; i < count && i < procs.size(); ++i) {
     const nvml::ProcessInfo& p = procs[i];
     running.insert(p.pid);
     const KnownProcess* who = process_of(p.pid, now_ns);
+    GpuProcessReading& reading = readings.emplace_back();
+    reading.visible = who != nullptr;
+    if (who) {
+      reading.identity = who->identity;
+      reading.cpu_seconds = static_cast<double>(who->cpu_ticks) / ticks_per_second();
+      reading.rss_bytes = static_cast<double>(who->rss_bytes);
+    } else {
+      reading.identity.pid = static_cast<int>(p.pid);
+    }
+    if (p.used_gpu_memory != ~0ULL) reading.memory_bytes = static_cast<double>(p.used_gpu_memory);
     Labels l = g.labels;
     l.emplace_back("pid", std::to_string(p.pid));
     // A pid this procfs does not show lives in another pid namespace (or just ended).
@@ -454,6 +476,7 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
       // the GPU since, so the driver has nothing newer to list), is at 0.
       auto u = g.util.find(p.pid);
       const bool recent = u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
+      reading.sm_ratio = (recent ? u->second.sm : 0u) / 100.0;
       for (auto [engine, value] : {std::pair{"sm", recent ? u->second.sm : 0u}, std::pair{"memory", recent ? u->second.memory : 0u},
                                    std::pair{"encoder", recent ? u->second.encoder : 0u},
                                    std::pair{"decoder", recent ? u->second.decoder : 0u}}) {
@@ -464,12 +487,13 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
       }
     }
     if (who) {
-      static const double ticks_per_second = static_cast<double>(::sysconf(_SC_CLK_TCK));
-      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), static_cast<double>(who->cpu_ticks) / ticks_per_second});
+      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});
       out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
     }
   }
   std::erase_if(g.util, [&](const auto& entry) { return !running.contains(entry.first); });
+  // The constructor's probe pass (time 0) observes nothing.
+  if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.power_watts, readings);
 }
 
 void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {

@@ -23,6 +23,7 @@
 
 #include "engine/collector.hpp"
 #include "engine/process_identity.hpp"
+#include "engine/process_tracker.hpp"
 #include "engine/nvml.hpp"
 
 namespace perfscope {
@@ -30,6 +31,7 @@ namespace perfscope {
 struct GpuCollectorOptions {
   std::string library_path;  // empty: libnvidia-ml.so.1 from the system
   std::string proc_root = "/proc";  // where process names are looked up
+  ProcessTracker* tracker = nullptr;  // not owned; when set, gets every pass's processes
 };
 
 // What /api/v1/devices shows for one GPU.

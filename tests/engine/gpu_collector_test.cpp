@@ -131,6 +131,35 @@ TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   EXPECT_DOUBLE_EQ(later[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0);
 }
 
+TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
+  write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
+  ProcessTracker tracker;
+  GpuCollectorOptions o = options();
+  o.tracker = &tracker;
+  GpuCollector c(o);
+  pass(c, 1'000'000'000);
+  pass(c, 2'000'000'000);
+  EXPECT_EQ(tracker.running().size(), 2u);
+  // 4321 ends.
+  std::string script = std::string(kH100) + "0.proc_util 1234:80:10:0:0@2900000\n";
+  script.replace(script.find("0.procs 1234:1048576,4321:2048"), 30, "0.procs 1234:1048576");
+  write(script);
+  pass(c, 3'000'000'000);
+  auto finished = tracker.take_finished();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].key, "4321-?");  // procfs does not show it: no start time to key it by
+  EXPECT_FALSE(finished[0].visible);
+  EXPECT_EQ(finished[0].gpu_uuid, "GPU-aaaa");
+  EXPECT_DOUBLE_EQ(finished[0].peak_memory_bytes, 2048);
+  // 1 s at 250.5 W split 80:20 between the two.
+  EXPECT_NEAR(finished[0].energy_joules, 250.5 * 0.2, 1e-9);
+  auto running = tracker.running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].key, "1234-555000");
+  EXPECT_EQ(running[0].identity.container.runtime, "docker");
+  EXPECT_NEAR(running[0].energy_joules, 250.5 * 0.8 + 250.5, 1e-9);
+}
+
 TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   write(kH100);
   GpuCollector c(options());
