@@ -18,6 +18,7 @@
 #include "db/time_range.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/events.hpp"
+#include "engine/process_tracker.hpp"
 
 namespace perfscope::db {
 
@@ -168,6 +169,8 @@ class EventReader {
   // Runs (run_store.cpp): newest first by start, at most `limit`; one by name.
   Result<std::vector<RunEvent>> runs(std::size_t limit) const;
   Result<std::optional<RunEvent>> run(const std::string& name) const;
+  // Stored lifetime records of GPU processes overlapping a window (gpu_process_store.cpp).
+  Result<std::vector<GpuProcessRecord>> gpu_processes(TimestampNs from_ns, TimestampNs to_ns, std::size_t limit) const;
 
   // How many rows each event table holds (for info and tests).
   Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;

@@ -154,6 +154,39 @@ const std::array kMigrations = {
       );
       CREATE INDEX runs_by_start ON runs(start_ns);
     )sql"},
+    // 7: GPU processes' lifetime records (the tracker's sums), kept after they exit.
+    Migration{R"sql(
+      CREATE TABLE gpu_processes (
+        gpu_uuid            TEXT NOT NULL,
+        gpu                 TEXT NOT NULL,
+        process_key         TEXT NOT NULL,
+        pid                 INTEGER NOT NULL,
+        start_ticks         INTEGER NOT NULL,
+        command             TEXT NOT NULL,
+        cmdline             TEXT NOT NULL,
+        uid                 INTEGER,
+        container_runtime   TEXT NOT NULL,
+        container_id        TEXT NOT NULL,
+        pod_uid             TEXT NOT NULL,
+        qos_class           TEXT NOT NULL,
+        cgroup              TEXT NOT NULL,
+        visible             INTEGER NOT NULL,
+        running             INTEGER NOT NULL,
+        first_seen_ns       INTEGER NOT NULL,
+        last_seen_ns        INTEGER NOT NULL,
+        observed_seconds    REAL NOT NULL,
+        memory_byte_seconds REAL NOT NULL,
+        peak_memory_bytes   REAL NOT NULL,
+        sm_observed_seconds REAL NOT NULL,
+        gpu_seconds         REAL NOT NULL,
+        max_sm_ratio        REAL NOT NULL,
+        energy_joules       REAL NOT NULL,
+        cpu_seconds         REAL NOT NULL,
+        peak_rss_bytes      REAL NOT NULL,
+        PRIMARY KEY (gpu_uuid, process_key)
+      ) WITHOUT ROWID;
+      CREATE INDEX gpu_processes_by_last_seen ON gpu_processes(last_seen_ns);
+    )sql"},
 };
 
 Status copy_kernel_rows(Connection& conn) {
