@@ -205,6 +205,8 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == "/api/v1/anomalies") return anomalies(request);
   if (request.path == "/api/v1/alerts") return alerts(request);
   if (request.path == kAbTestsPath) return abtests();
+  if (request.path == "/api/v1/processes") return processes(request);
+  if (p.rfind("/api/v1/processes/", 0) == 0) return process(request, p.substr(std::string_view("/api/v1/processes/").size()));
   if (request.path == kRunsPath) return runs(request);
   if (request.path == std::string(kRunsPath) + "/compare") return compare_runs(request);  // not a run's name
   if (p.rfind(std::string(kRunsPath) + "/", 0) == 0) return run(p.substr(kRunsPath.size() + 1));

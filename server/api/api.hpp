@@ -41,6 +41,7 @@ struct ApiContext {
   const db::AbTestReader* abtests = nullptr;  // null: the A/B endpoints answer 503
   const AnomalyMonitor* anomalies = nullptr;   // null: no sampler, no anomalies
   const GpuCollector* gpus = nullptr;          // null: the GPU collector is disabled
+  const ProcessTracker* processes = nullptr;   // null: no GPU collector, only stored processes
   const GpuAlerts* gpu_alerts = nullptr;
   const SeriesStore* store = nullptr;         // latest readings for /metrics
   const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics
@@ -97,6 +98,9 @@ class Api final : public RequestHandler {
                                   analysis::KernelDurations* durations = nullptr) const;
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
+  // processes_api.cpp
+  HttpResponse processes(const HttpRequest& request) const;
+  HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
   HttpResponse abtests() const;

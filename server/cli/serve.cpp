@@ -7,6 +7,7 @@
 
 #include "db/sample_reader.hpp"
 #include "db/retention.hpp"
+#include "db/gpu_process_store.hpp"
 #include "db/writer.hpp"
 #include "db/series_history.hpp"
 #include "engine/host_collector.hpp"
@@ -69,6 +70,7 @@ struct Server::Impl {
   AnomalyMonitor anomalies;
   GpuAlerts gpu_alerts;
   const GpuCollector* gpus = nullptr;  // owned by the sampler
+  ProcessTracker processes;  // fed by the GPU collector; finished records go to the store
   MemoryTracker memory;
   std::unique_ptr<db::Writer> writer;
   std::unique_ptr<db::RetentionTask> retention;  // stopped before the writer
@@ -116,6 +118,7 @@ Status Server::Impl::start() {
   if (config.engine.enable_gpu_collector) {
     GpuCollectorOptions gpu_options;
     gpu_options.library_path = config.engine.nvml_library;
+    gpu_options.tracker = &processes;
     auto gpu = std::make_unique<GpuCollector>(gpu_options);
     gpus = gpu.get();
     for (const SourceStatus& s : gpu->sources()) {
@@ -128,6 +131,15 @@ Status Server::Impl::start() {
     log_info("scraping " + std::to_string(config.engine.scrape_targets.size()) + " Prometheus endpoint(s)");
   }
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
+  sampler.add_sink([this](const std::shared_ptr<const SampleBatch>&) {
+    // GPU processes that ended in this pass: their lifetime records go to the store.
+    auto finished = processes.take_finished();
+    if (finished.empty()) return;
+    writer->run_task([finished = std::move(finished)](db::Connection& c) { return db::write_gpu_processes(c, finished); },
+                     [](const Status& s) {
+                       if (!s.ok()) log_warn("cannot store GPU process records: " + s.message());
+                     });
+  });
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) {
     auto found = anomalies.observe(*b);
     if (!found.empty()) hub.publish_alerts(found);
@@ -144,6 +156,7 @@ Status Server::Impl::start() {
   actx.abtests = abtests.get();
   actx.anomalies = &anomalies;
   actx.gpus = gpus;
+  actx.processes = &processes;
   actx.gpu_alerts = &gpu_alerts;
   actx.memory = &memory;
   actx.store = &store;
@@ -289,6 +302,14 @@ void Server::Impl::shutdown() {
   if (sampler_running) sampler.stop();
   if (retention) retention->stop();
   if (writer) {
+    // What the running GPU processes did so far (marked running: if they end while no server
+    // watches, their end stays unknown), and any that ended in the last pass.
+    std::vector<GpuProcessRecord> records = processes.running();
+    for (GpuProcessRecord& r : processes.take_finished()) records.push_back(std::move(r));
+    if (!records.empty()) {
+      writer->run_task([records = std::move(records)](db::Connection& c) { return db::write_gpu_processes(c, records); },
+                       [](const Status&) {});
+    }
     writer->stop();  // commits everything the sampler produced
     db::WriterStats ws = writer->stats();
     log_info("database: " + std::to_string(ws.rows_written) + " rows in " + std::to_string(ws.commits) + " commits");

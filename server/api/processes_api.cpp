@@ -1,0 +1,204 @@
+// GET /api/v1/processes: every process that ran on a GPU in a window, live ones from the
+// tracker and past ones from the store (the two parts of a process that outlived a restart
+// merged), with their lifetime figures; `gpu=` (index or UUID), `run=` (the run's processes
+// while it ran), `group=container` (sums per container). GET /api/v1/processes/{key}: one
+// process (`gpu=` where it ran on several) and its series over its lifetime.
+#include <pwd.h>
+
+#include <map>
+
+#include "engine/process_tracker.hpp"
+#include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
+#include "server/wire/event_codec.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kEnergyMethod =
+    "the board's energy in each interval between two sampling passes (power x interval) split by the processes' SM "
+    "shares in it (NVML's per-process samples); intervals in which no process had an SM share are nobody's "
+    "(unattributed_joules). A process's energy includes its share of the board's static power while it computes and "
+    "nothing of its memory traffic or other engines; processes of other pid namespaces count under their host pid.";
+
+std::string user_name(std::optional<std::uint32_t> uid) {
+  if (!uid) return {};
+  passwd entry{};
+  passwd* found = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(*uid, &entry, buf, sizeof buf, &found) == 0 && found) return found->pw_name;
+  return std::to_string(*uid);
+}
+
+json optional_number(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
+
+json process_json(const GpuProcessRecord& p, bool live) {
+  const ContainerIdentity& c = p.identity.container;
+  // A stored row marked running whose process the tracker no longer lists ended while no
+  // perfscope watched: when is unknown.
+  const char* state = live ? "running" : p.running ? "unknown" : "exited";
+  return {{"gpu", p.gpu}, {"gpu_uuid", p.gpu_uuid}, {"key", p.key}, {"pid", p.identity.pid},
+          {"visible", p.visible}, {"command", p.identity.command}, {"cmdline", p.identity.cmdline},
+          {"uid", p.identity.uid ? json(*p.identity.uid) : json(nullptr)}, {"user", user_name(p.identity.uid)},
+          {"container", c.in_container() ? json{{"runtime", c.runtime}, {"id", c.id}, {"pod_uid", c.pod_uid},
+                                                {"qos_class", c.qos_class}}
+                                         : json(nullptr)},
+          {"systemd_unit", c.runtime == "systemd" ? json(c.id) : json(nullptr)},
+          {"state", state}, {"first_seen_ns", p.first_seen_ns}, {"last_seen_ns", p.last_seen_ns},
+          {"duration_s", static_cast<double>(p.last_seen_ns - p.first_seen_ns) / 1e9},
+          {"peak_memory_bytes", p.peak_memory_bytes}, {"mean_memory_bytes", optional_number(p.mean_memory_bytes())},
+          {"mean_sm_ratio", optional_number(p.mean_sm_ratio())}, {"max_sm_ratio", p.max_sm_ratio},
+          {"gpu_seconds", p.gpu_seconds}, {"energy_joules", p.energy_joules}, {"cpu_seconds", p.cpu_seconds},
+          {"peak_rss_bytes", p.peak_rss_bytes}};
+}
+
+struct Listed {
+  GpuProcessRecord record;
+  bool live = false;
+};
+
+// Live and stored records overlapping [from, to], one per (GPU, process).
+Result<std::vector<Listed>> list_processes(const ApiContext& ctx, TimestampNs from_ns, TimestampNs to_ns) {
+  std::map<std::pair<std::string, std::string>, Listed> by_key;
+  auto stored = ctx.events->gpu_processes(from_ns, to_ns, 100'000);
+  if (!stored.ok()) return stored.status();
+  for (GpuProcessRecord& r : *stored) {
+    std::pair key{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
+    by_key[std::move(key)] = Listed{std::move(r), false};
+  }
+  if (ctx.processes) {
+    for (GpuProcessRecord& r : ctx.processes->running()) {
+      if (r.last_seen_ns < from_ns || r.first_seen_ns > to_ns) continue;
+      auto [it, fresh] = by_key.try_emplace({r.gpu_uuid, r.key});
+      if (fresh) {
+        it->second.record = std::move(r);
+      } else {
+        it->second.record.merge(r);  // the part stored before a restart, and now
+      }
+      it->second.live = true;
+    }
+  }
+  std::vector<Listed> out;
+  for (auto& [key, l] : by_key) out.push_back(std::move(l));
+  std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) {
+    return std::tie(b.live, b.record.last_seen_ns) < std::tie(a.live, a.record.last_seen_ns);
+  });
+  return out;
+}
+
+}  // namespace
+
+HttpResponse Api::processes(const HttpRequest& request) const {
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "1h", now);
+  if (!w.ok()) return status_response(w.status());
+  TimestampNs from = w->from_ns, to = std::min(w->to_ns, now);
+  const std::string gpu = param(request, "gpu"), group = param(request, "group"), run_name = param(request, "run");
+  if (!group.empty() && group != "container") {
+    return error_response(400, "invalid_argument", "'group' must be container", "group");
+  }
+  std::vector<std::int64_t> run_pids;
+  if (!run_name.empty()) {
+    auto r = ctx_.events->run(run_name);
+    if (!r.ok()) return status_response(r.status());
+    if (!*r) return error_response(404, "not_found", "no run named '" + run_name + "'", "run");
+    run_pids = (*r)->pids;
+    from = std::max(from, (*r)->start_ns);
+    to = std::min(to, (*r)->end_ns.value_or(now));
+  }
+  auto listed = list_processes(ctx_, from, to);
+  if (!listed.ok()) return status_response(listed.status());
+  json rows = json::array();
+  struct Group {
+    json container;
+    std::size_t processes = 0, running = 0;
+    double peak_memory_bytes = 0, gpu_seconds = 0, energy_joules = 0, cpu_seconds = 0;
+  };
+  std::map<std::string, Group> groups;
+  for (const Listed& l : *listed) {
+    const GpuProcessRecord& p = l.record;
+    if (!gpu.empty() && p.gpu != gpu && p.gpu_uuid != gpu) continue;
+    if (!run_name.empty() && std::find(run_pids.begin(), run_pids.end(), p.identity.pid) == run_pids.end()) continue;
+    json row = process_json(p, l.live);
+    if (group == "container") {
+      const ContainerIdentity& c = p.identity.container;
+      Group& g = groups[c.in_container() ? c.runtime + "/" + c.id : std::string()];
+      g.container = row["container"];
+      ++g.processes;
+      g.running += l.live ? 1 : 0;
+      g.peak_memory_bytes += p.peak_memory_bytes;  // each process's own peak: an upper bound of the sum's
+      g.gpu_seconds += p.gpu_seconds;
+      g.energy_joules += p.energy_joules;
+      g.cpu_seconds += p.cpu_seconds;
+    }
+    rows.push_back(std::move(row));
+  }
+  json out = {{"window", window_json(*w)}, {"processes", rows},
+              {"methods", {{"energy", kEnergyMethod},
+                           {"gpu_seconds", "the SM share integrated over the time the process was listed"},
+                           {"identity", "a process is its pid and start time (procfs), so a reused pid is a new process; "
+                                        "visible=false: perfscope's procfs does not show the pid (another pid namespace)"}}}};
+  if (!run_name.empty()) out["run"] = run_name;
+  if (group == "container") {
+    json g = json::array();
+    for (const auto& [key, v] : groups) {
+      g.push_back({{"container", v.container}, {"processes", v.processes}, {"running", v.running},
+                   {"peak_memory_bytes_sum", v.peak_memory_bytes}, {"gpu_seconds", v.gpu_seconds},
+                   {"energy_joules", v.energy_joules}, {"cpu_seconds", v.cpu_seconds}});
+    }
+    out["containers"] = g;
+  }
+  json unattributed = json::object();
+  if (ctx_.processes) {
+    for (const auto& [uuid, joules] : ctx_.processes->unattributed_joules()) unattributed[uuid] = joules;
+  }
+  out["unattributed_joules_since_start"] = unattributed;
+  return json_response(200, out);
+}
+
+HttpResponse Api::process(const HttpRequest& request, const std::string& key) const {
+  const TimestampNs now = now_ns();
+  auto listed = list_processes(ctx_, 0, now);
+  if (!listed.ok()) return status_response(listed.status());
+  const std::string gpu = param(request, "gpu");
+  std::vector<const Listed*> found;
+  for (const Listed& l : *listed) {
+    if (l.record.key == key && (gpu.empty() || l.record.gpu == gpu || l.record.gpu_uuid == gpu)) found.push_back(&l);
+  }
+  if (found.empty()) return error_response(404, "not_found", "no GPU process " + key, "key");
+  if (found.size() > 1) {
+    return error_response(400, "invalid_argument", "process " + key + " ran on several GPUs: give gpu", "gpu");
+  }
+  const GpuProcessRecord& p = found.front()->record;
+  json out = process_json(p, found.front()->live);
+  // Its series over its lifetime: the pid and GPU label them; the lifetime keeps a reused pid out.
+  json series = json::array();
+  for (const char* family : {"gpu_process_memory_bytes", "gpu_process_utilization_ratio", "gpu_process_cpu_seconds_total",
+                             "gpu_process_resident_memory_bytes"}) {
+    db::HistoryQuery q;
+    q.name = family;
+    q.matchers = {{"gpu", p.gpu}, {"pid", std::to_string(p.identity.pid)}};
+    q.from_ns = p.first_seen_ns;
+    q.to_ns = p.last_seen_ns;
+    q.max_points = 1000;
+    auto data = ctx_.history->query(q);
+    if (!data.ok()) return status_response(data.status());
+    for (const auto& d : *data) {
+      json points = json::array();
+      if (d.downsampled) {
+        for (const Bucket& b : d.buckets) points.push_back({b.start_ns, b.avg()});
+      } else {
+        for (const Sample& s : d.samples) points.push_back({s.ts_ns, s.value});
+      }
+      series.push_back({{"name", d.info.key.name}, {"labels", labels_to_json(d.info.key.labels)},
+                        {"unit", d.info.family.unit}, {"points", points}});
+    }
+  }
+  out["series"] = series;
+  return json_response(200, out);
+}
+
+}  // namespace perfscope::server

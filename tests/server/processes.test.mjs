@@ -1,0 +1,119 @@
+// GPU processes on the real binary: the scripted stand-in NVML lists two real processes of this
+// test (sleep children, so procfs knows them) with their memory and SM shares, refreshed as the
+// driver would every 200 ms. perfscope lists them live with their lifetime figures, keeps the
+// one that ended, splits the board's energy by SM share, groups by container, answers one
+// process with its series, and after a restart still knows both from the store.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-processes-'));
+const base = ['count 1', '0.name NVIDIA H100 80GB HBM3', '0.uuid GPU-proc', '0.util_gpu 90', '0.mem_total 85520809984',
+              '0.mem_used 9000000000', '0.power_mw 300000', '0.limit_mw 700000', '0.temp 60'];
+let server, a, b, refresher;
+let listed = [];  // [[pid, memory, sm]]
+
+function script() {
+  const now = Date.now() * 1000;  // the driver's sample time, in µs
+  const lines = [...base];
+  if (listed.length) {
+    lines.push('0.procs ' + listed.map(([pid, mem]) => `${pid}:${mem}`).join(','));
+    lines.push('0.proc_util ' + listed.map(([pid, , sm]) => `${pid}:${sm}:10:0:0@${now}`).join(','));
+  }
+  return lines.join('\n') + '\n';
+}
+function refresh() { writeFileSync(path.join(dataDir, 'nvml.txt'), script()); }
+async function get(p) {
+  const r = await fetch(server.url + p);
+  return { status: r.status, body: await r.json() };
+}
+const byPid = (rows, pid) => rows.find((p) => p.pid === pid);
+
+before(async () => {
+  a = spawn('sleep', ['60']);
+  b = spawn('sleep', ['60']);
+  listed = [[a.pid, 6 * 2 ** 30, 80], [b.pid, 2 * 2 ** 30, 20]];
+  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100'] });
+  refresher = setInterval(refresh, 200);
+  await sleep(2000);
+});
+
+after(async () => {
+  clearInterval(refresher);
+  if (server) await server.stop();
+  a.kill();
+  b.kill();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('live processes are listed with who they are and what they used', async () => {
+  const { status, body } = await get('/api/v1/processes?window=5m');
+  assert.equal(status, 200);
+  const pa = byPid(body.processes, a.pid), pb = byPid(body.processes, b.pid);
+  assert.ok(pa && pb, JSON.stringify(body.processes));
+  assert.equal(pa.state, 'running');
+  assert.equal(pa.command, 'sleep');
+  assert.equal(pa.cmdline, 'sleep 60');
+  assert.match(pa.key, new RegExp(`^${a.pid}-\\d+$`));  // pid and start time
+  assert.equal(pa.visible, true);
+  assert.equal(pa.gpu, '0');
+  assert.equal(pa.gpu_uuid, 'GPU-proc');
+  assert.equal(pa.peak_memory_bytes, 6 * 2 ** 30);
+  assert.ok(Math.abs(pa.mean_sm_ratio - 0.8) < 1e-9, JSON.stringify(pa));
+  assert.ok(pa.gpu_seconds > 0.5 && pa.energy_joules > 0);
+  // 300 W split 80:20 while both ran.
+  assert.ok(Math.abs(pa.energy_joules / pb.energy_joules - 4) < 0.05, `${pa.energy_joules} / ${pb.energy_joules}`);
+  assert.equal(pa.user.length > 0, true);
+  assert.match(body.methods.energy, /split by the processes' SM shares/);
+});
+
+test('a process that ended stays, and its series are answered over its lifetime', async () => {
+  listed = [[a.pid, 6 * 2 ** 30, 80]];
+  refresh();
+  b.kill();
+  await sleep(800);
+  const { body } = await get('/api/v1/processes?window=5m');
+  const pb = byPid(body.processes, b.pid);
+  assert.equal(pb.state, 'exited');
+  assert.ok(pb.last_seen_ns < Date.now() * 1e6);
+  assert.equal(byPid(body.processes, a.pid).state, 'running');
+  const one = await get(`/api/v1/processes/${pb.key}`);
+  assert.equal(one.status, 200, JSON.stringify(one.body));
+  const memory = one.body.series.find((s) => s.name === 'gpu_process_memory_bytes');
+  assert.ok(memory && memory.points.length > 5, JSON.stringify(one.body.series.map((s) => s.name)));
+  assert.ok(memory.points.every(([ts]) => ts >= pb.first_seen_ns && ts <= pb.last_seen_ns));
+  assert.equal((await get('/api/v1/processes/1-1')).status, 404);
+});
+
+test('grouping by container and checking the parameters', async () => {
+  const { body } = await get('/api/v1/processes?window=5m&group=container');
+  assert.equal(body.containers.length, 1);  // this test's processes run in no container of their own… or in one
+  assert.equal(body.containers[0].processes, 2);
+  const bad = await get('/api/v1/processes?group=user');
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.field, 'group');
+  assert.equal((await get('/api/v1/processes?gpu=7')).body.processes.length, 0);
+  assert.equal((await get('/api/v1/processes?run=absent')).status, 404);
+});
+
+test('after a restart the store still knows both', async () => {
+  const before = (await get('/api/v1/processes?window=5m')).body.processes;
+  clearInterval(refresher);
+  listed = [];
+  refresh();
+  await server.stop();
+  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100'] });
+  await sleep(300);
+  const { body } = await get('/api/v1/processes?window=1h');
+  const pa = byPid(body.processes, a.pid), pb = byPid(body.processes, b.pid);
+  assert.ok(pa && pb, JSON.stringify(body.processes));
+  assert.equal(pb.state, 'exited');
+  assert.equal(pa.state, 'unknown');  // it ran when the server stopped; nobody saw it end
+  const was = byPid(before, a.pid);
+  assert.ok(pa.energy_joules >= was.energy_joules && pa.gpu_seconds >= was.gpu_seconds);
+});
