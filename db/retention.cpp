@@ -255,6 +255,12 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
         !s.ok()) {
       return s;
     }
+    // GPU processes' lifetime records are summaries too: they age with the rollups.
+    if (Status s = delete_before(conn, "DELETE FROM gpu_processes WHERE last_seen_ns < ?1", rollup_cutoff,
+                                 r.rollup_rows_deleted);
+        !s.ok()) {
+      return s;
+    }
     r.rollups_before_ns = rollup_cutoff;
   }
   if (r.raw_rows_deleted + r.rollup_rows_deleted > 0) {

@@ -9,6 +9,8 @@
 //  - memory events: an allocation and its free once both are older than the cutoff (a free
 //    with no allocation too). Live allocations stay, so current memory and leak suspects
 //    still add up after retention.
+// Old tiers are dropped whole days at a time, and GPU processes' lifetime records that ended
+// before the same cutoff with them.
 //
 // retention_step() runs inside the caller's transaction (the writer's thread). RetentionTask
 // schedules it on the writer: start()/stop()/stats() from any thread.

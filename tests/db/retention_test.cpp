@@ -9,6 +9,7 @@
 #include <random>
 
 #include "db/event_reader.hpp"
+#include "db/gpu_process_store.hpp"
 #include "db/rollups.hpp"
 #include "db/schema.hpp"
 #include "db/writer.hpp"
@@ -349,6 +350,35 @@ TEST(Retention, OldRollupsGoWholeDaysAtATime) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->rollup_rows_deleted, 2u * 3u);  // days 0 and 1: a minute, an hour and a day row each
   EXPECT_EQ(count_rows(f.path, "SELECT MIN(start_ns) FROM rollups"), kT0 + 2 * kDay);
+}
+
+TEST(Retention, GpuProcessRecordsAgeWithTheRollups) {
+  Fixture f;
+  auto c = Connection::open(f.path);
+  auto record = [](const char* key, TimestampNs last, bool running) {
+    GpuProcessRecord p;
+    p.gpu_uuid = "GPU-a";
+    p.key = key;
+    p.first_seen_ns = last - kHour;
+    p.last_seen_ns = last;
+    p.running = running;
+    return p;
+  };
+  {
+    Transaction tx(*c);
+    ASSERT_TRUE(write_gpu_processes(*c, {record("1-1", kT0 + kHour, false), record("2-2", kT0 + kHour, true),
+                                         record("3-3", kT0 + 3 * kDay, false)})
+                    .ok());
+    ASSERT_TRUE(tx.commit().ok());
+  }
+  RetentionPolicy policy;
+  policy.rollup_max_age_ns = 2 * kDay;
+  auto r = run_step(*f.writer, policy, kT0 + 4 * kDay + 12 * kHour);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Both last seen before the cutoff go, the one last written running too (a process still
+  // running is written again at the next stop); the recent one stays.
+  EXPECT_EQ(count_rows(f.path, "SELECT COUNT(*) FROM gpu_processes"), 1);
+  EXPECT_EQ(count_rows(f.path, "SELECT COUNT(*) FROM gpu_processes WHERE process_key = '3-3'"), 1);
 }
 
 TEST(Retention, AnOlderFileIsSwitchedToIncrementalVacuumOnOpen) {
