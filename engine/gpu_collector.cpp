@@ -165,6 +165,17 @@ void GpuCollector::identify(Gpu& g) {
   }
 }
 
+std::vector<SourceStatus> GpuCollector::sources() const {
+  std::vector<SourceStatus> out = sources_;
+  if (const auto refused = process_series_refused_.load(std::memory_order_relaxed); refused > 0) {
+    out.push_back({"processes", true,
+                   "the limit of " + std::to_string(options_.process_series_limit) +
+                       " processes with series of their own was reached: later processes keep their lifetime records "
+                       "(/api/v1/processes) without series (" + std::to_string(refused) + " process readings so far)"});
+  }
+  return out;
+}
+
 bool GpuCollector::check(Gpu& g, int rc, const char* metric) {
   if (rc == nvml::kSuccess) return true;
   if (rc == nvml::kGpuIsLost) {
@@ -468,18 +479,27 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
     l.emplace_back("command", who ? who->identity.command : "[not visible]");
     if (who && who->identity.container.in_container()) l.emplace_back("container", who->identity.container.id.substr(0, 12));
     sort_labels(l);
+    // A process absent from the newest period's list, or a list older than 2 s (nothing used the
+    // GPU since, so the driver has nothing newer to list), is at 0.
+    auto u = g.util.find(p.pid);
+    const bool recent = utilization && u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
+    const nvml::ProcessUtilizationSample shares = recent ? u->second : nvml::ProcessUtilizationSample{};
+    if (utilization) reading.sm_ratio = shares.sm / 100.0;
+    // Series of its own while under the limit; the tracker records every process regardless.
+    std::string identity = format_labels(l);
+    if (!process_series_.contains(identity)) {
+      if (process_series_.size() >= options_.process_series_limit) {
+        process_series_refused_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      process_series_.insert(std::move(identity));
+    }
     if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
       out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
     }
     if (utilization) {
-      // A process absent from the newest period's list, or a list older than 2 s (nothing used
-      // the GPU since, so the driver has nothing newer to list), is at 0.
-      auto u = g.util.find(p.pid);
-      const bool recent = u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
-      reading.sm_ratio = (recent ? u->second.sm : 0u) / 100.0;
-      for (auto [engine, value] : {std::pair{"sm", recent ? u->second.sm : 0u}, std::pair{"memory", recent ? u->second.memory : 0u},
-                                   std::pair{"encoder", recent ? u->second.encoder : 0u},
-                                   std::pair{"decoder", recent ? u->second.decoder : 0u}}) {
+      for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
+                                   std::pair{"encoder", shares.encoder}, std::pair{"decoder", shares.decoder}}) {
         Labels e = l;
         e.emplace_back("engine", engine);
         sort_labels(e);

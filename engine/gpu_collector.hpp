@@ -18,6 +18,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
+#include <atomic>
 #include <unordered_map>
 #include <vector>
 
@@ -32,6 +34,10 @@ struct GpuCollectorOptions {
   std::string library_path;  // empty: libnvidia-ml.so.1 from the system
   std::string proc_root = "/proc";  // where process names are looked up
   ProcessTracker* tracker = nullptr;  // not owned; when set, gets every pass's processes
+  // Distinct processes (pid, command, container per GPU) given series of their own, for the
+  // server's life: the series store keeps every series it was given. Later processes keep
+  // their lifetime records (the tracker) but get no series.
+  std::size_t process_series_limit = 2000;
 };
 
 // What /api/v1/devices shows for one GPU.
@@ -54,7 +60,7 @@ class GpuCollector final : public Collector {
 
   std::string_view name() const override { return "nvidia"; }
   std::vector<MetricFamily> families() const override;
-  std::vector<SourceStatus> sources() const override { return sources_; }
+  std::vector<SourceStatus> sources() const override;
   void collect(TimestampNs now_ns, std::vector<Reading>& out) override;
 
   std::vector<GpuDeviceInfo> devices() const;
@@ -102,6 +108,8 @@ class GpuCollector final : public Collector {
   mutable std::mutex mu_;
   std::vector<GpuDeviceInfo> infos_;  // guarded by mu_
   std::unordered_map<unsigned, KnownProcess> processes_;  // sampler thread
+  std::unordered_set<std::string> process_series_;       // sampler thread: label sets with series
+  std::atomic<std::uint64_t> process_series_refused_{0};  // passes of processes left without series
 };
 
 }  // namespace perfscope

@@ -275,6 +275,11 @@ CommandLineParser::Table::Table() {
   serve->add_option("--nvml-library", c.engine.nvml_library,
                     "Path of the NVML library to load (default: libnvidia-ml.so.1 from the system)")
       ->envname("PERFSCOPE_NVML_LIBRARY");
+  serve->add_option("--gpu-process-series-limit", c.engine.gpu_process_series_limit,
+                    "GPU processes given series of their own for the server's life; later ones keep only their "
+                    "lifetime records (/api/v1/processes)")
+      ->envname("PERFSCOPE_GPU_PROCESS_SERIES_LIMIT")->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
+      ->capture_default_str();
   serve->add_option("--power-target-watts", c.engine.power_target_watts,
                     "Alert when a GPU's power (1 s average) goes above this many watts (0: no target)")
       ->envname("PERFSCOPE_POWER_TARGET_WATTS")->check(CLI::Range(0.0, 100000.0))->capture_default_str();

@@ -160,6 +160,25 @@ TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
   EXPECT_NEAR(running[0].energy_joules, 250.5 * 0.8 + 250.5, 1e-9);
 }
 
+TEST_F(GpuCollectorTest, ProcessesPastTheSeriesLimitKeepOnlyTheirRecords) {
+  write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
+  ProcessTracker tracker;
+  GpuCollectorOptions o = options();
+  o.tracker = &tracker;
+  o.process_series_limit = 1;
+  GpuCollector c(o);
+  auto m = pass(c, 1'000'000'000);
+  std::size_t memory_series = 0;
+  for (const auto& [key, value] : m) memory_series += key.starts_with("gpu_process_memory_bytes{");
+  EXPECT_EQ(memory_series, 1u);
+  EXPECT_EQ(tracker.running().size(), 2u);  // both recorded, with their SM shares
+  for (const auto& r : tracker.running()) EXPECT_GT(r.max_sm_ratio, 0) << r.key;
+  auto sources = c.sources();
+  auto it = std::find_if(sources.begin(), sources.end(), [](const SourceStatus& s) { return s.name == "processes"; });
+  ASSERT_NE(it, sources.end());
+  EXPECT_NE(it->detail.find("limit of 1 processes"), std::string::npos) << it->detail;
+}
+
 TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   write(kH100);
   GpuCollector c(options());
