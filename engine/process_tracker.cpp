@@ -51,6 +51,7 @@ void ProcessTracker::observe(TimestampNs now_ns, const std::string& gpu_uuid, co
       r.first_seen_ns = now_ns;
     }
     r.identity = p.identity;
+    r.last = p;
     r.visible = p.visible;
     r.running = true;
     r.last_seen_ns = now_ns;

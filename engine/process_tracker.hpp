@@ -55,6 +55,7 @@ struct GpuProcessRecord {
   double energy_joules = 0;
   double cpu_seconds = 0;  // host CPU time while it was observed
   double peak_rss_bytes = 0;
+  GpuProcessReading last;  // the newest pass's reading (live records; not stored)
 
   std::optional<double> mean_memory_bytes() const {
     return observed_seconds > 0 ? std::optional(memory_byte_seconds / observed_seconds) : std::nullopt;

@@ -37,6 +37,11 @@ json optional_number(std::optional<double> v) { return v ? json(*v) : json(nullp
 
 json process_json(const GpuProcessRecord& p, bool live) {
   const ContainerIdentity& c = p.identity.container;
+  // What the newest pass saw, for live processes (the Processes view's live columns).
+  json now = live ? json{{"memory_bytes", p.last.memory_bytes}, {"sm_ratio", optional_number(p.last.sm_ratio)},
+                         {"cpu_seconds_total", optional_number(p.last.cpu_seconds)},
+                         {"rss_bytes", optional_number(p.last.rss_bytes)}}
+                  : json(nullptr);
   // A stored row marked running whose process the tracker no longer lists ended while no
   // perfscope watched: when is unknown.
   const char* state = live ? "running" : p.running ? "unknown" : "exited";
@@ -52,7 +57,7 @@ json process_json(const GpuProcessRecord& p, bool live) {
           {"peak_memory_bytes", p.peak_memory_bytes}, {"mean_memory_bytes", optional_number(p.mean_memory_bytes())},
           {"mean_sm_ratio", optional_number(p.mean_sm_ratio())}, {"max_sm_ratio", p.max_sm_ratio},
           {"gpu_seconds", p.gpu_seconds}, {"energy_joules", p.energy_joules}, {"cpu_seconds", p.cpu_seconds},
-          {"peak_rss_bytes", p.peak_rss_bytes}};
+          {"peak_rss_bytes", p.peak_rss_bytes}, {"now", now}};
 }
 
 struct Listed {

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { startPerfscope } from '../support/perfscope_server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -99,6 +100,39 @@ test('grouping by container and checking the parameters', async () => {
   assert.equal(bad.body.error.field, 'group');
   assert.equal((await get('/api/v1/processes?gpu=7')).body.processes.length, 0);
   assert.equal((await get('/api/v1/processes?run=absent')).status, 404);
+});
+
+test('the Processes view lists them, sorts them and opens one\'s history', async () => {
+  const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
+  const { chromium } = require('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
+    await page.goto(server.url + '/');
+    await page.waitForSelector(`[data-testid=processes-table] tr[data-key^="${a.pid}-"]`, { timeout: 20000 });
+    // The live one first, the one that ended after it (greyed), both with their commands.
+    const states = await page.$$eval('[data-testid=processes-table] tbody tr', (rows) => rows.map((r) => r.dataset.state));
+    assert.deepEqual(states, ['running', 'exited']);
+    const live = await page.textContent(`[data-testid=processes-table] tr[data-key^="${a.pid}-"]`);
+    assert.match(live, /6\.00 GiB/);
+    assert.match(live, /80\.0%/);
+    assert.match(live, /sleep 60/);
+    // Sorting by PID ascending, then descending.
+    await page.click('#processes-table th[data-key=pid]');
+    const pids = await page.$$eval('[data-testid=processes-table] tbody tr', (rows) => rows.map((r) => r.children[1].textContent));
+    assert.equal(pids[0], String(a.pid));  // live first whatever the order
+    // One process's history.
+    await page.click(`[data-testid=processes-table] tr[data-key^="${b.pid}-"]`);
+    await page.waitForFunction(() => window.perfscope.state.process && window.perfscope.state.process.series.length > 0,
+                               null, { timeout: 10000 });
+    assert.match(await page.textContent('[data-testid=process-detail]'), /sleep \(pid \d+, exited\)/);
+    assert.ok(await page.$('[data-testid=process-chart] canvas'), 'the history is drawn');
+  } finally {
+    await browser.close();
+  }
 });
 
 test('after a restart the store still knows both', async () => {

@@ -11,6 +11,7 @@ import { createGpuView } from './views/gpus.js';
 import { createEventsView } from './views/events.js';
 import { createAnalysisView } from './views/analysis.js';
 import { createRunsView } from './views/runs.js';
+import { createProcessesView } from './views/processes.js';
 import { wireExports } from './views/exports.js';
 
 const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, reconnects: 0, ws: null };
@@ -21,6 +22,7 @@ Object.assign(charts, gpus.charts);
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
 const analysis = createAnalysisView({ state, charts });
 const runs = createRunsView({ state });
+createProcessesView({ state });
 const events = createEventsView({
   state,
   onData: (kernels, models) => { analysis.onEvents(kernels, models); runs.refresh(); },

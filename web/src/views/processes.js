@@ -1,0 +1,112 @@
+// Processes view: who is using the GPUs — a live table like nvitop's (GPU, pid, user, container,
+// memory, SM share, CPU, RSS, age, command), sortable, with past processes of the last hour
+// below the live ones (GET /api/v1/processes); a row opens that process's history (memory and SM
+// share over its lifetime, GET /api/v1/processes/{key}) and its lifetime figures.
+/* global uPlot */
+import { axis, timeAxis } from '../lib/live_chart.js';
+import { esc, fmtBytes, fmtPct } from '../lib/format.js';
+import { fetchJson } from '../lib/api.js';
+
+const age = (s) => (s < 60 ? s.toFixed(0) + ' s' : s < 3600 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h');
+const joules = (j) => (j == null ? '–' : j < 1000 ? j.toFixed(0) + ' J' : (j / 3.6e6 >= 0.1 ? (j / 3.6e6).toFixed(2) + ' kWh' : (j / 1000).toFixed(1) + ' kJ'));
+
+export function createProcessesView({ state }) {
+  state.processes = [];
+  const table = { sortKey: 'memory', ascending: false };
+  const cpuBefore = new Map();  // key → [cpu seconds, time]: CPU % between two refreshes
+  let plot = null;
+
+  // The value a column sorts by.
+  const columns = {
+    gpu: (p) => p.gpu, pid: (p) => p.pid, user: (p) => p.user, container: (p) => (p.container ? p.container.id : ''),
+    memory: (p) => (p.now ? p.now.memory_bytes : p.peak_memory_bytes), sm: (p) => (p.now ? p.now.sm_ratio : p.mean_sm_ratio) ?? -1,
+    cpu: (p) => p.cpu_ratio ?? -1, rss: (p) => (p.now ? p.now.rss_bytes : p.peak_rss_bytes) ?? -1,
+    age: (p) => p.duration_s, energy: (p) => p.energy_joules, command: (p) => p.cmdline || p.command,
+  };
+
+  function render() {
+    const rows = [...state.processes].sort((a, b) => {
+      if ((a.state === 'running') !== (b.state === 'running')) return a.state === 'running' ? -1 : 1;  // live first
+      const x = columns[table.sortKey](a), y = columns[table.sortKey](b);
+      const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+      return table.ascending ? c : -c;
+    });
+    document.querySelectorAll('#processes-table th').forEach((th) => {
+      th.classList.toggle('sorted', th.dataset.key === table.sortKey);
+      th.classList.toggle('asc', th.dataset.key === table.sortKey && table.ascending);
+    });
+    const live = rows.filter((p) => p.state === 'running').length;
+    document.getElementById('processes-summary').textContent = rows.length ? `${live} running · ${rows.length - live} past hour` : '';
+    const body = document.querySelector('#processes-table tbody');
+    if (rows.length === 0) return;
+    body.innerHTML = rows.map((p) => {
+      const mem = p.now ? fmtBytes(p.now.memory_bytes) : `peak ${fmtBytes(p.peak_memory_bytes)}`;
+      const sm = p.now ? fmtPct(p.now.sm_ratio) : `mean ${fmtPct(p.mean_sm_ratio)}`;
+      const container = p.container ? `${esc(p.container.runtime)}:${esc(p.container.id.slice(0, 12))}` : (p.systemd_unit ? esc(p.systemd_unit) : '–');
+      return `<tr data-key="${esc(p.key)}" data-gpu="${esc(p.gpu)}" data-state="${esc(p.state)}" class="${p.state === 'running' ? '' : 'past'}">` +
+        `<td>${esc(p.gpu)}</td><td class="num">${p.pid}</td><td>${esc(p.user || '–')}</td><td>${container}</td>` +
+        `<td class="num">${mem}</td><td class="num">${sm}</td><td class="num">${fmtPct(p.cpu_ratio)}</td>` +
+        `<td class="num">${fmtBytes(p.now ? p.now.rss_bytes : p.peak_rss_bytes)}</td><td class="num">${age(p.duration_s)}</td>` +
+        `<td class="num">${joules(p.energy_joules)}</td><td>${p.visible ? '' : '<span class="muted">(not visible) </span>'}` +
+        `<code>${esc((p.cmdline || p.command).slice(0, 120))}</code></td></tr>`;
+    }).join('');
+  }
+
+  document.querySelectorAll('#processes-table th').forEach((th) => th.addEventListener('click', () => {
+    const key = th.dataset.key;
+    table.ascending = table.sortKey === key ? !table.ascending : ['pid', 'user', 'container', 'command', 'gpu'].includes(key);
+    table.sortKey = key;
+    render();
+  }));
+
+  async function showProcess(key, gpu) {
+    try {
+      const p = await fetchJson(`/api/v1/processes/${encodeURIComponent(key)}?gpu=${encodeURIComponent(gpu)}`);
+      state.process = p;
+      const memory = p.series.find((s) => s.name === 'gpu_process_memory_bytes');
+      const sm = p.series.find((s) => s.name === 'gpu_process_utilization_ratio' && s.labels.engine === 'sm');
+      const xs = (memory || sm || { points: [] }).points.map((q) => q[0] / 1e9);
+      const smAt = new Map((sm ? sm.points : []).map((q) => [q[0] / 1e9, q[1]]));
+      const data = [xs, (memory ? memory.points : []).map((q) => q[1]), xs.map((x) => smAt.get(x) ?? null)];
+      const el = document.getElementById('process-chart');
+      if (plot) plot.destroy();
+      plot = new uPlot({
+        width: Math.max(300, el.clientWidth), height: 220,
+        scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] }, ratio: { range: [0, 1] } },
+        series: [{}, { label: 'device memory', scale: 'bytes', stroke: '#b877d9', width: 2, value: (u, v) => fmtBytes(v) },
+          { label: 'SM share', scale: 'ratio', stroke: '#73bf69', width: 1.5, value: (u, v) => fmtPct(v) }],
+        axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' }), axis(fmtPct, { scale: 'ratio', side: 1, grid: { show: false } })],
+      }, data, el);
+      document.getElementById('process-detail').textContent =
+        `${p.command} (pid ${p.pid}, ${p.state}) · peak ${fmtBytes(p.peak_memory_bytes)} · mean SM ${fmtPct(p.mean_sm_ratio)} · ` +
+        `${p.gpu_seconds.toFixed(1)} GPU-s · ${joules(p.energy_joules)} · ${p.cpu_seconds.toFixed(1)} CPU-s`;
+    } catch (e) {
+      document.getElementById('process-detail').textContent = 'Cannot load the process: ' + e.message;
+    }
+  }
+  document.querySelector('#processes-table tbody').addEventListener('click', (ev) => {
+    const row = ev.target.closest('tr[data-key]');
+    if (row) showProcess(row.dataset.key, row.dataset.gpu);
+  });
+
+  async function refresh() {
+    try {
+      const r = await fetchJson('/api/v1/processes?window=1h');
+      const t = performance.now() / 1000;
+      for (const p of r.processes) {
+        if (p.state !== 'running') {
+          p.cpu_ratio = p.duration_s > 0 ? p.cpu_seconds / p.duration_s : null;  // over its lifetime
+          continue;
+        }
+        const before = cpuBefore.get(p.key), cpu = p.now && p.now.cpu_seconds_total;
+        p.cpu_ratio = before && cpu != null && t > before[1] ? (cpu - before[0]) / (t - before[1]) : null;
+        if (cpu != null && (!before || t - before[1] >= 1)) cpuBefore.set(p.key, [cpu, t]);
+      }
+      state.processes = r.processes;
+      render();
+    } catch (e) { /* the next tick retries */ }
+  }
+  refresh();
+  setInterval(refresh, 2000);
+  return { refresh };
+}
