@@ -100,6 +100,14 @@ class Api final : public RequestHandler {
   HttpResponse percentiles(const HttpRequest& request) const;
   // processes_api.cpp
   HttpResponse processes(const HttpRequest& request) const;
+  // A GPU process's lifetime record; live ones come from the tracker (merged with what the
+  // store holds of them from before a restart).
+  struct ListedProcess {
+    GpuProcessRecord record;
+    bool live = false;
+  };
+  // Live and stored records overlapping [from, to], one per (GPU, process), live first.
+  Result<std::vector<ListedProcess>> gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns) const;
   HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;

@@ -60,19 +60,16 @@ json process_json(const GpuProcessRecord& p, bool live) {
           {"peak_rss_bytes", p.peak_rss_bytes}, {"now", now}};
 }
 
-struct Listed {
-  GpuProcessRecord record;
-  bool live = false;
-};
+}  // namespace
 
-// Live and stored records overlapping [from, to], one per (GPU, process).
-Result<std::vector<Listed>> list_processes(const ApiContext& ctx, TimestampNs from_ns, TimestampNs to_ns) {
-  std::map<std::pair<std::string, std::string>, Listed> by_key;
+Result<std::vector<Api::ListedProcess>> Api::gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns) const {
+  const ApiContext& ctx = ctx_;
+  std::map<std::pair<std::string, std::string>, ListedProcess> by_key;
   auto stored = ctx.events->gpu_processes(from_ns, to_ns, 100'000);
   if (!stored.ok()) return stored.status();
   for (GpuProcessRecord& r : *stored) {
     std::pair key{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
-    by_key[std::move(key)] = Listed{std::move(r), false};
+    by_key[std::move(key)] = ListedProcess{std::move(r), false};
   }
   if (ctx.processes) {
     for (GpuProcessRecord& r : ctx.processes->running()) {
@@ -86,15 +83,13 @@ Result<std::vector<Listed>> list_processes(const ApiContext& ctx, TimestampNs fr
       it->second.live = true;
     }
   }
-  std::vector<Listed> out;
+  std::vector<ListedProcess> out;
   for (auto& [key, l] : by_key) out.push_back(std::move(l));
-  std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) {
+  std::sort(out.begin(), out.end(), [](const ListedProcess& a, const ListedProcess& b) {
     return std::tie(b.live, b.record.last_seen_ns) < std::tie(a.live, a.record.last_seen_ns);
   });
   return out;
 }
-
-}  // namespace
 
 HttpResponse Api::processes(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
@@ -114,7 +109,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     from = std::max(from, (*r)->start_ns);
     to = std::min(to, (*r)->end_ns.value_or(now));
   }
-  auto listed = list_processes(ctx_, from, to);
+  auto listed = gpu_processes_in(from, to);
   if (!listed.ok()) return status_response(listed.status());
   json rows = json::array();
   struct Group {
@@ -123,7 +118,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     double peak_memory_bytes = 0, gpu_seconds = 0, energy_joules = 0, cpu_seconds = 0;
   };
   std::map<std::string, Group> groups;
-  for (const Listed& l : *listed) {
+  for (const ListedProcess& l : *listed) {
     const GpuProcessRecord& p = l.record;
     if (!gpu.empty() && p.gpu != gpu && p.gpu_uuid != gpu) continue;
     if (!run_name.empty() && std::find(run_pids.begin(), run_pids.end(), p.identity.pid) == run_pids.end()) continue;
@@ -166,11 +161,11 @@ HttpResponse Api::processes(const HttpRequest& request) const {
 
 HttpResponse Api::process(const HttpRequest& request, const std::string& key) const {
   const TimestampNs now = now_ns();
-  auto listed = list_processes(ctx_, 0, now);
+  auto listed = gpu_processes_in(0, now);
   if (!listed.ok()) return status_response(listed.status());
   const std::string gpu = param(request, "gpu");
-  std::vector<const Listed*> found;
-  for (const Listed& l : *listed) {
+  std::vector<const ListedProcess*> found;
+  for (const ListedProcess& l : *listed) {
     if (l.record.key == key && (gpu.empty() || l.record.gpu == gpu || l.record.gpu_uuid == gpu)) found.push_back(&l);
   }
   if (found.empty()) return error_response(404, "not_found", "no GPU process " + key, "key");

@@ -40,6 +40,24 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
   }
   const TimestampNs end = r.end_ns.value_or(now);
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  // What NVML saw of the run's processes while it ran, beside what tracing says.
+  auto listed = gpu_processes_in(r.start_ns, end);
+  if (!listed.ok()) return listed.status();
+  std::size_t gpu_processes = 0;
+  double peak_memory = 0, gpu_seconds = 0, sm_seconds = 0, energy = 0;
+  for (const ListedProcess& l : *listed) {
+    if (std::find(r.pids.begin(), r.pids.end(), l.record.identity.pid) == r.pids.end()) continue;
+    ++gpu_processes;
+    peak_memory = std::max(peak_memory, l.record.peak_memory_bytes);
+    gpu_seconds += l.record.gpu_seconds;
+    sm_seconds += l.record.sm_observed_seconds;
+    energy += l.record.energy_joules;
+  }
+  json nvml = gpu_processes == 0 ? json(nullptr)
+                                 : json{{"processes", gpu_processes}, {"peak_memory_bytes", peak_memory},
+                                        {"gpu_seconds", gpu_seconds},
+                                        {"mean_sm_ratio", sm_seconds > 0 ? json(gpu_seconds / sm_seconds) : json(nullptr)},
+                                        {"energy_joules", energy}};
   return json{{"name", r.name},
               {"status", run_status(r)},
               {"command", r.command},
@@ -57,7 +75,8 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
               {"kernels", {{"count", trace->kernels.size()}, {"total_ms", kernel_ms}, {"distinct", trace->names.size()}}},
               {"gpu_busy_ms", busy_ms},
               {"kernel_span_ms", span_ms},
-              {"launch_efficiency", spans > 0 ? json(efficient / spans) : json(nullptr)}};
+              {"launch_efficiency", spans > 0 ? json(efficient / spans) : json(nullptr)},
+              {"gpu_processes", nvml}};
 }
 
 HttpResponse Api::runs(const HttpRequest& request) const {

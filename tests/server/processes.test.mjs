@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { startPerfscope } from '../support/perfscope_server.mjs';
+import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-processes-'));
@@ -89,6 +89,18 @@ test('a process that ended stays, and its series are answered over its lifetime'
   assert.ok(memory && memory.points.length > 5, JSON.stringify(one.body.series.map((s) => s.name)));
   assert.ok(memory.points.every(([ts]) => ts >= pb.first_seen_ns && ts <= pb.last_seen_ns));
   assert.equal((await get('/api/v1/processes/1-1')).status, 404);
+});
+
+test('a run shows what NVML saw of its processes, and lists them', async () => {
+  const start = Date.now() * 1e6 - 10e9;
+  await postEvents(server.url, [{ type: 'run', name: 'decode', command: ['sleep', '60'], pids: [a.pid], start_ns: start }]);
+  const run = await get('/api/v1/runs/decode');
+  assert.equal(run.status, 200, JSON.stringify(run.body));
+  assert.equal(run.body.gpu_processes.processes, 1);  // b is not the run's
+  assert.equal(run.body.gpu_processes.peak_memory_bytes, 6 * 2 ** 30);
+  assert.ok(Math.abs(run.body.gpu_processes.mean_sm_ratio - 0.8) < 1e-9);
+  const listed = await get('/api/v1/processes?run=decode');
+  assert.deepEqual(listed.body.processes.map((p) => p.pid), [a.pid]);
 });
 
 test('grouping by container and checking the parameters', async () => {
