@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -212,6 +213,9 @@ std::vector<MetricFamily> GpuCollector::families() const {
        "A compute process's share of the GPU's SM, memory, encoder and decoder time (NVML's newest per-process sample; 0 when it reported none in 2 s)"},
       {"gpu_process_cpu_seconds_total", "seconds", T::kCounter, "Host CPU time (user + system) of a GPU process"},
       {"gpu_process_resident_memory_bytes", "bytes", T::kGauge, "Host resident memory of a GPU process"},
+      {"gpu_container_processes", "", T::kGauge, "GPU compute processes of a container (read from their cgroups)"},
+      {"gpu_container_memory_bytes", "bytes", T::kGauge, "Device memory of a container's compute processes"},
+      {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
       {"gpu_dram_bandwidth_bytes_per_second", "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
   };
@@ -459,6 +463,11 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
   std::set<unsigned> running;
   std::vector<GpuProcessReading> readings;
+  struct ContainerSum {
+    std::string runtime;
+    double memory = 0, sm = 0, processes = 0;
+  };
+  std::map<std::string, ContainerSum> containers;  // by short id: bounded by the containers, not the processes
   for (unsigned i = 0; i < count && i < procs.size(); ++i) {
     const nvml::ProcessInfo& p = procs[i];
     running.insert(p.pid);
@@ -485,6 +494,13 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
     const bool recent = utilization && u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
     const nvml::ProcessUtilizationSample shares = recent ? u->second : nvml::ProcessUtilizationSample{};
     if (utilization) reading.sm_ratio = shares.sm / 100.0;
+    if (who && who->identity.container.in_container()) {
+      ContainerSum& sum = containers[who->identity.container.id.substr(0, 12)];
+      sum.runtime = who->identity.container.runtime;
+      sum.memory += reading.memory_bytes;
+      sum.sm += shares.sm / 100.0;
+      sum.processes += 1;
+    }
     // Series of its own while under the limit; the tracker records every process regardless.
     std::string identity = format_labels(l);
     if (!process_series_.contains(identity)) {
@@ -510,6 +526,15 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
       out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});
       out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
     }
+  }
+  for (const auto& [id, sum] : containers) {
+    Labels l = g.labels;
+    l.emplace_back("container", id);
+    l.emplace_back("runtime", sum.runtime);
+    sort_labels(l);
+    out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
+    out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
+    if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
   }
   std::erase_if(g.util, [&](const auto& entry) { return !running.contains(entry.first); });
   // The constructor's probe pass (time 0) observes nothing.

@@ -120,6 +120,10 @@ TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_cpu_seconds_total{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"], 400 / ticks);
   EXPECT_DOUBLE_EQ(m[R"(gpu_process_resident_memory_bytes{)" + p + R"(gpu="0",pid="1234",uuid="GPU-aaaa"})"],
                    2560.0 * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+  // Sums per container (1234 runs in a Docker container; 4321 is not visible: in none we know).
+  EXPECT_DOUBLE_EQ(m[R"(gpu_container_memory_bytes{container="3f5b2a9c1d7e",gpu="0",runtime="docker",uuid="GPU-aaaa"})"], 1048576);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_container_sm_utilization_ratio{container="3f5b2a9c1d7e",gpu="0",runtime="docker",uuid="GPU-aaaa"})"], 0.87);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_container_processes{container="3f5b2a9c1d7e",gpu="0",runtime="docker",uuid="GPU-aaaa"})"], 1);
   auto held = pass(c, 1'500'000'000);
   EXPECT_DOUBLE_EQ(held[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.87);
   // A newer period without 4321: it was idle then.
