@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
+import { launchChromium } from '../support/browser.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-processes-'));
@@ -115,12 +115,7 @@ test('grouping by container and checking the parameters', async () => {
 });
 
 test('the Processes view lists them, sorts them and opens one\'s history', async () => {
-  const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
-  const { chromium } = require('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
     await page.goto(server.url + '/');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { startPerfscope } from '../../support/perfscope_server.mjs';
+import { launchChromium } from '../../support/browser.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -244,12 +245,7 @@ test('an A/B test of scraped models says which tests could not run and why', asy
 });
 
 test('the dashboard\'s serving panel fills from the scraped server', async () => {
-  const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
-  const { chromium } = require('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.goto(scraper.url + '/');
