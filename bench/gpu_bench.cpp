@@ -36,6 +36,27 @@ void run(benchmark::State& state, bool with_gpm) {
   state.counters["readings"] = static_cast<double>(readings);
 }
 
+// Passes 100 ms apart in the collector's clock (as the sampler's default interval makes them),
+// back to back in real time: the mean includes the pass that reads the GPU's processes once
+// a second (--gpu-process-interval-ms) and the GPM step whenever it is due.
+void BM_GpuPassAt100ms(benchmark::State& state) {
+  perfscope::GpuCollector c;
+  if (c.devices().empty()) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  std::vector<perfscope::Reading> out;
+  perfscope::TimestampNs now = perfscope::now_ns();
+  c.collect(now, out);
+  for (auto _ : state) {
+    now += 100'000'000;
+    out.clear();
+    c.collect(now, out);
+  }
+  state.counters["readings"] = static_cast<double>(out.size());
+}
+BENCHMARK(BM_GpuPassAt100ms)->Unit(benchmark::kMicrosecond)->Iterations(2000);
+
 void BM_GpuPassWithGpm(benchmark::State& state) { run(state, true); }
 void BM_GpuPassWithoutGpm(benchmark::State& state) { run(state, false); }
 BENCHMARK(BM_GpuPassWithGpm)->Unit(benchmark::kMicrosecond)->Iterations(50);

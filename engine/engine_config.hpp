@@ -33,6 +33,7 @@ struct EngineConfig {
   bool enable_gpu_collector = true;
   std::string nvml_library;  // empty: the system's libnvidia-ml.so.1
   std::size_t gpu_process_series_limit = 2000;  // processes given series of their own
+  std::chrono::milliseconds gpu_process_interval{1000};  // how often GPU processes are read
   double power_target_watts = 0;  // > 0: alert when a GPU's power goes above it
   std::vector<ScrapeTarget> scrape_targets;
 };

@@ -65,7 +65,9 @@ struct GpuCollector::Gpu {
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
-  std::optional<double> power_watts;  // this pass's board power, for energy attribution
+  TimestampNs power_prev_ns = 0;
+  std::optional<double> energy_since_processes_j;  // board energy since the processes were read
+  TimestampNs processes_read_ns = 0;
   unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
   std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
   double energy_j = -1;  // the newest energy reading
@@ -314,10 +316,14 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   }
 
   unsigned v = 0;
-  g.power_watts.reset();
   if (a.power_usage && check(g, a.power_usage(g.handle, &v), "power")) {
-    g.power_watts = v / 1000.0;
-    emit("gpu_power_watts", *g.power_watts);
+    // The board's energy since the processes were last read, pass by pass, to split among them.
+    if (g.power_prev_ns > 0 && now_ns > g.power_prev_ns) {
+      const auto dt = std::min<TimestampNs>(now_ns - g.power_prev_ns, ProcessTracker::kMaxIntervalNs);
+      g.energy_since_processes_j = g.energy_since_processes_j.value_or(0) + v / 1000.0 * static_cast<double>(dt) / 1e9;
+    }
+    g.power_prev_ns = now_ns;
+    emit("gpu_power_watts", v / 1000.0);
   }
   if (g.info.power_limit_watts > 0) emit("gpu_power_limit_watts", g.info.power_limit_watts);
   unsigned temp = 0;
@@ -447,11 +453,18 @@ void GpuCollector::read_process_utilization(Gpu& g) {
 void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
   if (!a.compute_processes) return;
+  if (g.processes_read_ns > 0 && now_ns - g.processes_read_ns < options_.process_interval.count() * 1'000'000LL) return;
+  g.processes_read_ns = now_ns;
+  // The constructor's probe pass (time 0) observes nothing.
+  auto observe = [&](const std::vector<GpuProcessReading>& readings) {
+    if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.energy_since_processes_j, readings);
+    g.energy_since_processes_j.reset();
+  };
   unsigned count = 0;
   int rc = a.compute_processes(g.handle, &count, nullptr);
   if (rc == nvml::kSuccess && count == 0) {
     g.util.clear();
-    if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.power_watts, {});
+    observe({});
     return;
   }
   if (rc != nvml::kInsufficientSize && !check(g, rc, "processes")) return;
@@ -537,8 +550,7 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
     if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
   }
   std::erase_if(g.util, [&](const auto& entry) { return !running.contains(entry.first); });
-  // The constructor's probe pass (time 0) observes nothing.
-  if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.power_watts, readings);
+  observe(readings);
 }
 
 void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {

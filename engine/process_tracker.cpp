@@ -25,7 +25,8 @@ void GpuProcessRecord::merge(const GpuProcessRecord& o) {
 }
 
 void ProcessTracker::observe(TimestampNs now_ns, const std::string& gpu_uuid, const std::string& gpu,
-                             std::optional<double> board_power_watts, const std::vector<GpuProcessReading>& processes) {
+                             std::optional<double> interval_energy_joules,
+                             const std::vector<GpuProcessReading>& processes) {
   std::lock_guard lock(mu_);
   Gpu& g = gpus_[gpu_uuid];
   // The readings describe the interval that ends now.
@@ -35,7 +36,7 @@ void ProcessTracker::observe(TimestampNs now_ns, const std::string& gpu_uuid, co
   g.last_ns = now_ns;
   double sm_total = 0;
   for (const GpuProcessReading& p : processes) sm_total += p.sm_ratio.value_or(0);
-  const double energy = board_power_watts ? *board_power_watts * dt : 0.0;
+  const double energy = dt > 0 ? interval_energy_joules.value_or(0.0) : 0.0;
   if (sm_total <= 0) g.unattributed_joules += energy;
 
   std::set<std::string> seen;

@@ -5,8 +5,8 @@
 // device memory, mean and max SM share, GPU-seconds (SM share integrated over time), host CPU
 // seconds and peak resident memory, and attributed energy.
 //
-// Attributed energy: the board's energy in each interval between two passes (its power times
-// the interval) split by the processes' SM shares in it. When no process reported any SM
+// Attributed energy: the board's energy in each interval between two observations (its power
+// integrated over the sampling passes in it) split by the processes' SM shares at its end. When no process reported any SM
 // share, the interval's energy is nobody's (counted per GPU as unattributed): idle power, and
 // work the driver did not attribute. A process's energy therefore includes its share of the
 // board's static power while it computes, and nothing of memory traffic or other engines.
@@ -69,15 +69,16 @@ struct GpuProcessRecord {
 
 class ProcessTracker {
  public:
-  // Intervals longer than this between two passes of a GPU count only this long: a gap in
-  // sampling is not time the processes were seen.
-  static constexpr TimestampNs kMaxIntervalNs = 5'000'000'000;
+  // Intervals longer than this between two observations of a GPU count only this long: a gap
+  // in sampling is not time the processes were seen.
+  static constexpr TimestampNs kMaxIntervalNs = 60'000'000'000;
   // Finished records kept for the store at most; the oldest go first when it falls behind.
   static constexpr std::size_t kMaxFinished = 100'000;
 
-  // One pass of one GPU: every process it listed, and its board power (none: no energy).
+  // One observation of one GPU: every process it listed, and the board's energy since the
+  // previous observation (none: no energy).
   void observe(TimestampNs now_ns, const std::string& gpu_uuid, const std::string& gpu,
-               std::optional<double> board_power_watts, const std::vector<GpuProcessReading>& processes);
+               std::optional<double> interval_energy_joules, const std::vector<GpuProcessReading>& processes);
 
   std::vector<GpuProcessRecord> running() const;
   // Records of processes that finished since the last call, each once.

@@ -119,6 +119,7 @@ Status Server::Impl::start() {
     GpuCollectorOptions gpu_options;
     gpu_options.library_path = config.engine.nvml_library;
     gpu_options.process_series_limit = config.engine.gpu_process_series_limit;
+    gpu_options.process_interval = config.engine.gpu_process_interval;
     gpu_options.tracker = &processes;
     auto gpu = std::make_unique<GpuCollector>(gpu_options);
     gpus = gpu.get();

@@ -3,6 +3,7 @@
 #include "engine/gpu_collector.hpp"
 
 #include <gtest/gtest.h>
+#include <chrono>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,6 +30,7 @@ class GpuCollectorTest : public ::testing::Test {
     GpuCollectorOptions o;
     o.library_path = PERFSCOPE_FAKE_NVML;
     o.proc_root = std::string(PERFSCOPE_FIXTURES) + "/gpu_proc";
+    o.process_interval = std::chrono::milliseconds(0);  // processes read every pass
     return o;
   }
   // One pass as canonical key → value.
@@ -162,6 +164,29 @@ TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
   EXPECT_EQ(running[0].key, "1234-555000");
   EXPECT_EQ(running[0].identity.container.runtime, "docker");
   EXPECT_NEAR(running[0].energy_joules, 250.5 * 0.8 + 250.5, 1e-9);
+}
+
+TEST_F(GpuCollectorTest, ProcessesAreReadOnceAnIntervalAndTheEnergyBetweenAddsUp) {
+  write(std::string(kH100) + "0.proc_util 1234:100:10:0:0@900000\n");
+  ProcessTracker tracker;
+  GpuCollectorOptions o = options();
+  o.tracker = &tracker;
+  o.process_interval = std::chrono::milliseconds(1000);
+  GpuCollector c(o);
+  auto has_processes = [](const std::map<std::string, double>& m) {
+    return std::any_of(m.begin(), m.end(), [](const auto& kv) { return kv.first.starts_with("gpu_process_memory_bytes{"); });
+  };
+  EXPECT_TRUE(has_processes(pass(c, 1'000'000'000)));
+  for (TimestampNs t = 1'100'000'000; t < 2'000'000'000; t += 100'000'000) EXPECT_FALSE(has_processes(pass(c, t))) << t;
+  write(std::string(kH100) + "0.proc_util 1234:100:10:0:0@1900000\n");
+  EXPECT_TRUE(has_processes(pass(c, 2'000'000'000)));
+  // The board's energy of every pass in that second (250.5 W) went to the one process computing
+  // (4321 is listed without an SM share: idle).
+  double energy = -1;
+  for (const auto& r : tracker.running()) {
+    if (r.identity.pid == 1234) energy = r.energy_joules;
+  }
+  EXPECT_NEAR(energy, 250.5, 1e-6);
 }
 
 TEST_F(GpuCollectorTest, ProcessesPastTheSeriesLimitKeepOnlyTheirRecords) {

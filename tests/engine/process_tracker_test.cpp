@@ -23,6 +23,7 @@ GpuProcessReading proc(int pid, std::uint64_t start, double memory, std::optiona
 
 TEST(ProcessTracker, RecordsOutliveTheirProcessesAndEnergyAddsUp) {
   ProcessTracker t;
+  // One observation a second, the board's energy since the previous one given (400 J: 400 W).
   // 0 s: A alone; 1–3 s: A (75 %) and B (25 %) at 400 W; 4 s: both idle at 100 W; 5 s: B gone.
   t.observe(0, "GPU-a", "0", 300.0, {proc(10, 100, 1e9, 0.5, 1.0)});
   t.observe(1 * kS, "GPU-a", "0", 400.0, {proc(10, 100, 2e9, 0.75, 1.5), proc(11, 200, 4e9, 0.25)});
@@ -64,7 +65,7 @@ TEST(ProcessTracker, AReusedPidIsANewProcessAndAGapIsNotObservedTime) {
   auto finished = t.take_finished();
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].key, "10-100");
-  t.observe(61 * kS, "GPU-a", "0", 100.0, {proc(10, 555, 1e9, 0.5)});  // a minute without passes
+  t.observe(200 * kS, "GPU-a", "0", 100.0, {proc(10, 555, 1e9, 0.5)});  // minutes without passes
   EXPECT_DOUBLE_EQ(t.running()[0].observed_seconds, 1 + ProcessTracker::kMaxIntervalNs / 1e9);
 }
 

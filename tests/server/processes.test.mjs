@@ -39,7 +39,7 @@ before(async () => {
   a = spawn('sleep', ['60']);
   b = spawn('sleep', ['60']);
   listed = [[a.pid, 6 * 2 ** 30, 80], [b.pid, 2 * 2 ** 30, 20]];
-  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100'] });
+  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100', '--gpu-process-interval-ms', '200'] });
   refresher = setInterval(refresh, 200);
   await sleep(2000);
 });
@@ -148,7 +148,7 @@ test('after a restart the store still knows both', async () => {
   listed = [];
   refresh();
   await server.stop();
-  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100'] });
+  server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100', '--gpu-process-interval-ms', '200'] });
   await sleep(300);
   const { body } = await get('/api/v1/processes?window=1h');
   const pa = byPid(body.processes, a.pid), pb = byPid(body.processes, b.pid);

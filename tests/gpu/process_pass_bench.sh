@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# What per-process attribution costs a sampling pass on a real GPU: bench/gpu_bench's passes
+# back to back (WithoutGpm: every pass reads the processes once the interval passed) and 100 ms
+# apart in the collector's clock (At100ms: the processes read once a second, GPM when due),
+# with no compute process on the GPU, then with 10 idle PyTorch processes holding memory on it,
+# alternated twice. Prints the benchmark lines.
+# Usage: tests/gpu/process_pass_bench.sh [GPU_BENCH]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bench=${1:-build/release/bench/gpu_bench}
+run() { "$bench" --benchmark_filter="WithoutGpm|At100ms" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null | grep -E "_(median|mean)"; }
+for round in 1 2; do
+  echo "round $round: no GPU process"
+  run
+  pids=()
+  for _ in $(seq 10); do
+    ${PYTHON:-python3} -c 'import torch, time; x = torch.empty(1 << 28, dtype=torch.uint8, device="cuda"); print("ready", flush=True); time.sleep(600)' > /tmp/worker.$$.$_ &
+    pids+=($!)
+  done
+  for _ in $(seq 120); do [[ $(cat /tmp/worker.$$.* 2>/dev/null | grep -c ready) -ge 10 ]] && break; sleep 0.5; done
+  echo "round $round: 10 GPU processes ($(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l) listed by nvidia-smi)"
+  run
+  kill "${pids[@]}"; wait 2>/dev/null || true; rm -f /tmp/worker.$$.*
+done
