@@ -11,7 +11,8 @@
 // line to each after the warm-up and passes when each grew by less than 5 % of its mean over
 // the post-warm-up span (descriptors and threads: by at most 2) and no request failed.
 //
-// Usage: node --experimental-websocket bench/soak.mjs PERFSCOPE_BIN MINUTES [WARMUP_MINUTES] [OUT.jsonl]
+// Usage: [PERFSCOPE_SOAK_ARGS='--history-buffer-size 300'] node --experimental-websocket bench/soak.mjs
+//        PERFSCOPE_BIN MINUTES [WARMUP_MINUTES] [OUT.jsonl]
 // With PERFSCOPE_FAKE_NVML set (the tests' stand-in NVML library) the server also samples one
 // scripted GPU. Not a CI test: it takes an hour; figures go to bench/RESULTS.md.
 import { spawn } from 'node:child_process';
@@ -71,7 +72,10 @@ await new Promise((r) => scrapeTarget.listen(0, '127.0.0.1', r));
 const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--sampling-interval-ms', '100',
               '--retention-raw-max-age', '5m', '--retention-rollup-max-age', '10m', '--retention-interval-ms', '10000',
               '--max-connections', '512',
-              '--scrape', `http://127.0.0.1:${scrapeTarget.address().port}/metrics,job=vllm,interval=2s`];
+              '--scrape', `http://127.0.0.1:${scrapeTarget.address().port}/metrics,job=vllm,interval=2s`,
+              // More server options, space-separated (e.g. a smaller --history-buffer-size, to see
+              // the in-memory rings full within the warm-up).
+              ...(process.env.PERFSCOPE_SOAK_ARGS ? process.env.PERFSCOPE_SOAK_ARGS.split(' ') : [])];
 const env = { ...process.env };
 if (process.env.PERFSCOPE_FAKE_NVML) {
   const script = path.join(dataDir, 'nvml.txt');
