@@ -185,6 +185,9 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
     std::stable_sort(data->begin(), data->end(),
                      [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
     for (const auto& d : *data) {
+      // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
+      // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
+      if (d.info.key.label("le")) continue;
       GaugeSummary g;
       g.key = d.info.key;
       g.unit = d.info.family.unit;

@@ -195,6 +195,9 @@ test('the serving section, the SLA rule and /api/v1/inference read the scraped s
   assert.equal(row.running, 4);
   assert.equal(row.latency_ms.method, 'prometheus_histogram');
   assert.ok(row.slo_compliance.latency_ms.compliance_rate < 1);
+  // Gauges summarize gauges: the histogram's buckets are not among them, the running count is.
+  assert.ok(!a.gauges.some((g) => 'le' in g.labels), 'no bucket series among the gauges');
+  assert.ok(a.gauges.some((g) => g.name === 'vllm:num_requests_running'));
   const sla = a.bottlenecks.find((f) => f.id === 'sla_at_risk');
   assert.equal(sla.status, 'fired', JSON.stringify(sla));
   const tritonRow = a.inference.find((m) => m.model === 'resnet50');
