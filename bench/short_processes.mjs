@@ -64,14 +64,19 @@ while (started < total) {
     console.log(`| ${minute} | ${started} | ${rss().toFixed(1)} | ${dbMb().toFixed(2)} | ${await seriesCount()} |`);
   }
 }
+await sleep(1000);  // the last one started runs a while too
 live = [];
 publish([...base].join('\n') + '\n');  // every process has ended
-await sleep(1500);
+await sleep(2500);  // its end seen, its record committed
 const listed = (await (await fetch(server.url + '/api/v1/processes?window=1d')).json()).processes;
 const info = await (await fetch(server.url + '/api/v1/info')).json();
 const note = info.collectors.find((c) => c.name === 'nvidia').sources.find((s) => s.name === 'processes');
 console.log(`end: RSS ${rss().toFixed(1)} MB, DB ${dbMb().toFixed(2)} MB, ${await seriesCount()} per-process series, ` +
             `${listed.length} processes listed (${listed.filter((p) => p.state === 'exited').length} exited) of ${started} started`);
 console.log(`series limit: ${note ? note.detail : 'not reached'}`);
+const seen = new Set(listed.map((p) => p.pid));
+const missing = [];
+for (let p = 3_000_000; p < next; p++) if (!seen.has(p)) missing.push(p);
+if (missing.length) console.log(`not listed: ${missing.slice(0, 20).join(', ')}${missing.length > 20 ? ' …' : ''}`);
 await server.stop();
 process.exit(listed.length === started ? 0 : 1);
