@@ -148,9 +148,7 @@ Result<json> scraped_sides(const ApiContext& ctx, const std::vector<Selector>& s
     auto selected = select_scraped(*all, s.model.model, s.model.version, s.field_name);
     if (!selected.ok()) return selected.status();
     if (!*selected) continue;
-    an::ScrapedServing one;
-    one.fields.emplace(s.field_name, (*selected)->distribution);
-    json side = scraped_latency_json(one, s.field_name);
+    json side = scraped_distribution_json((*selected)->distribution);
     if (side.is_null()) side = {{"count", 0}};
     side["side"] = i;
     side["servers"] = (*selected)->servers;

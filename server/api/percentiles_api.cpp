@@ -38,8 +38,6 @@ Result<std::vector<double>> parse_quantiles(const std::string& text) {
   return out;
 }
 
-json bound_json(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 // A model's field from the servers perfscope scrapes, over the window: percentiles from the
 // histogram buckets' increase (the bucket as the error bound) or a summary's own quantiles.
 // nullopt when no scraped server exports it and the caller did not insist (`required`).
@@ -65,17 +63,15 @@ Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Sel
               {"source", {{"servers", servers}, {"metric", d.metric}, {"targets", targets}}},
               {"std_kind", "sample"}};
   json pct = json::object(), bounds = json::object(), warnings = json::array();
+  scraped_percentiles_json(d, qs, pct, bounds);
   for (double q : qs) {
     const std::string key = an::percentile_key(q);
-    auto e = an::scraped_quantile(d, q / 100);
-    pct[key] = e ? bound_json(e->value) : json(nullptr);
-    if (e && !d.summary) bounds[key] = {bound_json(e->lower), bound_json(e->upper)};
     const std::size_t need = an::min_samples_for_percentile(q);
     if (count > 0 && static_cast<std::size_t>(count) < need) {
       warnings.push_back(key + " needs at least " + std::to_string(need) +
                          " samples to be trusted (99% confidence); the window holds " + std::to_string(count));
     }
-    if (e && std::isinf(e->upper)) {
+    if (bounds.contains(key) && bounds[key][1].is_null()) {
       warnings.push_back(key + " lies above the highest finite bucket bound; only its lower bound is known");
     }
   }
@@ -93,9 +89,8 @@ Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Sel
   out["min"] = nullptr;
   out["max"] = nullptr;
   if (sla) {
-    if (auto share = an::scraped_share_at_most(d, *sla)) {
-      out["sla"] = {{"target_ms", *sla}, {"violations", std::llround(d.count * (1 - share->value))},
-                    {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
+    if (auto sla_json = scraped_sla_json(d, *sla)) {
+      out["sla"] = std::move(*sla_json);
     } else if (d.summary) {
       warnings.push_back("SLA compliance needs histogram buckets; a summary gives only its quantiles");
     }

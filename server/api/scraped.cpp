@@ -14,7 +14,7 @@ namespace an = perfscope::analysis;
 namespace {
 
 constexpr TimestampNs kLookbackNs = 5LL * 60 * 1'000'000'000;
-constexpr double kSummaryQs[] = {0.5, 0.9, 0.99};
+constexpr double kSummaryQs[] = {50, 90, 99};  // the latency summaries' percentiles
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json optional_json(const std::optional<double>& v) { return v ? finite_or_null(*v) : json(nullptr); }
@@ -59,46 +59,54 @@ Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<an::Scr
   return std::optional(std::move(out));
 }
 
-json scraped_latency_json(const an::ScrapedServing& m, const std::string& field) {
-  auto it = m.fields.find(field);
-  if (it == m.fields.end() || it->second.count <= 0) return nullptr;
-  const an::ScrapedDistribution& d = it->second;
+void scraped_percentiles_json(const an::ScrapedDistribution& d, std::span<const double> qs, json& values,
+                              json& bounds) {
+  for (double q : qs) {
+    const std::string key = an::percentile_key(q);
+    auto e = an::scraped_quantile(d, q / 100);
+    values[key] = e ? finite_or_null(e->value) : json(nullptr);
+    if (e && !d.summary) bounds[key] = {finite_or_null(e->lower), finite_or_null(e->upper)};
+  }
+}
+
+std::optional<json> scraped_sla_json(const an::ScrapedDistribution& d, double target_ms) {
+  auto share = an::scraped_share_at_most(d, target_ms);
+  if (!share) return std::nullopt;
+  return json{{"target_ms", target_ms}, {"violations", std::llround(d.count * (1 - share->value))},
+              {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
+}
+
+json scraped_distribution_json(const an::ScrapedDistribution& d) {
+  if (d.count <= 0) return nullptr;
   json out = {{"count", std::llround(d.count)}, {"mean", optional_json(d.mean_ms())}, {"max", nullptr},
               {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"}, {"metric", d.metric}};
   json bounds = json::object();
-  for (double q : kSummaryQs) {
-    const std::string key = an::percentile_key(q * 100);
-    auto e = an::scraped_quantile(d, q);
-    out[key] = e ? finite_or_null(e->value) : json(nullptr);
-    if (e && !d.summary) bounds[key] = {finite_or_null(e->lower), finite_or_null(e->upper)};
-  }
+  scraped_percentiles_json(d, kSummaryQs, out, bounds);
   if (!d.summary) out["bounds"] = bounds;
   return out;
+}
+
+json scraped_latency_json(const an::ScrapedServing& m, const std::string& field) {
+  auto it = m.fields.find(field);
+  return it == m.fields.end() ? json(nullptr) : scraped_distribution_json(it->second);
 }
 
 std::optional<json> scraped_latency_row(const an::ScrapedServing& m, std::optional<double> sla_ms) {
   auto it = m.fields.find("latency_ms");
   if (it == m.fields.end() || it->second.count <= 0) return std::nullopt;
   const an::ScrapedDistribution& d = it->second;
-  const auto count = std::llround(d.count);
-  json pct = json::object(), bounds = json::object(), warnings = json::array();
-  for (double q : {50.0, 90.0, 95.0, 99.0, 99.9}) {
-    const std::string key = an::percentile_key(q);
-    auto e = an::scraped_quantile(d, q / 100);
-    pct[key] = e ? finite_or_null(e->value) : json(nullptr);
-    if (e && !d.summary) bounds[key] = {finite_or_null(e->lower), finite_or_null(e->upper)};
-  }
-  warnings.push_back(d.summary ? "from " + d.metric + ": the quantiles " + m.server + " computed itself at the newest scrape"
-                               : "from " + d.metric + "'s buckets over the window: each percentile lies within its bucket (bounds_ms)");
-  json row = {{"model", m.model}, {"count", count}, {"mean_ms", optional_json(d.mean_ms())}, {"max_ms", nullptr},
-              {"percentiles_ms", pct}, {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
-              {"metric", d.metric}, {"source", "scrape"}, {"warnings", warnings}};
+  static constexpr double kReportQs[] = {50, 90, 95, 99, 99.9};
+  json pct = json::object(), bounds = json::object();
+  scraped_percentiles_json(d, kReportQs, pct, bounds);
+  json warnings = {d.summary ? "from " + d.metric + ": the quantiles " + m.server + " computed itself at the newest scrape"
+                             : "from " + d.metric + "'s buckets over the window: each percentile lies within its bucket (bounds_ms)"};
+  json row = {{"model", m.model}, {"count", std::llround(d.count)}, {"mean_ms", optional_json(d.mean_ms())},
+              {"max_ms", nullptr}, {"percentiles_ms", pct},
+              {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"}, {"metric", d.metric},
+              {"source", "scrape"}, {"warnings", warnings}};
   if (!d.summary) row["bounds_ms"] = bounds;
   if (sla_ms) {
-    if (auto share = an::scraped_share_at_most(d, *sla_ms)) {
-      row["sla"] = {{"target_ms", *sla_ms}, {"violations", std::llround(d.count * (1 - share->value))},
-                    {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
-    }
+    if (auto sla = scraped_sla_json(d, *sla_ms)) row["sla"] = std::move(*sla);
   }
   return row;
 }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ struct ScrapedSelection {
 Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<analysis::ScrapedServing>& all,
                                                        const std::string& model, const std::string& version,
                                                        const std::string& field);
+
+// Percentiles (0..100) of a scraped distribution into `values` (keyed as percentile_key writes
+// them, null where it has none) and, for a histogram, each one's bucket into `bounds` as
+// [lower, upper] (null: unbounded).
+void scraped_percentiles_json(const analysis::ScrapedDistribution& d, std::span<const double> qs, nlohmann::json& values,
+                              nlohmann::json& bounds);
+// The SLA share of a scraped histogram ({target_ms, violations, compliance_rate,
+// compliance_bounds}); none for a summary, which cannot say it.
+std::optional<nlohmann::json> scraped_sla_json(const analysis::ScrapedDistribution& d, double target_ms);
+// A distribution as a latency summary ({count, mean, p50, p90, p99, max: null, method,
+// metric, bounds}); null when it holds no observation.
+nlohmann::json scraped_distribution_json(const analysis::ScrapedDistribution& d);
 
 // One field of one scraped model as a latency summary ({count, mean, p50, p90, p99, max: null,
 // method, metric, bounds}); null when absent or empty.
