@@ -78,10 +78,10 @@ void BM_NvmlCall(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
   static const char* names[] = {"utilization", "memory_v2", "power", "energy", "temperature", "field_values",
                                 "clock", "clock_event_reasons", "processes", "gpm_sample_get", "field_energy",
-                                "gpm_metrics_get_11", "gpm_metrics_get_1"};
+                                "gpm_metrics_get_11", "gpm_metrics_get_1", "processes_fill", "process_utilization"};
   state.SetLabel(names[which]);
   perfscope::nvml::GpmSample sample = nullptr, sample2 = nullptr;
-  if (which == 9 || which >= 11) {
+  if (which == 9 || which == 11 || which == 12) {
     if (!a.gpm_sample_alloc || a.gpm_sample_alloc(&sample) != 0 || a.gpm_sample_alloc(&sample2) != 0) {
       state.SkipWithError("no GPM");
       return;
@@ -118,6 +118,19 @@ void BM_NvmlCall(benchmark::State& state) {
       case 6: rc = a.clock(d, perfscope::nvml::kClockSm, &v); break;
       case 7: rc = a.clock_event_reasons(d, &ull); break;
       case 8: { unsigned n = 0; rc = a.compute_processes(d, &n, nullptr); break; }
+      case 13: {  // the list itself, into a buffer with room to spare
+        perfscope::nvml::ProcessInfo procs[128];
+        unsigned n = 128;
+        rc = a.compute_processes(d, &n, procs);
+        break;
+      }
+      case 14: {  // per-process utilization; the driver asks for room for 72 samples
+        if (!a.process_utilization) { rc = 13; break; }
+        perfscope::nvml::ProcessUtilizationSample samples[128];
+        unsigned n = 128;
+        rc = a.process_utilization(d, samples, &n, 0);
+        break;
+      }
       case 9: rc = a.gpm_sample_get(d, sample); break;
       case 11:
       case 12: {
@@ -147,7 +160,7 @@ void BM_NvmlCall(benchmark::State& state) {
   if (sample) a.gpm_sample_free(sample);
   if (sample2) a.gpm_sample_free(sample2);
 }
-BENCHMARK(BM_NvmlCall)->ArgsProduct({benchmark::CreateDenseRange(0, 12, 1), {0}})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK(BM_NvmlCall)->ArgsProduct({benchmark::CreateDenseRange(0, 14, 1), {0}})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 1, 2, 4, 5, 6, 7, 8, 9}, {110}})->Unit(benchmark::kMicrosecond)->Iterations(20);
 // How the first call's cost grows with the idle time before it (utilization, GPM sample).
 BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 9}, {1, 5, 20, 50}})->Unit(benchmark::kMicrosecond)->Iterations(20);

@@ -76,17 +76,4 @@ std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::
   return BucketEstimate{(below + (buckets[i].count - below) * fraction) / total, lower, upper};
 }
 
-std::optional<std::vector<CumulativeBucket>> bucket_delta(const std::vector<CumulativeBucket>& earlier, const std::vector<CumulativeBucket>& later) {
-  if (earlier.size() != later.size()) return std::nullopt;
-  bool reset = false;
-  for (std::size_t i = 0; i < later.size(); ++i) {
-    if (earlier[i].le != later[i].le) return std::nullopt;
-    if (later[i].count < earlier[i].count) reset = true;
-  }
-  if (reset) return later;
-  std::vector<CumulativeBucket> out = later;
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].count -= earlier[i].count;
-  return out;
-}
-
 }  // namespace perfscope

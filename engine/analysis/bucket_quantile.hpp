@@ -38,9 +38,4 @@ std::optional<BucketEstimate> bucket_quantile(double q, const std::vector<Cumula
 // nullopt when the buckets hold no observation.
 std::optional<BucketEstimate> bucket_share_at_most(double threshold, const std::vector<CumulativeBucket>& buckets);
 
-// Cumulative counts of `later` minus `earlier`, bucket by bucket (same bounds): the window
-// between two scrapes. A counter reset (any count, or the +Inf count, went down) gives `later`
-// itself, as rate() reads a reset. nullopt when the bounds differ.
-std::optional<std::vector<CumulativeBucket>> bucket_delta(const std::vector<CumulativeBucket>& earlier, const std::vector<CumulativeBucket>& later);
-
 }  // namespace perfscope

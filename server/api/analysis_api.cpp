@@ -116,7 +116,7 @@ json findings_json(const std::vector<an::Finding>& findings) {
 
 }  // namespace
 
-Result<json> Api::analysis_json(const HttpRequest& request) const {
+Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::ScrapedServing>* scraped_out) const {
   const TimestampNs now = now_ns();
   auto scope_result = scope_of(request);
   if (!scope_result.ok()) return scope_result.status();
@@ -409,6 +409,7 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   }
   for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
+  if (scraped_out) *scraped_out = std::move(scraped);
   json slo_json = json::object();
   if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;
   if (slo.ttft_ms) slo_json["ttft_ms"] = *slo.ttft_ms;

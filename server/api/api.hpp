@@ -16,6 +16,7 @@
 
 #include "db/abtest_store.hpp"
 #include "engine/analysis/run_compare.hpp"
+#include "engine/analysis/scraped_serving.hpp"
 #include "server/http/access.hpp"
 #include "db/event_reader.hpp"
 #include "db/series_history.hpp"
@@ -115,7 +116,10 @@ class Api final : public RequestHandler {
   HttpResponse abtest(const std::string& id) const;
   // analysis_api.cpp
   HttpResponse analysis(const HttpRequest& request) const;
-  Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
+  // `scraped`, when given, gets the scraped servers' figures the document was made from (the
+  // report reuses them rather than reading every scraped sample of the window again).
+  Result<nlohmann::json> analysis_json(const HttpRequest& request,
+                                       std::vector<analysis::ScrapedServing>* scraped_out = nullptr) const;
   HttpResponse regressions(const HttpRequest& request) const;
   HttpResponse anomalies(const HttpRequest& request) const;
   HttpResponse alerts(const HttpRequest& request) const;

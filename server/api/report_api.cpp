@@ -61,7 +61,8 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
     r.query["window"] = kDefaultReportWindow;
   }
-  auto doc_result = analysis_json(r);
+  std::vector<an::ScrapedServing> scraped;
+  auto doc_result = analysis_json(r, &scraped);
   if (!doc_result.ok()) return doc_result.status();
   json doc = std::move(*doc_result);
   const TimestampNs now = doc["generated_ns"].get<TimestampNs>();
@@ -130,13 +131,10 @@ Result<json> Api::report_json(const HttpRequest& request) const {
     row["warnings"] = warnings;
     latency.push_back(std::move(row));
   }
-  // Scraped servers' models: from their histograms' buckets over the window, bounds given.
-  if (!scope->by_tags()) {
-    auto scraped = load_scraped_serving(ctx_, range);
-    if (!scraped.ok()) return scraped.status();
-    for (const an::ScrapedServing& m : *scraped) {
-      if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
-    }
+  // Scraped servers' models (the document's own reading of them): from their histograms'
+  // buckets over the window, bounds given.
+  for (const an::ScrapedServing& m : scraped) {
+    if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
   }
   doc["latency"] = latency;
 

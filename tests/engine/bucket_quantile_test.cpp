@@ -1,6 +1,7 @@
 // Quantiles and shares from cumulative buckets against Prometheus' own test vectors
 // (promql/promqltest/testdata/histograms.test: histogram_quantile and histogram_fraction over
-// classic buckets), plus what a scrape-to-scrape window needs: normalization and deltas.
+// classic buckets), plus the normalization a scrape taken mid-update needs. A window's
+// increase, restarts included, is scraped_serving's counter_increase, tested there.
 #include "engine/analysis/bucket_quantile.hpp"
 
 #include <gtest/gtest.h>
@@ -77,20 +78,6 @@ TEST(BucketQuantile, NormalizationSortsMergesAndMakesCountsMonotonic) {
   EXPECT_EQ(b[0].count, 6);  // the bound written twice adds up
   EXPECT_EQ(b[1].count, 6);  // 4 < 6: raised (a scrape taken mid-update)
   EXPECT_EQ(b[2].count, 10);
-}
-
-TEST(BucketQuantile, DeltasBetweenScrapesAndCounterResets) {
-  const std::vector<CumulativeBucket> earlier = {{0.1, 5}, {1, 8}, {kInf, 9}};
-  const std::vector<CumulativeBucket> later = {{0.1, 15}, {1, 28}, {kInf, 30}};
-  auto window = bucket_delta(earlier, later).value();
-  EXPECT_EQ(window[0].count, 10);
-  EXPECT_EQ(window[1].count, 20);
-  EXPECT_EQ(window[2].count, 21);
-  // The server restarted between the scrapes: the later counts are the window.
-  const std::vector<CumulativeBucket> restarted = {{0.1, 2}, {1, 3}, {kInf, 3}};
-  EXPECT_EQ(bucket_delta(later, restarted).value()[2].count, 3);
-  // Bounds that changed between scrapes cannot be subtracted.
-  EXPECT_FALSE(bucket_delta(earlier, {{0.2, 15}, {1, 28}, {kInf, 30}}).has_value());
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 # back to back (WithoutGpm: every pass reads the processes once the interval passed) and 100 ms
 # apart in the collector's clock (At100ms: the processes read once a second, GPM when due),
 # with no compute process on the GPU, then with 10 idle PyTorch processes holding memory on it,
-# alternated twice. Prints the benchmark lines.
+# alternated twice, and with the processes, the driver calls a read of them makes, one by one.
+# Prints the benchmark lines.
 # Usage: tests/gpu/process_pass_bench.sh [GPU_BENCH]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,5 +21,7 @@ for round in 1 2; do
   for _ in $(seq 120); do [[ $(cat /tmp/worker.$$.* 2>/dev/null | grep -c ready) -ge 10 ]] && break; sleep 0.5; done
   echo "round $round: 10 GPU processes ($(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l) listed by nvidia-smi)"
   run
+  # The driver calls a read makes, one by one: the count, the list, per-process utilization.
+  "$bench" --benchmark_filter='NvmlCall/(8|13|14)/0/' 2>/dev/null | grep NvmlCall
   kill "${pids[@]}"; wait 2>/dev/null || true; rm -f /tmp/worker.$$.*
 done
