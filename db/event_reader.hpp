@@ -170,7 +170,9 @@ class EventReader {
   Result<std::vector<RunEvent>> runs(std::size_t limit) const;
   Result<std::optional<RunEvent>> run(const std::string& name) const;
   // Stored lifetime records of GPU processes overlapping a window (gpu_process_store.cpp).
-  Result<std::vector<GpuProcessRecord>> gpu_processes(TimestampNs from_ns, TimestampNs to_ns, std::size_t limit) const;
+  // `key` non-empty: only that process's records (one per GPU it ran on).
+  Result<std::vector<GpuProcessRecord>> gpu_processes(TimestampNs from_ns, TimestampNs to_ns, std::size_t limit,
+                                                      const std::string& key = {}) const;
 
   // How many rows each event table holds (for info and tests).
   Result<std::vector<std::pair<std::string, std::int64_t>>> table_counts() const;

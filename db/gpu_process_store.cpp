@@ -77,13 +77,14 @@ Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>
 }
 
 Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, TimestampNs from_ns, TimestampNs to_ns,
-                                                         std::size_t limit) {
+                                                         std::size_t limit, const std::string& key) {
   auto stmt = conn.prepare((std::string("SELECT ") + kColumns +
-                            " FROM gpu_processes WHERE last_seen_ns >= ?1 AND first_seen_ns <= ?2 "
+                            " FROM gpu_processes WHERE last_seen_ns >= ?1 AND first_seen_ns <= ?2 AND (?4 = '' OR process_key = ?4) "
                             "ORDER BY last_seen_ns DESC, gpu_uuid, process_key LIMIT ?3")
                                .c_str());
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, from_ns).bind(2, to_ns).bind(3, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+  stmt->bind(4, key);
   std::vector<GpuProcessRecord> out;
   Status s = stmt->for_each_row([&](Statement& r) { out.push_back(read_row(r)); });
   if (!s.ok()) return s;
@@ -91,10 +92,10 @@ Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, Times
 }
 
 Result<std::vector<GpuProcessRecord>> EventReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
-                                                                 std::size_t limit) const {
+                                                                 std::size_t limit, const std::string& key) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
-  return read_gpu_processes(**conn, from_ns, to_ns, limit);
+  return read_gpu_processes(**conn, from_ns, to_ns, limit, key);
 }
 
 }  // namespace perfscope::db

@@ -108,7 +108,9 @@ class Api final : public RequestHandler {
     bool live = false;
   };
   // Live and stored records overlapping [from, to], one per (GPU, process), live first.
-  Result<std::vector<ListedProcess>> gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns) const;
+  // `key` non-empty: that process only (one lookup, not every record).
+  Result<std::vector<ListedProcess>> gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns,
+                                                      const std::string& key = {}) const;
   HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;

@@ -62,18 +62,19 @@ json process_json(const GpuProcessRecord& p, bool live) {
 
 }  // namespace
 
-Result<std::vector<Api::ListedProcess>> Api::gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns) const {
+Result<std::vector<Api::ListedProcess>> Api::gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns,
+                                                               const std::string& key) const {
   const ApiContext& ctx = ctx_;
   std::map<std::pair<std::string, std::string>, ListedProcess> by_key;
-  auto stored = ctx.events->gpu_processes(from_ns, to_ns, 100'000);
+  auto stored = ctx.events->gpu_processes(from_ns, to_ns, 100'000, key);
   if (!stored.ok()) return stored.status();
   for (GpuProcessRecord& r : *stored) {
-    std::pair key{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
-    by_key[std::move(key)] = ListedProcess{std::move(r), false};
+    std::pair id{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
+    by_key[std::move(id)] = ListedProcess{std::move(r), false};
   }
   if (ctx.processes) {
     for (GpuProcessRecord& r : ctx.processes->running()) {
-      if (r.last_seen_ns < from_ns || r.first_seen_ns > to_ns) continue;
+      if (r.last_seen_ns < from_ns || r.first_seen_ns > to_ns || (!key.empty() && r.key != key)) continue;
       auto [it, fresh] = by_key.try_emplace({r.gpu_uuid, r.key});
       if (fresh) {
         it->second.record = std::move(r);
@@ -84,7 +85,7 @@ Result<std::vector<Api::ListedProcess>> Api::gpu_processes_in(TimestampNs from_n
     }
   }
   std::vector<ListedProcess> out;
-  for (auto& [key, l] : by_key) out.push_back(std::move(l));
+  for (auto& [id, l] : by_key) out.push_back(std::move(l));
   std::sort(out.begin(), out.end(), [](const ListedProcess& a, const ListedProcess& b) {
     return std::tie(b.live, b.record.last_seen_ns) < std::tie(a.live, a.record.last_seen_ns);
   });
@@ -161,7 +162,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
 
 HttpResponse Api::process(const HttpRequest& request, const std::string& key) const {
   const TimestampNs now = now_ns();
-  auto listed = gpu_processes_in(0, now);
+  auto listed = gpu_processes_in(0, now, key);
   if (!listed.ok()) return status_response(listed.status());
   const std::string gpu = param(request, "gpu");
   std::vector<const ListedProcess*> found;
