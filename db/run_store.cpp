@@ -9,7 +9,8 @@ namespace perfscope::db {
 namespace {
 
 constexpr const char* kRunColumns =
-    "name, command, host, pids, start_ns, end_ns, exit_status, kinds, records, dropped, gpus, tags";
+    "name, command, host, pids, start_ns, end_ns, exit_status, kinds, records, dropped, gpus, tags, trace_window_ns, "
+    "trace_every_ns";
 
 std::string encode_list(const std::vector<std::string>& items) {
   std::string out;
@@ -68,6 +69,8 @@ RunEvent read_row(const Statement& r) {
   if (auto x = opt(9)) e.dropped = static_cast<std::uint64_t>(*x);
   e.gpus = decode_list(r.column_text(10));
   if (auto tags = parse_labels(r.column_text(11)); tags.ok()) e.tags = std::move(*tags);
+  e.trace_window_ns = opt(12);
+  e.trace_every_ns = opt(13);
   return e;
 }
 
@@ -84,6 +87,10 @@ void merge_run(RunEvent& stored, const RunEvent& report) {
   if (report.records) stored.records = report.records;
   if (report.dropped) stored.dropped = report.dropped;
   join_into(stored.gpus, report.gpus);
+  if (report.trace_window_ns) {
+    stored.trace_window_ns = report.trace_window_ns;
+    stored.trace_every_ns = report.trace_every_ns;
+  }
   for (const auto& tag : report.tags) {
     auto it = std::find_if(stored.tags.begin(), stored.tags.end(), [&](const auto& t) { return t.first == tag.first; });
     if (it == stored.tags.end()) {
@@ -114,7 +121,7 @@ Status write_run(Connection& conn, const RunEvent& report) {
     merge_run(run, report);
   }
   auto stmt = conn.prepare(
-      (std::string("INSERT OR REPLACE INTO runs(") + kRunColumns + ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")
+      (std::string("INSERT OR REPLACE INTO runs(") + kRunColumns + ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")
           .c_str());
   if (!stmt.ok()) return stmt.status();
   // Bound text is not copied: keep it alive until the statement has run.
@@ -127,6 +134,8 @@ Status write_run(Connection& conn, const RunEvent& report) {
   stmt->bind_optional(9, run.records);
   stmt->bind_optional(10, run.dropped);
   stmt->bind(11, gpus).bind(12, tags);
+  stmt->bind_optional(13, run.trace_window_ns);
+  stmt->bind_optional(14, run.trace_every_ns);
   return stmt->run();
 }
 

@@ -187,6 +187,11 @@ const std::array kMigrations = {
       ) WITHOUT ROWID;
       CREATE INDEX gpu_processes_by_last_seen ON gpu_processes(last_seen_ns);
     )sql"},
+    // 8: a duty-cycled run's tracing schedule (NULL: traced throughout).
+    Migration{R"sql(
+      ALTER TABLE runs ADD COLUMN trace_window_ns INTEGER;
+      ALTER TABLE runs ADD COLUMN trace_every_ns INTEGER;
+    )sql"},
 };
 
 Status copy_kernel_rows(Connection& conn) {

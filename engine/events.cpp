@@ -162,6 +162,13 @@ Status validate(const RunEvent& e) {
   if (Status s = check_time(e.start_ns, "start_ns"); !s.ok()) return s;
   if (e.end_ns && *e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
   if (Status s = check_text(e.kinds, "kinds", false); !s.ok()) return s;
+  if (e.trace_window_ns.has_value() != e.trace_every_ns.has_value()) {
+    return bad(e.trace_window_ns ? "trace_every_ns" : "trace_window_ns", "trace_window_ns and trace_every_ns come together");
+  }
+  if (e.trace_window_ns && *e.trace_window_ns <= 0) return bad("trace_window_ns", "must be positive");
+  if (e.trace_every_ns && *e.trace_every_ns < e.trace_window_ns.value_or(0)) {
+    return bad("trace_every_ns", "must be at least trace_window_ns");
+  }
   if (e.gpus.size() > 64) return bad("gpus", "at most 64 devices");
   for (const auto& g : e.gpus) {
     if (Status s = check_text(g, "gpus", true); !s.ok()) return s;

@@ -117,6 +117,10 @@ struct RunEvent {
   std::optional<std::uint64_t> records;  // trace records received
   std::optional<std::uint64_t> dropped;  // trace records lost (queue full, CUPTI)
   std::vector<std::string> gpus;      // devices its kernels ran on
+  // Duty-cycled tracing: activity is recorded in windows of trace_window_ns that open every
+  // trace_every_ns of the wall clock (both set, or neither: traced throughout).
+  std::optional<std::int64_t> trace_window_ns;
+  std::optional<std::int64_t> trace_every_ns;
   Tags tags;
 };
 

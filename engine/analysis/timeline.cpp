@@ -110,9 +110,14 @@ class IntervalUnion {
 class BusyUnion {
  public:
   void add(const TraceKernel& k, bool compute, const TimelineOptions& o) {
+    const std::size_t window = window_of(k.start_ns, o.windows);
     if (count_++ == 0) first_ = k.start_ns;
     last_ = std::max(last_, k.end_ns);
-    if (const TimestampNs gap = all_.add(k.start_ns, k.end_ns); gap > 0) {
+    const bool same_window = window == window_;
+    window_ = window;
+    if (const TimestampNs gap = all_.add(k.start_ns, k.end_ns); gap > 0 && !same_window) {
+      untraced_ += gap;  // between two windows: nobody watched
+    } else if (gap > 0) {
       // The GPU waited for the host when the launch call began after the earlier work ended.
       if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > k.start_ns - gap) {
         host_wait_ += gap;
@@ -128,7 +133,7 @@ class BusyUnion {
 
   void finish(QueueTimeline& q) const {
     const TimestampNs busy = all_.length();
-    const TimestampNs span = last_ - first_;
+    const TimestampNs span = last_ - first_ - untraced_;
     q.span_ms = static_cast<double>(span) / kMs;
     q.busy_ms = static_cast<double>(busy) / kMs;
     q.idle_ms = static_cast<double>(span - busy) / kMs;
@@ -142,8 +147,15 @@ class BusyUnion {
   }
 
  private:
+  // The window a kernel started in: the last one opened by then (kernels come in start order).
+  std::size_t window_of(TimestampNs start, std::span<const TimeInterval> windows) {
+    while (cursor_ + 1 < windows.size() && windows[cursor_ + 1].from_ns <= start) ++cursor_;
+    return cursor_;
+  }
+
   std::size_t count_ = 0, gaps_ = 0;
-  TimestampNs first_ = 0, last_ = 0;
+  std::size_t cursor_ = 0, window_ = 0;
+  TimestampNs first_ = 0, last_ = 0, untraced_ = 0;
   IntervalUnion all_, compute_;
   TimestampNs host_wait_ = 0, kernel_wait_ = 0, other_ = 0;
 };
@@ -213,6 +225,25 @@ void finish_queue(QueueTimeline& q, const BusyUnion& busy, const Tally& tally, c
 }
 
 }  // namespace
+
+TracedWindows traced_windows(std::vector<TimeInterval> windows, TimestampNs from, TimestampNs to) {
+  TracedWindows out;
+  std::sort(windows.begin(), windows.end(), [](const TimeInterval& a, const TimeInterval& b) { return a.from_ns < b.from_ns; });
+  for (TimeInterval w : windows) {
+    w.from_ns = std::max(w.from_ns, from);
+    w.to_ns = std::min(w.to_ns, to);
+    if (w.to_ns <= w.from_ns) continue;
+    if (!out.windows.empty() && w.from_ns <= out.windows.back().to_ns) {
+      out.windows.back().to_ns = std::max(out.windows.back().to_ns, w.to_ns);
+    } else {
+      out.windows.push_back(w);
+    }
+  }
+  for (const TimeInterval& w : out.windows) out.traced_ns += w.to_ns - w.from_ns;
+  out.span_ns = std::max<TimestampNs>(0, to - from);
+  if (to > from) out.fraction = static_cast<double>(out.traced_ns) / static_cast<double>(to - from);
+  return out;
+}
 
 bool is_compute_kernel(std::string_view name) {
   auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };

@@ -9,12 +9,15 @@
 //   call's duration; a short kernel runs for less time than its launch call took.
 // - launch efficiency = union of compute-kernel intervals / span (communication kernels,
 //   names starting "nccl", and memcpy/memset are not compute); target > 0.7.
+// - duty-cycled tracing (windows given): the span is the time traced, so the gap between two
+//   kernels of different windows is untraced time, neither idle nor a gap.
 //
 // Pure functions; safe from any thread.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,9 +47,25 @@ struct KernelTrace {
   std::vector<TraceKernel> kernels;
 };
 
+struct TimeInterval {
+  TimestampNs from_ns = 0;
+  TimestampNs to_ns = 0;
+};
+
+// A duty-cycled trace's windows, merged and clipped to [from, to], and the share of
+// [from, to] they cover (1 when [from, to] is empty).
+struct TracedWindows {
+  std::vector<TimeInterval> windows;
+  TimestampNs traced_ns = 0;
+  TimestampNs span_ns = 0;  // to − from
+  double fraction = 1;
+};
+TracedWindows traced_windows(std::vector<TimeInterval> windows, TimestampNs from, TimestampNs to);
+
 struct TimelineOptions {
   TimestampNs kernel_wait_max_ns = 1'000;  // gaps up to 1 µs count as back-to-back
   std::size_t top_kernels = 5;
+  std::span<const TimeInterval> windows;   // sorted, disjoint; empty: traced throughout
 };
 
 struct Distribution {

@@ -72,6 +72,8 @@ Result<std::optional<double>> optional_ms(const HttpRequest& request, const char
 struct RunTimeline {
   std::string run;
   std::vector<an::QueueTimeline> queues;
+  std::optional<RunEvent> report;             // a duty-cycled run's
+  std::optional<an::TracedWindows> traced;  // and its windows in the window
 };
 
 // The bottleneck rules' timeline inputs from the device rows of the given runs.
@@ -153,7 +155,24 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     auto traces = ctx_.events->kernel_traces_by_run(range, scope);
     if (!traces.ok()) return traces.status();
     std::vector<RunTimeline> out;
-    for (const db::RunKernelTrace& t : *traces) out.push_back({t.run, an::analyze_timeline(t.trace)});
+    for (const db::RunKernelTrace& t : *traces) {
+      RunTimeline rt{t.run, {}, {}, {}};
+      if (!t.run.empty()) {
+        // A duty-cycled run's timeline is over the windows it traced.
+        auto report = ctx_.events->run(t.run);
+        if (!report.ok()) return report.status();
+        if (*report && (*report)->trace_every_ns) {
+          auto traced = run_windows(**report, range.from_ns, range.to_ns, now);
+          if (!traced.ok()) return traced.status();
+          rt.report = std::move(**report);
+          rt.traced = std::move(*traced);
+        }
+      }
+      an::TimelineOptions options;
+      if (rt.traced) options.windows = rt.traced->windows;
+      rt.queues = an::analyze_timeline(t.trace, options);
+      out.push_back(std::move(rt));
+    }
     return out;
   });
   auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
@@ -230,6 +249,37 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   auto timeline_result = timeline_part.get();
   if (!timeline_result.ok()) return timeline_result.status();
   const std::vector<RunTimeline>& run_timelines = *timeline_result;
+  // Duty-cycled runs: their kernels' counts and times scaled to the whole of their span
+  // (observed / sampled fraction); durations, minima and maxima are as observed.
+  json sampling = nullptr;
+  {
+    json sampled_runs = json::array();
+    TimestampNs traced_ns = 0, span_ns = 0;
+    for (const RunTimeline& rt : run_timelines) {
+      if (!rt.traced) continue;
+      sampled_runs.push_back(sampling_json(*rt.report, *rt.traced));
+      traced_ns += rt.traced->traced_ns;
+      span_ns += rt.traced->span_ns;
+      const double f = rt.traced->fraction;
+      if (!(f > 0) || f >= 1) continue;
+      db::EventScope own = scope;
+      own.run = rt.run;
+      auto part = ctx_.events->kernel_summaries(range, own);
+      if (!part.ok()) return part.status();
+      for (const db::KernelSummary& p : *part) {
+        auto it = std::find_if(kernels->begin(), kernels->end(), [&](const db::KernelSummary& k) { return k.name == p.name; });
+        if (it == kernels->end()) continue;
+        it->count += static_cast<std::uint64_t>(std::llround(static_cast<double>(p.count) * (1 / f - 1)));
+        it->total_ms += p.total_ms * (1 / f - 1);
+      }
+    }
+    if (!sampled_runs.empty()) {
+      std::stable_sort(kernels->begin(), kernels->end(),
+                       [](const db::KernelSummary& a, const db::KernelSummary& b) { return a.total_ms > b.total_ms; });
+      sampling = {{"sampled_fraction", span_ns > 0 ? static_cast<double>(traced_ns) / static_cast<double>(span_ns) : 1.0},
+                  {"runs", sampled_runs}};
+    }
+  }
   auto serving_result = serving_part.get();
   if (!serving_result.ok()) return serving_result.status();
   const std::vector<an::ServingMetrics>& serving = *serving_result;
@@ -339,6 +389,10 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
                    "kernel intervals / span; idle gaps: host_wait when the launch call began after "
                    "the previous work ended, kernel_wait when <= 1 us, else other; launch delay = start - launch "
                    "call end; launch efficiency = union of compute kernels / span"},
+      {"sampling", "duty-cycled runs (perfscope run --duty-cycle) are traced in windows: sampled_fraction = time "
+                   "in their windows / their span in the window; kernels' count and total_ms are observed / "
+                   "sampled_fraction (estimates), durations and percentiles as observed; their timeline is over "
+                   "the windows (time between two windows is neither idle nor a gap)"},
       {"serving", "TPOT = (latency - ttft)/(output_tokens - 1) for requests with > 1 token; ITL pooled over "
                   "token gaps; goodput = successful requests meeting every SLO per second; rows with source "
                   "scrape: increases of a scraped server's counters and histogram buckets over the window (the "
@@ -364,12 +418,14 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
                  {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}});
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};
+  out["sampling"] = sampling;
   json tl = json::array();
   for (const RunTimeline& rt : run_timelines) {
     for (const auto& q : rt.queues) {
       json top = json::array();
       for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
       tl.push_back({{"run", rt.run.empty() ? json(nullptr) : json(rt.run)},
+                    {"sampled_fraction", rt.traced ? json(rt.traced->fraction) : json(nullptr)},
                     {"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
                     {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
                     {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},

@@ -97,6 +97,12 @@ class Api final : public RequestHandler {
   // by name from the same pass.
   Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now,
                                   analysis::KernelDurations* durations = nullptr) const;
+  // A duty-cycled run's traced windows (the `trace_window_seconds` marks its processes wrote)
+  // within [from, to] clipped to the run's own span; nullopt for a run traced throughout.
+  Result<std::optional<analysis::TracedWindows>> run_windows(const RunEvent& run, TimestampNs from_ns, TimestampNs to_ns,
+                                                             TimestampNs now) const;
+  // The document part that says how a duty-cycled run was sampled.
+  static nlohmann::json sampling_json(const RunEvent& run, const analysis::TracedWindows& traced);
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
   // processes_api.cpp

@@ -3,6 +3,8 @@
 // its kernels say (executions, kernel time, GPU busy time as the union of its kernels per
 // device, launch efficiency, the devices they ran on). GET /api/v1/runs/compare?a=&b=: run
 // against run, kernel by kernel (engine/analysis/run_compare.hpp), with the totals.
+#include <cmath>
+
 #include "engine/analysis/run_compare.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "server/api/api.hpp"
@@ -13,6 +15,36 @@ namespace perfscope::server {
 
 using nlohmann::json;
 namespace an = perfscope::analysis;
+
+Result<std::optional<an::TracedWindows>> Api::run_windows(const RunEvent& r, TimestampNs from_ns, TimestampNs to_ns,
+                                                           TimestampNs now) const {
+  if (!r.trace_every_ns) return std::optional<an::TracedWindows>();
+  const TimestampNs from = std::max(from_ns, r.start_ns), to = std::min(to_ns, r.end_ns.value_or(now));
+  db::HistoryQuery q;
+  q.name = "trace_window_seconds";
+  q.matchers = {{"run", r.name}};
+  q.from_ns = from - *r.trace_every_ns;  // a window opened before `from` may reach into it
+  q.to_ns = to;
+  q.max_points = SIZE_MAX;
+  auto marks = ctx_.history->query(q);
+  if (!marks.ok()) return marks.status();
+  std::vector<an::TimeInterval> windows;
+  for (const db::SeriesData& d : *marks) {
+    for (const Sample& m : d.samples) {
+      if (std::isfinite(m.value) && m.value > 0) windows.push_back({m.ts_ns, m.ts_ns + static_cast<TimestampNs>(m.value * 1e9)});
+    }
+  }
+  return std::optional<an::TracedWindows>(an::traced_windows(std::move(windows), from, std::max(from, to)));
+}
+
+json Api::sampling_json(const RunEvent& r, const an::TracedWindows& traced) {
+  return {{"run", r.name},
+          {"window_ms", static_cast<double>(r.trace_window_ns.value_or(0)) / 1e6},
+          {"every_ms", static_cast<double>(r.trace_every_ns.value_or(0)) / 1e6},
+          {"windows", traced.windows.size()},
+          {"traced_ms", static_cast<double>(traced.traced_ns) / 1e6},
+          {"sampled_fraction", traced.fraction}};
+}
 
 Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDurations* durations) const {
   // One pass over the run's executions gives every kernel figure (and, for comparisons, the
@@ -30,8 +62,13 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
     if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   }
   std::sort(devices.begin(), devices.end());
+  // A duty-cycled run: its timeline over the windows traced; counts and times scaled by them.
+  auto traced = run_windows(r, r.start_ns, INT64_MAX, now);
+  if (!traced.ok()) return traced.status();
+  an::TimelineOptions timeline;
+  if (*traced) timeline.windows = (*traced)->windows;
   double busy_ms = 0, span_ms = 0, spans = 0, efficient = 0;
-  for (const an::QueueTimeline& q : an::analyze_timeline(*trace)) {
+  for (const an::QueueTimeline& q : an::analyze_timeline(*trace, timeline)) {
     if (!q.stream.empty()) continue;
     busy_ms += q.busy_ms;
     span_ms = std::max(span_ms, q.span_ms);
@@ -40,6 +77,15 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
   }
   const TimestampNs end = r.end_ns.value_or(now);
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  json kernels = {{"count", trace->kernels.size()}, {"total_ms", kernel_ms}, {"distinct", trace->names.size()}};
+  json sampling = nullptr;
+  if (*traced) {
+    sampling = sampling_json(r, **traced);
+    const double f = (*traced)->fraction;
+    // Executions and time over the whole run, had it been traced throughout.
+    kernels["estimated_count"] = f > 0 ? json(static_cast<double>(trace->kernels.size()) / f) : json(nullptr);
+    kernels["estimated_total_ms"] = f > 0 ? json(kernel_ms / f) : json(nullptr);
+  }
   // What NVML saw of the run's processes while it ran, beside what tracing says.
   auto listed = gpu_processes_in(r.start_ns, end);
   if (!listed.ok()) return listed.status();
@@ -68,11 +114,14 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
               {"wall_s", static_cast<double>(std::max<TimestampNs>(0, end - r.start_ns)) / 1e9},
               {"exit_status", opt(r.exit_status)},
               {"kinds", r.kinds},
+              {"trace_window_ns", opt(r.trace_window_ns)},
+              {"trace_every_ns", opt(r.trace_every_ns)},
               {"records", opt(r.records)},
               {"dropped", opt(r.dropped)},
               {"gpus", devices},
               {"tags", labels_to_json(r.tags)},
-              {"kernels", {{"count", trace->kernels.size()}, {"total_ms", kernel_ms}, {"distinct", trace->names.size()}}},
+              {"sampling", sampling},
+              {"kernels", kernels},
               {"gpu_busy_ms", busy_ms},
               {"kernel_span_ms", span_ms},
               {"launch_efficiency", spans > 0 ? json(efficient / spans) : json(nullptr)},

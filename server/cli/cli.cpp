@@ -209,8 +209,15 @@ CommandLineParser::Table::Table() {
   run->add_option("--server", rn.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   run->add_option("--token", rn.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   run->add_option("--name", rn.name, "Run name, tagged on every event as `run` (default: command and start time)");
-  run->add_option("--kinds", rn.kinds, "Activity kinds: kernel, memcpy, memset, runtime, driver, memory, or all")
+  run->add_option("--kinds", rn.kinds,
+                  "Activity kinds: kernel, memcpy, memset, runtime (every runtime call), launch (launch calls only, "
+                  "by callbacks), driver, memory, or all")
       ->capture_default_str();
+  run->add_option("--duty-cycle", rn.duty_cycle,
+                  "Trace only this share of the time (e.g. 5%), in windows that open on a wall-clock schedule; "
+                  "counts and rates are scaled to it in the analysis");
+  run->add_option("--trace-window", rn.trace_window, "Duty cycle: length of each tracing window (default 200ms)");
+  run->add_option("--trace-every", rn.trace_every, "Duty cycle: a window opens every this long (e.g. 4s)");
   run->add_option("--output,-o", rn.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
   run->add_option("--library", rn.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
   run->add_option("command", rn.command, "The command and its arguments, after --")->required();

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/clock.hpp"
+#include "server/api/query_time.hpp"
 #include "server/cli/tools.hpp"
 #include "server/client/client.hpp"
 #include "server/trace/trace_sink.hpp"
@@ -262,6 +263,22 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     std::cerr << kWhat << ": --kinds: " << kinds.status().message() << "\n";
     return 2;
   }
+  std::int64_t durations[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const std::string& text = i == 0 ? options.trace_window : options.trace_every;
+    if (text.empty()) continue;
+    auto ns = parse_duration_ns(text, i == 0 ? "trace_window" : "trace_every");
+    if (!ns.ok()) {
+      std::cerr << kWhat << ": " << (i == 0 ? "--trace-window" : "--trace-every") << ": " << ns.status().message() << "\n";
+      return 2;
+    }
+    durations[i] = *ns;
+  }
+  auto schedule = trace::make_trace_schedule(options.duty_cycle, durations[0], durations[1]);
+  if (!schedule.ok()) {
+    std::cerr << kWhat << ": " << schedule.status().message() << "\n";
+    return 2;
+  }
   const std::string library = find_library(options.library);
   if (library.empty()) {
     std::cerr << kWhat << ": the CUPTI injection library (libperfscope_cupti.so) was not found"
@@ -283,10 +300,15 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     return 1;
   }
 
-  std::vector<std::string> env = child_environment({{"CUDA_INJECTION64_PATH", library},
-                                                    {trace::kSocketVariable, socket.path()},
-                                                    {trace::kKindsVariable, trace::format_trace_kinds(*kinds)},
-                                                    {trace::kRunVariable, name}});
+  std::vector<std::pair<std::string, std::string>> variables{{"CUDA_INJECTION64_PATH", library},
+                                                             {trace::kSocketVariable, socket.path()},
+                                                             {trace::kKindsVariable, trace::format_trace_kinds(*kinds)},
+                                                             {trace::kRunVariable, name}};
+  if (schedule->duty_cycled()) {
+    variables.emplace_back(trace::kWindowVariable, std::to_string(schedule->window_ns));
+    variables.emplace_back(trace::kEveryVariable, std::to_string(schedule->every_ns));
+  }
+  std::vector<std::string> env = child_environment(variables);
   std::vector<char*> envp, argv;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -307,6 +329,10 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   run.pids = {static_cast<std::int64_t>(child)};
   run.start_ns = now_ns();
   run.kinds = trace::format_trace_kinds(*kinds);
+  if (schedule->duty_cycled()) {
+    run.trace_window_ns = schedule->window_ns;
+    run.trace_every_ns = schedule->every_ns;
+  }
   forwarder.add_line(run_line(run));
   forwarder.flush();
 

@@ -8,12 +8,14 @@
 // Only InitializeInjection is exported; everything else is hidden so that nothing here can
 // clash with the traced program's own libraries.
 #include <cupti.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "server/trace/trace_sink.hpp"
 
@@ -45,8 +47,51 @@ using MemoryActivity = CUpti_ActivityMemory4;
 
 constexpr std::size_t kBufferBytes = 4 << 20;  // ~26k records of ~160 bytes
 
-TraceSink* g_sink = nullptr;  // set once in InitializeInjection, closed at exit
+// Set once in InitializeInjection, closed at exit. Atomic: the sink's thread may open a
+// duty cycle's first window before InitializeInjection has stored it.
+std::atomic<TraceSink*> g_sink = nullptr;
+
+TraceSink& sink() {
+  TraceSink* s = nullptr;
+  while (!(s = g_sink.load(std::memory_order_acquire))) std::this_thread::yield();
+  return *s;
+}
 std::once_flag g_exit_once;
+
+// The activity kinds the run asked for, in the order they are enabled.
+struct Kind {
+  bool on;
+  CUpti_ActivityKind kind;
+  const char* name;
+};
+std::vector<Kind> g_kinds;  // set once in InitializeInjection
+
+// Launch calls recorded by callbacks (the `launch` kind), collected from the launching
+// threads and handed to the sink with the next drained buffer.
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::mutex g_launches_mu;
+std::vector<TraceRecord> g_launches;  // guarded by g_launches_mu
+thread_local std::uint64_t t_enter_ns[2];  // per domain: a runtime launch calls the driver's
+thread_local std::uint32_t t_thread_id = 0;
+
+// Runtime launch calls first, then the driver's (Triton and other driver-API users).
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+bool g_launch_runtime = false, g_launch_driver = false;  // set once in InitializeInjection
 
 void report(const char* what, CUptiResult result) {
   const char* text = nullptr;
@@ -119,16 +164,61 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     }
   }
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) g_sink->add_cupti_dropped(dropped);
+  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) sink().add_cupti_dropped(dropped);
   std::free(buffer);
-  g_sink->push(std::move(records));
+  {
+    // Launch calls go first: the converter matches either order, but this one needs no waiting.
+    std::lock_guard lock(g_launches_mu);
+    if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
+  }
+  sink().push(std::move(records));
+}
+
+// On the launching thread, at entry and exit of each subscribed launch call: two timestamps
+// and, at exit, one record appended under an uncontended lock.
+void CUPTIAPI launch_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  std::uint64_t now = 0;
+  cuptiGetTimestamp(&now);
+  const int slot = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0;
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    t_enter_ns[slot] = now;
+    return;
+  }
+  if (t_thread_id == 0) t_thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+  std::lock_guard lock(g_launches_mu);
+  g_launches.push_back(ApiRecord{info->correlationId, cbid, t_enter_ns[slot], now, t_thread_id});
+}
+
+// Turns the run's activity kinds (and launch callbacks) on or off: once at start, or at each
+// window of a duty cycle.
+void set_tracing(bool on) {
+  for (const Kind& k : g_kinds) {
+    if (!k.on) continue;
+    if (CUptiResult r = on ? cuptiActivityEnable(k.kind) : cuptiActivityDisable(k.kind); r != CUPTI_SUCCESS) {
+      std::string what = std::string(on ? "enabling " : "disabling ") + k.name + " activity";
+      report(what.c_str(), r);
+    }
+  }
+  if (!g_subscriber) return;
+  const std::uint32_t enable = on ? 1 : 0;
+  if (g_launch_runtime) {
+    for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(enable, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  }
+  if (g_launch_driver) {
+    for (CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(enable, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
 }
 
 void at_exit() {
   std::call_once(g_exit_once, [] {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    g_sink->close();
-    TraceSinkStats s = g_sink->stats();
+    {
+      std::lock_guard lock(g_launches_mu);
+      if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
+    }
+    sink().close();
+    TraceSinkStats s = sink().stats();
     if (s.records_dropped || s.cupti_dropped || s.events_lost) {
       std::fprintf(stderr,
                    "perfscope: %llu records dropped by the queue, %llu by CUPTI, %llu events not delivered\n",
@@ -145,24 +235,12 @@ int initialize() {
     return 1;
   }
   options->on_tick = [] { cuptiActivityFlushAll(0); };
+  options->on_window = [](bool open) { set_tracing(open); };
   const TraceKinds kinds = options->kinds;
-  auto sink = TraceSink::open(std::move(*options));
-  if (!sink.ok()) {
-    std::fprintf(stderr, "perfscope: tracing off: %s\n", sink.status().message().c_str());
-    return 1;
-  }
-  g_sink = sink->release();  // lives until the process ends; closed by at_exit
-  if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
-    report("cuptiActivityRegisterCallbacks", r);
-    return 1;
-  }
-  struct Kind {
-    bool on;
-    CUpti_ActivityKind kind;
-    const char* name;
-  };
+  // Everything is set up before the sink opens: its thread may open a duty cycle's window.
+  const bool duty_cycled = options->schedule.duty_cycled();
   // Never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels.
-  const Kind wanted[] = {
+  g_kinds = {
       {kinds.kernel, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel"},
       {kinds.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
       {kinds.memset, CUPTI_ACTIVITY_KIND_MEMSET, "memset"},
@@ -170,13 +248,27 @@ int initialize() {
       {kinds.driver, CUPTI_ACTIVITY_KIND_DRIVER, "driver"},
       {kinds.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory"},
   };
-  for (const Kind& k : wanted) {
-    if (!k.on) continue;
-    if (CUptiResult r = cuptiActivityEnable(k.kind); r != CUPTI_SUCCESS) {
-      std::string what = std::string("enabling ") + k.name + " activity";
-      report(what.c_str(), r);
+  // Launch callbacks for the domains whose every call is not already an activity record.
+  g_launch_runtime = kinds.launch && !kinds.runtime;
+  g_launch_driver = kinds.launch && !kinds.driver;
+  if (g_launch_runtime || g_launch_driver) {
+    if (CUptiResult r = cuptiSubscribe(&g_subscriber, launch_callback, nullptr); r != CUPTI_SUCCESS) {
+      report("subscribing to launch callbacks", r);
+      g_subscriber = nullptr;
     }
   }
+  if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
+    report("cuptiActivityRegisterCallbacks", r);
+    return 1;
+  }
+  auto opened = TraceSink::open(std::move(*options));
+  if (!opened.ok()) {
+    std::fprintf(stderr, "perfscope: tracing off: %s\n", opened.status().message().c_str());
+    return 1;
+  }
+  g_sink.store(opened->release(), std::memory_order_release);  // lives until the process ends; closed by at_exit
+  // A duty cycle's windows are opened by the sink's thread; otherwise everything is on now.
+  if (!duty_cycled) set_tracing(true);
   std::atexit(at_exit);
   return 1;
 }

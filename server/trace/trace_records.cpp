@@ -22,6 +22,7 @@ struct KindFlag {
 constexpr KindFlag kKindFlags[] = {
     {"kernel", &TraceKinds::kernel}, {"memcpy", &TraceKinds::memcpy}, {"memset", &TraceKinds::memset},
     {"runtime", &TraceKinds::runtime}, {"driver", &TraceKinds::driver}, {"memory", &TraceKinds::memory},
+    {"launch", &TraceKinds::launch},
 };
 
 // Kernel names of heavily templated code can run to kilobytes; events carry at most
@@ -43,8 +44,8 @@ std::string hex(std::uint64_t v) {
 }  // namespace
 
 Result<TraceKinds> parse_trace_kinds(std::string_view text) {
-  TraceKinds kinds{false, false, false, false, false, false};
-  if (text == "all") return TraceKinds{true, true, true, true, true, true};
+  TraceKinds kinds{false, false, false, false, false, false, false};
+  if (text == "all") return TraceKinds{true, true, true, true, true, true, false};
   while (!text.empty()) {
     auto comma = text.find(',');
     std::string_view item = text.substr(0, comma);
@@ -56,7 +57,7 @@ Result<TraceKinds> parse_trace_kinds(std::string_view text) {
     }
     if (!known) {
       return Status::invalid_argument("unknown activity kind \"" + std::string(item) +
-                                          "\" (kinds: kernel, memcpy, memset, runtime, driver, memory, or all)",
+                                          "\" (kinds: kernel, memcpy, memset, runtime, launch, driver, memory, or all)",
                                       "kinds");
     }
   }

@@ -31,8 +31,13 @@ struct TraceKinds {
   bool runtime = true;  // runtime API calls: needed to correlate kernels with their launches
   bool driver = false;  // driver API calls: launches by Triton and other driver-API users
   bool memory = true;   // device memory allocations and frees
+  // Launch calls only (kernels, cooperative kernels, graphs), by CUPTI callbacks on those
+  // calls instead of an activity record of every runtime call: the correlation the timeline
+  // needs at a fraction of `runtime`'s cost where a program makes many other calls.
+  bool launch = false;
 };
-// "kernel,memcpy,…" or "all"; kInvalidArgument naming the unknown kind.
+// "kernel,memcpy,…" or "all" (every kind but `launch`, which `runtime` and `driver` cover);
+// kInvalidArgument naming the unknown kind.
 Result<TraceKinds> parse_trace_kinds(std::string_view text);
 std::string format_trace_kinds(const TraceKinds& kinds);
 

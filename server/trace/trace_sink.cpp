@@ -72,6 +72,12 @@ Result<TraceSinkOptions> sink_options_from_environment() {
     if (!parsed.ok()) return parsed.status();
     o.kinds = *parsed;
   }
+  const std::string window = env(kWindowVariable), every = env(kEveryVariable);
+  if (!window.empty() || !every.empty()) {
+    auto schedule = make_trace_schedule("", std::atoll(window.c_str()), std::atoll(every.c_str()));
+    if (!schedule.ok()) return schedule.status();
+    o.schedule = *schedule;
+  }
   o.converter.run = env(kRunVariable);
   o.converter.pid = std::to_string(::getpid());
   return o;
@@ -143,20 +149,46 @@ void TraceSink::close() {
   if (records_fd_ >= 0) ::close(records_fd_);
 }
 
+TimestampNs TraceSink::step_schedule(TimestampNs now) {
+  const TraceWindow w = options_.schedule.window_at(now);
+  const bool inside = now >= w.open_ns;
+  if (inside && !window_open_) {
+    window_open_ = true;
+    if (options_.on_window) options_.on_window(true);
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.windows;
+    }
+    std::vector<Event> mark{Event{own_sample("trace_window_seconds", now, static_cast<double>(w.close_ns - now) / 1e9)}};
+    write_events(mark);
+  } else if (!inside && window_open_) {
+    window_open_ = false;
+    if (options_.on_window) options_.on_window(false);
+    if (options_.on_tick) options_.on_tick();  // the window's records, now
+  }
+  return inside ? w.close_ns : w.open_ns;
+}
+
 void TraceSink::run() {
-  auto next_tick = std::chrono::steady_clock::now() + options_.flush_interval;
+  using namespace std::chrono;
+  const bool duty_cycled = options_.schedule.duty_cycled();
+  auto next_tick = steady_clock::now() + options_.flush_interval;
+  TimestampNs next_change = duty_cycled ? step_schedule(now_ns()) : 0;
   std::vector<TraceRecord> batch;
   std::vector<Event> events;
   for (;;) {
     bool stopping = false;
+    auto wake_at = next_tick;
+    if (duty_cycled) wake_at = std::min(wake_at, steady_clock::now() + nanoseconds(std::max<TimestampNs>(0, next_change - now_ns())));
     {
       std::unique_lock lock(mu_);
-      wake_.wait_until(lock, next_tick, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait_until(lock, wake_at, [&] { return stopping_ || !queue_.empty(); });
       batch.swap(queue_);
       stopping = stopping_;
     }
-    if (!stopping && std::chrono::steady_clock::now() >= next_tick) {
-      next_tick = std::chrono::steady_clock::now() + options_.flush_interval;
+    if (!stopping && duty_cycled && now_ns() >= next_change) next_change = step_schedule(now_ns());
+    if (!stopping && steady_clock::now() >= next_tick) {
+      next_tick = steady_clock::now() + options_.flush_interval;
       // May call push() from this thread (CUPTI's completion callback runs here then).
       if (options_.on_tick) options_.on_tick();
     }
@@ -206,21 +238,27 @@ void TraceSink::write_events(std::vector<Event>& events) {
   else stats_.events_lost += events.size();
 }
 
+SampleEvent TraceSink::own_sample(const char* metric, TimestampNs ts, double value) const {
+  SampleEvent e;
+  e.metric = metric;
+  if (!options_.converter.pid.empty()) e.labels.emplace_back("pid", options_.converter.pid);
+  if (!options_.converter.run.empty()) e.labels.emplace_back("run", options_.converter.run);
+  sort_labels(e.labels);
+  e.ts_ns = ts;
+  e.value = value;
+  return e;
+}
+
 void TraceSink::write_summary() {
   TraceSinkStats s = stats();
   s.converter = converter_.stats();
   const TimestampNs now = now_ns();
-  Labels labels;
-  if (!options_.converter.pid.empty()) labels.emplace_back("pid", options_.converter.pid);
-  if (!options_.converter.run.empty()) labels.emplace_back("run", options_.converter.run);
   auto sample = [&](const char* metric, std::uint64_t value, const char* reason) {
-    SampleEvent e;
-    e.metric = metric;
-    e.labels = labels;
-    if (reason) e.labels.emplace_back("reason", reason);
-    sort_labels(e.labels);
-    e.ts_ns = now;
-    e.value = static_cast<double>(value);
+    SampleEvent e = own_sample(metric, now, static_cast<double>(value));
+    if (reason) {
+      e.labels.emplace_back("reason", reason);
+      sort_labels(e.labels);
+    }
     return Event{std::move(e)};
   };
   std::vector<Event> counts{sample("trace_records", s.records, nullptr),

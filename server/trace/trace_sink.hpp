@@ -4,7 +4,8 @@
 // events (TraceConverter), encodes them as NDJSON (the ingest wire format) and writes them to
 // the output: the socket of `perfscope run`, or a file that `perfscope import` loads later.
 // close() drains everything, writes the trace's own counts (records, records dropped by the
-// queue and by CUPTI) as sample events, and joins the thread.
+// queue and by CUPTI) as sample events, and joins the thread. With a duty-cycle schedule the
+// same thread opens and closes the tracing windows.
 //
 // CUPTI-independent and free of Asio: it is linked into the injection library, which lives
 // inside the traced program. Thread-safety: push(), add_cupti_dropped() and stats() from any
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "server/trace/trace_records.hpp"
+#include "server/trace/trace_schedule.hpp"
 
 namespace perfscope::trace {
 
@@ -30,6 +32,8 @@ inline constexpr const char* kFileVariable = "PERFSCOPE_TRACE_FILE";        // o
 inline constexpr const char* kRecordsVariable = "PERFSCOPE_TRACE_RECORDS";  // raw records (fixtures)
 inline constexpr const char* kKindsVariable = "PERFSCOPE_TRACE_KINDS";
 inline constexpr const char* kRunVariable = "PERFSCOPE_RUN_NAME";
+inline constexpr const char* kWindowVariable = "PERFSCOPE_TRACE_WINDOW_NS";  // duty cycle: both set
+inline constexpr const char* kEveryVariable = "PERFSCOPE_TRACE_EVERY_NS";
 
 struct TraceSinkOptions {
   std::string socket_path;   // a `perfscope run` listener, or
@@ -42,6 +46,12 @@ struct TraceSinkOptions {
   // Called on the sink's thread every flush_interval, without locks held: the injection
   // library asks CUPTI for its partly filled buffers there, so a live view stays current.
   std::function<void()> on_tick;
+  // Duty-cycled tracing: the sink's thread calls on_window(true) when a window of the
+  // schedule opens (the library enables its activity kinds) and on_window(false) when it
+  // closes (disables them; an on_tick follows at once), and writes each window it opens as a
+  // sample `trace_window_seconds` at the opening time, valued the window's length.
+  TraceSchedule schedule;
+  std::function<void(bool open)> on_window;
 };
 
 // From the variables above and the process id; kUnavailable when no output is named, and
@@ -54,6 +64,7 @@ struct TraceSinkStats {
   std::uint64_t cupti_dropped = 0;    // CUPTI's own count (its buffers were full)
   std::uint64_t events_written = 0;
   std::uint64_t events_lost = 0;      // the output failed (the reader went away)
+  std::uint64_t windows = 0;          // duty cycle: windows opened
   ConverterStats converter;
 };
 
@@ -77,6 +88,10 @@ class TraceSink {
   void write_events(std::vector<Event>& events);  // drops the invalid ones
   void write_records(const std::vector<TraceRecord>& records);
   void write_summary();
+  // The sink's own sample events carry the process and the run.
+  SampleEvent own_sample(const char* metric, TimestampNs ts, double value) const;
+  // Duty cycle: opens or closes the window due at `now`; returns when the next change is due.
+  TimestampNs step_schedule(TimestampNs now);
 
   const TraceSinkOptions options_;
   const int fd_;
@@ -91,6 +106,7 @@ class TraceSink {
   bool finished_ = false;           // guarded by mu_: the thread has written its last batch
   TraceSinkStats stats_;            // guarded by mu_
   bool output_failed_ = false;      // sink thread only
+  bool window_open_ = false;        // sink thread only
   std::thread thread_;
   bool closed_ = false;
 };

@@ -382,6 +382,8 @@ RunEvent run(const Fields& f, TimestampNs now) {
   e.records = f.count("records");
   e.dropped = f.count("dropped");
   e.gpus = f.strings("gpus");
+  e.trace_window_ns = f.integer("trace_window_ns");
+  e.trace_every_ns = f.integer("trace_every_ns");
   e.tags = f.string_map("tags");
   return e;
 }

@@ -66,6 +66,8 @@ json encode_event(const Event& event) {
           put_opt(o, "records", e.records);
           put_opt(o, "dropped", e.dropped);
           if (!e.gpus.empty()) o["gpus"] = e.gpus;
+          put_opt(o, "trace_window_ns", e.trace_window_ns);
+          put_opt(o, "trace_every_ns", e.trace_every_ns);
         } else {
           o = {{"metric", e.metric}, {"labels", labels_to_json(e.labels)}, {"ts_ns", e.ts_ns}, {"value", e.value}};
         }

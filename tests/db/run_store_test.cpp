@@ -48,7 +48,10 @@ TEST(RunStore, ReportsOfOneNameMergeAndReadBackExactly) {
   end.exit_status = 3;
   end.records = 50;
   end.dropped = 1;
-  testing::commit(**w, {started("decode", 1'000), started("other", 5'000)});
+  RunEvent sampled = started("decode", 1'000);
+  sampled.trace_window_ns = 200'000'000;
+  sampled.trace_every_ns = 4'000'000'000;
+  testing::commit(**w, {sampled, started("other", 5'000)});
   testing::commit(**w, {end});
   EventReader reader(dir.file("p.db"));
   auto runs = reader.runs(10);
@@ -66,6 +69,9 @@ TEST(RunStore, ReportsOfOneNameMergeAndReadBackExactly) {
   EXPECT_EQ(got.pids, (std::vector<std::int64_t>{4242, 4243}));
   EXPECT_EQ(got.records, 50u);
   EXPECT_EQ(got.dropped, 1u);
+  EXPECT_EQ(got.trace_window_ns, 200'000'000) << "the start's duty cycle kept through the end report";
+  EXPECT_EQ(got.trace_every_ns, 4'000'000'000);
+  EXPECT_FALSE(reader.run("other")->value_or(RunEvent{}).trace_every_ns);
   EXPECT_EQ(run_status(reader.run("other")->value_or(RunEvent{})), "running");
   EXPECT_FALSE(reader.run("absent")->has_value());
 }

@@ -20,6 +20,41 @@ namespace {
 
 constexpr double kTol = 1e-9;
 
+TEST(Timeline, TracedWindowsMergeClipAndGiveTheirShare) {
+  auto t = traced_windows({{500, 700}, {0, 100}, {90, 150}, {900, 2000}}, 50, 1000);
+  ASSERT_EQ(t.windows.size(), 3u);
+  EXPECT_EQ(t.windows[0].from_ns, 50);  // clipped to the range
+  EXPECT_EQ(t.windows[0].to_ns, 150);   // [0,100] and [90,150] merged
+  EXPECT_EQ(t.windows[2].to_ns, 1000);
+  EXPECT_EQ(t.traced_ns, 100 + 200 + 100);
+  EXPECT_EQ(t.span_ns, 950);
+  EXPECT_NEAR(t.fraction, 400.0 / 950, kTol);
+  EXPECT_EQ(traced_windows({}, 10, 10).fraction, 1.0);
+}
+
+TEST(Timeline, DutyCycledTraceCountsNoIdleBetweenWindows) {
+  KernelTrace t;
+  t.names = {"gemm"};
+  t.devices = {"0"};
+  t.streams = {"7"};
+  // Window [0,1000): kernels [100,200] [300,400]; window [10000,11000): [10100,10200].
+  t.kernels = {{100, 200, kNoLaunch, kNoLaunch, 0, 0, 0},
+               {300, 400, kNoLaunch, kNoLaunch, 0, 0, 0},
+               {10100, 10200, kNoLaunch, kNoLaunch, 0, 0, 0}};
+  const TimeInterval windows[] = {{0, 1000}, {10000, 11000}};
+  TimelineOptions o;
+  o.windows = windows;
+  const QueueTimeline dev = analyze_timeline(t, o)[0];
+  // Span: 100 → 10200 less the untraced 400 → 10100.
+  EXPECT_NEAR(dev.span_ms, 400e-6, kTol);
+  EXPECT_NEAR(dev.busy_ms, 300e-6, kTol);
+  EXPECT_NEAR(dev.busy_ratio, 0.75, kTol);
+  EXPECT_EQ(dev.gaps, 1u);  // only the one inside the first window
+  EXPECT_NEAR(dev.idle_ms, 100e-6, kTol);
+  // Without windows the same trace is mostly idle.
+  EXPECT_NEAR(analyze_timeline(t)[0].busy_ratio, 300.0 / 10100, kTol);
+}
+
 TEST(Timeline, BusyUnionGapsAndLaunchFigures) {
   KernelTrace t;
   t.names = {"gemm", "memcpy_h2d"};

@@ -118,6 +118,57 @@ test('without a server the events go to a file that perfscope import loads', asy
   assert.equal((await eventsOfRun('kernels', 'ci-offline')).length, gpuWork);
 });
 
+test('a duty-cycled run traces only its windows, marks them, and the analysis scales to them', async () => {
+  // The recording looped 12 times (~1.6 s), paced; windows of 100 ms every 400 ms (25 %).
+  const r = await run(['--server', server.url, '--name', 'ci-duty', '--trace-window', '100ms', '--trace-every', '400ms',
+                       '--library', replay], [replay, records, '--rebase', '1', '--repeat', '12']);
+  assert.equal(r.status, 0, r.stderr);
+  const kernels = await eventsOfRun('kernels', 'ci-duty');
+  const info = await (await fetch(`${server.url}/api/v1/runs/ci-duty`)).json();
+  assert.equal(info.trace_window_ns, 100e6);
+  assert.equal(info.trace_every_ns, 400e6);
+  // The windows as the traced process marked them.
+  const q = new URLSearchParams({ name: 'trace_window_seconds', run: 'ci-duty', from: String(info.start_ns - 1e9),
+                                  to: String(info.end_ns + 1e9), max_points: '100000' });
+  const series = (await (await fetch(`${server.url}/api/v1/series/query?${q}`)).json()).series;
+  const windows = series.flatMap((s) => s.points.map(([ts, v]) => [ts, ts + v * 1e9]));
+  assert.ok(windows.length >= 3, JSON.stringify(series));
+  for (const [open, close] of windows) {
+    assert.ok(close - open <= 100e6 + 1e3, 'no window longer than asked');
+    assert.equal((open % 400e6) > 100e6 ? -1 : 0, 0, 'windows open on the wall-clock schedule');
+  }
+  // Only work inside a window was recorded (a record is taken when its work ends).
+  assert.ok(kernels.length > 0 && kernels.length < 12 * gpuWork * 0.6, `${kernels.length} of ${12 * gpuWork}`);
+  for (const k of kernels) {
+    const end = Number(k.end_ns);
+    assert.ok(windows.some(([open, close]) => end >= open - 25e6 && end <= close + 25e6), `kernel ending at ${end} outside the windows`);
+  }
+  // The runs API and the analysis say how it was sampled and scale counts to it.
+  assert.ok(info.sampling && info.sampling.sampled_fraction > 0.05 && info.sampling.sampled_fraction < 0.6, JSON.stringify(info.sampling));
+  const estimated = info.kernels.count / info.sampling.sampled_fraction;
+  assert.ok(Math.abs(info.kernels.estimated_count - estimated) < 1e-6 * estimated);
+  const analysis = await (await fetch(`${server.url}/api/v1/analysis?run=ci-duty`)).json();
+  assert.ok(analysis.sampling, 'the analysis says it was sampled');
+  const f = analysis.sampling.sampled_fraction;
+  assert.ok(Math.abs(f - info.sampling.sampled_fraction) < 0.05, `${f} vs ${info.sampling.sampled_fraction}`);
+  assert.equal(analysis.sampling.runs[0].run, 'ci-duty');
+  const observed = kernels.filter((k) => k.name === 'tiny_kernel(int*, int)').length;
+  const top = analysis.kernels.top.find((k) => k.name === 'tiny_kernel(int*, int)');
+  assert.ok(observed > 0 && top, JSON.stringify(analysis.kernels.top));
+  assert.ok(Math.abs(top.count - observed / f) <= 1, `${top.count} estimated from ${observed} observed at ${f}`);
+  const device = analysis.timeline.find((t) => t.run === 'ci-duty' && t.stream === null);
+  assert.equal(device.sampled_fraction, f);
+  assert.ok(device.busy_ratio > 0 && device.span_ms < (info.end_ns - info.start_ns) / 1e6 * 0.8,
+            'the timeline spans the windows, not the time between them');
+  // Options that do not make a schedule are refused before anything starts.
+  for (const [args, message] of [[['--duty-cycle', '0%'], /--duty-cycle/], [['--trace-window', '100ms'], /--trace-window: needs/],
+                                 [['--trace-every', 'soon', '--trace-window', '1s'], /--trace-every/]]) {
+    const bad = await run(['--server', server.url, ...args, '--library', replay], [replay, records]);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, message);
+  }
+});
+
 test('the command\'s exit status is perfscope run\'s', async () => {
   const r = await run(['--server', server.url, '--library', replay], ['bash', '-c', 'exit 7']);
   assert.equal(r.status, 7);

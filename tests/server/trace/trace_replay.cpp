@@ -4,10 +4,17 @@
 // --rebase 1 moves every timestamp so the first record falls at the moment of the replay and
 // paces the records as they were recorded (each pushed once its time has come), as when the
 // same program runs again later.
+// A duty cycle (PERFSCOPE_TRACE_WINDOW_NS/EVERY_NS) is followed as the library follows it: the
+// sink's thread opens and closes the windows, and a record whose time comes while none is
+// open is not recorded, as CUPTI records nothing with its kinds disabled.
+// --repeat N replays the recording N times back to back (a program that loops), each copy
+// shifted past the one before and with correlation ids of its own.
 // --slow NAME=FACTOR stretches the kernels whose (mangled) name contains NAME by FACTOR: the
 // same program with one kernel made slower, for run comparisons.
 // Usage: trace_replay RECORDS.ndjson [--expect-injection PATH] [--per-push N] [--rebase 1]
-//                     [--slow NAME=FACTOR]
+//                     [--slow NAME=FACTOR] [--repeat N]
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +34,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::size_t per_push = 64;
+  std::size_t repeat = 1;
   bool rebase = false;
   std::string slow_name;
   double slow_factor = 1;
@@ -39,6 +47,8 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(argv[i], "--per-push") == 0) {
       per_push = std::strtoul(argv[i + 1], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--repeat") == 0) {
+      repeat = std::max<std::size_t>(1, std::strtoul(argv[i + 1], nullptr, 10));
     } else if (std::strcmp(argv[i], "--rebase") == 0) {
       rebase = std::strcmp(argv[i + 1], "0") != 0;
     } else if (std::strcmp(argv[i], "--slow") == 0) {
@@ -52,6 +62,8 @@ int main(int argc, char** argv) {
     std::cerr << options.status().message() << "\n";
     return 4;
   }
+  std::atomic<bool> recording = !options->schedule.duty_cycled();
+  options->on_window = [&recording](bool open) { recording = open; };
   auto sink = TraceSink::open(std::move(*options));
   if (!sink.ok()) {
     std::cerr << sink.status().message() << "\n";
@@ -86,6 +98,32 @@ int main(int argc, char** argv) {
         },
         r);
   };
+  if (repeat > 1) {
+    std::uint64_t first = UINT64_MAX, last = 0;
+    std::uint32_t max_correlation = 0;
+    for (auto& r : records) {
+      for (auto* t : times(r)) {
+        first = std::min(first, *t);
+        last = std::max(last, *t);
+      }
+      std::visit([&](auto& x) {
+        if constexpr (requires { x.correlation_id; }) max_correlation = std::max(max_correlation, x.correlation_id);
+      }, r);
+    }
+    const std::size_t one = records.size();
+    for (std::size_t copy = 1; copy < repeat; ++copy) {
+      for (std::size_t i = 0; i < one; ++i) {
+        TraceRecord r = records[i];
+        for (auto* t : times(r)) *t += copy * (last - first + 1'000'000);
+        std::visit([&](auto& x) {
+          if constexpr (requires { x.correlation_id; }) {
+            if (x.correlation_id) x.correlation_id += static_cast<std::uint32_t>(copy) * (max_correlation + 1);
+          }
+        }, r);
+        records.push_back(std::move(r));
+      }
+    }
+  }
   if (rebase) {
     std::uint64_t first = UINT64_MAX;
     for (auto& r : records) {
@@ -105,6 +143,7 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_until(std::chrono::system_clock::time_point(
           std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(at))));
     }
+    if (!recording) continue;
     buffer.push_back(std::move(record));
     if (buffer.size() >= per_push) (*sink)->push(std::exchange(buffer, {}));
   }

@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -53,6 +55,11 @@ TEST(TraceKinds, ParsesListsAndAllAndNamesTheUnknownKind) {
   EXPECT_FALSE(k->memset || k->runtime || k->driver || k->memory);
   EXPECT_EQ(format_trace_kinds(*k), "kernel,memcpy");
   EXPECT_EQ(format_trace_kinds(*parse_trace_kinds("all")), "kernel,memcpy,memset,runtime,driver,memory");
+  auto launch = parse_trace_kinds("kernel,launch");
+  ASSERT_TRUE(launch.ok());
+  EXPECT_TRUE(launch->launch);
+  EXPECT_FALSE(launch->runtime);
+  EXPECT_EQ(format_trace_kinds(*launch), "kernel,launch");
   EXPECT_EQ(format_trace_kinds(TraceKinds{}), "kernel,memcpy,memset,runtime,memory");
   auto bad = parse_trace_kinds("kernel,graphs");
   ASSERT_FALSE(bad.ok());
@@ -340,6 +347,87 @@ TEST(TraceSink, SocketOutputAndAReaderThatGoesAway) {
   EXPECT_GT(s.events_lost, 0u);
 }
 
+TEST(TraceSchedule, AnyTwoOfDutyWindowAndEveryFixTheThird) {
+  constexpr std::int64_t ms = 1'000'000;
+  auto only_duty = make_trace_schedule("5%", 0, 0);
+  ASSERT_TRUE(only_duty.ok());
+  EXPECT_EQ(only_duty->window_ns, 200 * ms);  // the default window
+  EXPECT_EQ(only_duty->every_ns, 4000 * ms);
+  EXPECT_DOUBLE_EQ(only_duty->fraction(), 0.05);
+  auto with_window = make_trace_schedule("0.25", 50 * ms, 0);
+  ASSERT_TRUE(with_window.ok());
+  EXPECT_EQ(with_window->every_ns, 200 * ms);
+  auto with_every = make_trace_schedule("10%", 0, 3000 * ms);
+  ASSERT_TRUE(with_every.ok());
+  EXPECT_EQ(with_every->window_ns, 300 * ms);
+  auto both = make_trace_schedule("", 100 * ms, 1000 * ms);
+  ASSERT_TRUE(both.ok());
+  EXPECT_TRUE(both->duty_cycled());
+  EXPECT_FALSE(make_trace_schedule("", 0, 0)->duty_cycled());
+  EXPECT_FALSE(make_trace_schedule("100%", 0, 0)->duty_cycled());  // always open
+  // Errors name the option.
+  EXPECT_EQ(make_trace_schedule("0%", 0, 0).status().field(), "duty_cycle");
+  EXPECT_EQ(make_trace_schedule("150%", 0, 0).status().field(), "duty_cycle");
+  EXPECT_EQ(make_trace_schedule("five", 0, 0).status().field(), "duty_cycle");
+  EXPECT_EQ(make_trace_schedule("5%", 100 * ms, 1000 * ms).status().field(), "duty_cycle");  // all three
+  EXPECT_EQ(make_trace_schedule("", 100 * ms, 0).status().field(), "trace_window");
+  EXPECT_EQ(make_trace_schedule("", 0, 100 * ms).status().field(), "trace_every");
+  EXPECT_EQ(make_trace_schedule("", 1 * ms, 100 * ms).status().field(), "trace_window");  // too short
+  EXPECT_EQ(make_trace_schedule("", 200 * ms, 100 * ms).status().field(), "trace_every");
+}
+
+TEST(TraceSchedule, WindowsOpenOnMultiplesOfEveryOfTheWallClock) {
+  TraceSchedule s{20, 100};
+  EXPECT_EQ(s.window_at(1000).open_ns, 1000);  // a window opens at 1000
+  EXPECT_EQ(s.window_at(1000).close_ns, 1020);
+  EXPECT_EQ(s.window_at(1019).open_ns, 1000);  // still inside
+  EXPECT_EQ(s.window_at(1020).open_ns, 1100);  // closed: the next one
+  EXPECT_EQ(s.window_at(1099).close_ns, 1120);
+  TraceSchedule always;
+  EXPECT_EQ(always.window_at(5).open_ns, 5);
+}
+
+TEST(TraceSink, DutyCycleOpensAndClosesWindowsAndMarksEach) {
+  TempDir dir;
+  TraceSinkOptions o;
+  o.file_path = (dir.path / "events.ndjson").string();
+  o.converter = {"run-d", "78"};
+  o.schedule = {20'000'000, 60'000'000};  // 20 ms of every 60 ms
+  std::mutex mu;
+  std::vector<std::pair<bool, TimestampNs>> changes;
+  o.on_window = [&](bool open) {
+    std::lock_guard lock(mu);
+    changes.emplace_back(open, now_ns());
+  };
+  auto sink = TraceSink::open(o);
+  ASSERT_TRUE(sink.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  (*sink)->close();
+  std::lock_guard lock(mu);
+  ASSERT_GE(changes.size(), 8u);  // ~6 windows in 400 ms, each opened and closed
+  for (std::size_t i = 1; i < changes.size(); ++i) EXPECT_NE(changes[i].first, changes[i - 1].first);
+  for (std::size_t i = 1; i < changes.size(); ++i) {
+    // Each change after the first comes at its time on the wall-clock schedule (a little
+    // late, never early); the first may open a window already under way.
+    const auto [open, at] = changes[i];
+    const TimestampNs due = open ? 0 : 20'000'000;
+    EXPECT_LT((at % 60'000'000 - due + 60'000'000) % 60'000'000, 15'000'000) << open;
+  }
+  // Every window opened is in the data: a `trace_window_seconds` sample at its opening.
+  std::size_t marks = 0, opened = 0;
+  for (const auto& [open, at] : changes) opened += open;
+  for (const Event& e : read_events(o.file_path)) {
+    const auto* s = std::get_if<SampleEvent>(&e);
+    if (!s || s->metric != "trace_window_seconds") continue;
+    ++marks;
+    EXPECT_GT(s->value, 0);
+    EXPECT_LE(s->value, 0.020);
+    EXPECT_EQ(tag(s->labels, "run"), "run-d");
+  }
+  EXPECT_EQ(marks, opened);
+  EXPECT_EQ((*sink)->stats().windows, opened);
+}
+
 TEST(TraceSink, EnvironmentNamesTheOutputAndKinds) {
   ::unsetenv(kSocketVariable);
   ::unsetenv(kFileVariable);
@@ -357,7 +445,16 @@ TEST(TraceSink, EnvironmentNamesTheOutputAndKinds) {
   EXPECT_FALSE(o->kinds.memcpy);
   EXPECT_EQ(o->converter.run, "nightly");
   EXPECT_EQ(o->converter.pid, std::to_string(::getpid()));
-  for (const char* v : {kFileVariable, kKindsVariable, kRunVariable}) ::unsetenv(v);
+  EXPECT_FALSE(o->schedule.duty_cycled());
+  ::setenv(kWindowVariable, "100000000", 1);
+  ::setenv(kEveryVariable, "2000000000", 1);
+  o = sink_options_from_environment();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->schedule.window_ns, 100'000'000);
+  EXPECT_EQ(o->schedule.every_ns, 2'000'000'000);
+  ::setenv(kEveryVariable, "1", 1);
+  EXPECT_EQ(sink_options_from_environment().status().field(), "trace_every");
+  for (const char* v : {kFileVariable, kKindsVariable, kRunVariable, kWindowVariable, kEveryVariable}) ::unsetenv(v);
 }
 
 }  // namespace

@@ -142,9 +142,11 @@ TEST(EventCodec, NdjsonSkipsBlankLinesAndNamesTheBadLine) {
 TEST(EventCodec, RunReportsRoundTripAndAreValidated) {
   DecodeResult r = one(R"({"type":"run","name":"decode-b1","command":["python","gen.py"],"host":"h","pids":[12,13],
                            "start_ns":100,"end_ns":900,"exit_status":-1,"kinds":"kernel","records":50,"dropped":0,
-                           "gpus":["0"]})");
+                           "gpus":["0"],"trace_window_ns":200000000,"trace_every_ns":4000000000})");
   ASSERT_FALSE(r.error) << r.error->message;
   const auto& run = std::get<RunEvent>(r.events.at(0));
+  EXPECT_EQ(run.trace_window_ns, 200'000'000);
+  EXPECT_EQ(run.trace_every_ns, 4'000'000'000);
   EXPECT_EQ(run.command, (std::vector<std::string>{"python", "gen.py"}));
   EXPECT_EQ(run.pids, (std::vector<std::int64_t>{12, 13}));
   EXPECT_EQ(run.end_ns, 900);
@@ -164,6 +166,10 @@ TEST(EventCodec, RunReportsRoundTripAndAreValidated) {
   expect_rejected(R"({"type":"run","name":"x","start_ns":10,"end_ns":5})", "end_ns");
   expect_rejected(R"({"type":"run","name":"x","exit_status":1e3})", "exit_status");
   expect_rejected(R"({"type":"run","name":"x","records":-1})", "records");
+  expect_rejected(R"({"type":"run","name":"x","trace_window_ns":100})", "trace_every_ns");
+  expect_rejected(R"({"type":"run","name":"x","trace_every_ns":100})", "trace_window_ns");
+  expect_rejected(R"({"type":"run","name":"x","trace_window_ns":0,"trace_every_ns":100})", "trace_window_ns");
+  expect_rejected(R"({"type":"run","name":"x","trace_window_ns":200,"trace_every_ns":100})", "trace_every_ns");
 }
 
 }  // namespace
