@@ -3,7 +3,8 @@
 // activity records are drained on CUPTI's own thread, copied into plain records (records are
 // packed: fields are read by value, never through references) and handed to a TraceSink,
 // whose thread converts and sends them. At exit, a forced flush hands over what CUPTI still
-// holds, so a short program loses nothing.
+// holds, so a short program loses nothing. With a duty cycle, the sink's thread enables the
+// activity kinds (and launch callbacks) when a window opens and disables them when it closes.
 //
 // Only InitializeInjection is exported; everything else is hidden so that nothing here can
 // clash with the traced program's own libraries.

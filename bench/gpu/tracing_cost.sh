@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# What kernel tracing costs a launch-bound program, measured as users would feel it: the
+# program's own timed part, untraced and under each tracer, alternating variant by variant
+# within each round (this machine's GPU runs vary by ±30 % between processes; never one
+# variant's rounds in a row). Appends one JSON line per run to REPORT_DIR/tracing_cost.jsonl
+# and writes the summary (tracing_cost.md/.json) at the end.
+#
+# Workloads: decode (bench/gpu/decode_loop.py: a small transformer decoding at batch 1) and
+# empty (bench/gpu/empty_kernels.cu: 1,000,000 empty kernels from one thread).
+# Variants:
+#   plain          untraced
+#   floor-kernel   CUPTI with CONCURRENT_KERNEL only, records counted and dropped (the floor)
+#   floor-krm      the floor with RUNTIME and MEMORY2 as well (what launch correlation costs CUPTI)
+#   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
+#   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
+#   run-default    perfscope run (default kinds)
+#   run-launch     perfscope run, launch calls by callbacks instead of the runtime kind
+#   run-duty5      perfscope run --duty-cycle 5% (default kinds; 200 ms windows every 4 s)
+#   profiler       torch.profiler, CUDA activity only (decode only)
+# Usage: bench/gpu/tracing_cost.sh REPORT_DIR WORKLOAD ROUNDS VARIANT...
+source "$(dirname "$0")/../../tests/gpu/setup_tracing.sh" "$1"
+workload=$2
+rounds=$3
+shift 3
+variants=("$@")
+floor=$PWD/build/cupti/libcupti_floor.so
+[[ -f $floor ]] || { echo "libcupti_floor.so was not built" >&2; cat "$report/build.log" >&2; exit 1; }
+python=${PYTHON:-python3}
+case $workload in
+  decode) program=("$python" bench/gpu/decode_loop.py --passes "${DECODE_PASSES:-6}") ;;
+  empty)
+    nvcc -O2 -o build/cupti/empty_kernels bench/gpu/empty_kernels.cu
+    program=(build/cupti/empty_kernels "${EMPTY_KERNELS:-1000000}") ;;
+  *) echo "unknown workload $workload" >&2; exit 2 ;;
+esac
+source tests/gpu/start_server.sh
+scratch=$(mktemp -d)
+out=$report/tracing_cost.jsonl
+
+run_variant() {  # variant round → the program's JSON line on stdout
+  local v=$1 name="$workload-$1-$2"
+  case $v in
+    plain) "${program[@]}" ;;
+    floor-kernel) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel "${program[@]}" ;;
+    floor-krm) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel,runtime,memory "${program[@]}" ;;
+    file-kernel) CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE=$scratch/$name.ndjson \
+                   PERFSCOPE_TRACE_KINDS=kernel PERFSCOPE_RUN_NAME=$name "${program[@]}" ;;
+    run-kernel) "$bin" run --server "$url" --name "$name" --kinds kernel -- "${program[@]}" ;;
+    run-default) "$bin" run --server "$url" --name "$name" -- "${program[@]}" ;;
+    run-launch) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
+    run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% -- "${program[@]}" ;;
+    profiler) "${program[@]}" --profiler ;;
+    *) echo "unknown variant $v" >&2; return 2 ;;
+  esac
+}
+
+if [[ $workload == decode ]]; then  # how many kernels the timed part launches
+  "${program[@]}" --count-kernels | tail -n 1 | sed 's/^/{"workload":"decode","variant":"count","round":0,"result":/; s/$/}/' >>"$out"
+fi
+for round in $(seq 1 "$rounds"); do
+  for v in "${variants[@]}"; do
+    line=$(timeout 120 bash -c "$(declare -f run_variant); $(declare -p program floor bin url scratch workload); run_variant $v $round" \
+             2>"$scratch/stderr" | grep '^{' | tail -n 1) || true
+    if [[ -z $line ]]; then
+      echo "$workload $v round $round: no result" >&2
+      tail -n 5 "$scratch/stderr" >&2
+      line=null
+    fi
+    echo "{\"workload\":\"$workload\",\"variant\":\"$v\",\"round\":$round,\"result\":$line}" >>"$out"
+    echo "$workload $v $round $line"
+  done
+done
+# Launch correlation as each variant gave it, from the last round's runs: kernels with and
+# without their launch call in the analysis.
+for v in "${variants[@]}"; do
+  [[ $v == run-* ]] || continue
+  curl -s "$url/api/v1/analysis?run=$workload-$v-$rounds" |
+    "$python" -c 'import json,sys; d=json.load(sys.stdin); rows=[t for t in d["timeline"] if t["stream"] is None]
+print(json.dumps({"kernel_count": sum(t["kernel_count"] for t in rows), "with_launch": sum(t["launch_delay_ms"]["count"] for t in rows),
+                  "sampling": d.get("sampling")}))' |
+    sed "s/^/{\"workload\":\"$workload\",\"variant\":\"$v\",\"round\":\"correlation\",\"result\":/; s/\$/}/" >>"$out" || true
+done
+rm -rf "$scratch"
+"$python" bench/gpu/tracing_cost_summary.py "$out" "$report"

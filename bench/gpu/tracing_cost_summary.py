@@ -1,0 +1,70 @@
+"""Summarizes bench/gpu/tracing_cost.sh's runs: per workload and variant, the median of the
+timed part with its spread (min–max over the rounds), the minimum (noise only adds time to a
+launch-bound loop), both as ratios to the untraced runs, and the host time each traced kernel
+added (median difference / kernels launched in the timed part).
+Usage: tracing_cost_summary.py RUNS.jsonl REPORT_DIR  → REPORT_DIR/tracing_cost.{json,md}
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-launch", "run-default", "run-duty5",
+         "profiler"]
+
+
+def main():
+    runs, report = sys.argv[1], sys.argv[2]
+    times = defaultdict(lambda: defaultdict(list))
+    kernels, correlation = {}, defaultdict(dict)
+    for line in open(runs):
+        row = json.loads(line)
+        w, v, r = row["workload"], row["variant"], row["result"]
+        if r is None:
+            continue
+        if v == "count":
+            kernels[w] = r["kernels"]
+        elif row["round"] == "correlation":
+            correlation[w][v] = r
+        else:
+            times[w][v].append(r["timed_s"])
+            if w == "empty":
+                kernels[w] = r["kernels"]
+    summary = {}
+    md = ["# Kernel tracing cost on launch-bound work", "",
+          "Produced by `bench/gpu/tracing_cost.sh` (variants alternated within each round); "
+          "`tracing_cost_summary.py` wrote this from `tracing_cost.jsonl`.", ""]
+    for w, by_variant in times.items():
+        plain = by_variant.get("plain", [])
+        if not plain:
+            continue
+        p_med, p_min = statistics.median(plain), min(plain)
+        n_kernels = kernels.get(w)
+        rows = {}
+        md += [f"## {w}: {n_kernels} kernels in the timed part" if n_kernels else f"## {w}", "",
+               "| variant | rounds | median s (min–max) | median ratio | min s | min ratio | added µs per kernel (median) |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]
+        for v in sorted(by_variant, key=lambda x: ORDER.index(x) if x in ORDER else 99):
+            t = by_variant[v]
+            med, lo, hi = statistics.median(t), min(t), max(t)
+            added = (med - p_med) / n_kernels * 1e6 if n_kernels else None
+            rows[v] = {"rounds": len(t), "median_s": med, "min_s": lo, "max_s": hi, "median_ratio": med / p_med,
+                       "min_ratio": lo / p_min, "added_us_per_kernel": added, "times_s": t,
+                       "correlation": correlation[w].get(v)}
+            md.append(f"| {v} | {len(t)} | {med:.3f} ({lo:.3f}–{hi:.3f}) | {med / p_med:.2f} | {lo:.3f} | "
+                      f"{lo / p_min:.2f} | {'' if added is None else f'{added:.2f}'} |")
+        if correlation[w]:
+            md += ["", "Launch correlation (last round's runs, from the analysis): kernels with their launch call"]
+            for v, c in correlation[w].items():
+                s = c.get("sampling")
+                md.append(f"- {v}: {c['with_launch']} of {c['kernel_count']}"
+                          + (f"; sampled_fraction {s['sampled_fraction']:.3f}" if s else ""))
+        md.append("")
+        summary[w] = {"kernels": n_kernels, "variants": rows}
+    json.dump(summary, open(f"{report}/tracing_cost.json", "w"), indent=1)
+    open(f"{report}/tracing_cost.md", "w").write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
