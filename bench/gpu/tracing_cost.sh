@@ -76,7 +76,7 @@ for v in "${variants[@]}"; do
   [[ $v == run-* ]] || continue
   curl -s "$url/api/v1/analysis?run=$workload-$v-$rounds" |
     "$python" -c 'import json,sys; d=json.load(sys.stdin); rows=[t for t in d["timeline"] if t["stream"] is None]
-print(json.dumps({"kernel_count": sum(t["kernel_count"] for t in rows), "with_launch": sum(t["launch_delay_ms"]["count"] for t in rows),
+print(json.dumps({"kernel_count": sum(t["kernel_count"] for t in rows), "with_launch": sum((t["launch_delay_ms"] or {}).get("count", 0) for t in rows),
                   "sampling": d.get("sampling")}))' |
     sed "s/^/{\"workload\":\"$workload\",\"variant\":\"$v\",\"round\":\"correlation\",\"result\":/; s/\$/}/" >>"$out" || true
 done
