@@ -13,10 +13,12 @@
 #   floor-krm      the floor with RUNTIME and MEMORY2 as well (what launch correlation costs CUPTI)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
 #   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
-#   run-default    perfscope run (default kinds)
-#   run-launch     perfscope run, launch calls by callbacks instead of the runtime kind
+#   run-default    perfscope run (default kinds: launch calls correlated by callbacks)
+#   run-runtime    perfscope run --kinds kernel,memcpy,memset,runtime,memory (every runtime call
+#                  recorded for correlation: the default before the launch kind)
 #   run-duty5      perfscope run --duty-cycle 5% (default kinds; 200 ms windows every 4 s)
 #   profiler       torch.profiler, CUDA activity only (decode only)
+# FIRST_ROUND numbers the rounds of a later call, whose lines join an earlier call's file.
 # Usage: bench/gpu/tracing_cost.sh REPORT_DIR WORKLOAD ROUNDS VARIANT...
 source "$(dirname "$0")/../../tests/gpu/setup_tracing.sh" "$1"
 workload=$2
@@ -47,17 +49,18 @@ run_variant() {  # variant round → the program's JSON line on stdout
                    PERFSCOPE_TRACE_KINDS=kernel PERFSCOPE_RUN_NAME=$name "${program[@]}" ;;
     run-kernel) "$bin" run --server "$url" --name "$name" --kinds kernel -- "${program[@]}" ;;
     run-default) "$bin" run --server "$url" --name "$name" -- "${program[@]}" ;;
-    run-launch) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
+    run-runtime) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,memory -- "${program[@]}" ;;
     run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% -- "${program[@]}" ;;
     profiler) "${program[@]}" --profiler ;;
     *) echo "unknown variant $v" >&2; return 2 ;;
   esac
 }
 
-if [[ $workload == decode ]]; then  # how many kernels the timed part launches
+if [[ $workload == decode && $first -eq 1 ]]; then  # how many kernels the timed part launches
   "${program[@]}" --count-kernels | tail -n 1 | sed 's/^/{"workload":"decode","variant":"count","round":0,"result":/; s/$/}/' >>"$out"
 fi
-for round in $(seq 1 "$rounds"); do
+first=${FIRST_ROUND:-1}
+for round in $(seq "$first" $((first + rounds - 1))); do
   for v in "${variants[@]}"; do
     line=$(timeout 120 bash -c "$(declare -f run_variant); $(declare -p program floor bin url scratch workload); run_variant $v $round" \
              2>"$scratch/stderr" | grep '^{' | tail -n 1) || true
@@ -74,7 +77,7 @@ done
 # without their launch call in the analysis.
 for v in "${variants[@]}"; do
   [[ $v == run-* ]] || continue
-  curl -s "$url/api/v1/analysis?run=$workload-$v-$rounds" |
+  curl -s "$url/api/v1/analysis?run=$workload-$v-$((first + rounds - 1))" |
     "$python" -c 'import json,sys; d=json.load(sys.stdin); rows=[t for t in d["timeline"] if t["stream"] is None]
 print(json.dumps({"kernel_count": sum(t["kernel_count"] for t in rows), "with_launch": sum((t["launch_delay_ms"] or {}).get("count", 0) for t in rows),
                   "sampling": d.get("sampling")}))' |

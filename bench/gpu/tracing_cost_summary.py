@@ -2,22 +2,22 @@
 timed part with its spread (min–max over the rounds), the minimum (noise only adds time to a
 launch-bound loop), both as ratios to the untraced runs, and the host time each traced kernel
 added (median difference / kernels launched in the timed part).
-Usage: tracing_cost_summary.py RUNS.jsonl REPORT_DIR  → REPORT_DIR/tracing_cost.{json,md}
+Usage: tracing_cost_summary.py RUNS.jsonl... REPORT_DIR  → REPORT_DIR/tracing_cost.{json,md}
 """
 import json
 import statistics
 import sys
 from collections import defaultdict
 
-ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-launch", "run-default", "run-duty5",
+ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-default", "run-runtime", "run-duty5",
          "profiler"]
 
 
 def main():
-    runs, report = sys.argv[1], sys.argv[2]
+    runs, report = sys.argv[1:-1], sys.argv[-1]
     times = defaultdict(lambda: defaultdict(list))
     kernels, correlation = {}, defaultdict(dict)
-    for line in open(runs):
+    for line in (l for path in runs for l in open(path)):
         row = json.loads(line)
         w, v, r = row["workload"], row["variant"], row["result"]
         if r is None:

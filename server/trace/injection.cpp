@@ -4,7 +4,8 @@
 // packed: fields are read by value, never through references) and handed to a TraceSink,
 // whose thread converts and sends them. At exit, a forced flush hands over what CUPTI still
 // holds, so a short program loses nothing. With a duty cycle, the sink's thread enables the
-// activity kinds (and launch callbacks) when a window opens and disables them when it closes.
+// activity kinds (and launch callbacks) when a window opens, and when it closes flushes and
+// detaches CUPTI from the process until the next one.
 //
 // Only InitializeInjection is exported; everything else is hidden so that nothing here can
 // clash with the traced program's own libraries.
@@ -191,29 +192,74 @@ void CUPTIAPI launch_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
   g_launches.push_back(ApiRecord{info->correlationId, cbid, t_enter_ns[slot], now, t_thread_id});
 }
 
-// Turns the run's activity kinds (and launch callbacks) on or off: once at start, or at each
-// window of a duty cycle.
-void set_tracing(bool on) {
+// Attaches CUPTI with the run's activity kinds (and launch callbacks): once at start, or at
+// each window of a duty cycle. Between windows CUPTI is detached altogether (cuptiFinalize):
+// with its kinds merely disabled, an attached CUPTI still costs every launch a good part of
+// what tracing does (measured: bench/RESULTS.md, "Kernel tracing on launch-bound work").
+std::mutex g_tracing_mu;
+bool g_attached = false;  // guarded by g_tracing_mu
+bool g_exiting = false;   // guarded by g_tracing_mu: at_exit has flushed; nothing attaches again
+
+void attach() {
+  if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
+    report("cuptiActivityRegisterCallbacks", r);
+    return;
+  }
+  if (g_launch_runtime || g_launch_driver) {
+    if (CUptiResult r = cuptiSubscribe(&g_subscriber, launch_callback, nullptr); r != CUPTI_SUCCESS) {
+      report("subscribing to launch callbacks", r);
+      g_subscriber = nullptr;
+    }
+  }
+  if (g_subscriber && g_launch_runtime) {
+    for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  }
+  if (g_subscriber && g_launch_driver) {
+    for (CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
   for (const Kind& k : g_kinds) {
     if (!k.on) continue;
-    if (CUptiResult r = on ? cuptiActivityEnable(k.kind) : cuptiActivityDisable(k.kind); r != CUPTI_SUCCESS) {
-      std::string what = std::string(on ? "enabling " : "disabling ") + k.name + " activity";
+    if (CUptiResult r = cuptiActivityEnable(k.kind); r != CUPTI_SUCCESS) {
+      std::string what = std::string("enabling ") + k.name + " activity";
       report(what.c_str(), r);
     }
   }
-  if (!g_subscriber) return;
-  const std::uint32_t enable = on ? 1 : 0;
-  if (g_launch_runtime) {
-    for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(enable, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  g_attached = true;
+}
+
+// The window's records are handed over first (a forced flush), then CUPTI lets go.
+void detach() {
+  for (const Kind& k : g_kinds) {
+    if (k.on) cuptiActivityDisable(k.kind);
   }
-  if (g_launch_driver) {
-    for (CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(enable, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  if (g_subscriber) {
+    cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+  }
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (CUptiResult r = cuptiFinalize(); r != CUPTI_SUCCESS) report("detaching CUPTI between windows", r);
+  g_attached = false;
+}
+
+// A duty cycle's window opens or closes (on the sink's thread).
+void set_window(bool open) {
+  std::lock_guard lock(g_tracing_mu);
+  if (g_exiting || open == g_attached) return;
+  if (open) {
+    attach();
+  } else {
+    detach();
   }
 }
 
 void at_exit() {
   std::call_once(g_exit_once, [] {
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    {
+      std::lock_guard lock(g_tracing_mu);
+      g_exiting = true;
+      // Detached (between two windows), there is nothing to flush, and a CUPTI call would attach it.
+      if (g_attached) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
     {
       std::lock_guard lock(g_launches_mu);
       if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
@@ -235,8 +281,11 @@ int initialize() {
     std::fprintf(stderr, "perfscope: tracing off: %s\n", options.status().message().c_str());
     return 1;
   }
-  options->on_tick = [] { cuptiActivityFlushAll(0); };
-  options->on_window = [](bool open) { set_tracing(open); };
+  options->on_tick = [] {
+    std::lock_guard lock(g_tracing_mu);
+    if (g_attached) cuptiActivityFlushAll(0);  // detached, a CUPTI call would attach it again
+  };
+  options->on_window = [](bool open) { set_window(open); };
   const TraceKinds kinds = options->kinds;
   // Everything is set up before the sink opens: its thread may open a duty cycle's window.
   const bool duty_cycled = options->schedule.duty_cycled();
@@ -252,16 +301,6 @@ int initialize() {
   // Launch callbacks for the domains whose every call is not already an activity record.
   g_launch_runtime = kinds.launch && !kinds.runtime;
   g_launch_driver = kinds.launch && !kinds.driver;
-  if (g_launch_runtime || g_launch_driver) {
-    if (CUptiResult r = cuptiSubscribe(&g_subscriber, launch_callback, nullptr); r != CUPTI_SUCCESS) {
-      report("subscribing to launch callbacks", r);
-      g_subscriber = nullptr;
-    }
-  }
-  if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
-    report("cuptiActivityRegisterCallbacks", r);
-    return 1;
-  }
   auto opened = TraceSink::open(std::move(*options));
   if (!opened.ok()) {
     std::fprintf(stderr, "perfscope: tracing off: %s\n", opened.status().message().c_str());
@@ -269,7 +308,11 @@ int initialize() {
   }
   g_sink.store(opened->release(), std::memory_order_release);  // lives until the process ends; closed by at_exit
   // A duty cycle's windows are opened by the sink's thread; otherwise everything is on now.
-  if (!duty_cycled) set_tracing(true);
+  if (!duty_cycled) {
+    std::lock_guard lock(g_tracing_mu);
+    attach();
+    if (!g_attached) return 1;
+  }
   std::atexit(at_exit);
   return 1;
 }

@@ -20,9 +20,9 @@ struct KindFlag {
   bool TraceKinds::*flag;
 };
 constexpr KindFlag kKindFlags[] = {
-    {"kernel", &TraceKinds::kernel}, {"memcpy", &TraceKinds::memcpy}, {"memset", &TraceKinds::memset},
-    {"runtime", &TraceKinds::runtime}, {"driver", &TraceKinds::driver}, {"memory", &TraceKinds::memory},
-    {"launch", &TraceKinds::launch},
+    {"kernel", &TraceKinds::kernel}, {"memcpy", &TraceKinds::memcpy},   {"memset", &TraceKinds::memset},
+    {"launch", &TraceKinds::launch}, {"runtime", &TraceKinds::runtime}, {"driver", &TraceKinds::driver},
+    {"memory", &TraceKinds::memory},
 };
 
 // Kernel names of heavily templated code can run to kilobytes; events carry at most

@@ -28,13 +28,13 @@ struct TraceKinds {
   bool kernel = true;
   bool memcpy = true;
   bool memset = true;
-  bool runtime = true;  // runtime API calls: needed to correlate kernels with their launches
+  bool runtime = false;  // every runtime API call (`launch` correlates kernels for less)
   bool driver = false;  // driver API calls: launches by Triton and other driver-API users
   bool memory = true;   // device memory allocations and frees
   // Launch calls only (kernels, cooperative kernels, graphs), by CUPTI callbacks on those
   // calls instead of an activity record of every runtime call: the correlation the timeline
   // needs at a fraction of `runtime`'s cost where a program makes many other calls.
-  bool launch = false;
+  bool launch = true;
 };
 // "kernel,memcpy,…" or "all" (every kind but `launch`, which `runtime` and `driver` cover);
 // kInvalidArgument naming the unknown kind.
