@@ -56,10 +56,10 @@ run_variant() {  # variant round → the program's JSON line on stdout
   esac
 }
 
+first=${FIRST_ROUND:-1}
 if [[ $workload == decode && $first -eq 1 ]]; then  # how many kernels the timed part launches
   "${program[@]}" --count-kernels | tail -n 1 | sed 's/^/{"workload":"decode","variant":"count","round":0,"result":/; s/$/}/' >>"$out"
 fi
-first=${FIRST_ROUND:-1}
 for round in $(seq "$first" $((first + rounds - 1))); do
   for v in "${variants[@]}"; do
     line=$(timeout 120 bash -c "$(declare -f run_variant); $(declare -p program floor bin url scratch workload); run_variant $v $round" \
