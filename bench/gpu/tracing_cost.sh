@@ -13,10 +13,11 @@
 #   floor-krm      the floor with RUNTIME and MEMORY2 as well (what launch correlation costs CUPTI)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
 #   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
-#   run-default    perfscope run (default kinds: launch calls correlated by callbacks)
-#   run-runtime    perfscope run --kinds kernel,memcpy,memset,runtime,memory (every runtime call
-#                  recorded for correlation: the default before the launch kind)
-#   run-duty5      perfscope run --duty-cycle 5% (default kinds; 200 ms windows every 4 s)
+#   run-runtime    perfscope run with the default kinds, kernel,memcpy,memset,runtime,memory
+#                  (every runtime call recorded: launch correlation)
+#   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
+#                  callbacks instead of the runtime kind)
+#   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
 #   profiler       torch.profiler, CUDA activity only (decode only)
 # FIRST_ROUND numbers the rounds of a later call, whose lines join an earlier call's file.
 # Usage: bench/gpu/tracing_cost.sh REPORT_DIR WORKLOAD ROUNDS VARIANT...
@@ -48,9 +49,10 @@ run_variant() {  # variant round → the program's JSON line on stdout
     file-kernel) CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE=$scratch/$name.ndjson \
                    PERFSCOPE_TRACE_KINDS=kernel PERFSCOPE_RUN_NAME=$name "${program[@]}" ;;
     run-kernel) "$bin" run --server "$url" --name "$name" --kinds kernel -- "${program[@]}" ;;
-    run-default) "$bin" run --server "$url" --name "$name" -- "${program[@]}" ;;
+    run-launch) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
     run-runtime) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,memory -- "${program[@]}" ;;
-    run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% -- "${program[@]}" ;;
+    run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% --kinds kernel,memcpy,memset,launch,memory \
+                 -- "${program[@]}" ;;
     profiler) "${program[@]}" --profiler ;;
     *) echo "unknown variant $v" >&2; return 2 ;;
   esac

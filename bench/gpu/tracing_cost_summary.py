@@ -9,13 +9,14 @@ import statistics
 import sys
 from collections import defaultdict
 
-ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-default", "run-runtime", "run-duty5",
+ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-runtime", "run-launch", "run-duty5",
          "profiler"]
 
 
 def main():
     runs, report = sys.argv[1:-1], sys.argv[-1]
     times = defaultdict(lambda: defaultdict(list))
+    by_round = defaultdict(lambda: defaultdict(dict))  # workload → round → variant → s
     kernels, correlation = {}, defaultdict(dict)
     for line in (l for path in runs for l in open(path)):
         row = json.loads(line)
@@ -28,12 +29,13 @@ def main():
             correlation[w][v] = r
         else:
             times[w][v].append(r["timed_s"])
+            by_round[w][row["round"]][v] = r["timed_s"]
             if w == "empty":
                 kernels[w] = r["kernels"]
     summary = {}
     md = ["# Kernel tracing cost on launch-bound work", "",
           "Produced by `bench/gpu/tracing_cost.sh` (variants alternated within each round); "
-          "`tracing_cost_summary.py` wrote this from `tracing_cost.jsonl`.", ""]
+          "`tracing_cost_summary.py` wrote this from " + ", ".join(f"`{r.split('/')[-1]}`" for r in runs) + ".", ""]
     for w, by_variant in times.items():
         plain = by_variant.get("plain", [])
         if not plain:
@@ -42,16 +44,21 @@ def main():
         n_kernels = kernels.get(w)
         rows = {}
         md += [f"## {w}: {n_kernels} kernels in the timed part" if n_kernels else f"## {w}", "",
-               "| variant | rounds | median s (min–max) | median ratio | min s | min ratio | added µs per kernel (median) |",
-               "| --- | --- | --- | --- | --- | --- | --- |"]
+               "| variant | rounds | median s (min–max) | median ratio | paired ratio, median (range) | min s | min ratio "
+               "| added µs per kernel (median) |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for v in sorted(by_variant, key=lambda x: ORDER.index(x) if x in ORDER else 99):
             t = by_variant[v]
             med, lo, hi = statistics.median(t), min(t), max(t)
             added = (med - p_med) / n_kernels * 1e6 if n_kernels else None
+            paired = [r[v] / r["plain"] for r in by_round[w].values() if v in r and "plain" in r]
             rows[v] = {"rounds": len(t), "median_s": med, "min_s": lo, "max_s": hi, "median_ratio": med / p_med,
-                       "min_ratio": lo / p_min, "added_us_per_kernel": added, "times_s": t,
+                       "min_ratio": lo / p_min, "added_us_per_kernel": added,
+                       "paired_ratio_median": statistics.median(paired) if paired else None,
+                       "paired_ratio_range": [min(paired), max(paired)] if paired else None, "times_s": t,
                        "correlation": correlation[w].get(v)}
-            md.append(f"| {v} | {len(t)} | {med:.3f} ({lo:.3f}–{hi:.3f}) | {med / p_med:.2f} | {lo:.3f} | "
+            pr = f"{statistics.median(paired):.2f} ({min(paired):.2f}–{max(paired):.2f})" if paired else ""
+            md.append(f"| {v} | {len(t)} | {med:.3f} ({lo:.3f}–{hi:.3f}) | {med / p_med:.2f} | {pr} | {lo:.3f} | "
                       f"{lo / p_min:.2f} | {'' if added is None else f'{added:.2f}'} |")
         if correlation[w]:
             md += ["", "Launch correlation (last round's runs, from the analysis): kernels with their launch call"]

@@ -28,13 +28,14 @@ struct TraceKinds {
   bool kernel = true;
   bool memcpy = true;
   bool memset = true;
-  bool runtime = false;  // every runtime API call (`launch` correlates kernels for less)
+  bool runtime = true;  // every runtime API call: correlates kernels with their launches
   bool driver = false;  // driver API calls: launches by Triton and other driver-API users
   bool memory = true;   // device memory allocations and frees
-  // Launch calls only (kernels, cooperative kernels, graphs), by CUPTI callbacks on those
-  // calls instead of an activity record of every runtime call: the correlation the timeline
-  // needs at a fraction of `runtime`'s cost where a program makes many other calls.
-  bool launch = true;
+  // Launch calls only (kernels, cooperative kernels, graphs; runtime and driver API), by CUPTI
+  // callbacks on those calls instead of an activity record of every runtime call: it also
+  // correlates kernels launched through the driver API (cuBLAS, Triton), but a callback costs a
+  // launch more than a runtime record (bench/RESULTS.md), so it is not the default.
+  bool launch = false;
 };
 // "kernel,memcpy,…" or "all" (every kind but `launch`, which `runtime` and `driver` cover);
 // kInvalidArgument naming the unknown kind.
