@@ -18,6 +18,7 @@
 #   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
 #                  callbacks instead of the runtime kind)
 #   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
+#   run-idle       as run-duty5 with one 10 ms window an hour: the library loaded, CUPTI detached
 #   profiler       torch.profiler, CUDA activity only (decode only)
 # FIRST_ROUND numbers the rounds of a later call, whose lines join an earlier call's file.
 # Usage: bench/gpu/tracing_cost.sh REPORT_DIR WORKLOAD ROUNDS VARIANT...
@@ -53,6 +54,8 @@ run_variant() {  # variant round → the program's JSON line on stdout
     run-runtime) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,memory -- "${program[@]}" ;;
     run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% --kinds kernel,memcpy,memset,launch,memory \
                  -- "${program[@]}" ;;
+    run-idle) "$bin" run --server "$url" --name "$name" --trace-window 10ms --trace-every 1h \
+                --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
     profiler) "${program[@]}" --profiler ;;
     *) echo "unknown variant $v" >&2; return 2 ;;
   esac

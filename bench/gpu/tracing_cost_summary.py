@@ -9,7 +9,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-runtime", "run-launch", "run-duty5",
+ORDER = ["plain", "floor-kernel", "floor-krm", "file-kernel", "run-kernel", "run-runtime", "run-launch", "run-duty5", "run-idle",
          "profiler"]
 
 
