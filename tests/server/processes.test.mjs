@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
@@ -28,7 +28,11 @@ function script() {
   }
   return lines.join('\n') + '\n';
 }
-function refresh() { writeFileSync(path.join(dataDir, 'nvml.txt'), script()); }
+// Replaced whole (a rename), never rewritten in place: the stand-in must not read half a file.
+function refresh() {
+  writeFileSync(path.join(dataDir, 'nvml.txt.new'), script());
+  renameSync(path.join(dataDir, 'nvml.txt.new'), path.join(dataDir, 'nvml.txt'));
+}
 async function get(p) {
   const r = await fetch(server.url + p);
   return { status: r.status, body: await r.json() };

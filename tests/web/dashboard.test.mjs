@@ -188,9 +188,24 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
     }
     await postEvents(baseUrl, events);
   }
+  // A duty-cycled run: windows of 100 ms every 400 ms, marked as the traced process marks them,
+  // 10 kernels in each: 300 ms of its 1 s traced, 30 kernels seen of an estimated 100.
+  const start = t0 - 2e9;
+  const sampled = [{ type: 'run', name: 'sampled', start_ns: start, end_ns: start + 1e9, exit_status: 0,
+                     trace_window_ns: 1e8, trace_every_ns: 4e8 }];
+  for (const w of [0, 4e8, 8e8]) {
+    sampled.push({ type: 'sample', metric: 'trace_window_seconds', labels: { run: 'sampled', pid: '7' }, ts_ns: start + w, value: 0.1 });
+    for (let i = 0; i < 10; i++) {
+      const at = start + w + i * 5e6;
+      sampled.push({ type: 'kernel', name: 'gemm', start_ns: at, end_ns: at + 2e5, tags: { run: 'sampled' } });
+    }
+  }
+  await postEvents(baseUrl, sampled);
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
   await page.goto(baseUrl + '/');
   await page.waitForSelector('[data-testid=runs-table] tr[data-run="fused"]', { timeout: 20000 });
+  await page.waitForSelector('[data-testid=runs-table] tr[data-run="sampled"] [data-testid=run-sampled]', { timeout: 20000 });
+  assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="sampled"]'), /30 \(≈100, sampled 30\.0%\)/);
   assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="baseline"]'), /finished/);
   await page.selectOption('[data-testid=runs-a]', 'baseline');
   await page.selectOption('[data-testid=runs-b]', 'fused');

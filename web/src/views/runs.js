@@ -1,12 +1,20 @@
 // Runs view: every run of a traced program (newest first) with its status and kernel figures,
 // and two of them compared kernel by kernel (GET /api/v1/runs/compare): totals, then the
-// kernels that moved most, with their adjusted p-values and verdicts.
+// kernels that moved most, with their adjusted p-values and verdicts. A duty-cycled run shows
+// its observed kernels with the estimate for the whole run and the sampled fraction.
 import { esc, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(1) + '%');
 const signed = (v) => (v == null ? '–' : (v >= 0 ? '+' : '') + (v * 100).toFixed(1) + '%');
 const seconds = (v) => (v == null ? '–' : v < 10 ? v.toFixed(2) + ' s' : v.toFixed(0) + ' s');
+
+// A duty-cycled run: what its windows recorded, and the whole run's estimate.
+function kernelCount(r) {
+  if (!r.sampling || r.kernels.estimated_count == null) return String(r.kernels.count);
+  return `${r.kernels.count} <span class="muted" data-testid="run-sampled">(≈${Math.round(r.kernels.estimated_count)}, ` +
+    `sampled ${pct(r.sampling.sampled_fraction)})</span>`;
+}
 
 export function createRunsView({ state }) {
   state.runs = [];
@@ -20,7 +28,7 @@ export function createRunsView({ state }) {
       `<td><span class="status status-${esc(r.status)}">${esc(r.status)}</span>` +
       `${r.exit_status != null && r.exit_status !== 0 ? ' (' + r.exit_status + ')' : ''}</td>` +
       `<td>${new Date(r.start_ns / 1e6).toLocaleString()}</td><td class="num">${seconds(r.wall_s)}</td>` +
-      `<td class="num">${r.kernels.count}</td><td class="num">${ms(r.kernels.total_ms)} ms</td>` +
+      `<td class="num">${kernelCount(r)}</td><td class="num">${ms(r.kernels.total_ms)} ms</td>` +
       `<td class="num">${ms(r.gpu_busy_ms)} ms</td><td class="num">${pct(r.launch_efficiency)}</td>` +
       `<td><code>${esc(r.command.join(' '))}</code></td></tr>`).join('');
     for (const [id, pick] of [['runs-a', 1], ['runs-b', 0]]) {  // oldest of the newest two first
