@@ -8,6 +8,8 @@ when --count-kernels asks torch.profiler to count them (a separate run: counting
 tools would.
 Usage: decode_loop.py [--layers 12] [--dim 512] [--tokens 48] [--batch 1] [--passes 3]
                       [--profiler] [--count-kernels] [--seconds S: loop passes for S seconds]
+                      [--trace FILE: with --profiler, its Chrome trace]
+The JSON line also gives the timed part's wall-clock bounds (start_ns, end_ns).
 """
 import argparse
 import json
@@ -70,6 +72,7 @@ def main():
     p.add_argument("--seconds", type=float, default=0)
     p.add_argument("--profiler", action="store_true")
     p.add_argument("--count-kernels", action="store_true")
+    p.add_argument("--trace")
     a = p.parse_args()
     torch.manual_seed(0)
     dev = "cuda"
@@ -81,7 +84,10 @@ def main():
     model.generate(start_tokens, a.tokens, caches)  # warm-up: libraries loaded, kernels chosen
     torch.cuda.synchronize()
 
+    bounds = {}
+
     def timed():
+        bounds["start_ns"] = time.time_ns()
         t0 = time.perf_counter()
         passes = 0
         while True:
@@ -92,6 +98,7 @@ def main():
             if a.seconds > 0 and time.perf_counter() - t0 >= a.seconds:
                 break
         torch.cuda.synchronize()
+        bounds["end_ns"] = time.time_ns()
         return time.perf_counter() - t0, passes
 
     kernels = None
@@ -101,9 +108,12 @@ def main():
             s, passes = timed()
         if a.count_kernels:
             kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        if a.trace:
+            prof.export_chrome_trace(a.trace)
     else:
         s, passes = timed()
-    print(json.dumps({"timed_s": s, "passes": passes, "tokens": a.tokens * passes, "kernels": kernels}), flush=True)
+    print(json.dumps({"timed_s": s, "passes": passes, "tokens": a.tokens * passes, "kernels": kernels,
+                      **bounds}), flush=True)
 
 
 if __name__ == "__main__":
