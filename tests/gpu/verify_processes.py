@@ -2,7 +2,9 @@
 sizes (2 GiB busy all the time with 8192² matmuls, 6 GiB busy half of each 100 ms with 4096² ones). perfscope's per-process device
 memory against `nvidia-smi --query-compute-apps` read at the same moment (within 1 MiB), and its
 per-process SM share against `nvidia-smi pmon` over the same 10 seconds (means within 5
-points); each process's host CPU seconds grow and its resident memory is known.
+points); each process's host CPU seconds grow and its resident memory is known. After both
+exit, /api/v1/processes still lists them with peak memory, GPU-seconds and energy, and their
+attributed energies add up to the board's energy counter over their lifetimes within 5 %.
 Writes processes_report.json/.md to OUTDIR. Usage: verify_processes.py URL OUTDIR"""
 import json
 import os
@@ -102,8 +104,39 @@ check("each process's host CPU time grows and its resident memory is known",
 
 for w in workers.values():
     w.kill()
+for w in workers.values():
     w.wait()
-report.update({"memory": memory, "sm_share": share, "host": host, "pmon": pmon, "nvidia_smi": smi})
+time.sleep(3)  # a pass or two without them: their records are finished
+
+# History: both still listed, with their lifetime figures; their energies against the board's.
+listed = {p["pid"]: p for p in get("/api/v1/processes?window=10m")["processes"] if p["pid"] in pids.values()}
+past = [{k: listed[pid].get(k) for k in ("pid", "state", "peak_memory_bytes", "gpu_seconds", "energy_joules",
+                                         "first_seen_ns", "last_seen_ns")} for pid in pids.values() if pid in listed]
+check("after both exit, both are listed with peak memory, GPU-seconds and energy",
+      len(past) == 2 and all(p["state"] != "running" and p["peak_memory_bytes"] > 0 and p["gpu_seconds"] > 0 and
+                             p["energy_joules"] > 0 for p in past), past)
+energy = {}
+if len(past) == 2:
+    lo, hi = min(p["first_seen_ns"] for p in past), max(p["last_seen_ns"] for p in past)
+    q = urllib.parse.urlencode({"name": "gpu_energy_joules_total", "from": lo - 5 * 10**9, "to": hi + 5 * 10**9,
+                                "max_points": 100000})
+    points = get(f"/api/v1/series/query?{q}")["series"][0]["points"]
+
+    def at(t):  # the counter at time t, linear between its readings
+        before = max((p for p in points if p[0] <= t), key=lambda p: p[0])
+        after = min((p for p in points if p[0] >= t), key=lambda p: p[0])
+        if after[0] == before[0]:
+            return before[1]
+        return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
+
+    board = at(hi) - at(lo)
+    attributed = sum(p["energy_joules"] for p in past)
+    energy = {"interval_s": (hi - lo) / 1e9, "board_joules": board, "attributed_joules": attributed,
+              "difference": (attributed - board) / board if board else None}
+check("their energies add up to the board's energy over their lifetimes within 5 %",
+      energy.get("difference") is not None and abs(energy["difference"]) <= 0.05, energy)
+report.update({"memory": memory, "sm_share": share, "host": host, "pmon": pmon, "nvidia_smi": smi, "past": past,
+               "energy": energy})
 with open(os.path.join(outdir, "processes_report.json"), "w") as f:
     json.dump(report, f, indent=1)
 with open(os.path.join(outdir, "processes_report.md"), "w") as f:
@@ -115,4 +148,8 @@ with open(os.path.join(outdir, "processes_report.md"), "w") as f:
         m = next((m for m in memory if m["pid"] == s["pid"]), {})
         f.write(f"| {s['worker']} | {s['pid']} | {m.get('nvidia_smi_mib')} | {m.get('perfscope_mib')} | "
                 f"{s['pmon_sm_mean']} | {s['perfscope_sm_mean']} |\n")
+    if energy:
+        f.write(f"\nEnergy over the workers' lifetimes ({energy['interval_s']:.1f} s): board counter "
+                f"{energy['board_joules']:.1f} J, attributed to the two processes {energy['attributed_joules']:.1f} J "
+                f"({energy['difference'] * 100:+.2f} %).\n")
 sys.exit(0 if all_passed() else 1)
