@@ -119,14 +119,15 @@ test('without a server the events go to a file that perfscope import loads', asy
 });
 
 test('a duty-cycled run traces only its windows, marks them, and the analysis scales to them', async () => {
-  // The recording looped 12 times (~1.6 s), paced; windows of 100 ms every 400 ms (25 %).
-  const r = await run(['--server', server.url, '--name', 'ci-duty', '--trace-window', '100ms', '--trace-every', '400ms',
+  // The recording looped 12 times (~1.6 s), paced: its kernels end in one burst every 136 ms.
+  // Windows of 150 ms every 300 ms (50 %): each whole window holds at least one burst.
+  const r = await run(['--server', server.url, '--name', 'ci-duty', '--trace-window', '150ms', '--trace-every', '300ms',
                        '--library', replay], [replay, records, '--rebase', '1', '--repeat', '12']);
   assert.equal(r.status, 0, r.stderr);
   const kernels = await eventsOfRun('kernels', 'ci-duty');
   const info = await (await fetch(`${server.url}/api/v1/runs/ci-duty`)).json();
-  assert.equal(info.trace_window_ns, 100e6);
-  assert.equal(info.trace_every_ns, 400e6);
+  assert.equal(info.trace_window_ns, 150e6);
+  assert.equal(info.trace_every_ns, 300e6);
   // The windows as the traced process marked them.
   const q = new URLSearchParams({ name: 'trace_window_seconds', run: 'ci-duty', from: String(info.start_ns - 1e9),
                                   to: String(info.end_ns + 1e9), max_points: '100000' });
@@ -134,17 +135,17 @@ test('a duty-cycled run traces only its windows, marks them, and the analysis sc
   const windows = series.flatMap((s) => s.points.map(([ts, v]) => [ts, ts + v * 1e9]));
   assert.ok(windows.length >= 3, JSON.stringify(series));
   for (const [open, close] of windows) {
-    assert.ok(close - open <= 100e6 + 1e3, 'no window longer than asked');
-    assert.equal((open % 400e6) > 100e6 ? -1 : 0, 0, 'windows open on the wall-clock schedule');
+    assert.ok(close - open <= 150e6 + 1e3, 'no window longer than asked');
+    assert.equal((open % 300e6) > 150e6 ? -1 : 0, 0, 'windows open on the wall-clock schedule');
   }
   // Only work inside a window was recorded (a record is taken when its work ends).
-  assert.ok(kernels.length > 0 && kernels.length < 12 * gpuWork * 0.6, `${kernels.length} of ${12 * gpuWork}`);
+  assert.ok(kernels.length > 0 && kernels.length < 12 * gpuWork * 0.85, `${kernels.length} of ${12 * gpuWork}`);
   for (const k of kernels) {
     const end = Number(k.end_ns);
     assert.ok(windows.some(([open, close]) => end >= open - 25e6 && end <= close + 25e6), `kernel ending at ${end} outside the windows`);
   }
   // The runs API and the analysis say how it was sampled and scale counts to it.
-  assert.ok(info.sampling && info.sampling.sampled_fraction > 0.05 && info.sampling.sampled_fraction < 0.6, JSON.stringify(info.sampling));
+  assert.ok(info.sampling && info.sampling.sampled_fraction > 0.2 && info.sampling.sampled_fraction < 0.8, JSON.stringify(info.sampling));
   const estimated = info.kernels.count / info.sampling.sampled_fraction;
   assert.ok(Math.abs(info.kernels.estimated_count - estimated) < 1e-6 * estimated);
   const analysis = await (await fetch(`${server.url}/api/v1/analysis?run=ci-duty`)).json();
