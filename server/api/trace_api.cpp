@@ -10,7 +10,9 @@
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
@@ -214,6 +216,35 @@ HttpResponse Api::trace(const HttpRequest& request) const {
                 {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
     out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
   }
+  // Duty-cycled runs: the windows their processes traced (each process marks the same
+  // wall-clock windows; one span per run and window), so gaps between windows read as untraced.
+  std::size_t trace_windows = 0;
+  {
+    db::HistoryQuery q;
+    q.name = "trace_window_seconds";
+    if (!scope->run.empty()) q.matchers = {{"run", scope->run}};
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = ctx_.history->query(q);
+    if (!data.ok()) return status_response(data.status());
+    std::set<std::pair<std::string, TimestampNs>> seen;
+    for (const auto& d : *data) {
+      const std::string* run = d.info.key.label("run");
+      const std::string name = run ? *run : std::string();
+      for (const Sample& m : d.samples) {
+        if (!std::isfinite(m.value) || m.value <= 0 || !seen.emplace(name, m.ts_ns).second) continue;
+        if (out.events() >= *max_events) {
+          truncated = true;
+          break;
+        }
+        const int pid = out.pid("tracing windows");
+        out.complete("traced window", "trace_window", pid, out.tid(pid, name.empty() ? "(no run)" : "run " + name), m.ts_ns,
+                     m.ts_ns + static_cast<TimestampNs>(m.value * 1e9), {{"run", name}});
+        ++trace_windows;
+      }
+    }
+  }
   // Utilization counters from the sampled series.
   for (const char* family : {"gpu_utilization_ratio", "host_cpu_utilization_ratio"}) {
     db::HistoryQuery q;
@@ -238,7 +269,7 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   }
   json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
                    {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
-                   {"truncated", truncated}};
+                   {"trace_windows", trace_windows}, {"truncated", truncated}};
   HttpResponse r;
   r.body = out.finish(metadata);
   r.headers.emplace_back("Content-Disposition", "attachment; filename=\"perfscope-trace.json\"");

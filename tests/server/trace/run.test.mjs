@@ -161,6 +161,11 @@ test('a duty-cycled run traces only its windows, marks them, and the analysis sc
   assert.equal(device.sampled_fraction, f);
   assert.ok(device.busy_ratio > 0 && device.span_ms < (info.end_ns - info.start_ns) / 1e6 * 0.8,
             'the timeline spans the windows, not the time between them');
+  // The trace export draws the windows, one span per window of the run.
+  const trace = await (await fetch(`${server.url}/api/v1/trace?run=ci-duty&window=all`)).json();
+  const spans = trace.traceEvents.filter((e) => e.cat === 'trace_window');
+  assert.equal(spans.length, windows.length);
+  assert.equal(trace.metadata.trace_windows, windows.length);
   // Options that do not make a schedule are refused before anything starts.
   for (const [args, message] of [[['--duty-cycle', '0%'], /--duty-cycle/], [['--trace-window', '100ms'], /--trace-window: needs/],
                                  [['--trace-every', 'soon', '--trace-window', '1s'], /--trace-every/]]) {
