@@ -6,16 +6,15 @@ Usage: decode_correctness.py URL PERFSCOPE_BIN REPORT_DIR [PASSES]
 Writes REPORT_DIR/decode_correctness.{json,md}; exit status 0 when names and counts are equal
 and the total kernel time agrees within 2 %.
 """
-import csv
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
-from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "gpu"))
+from checks import perfscope_kernel_totals, torch_kernel_totals  # noqa: E402
 
 url, perfscope, outdir = sys.argv[1:4]
 passes = sys.argv[4] if len(sys.argv) > 4 else "2"
@@ -32,29 +31,13 @@ def perfscope_totals(rep):
                          capture_output=True, text=True, check=True)
     m = last_json(out.stdout)
     time.sleep(2)  # the writer commits in intervals
-    q = f"from={m['start_ns'] - 10**9}&to={m['end_ns'] + 10**9}"
-    with urllib.request.urlopen(f"{url}/api/v1/report?format=csv&table=kernels&{q}") as r:
-        rows = list(csv.DictReader(io.StringIO(r.read().decode())))
-    totals = defaultdict(lambda: [0, 0.0])
-    for k in rows:
-        if f'run="{name}"' not in k["tags"] or 'op="mem' in k["tags"]:
-            continue
-        launch = int(k["launch_start_ns"] or k["start_ns"])
-        if m["start_ns"] <= launch <= m["end_ns"]:
-            totals[k["name"]][0] += 1
-            totals[k["name"]][1] += (int(k["end_ns"]) - int(k["start_ns"])) / 1e3
-    return totals
+    return perfscope_kernel_totals(url, name, m["start_ns"], m["end_ns"])
 
 
 def torch_totals(rep):
     path = os.path.join(outdir, f"decode_trace_{rep}.json")
     subprocess.run(program + ["--profiler", "--trace", path], capture_output=True, text=True, check=True)
-    totals = defaultdict(lambda: [0, 0.0])
-    with open(path) as f:
-        for e in json.load(f)["traceEvents"]:
-            if e.get("cat") == "kernel":
-                totals[e["name"]][0] += 1
-                totals[e["name"]][1] += float(e["dur"])
+    totals = torch_kernel_totals(path)
     os.remove(path)
     return totals
 

@@ -1,6 +1,11 @@
 """What the GPU verification scripts share: named checks printed as they pass or fail and
-collected into the report they write."""
+collected into the report they write, and per-kernel totals as perfscope and torch.profiler
+give them (for comparing the two)."""
+import csv
+import io
 import json
+import urllib.request
+from collections import defaultdict
 
 checks = []
 report = {"checks": checks}
@@ -13,3 +18,31 @@ def check(name, ok, detail):
 
 def all_passed():
     return all(c["ok"] for c in checks)
+
+
+def perfscope_kernel_totals(url, run, start_ns, end_ns):
+    """{name: [executions, total µs]} of the run's kernels (not copies or memsets) whose launch
+    (or start, without one) falls in [start_ns, end_ns], from perfscope's kernels CSV."""
+    q = f"from={start_ns - 10**9}&to={end_ns + 10**9}"
+    with urllib.request.urlopen(f"{url}/api/v1/report?format=csv&table=kernels&{q}") as r:
+        rows = list(csv.DictReader(io.StringIO(r.read().decode())))
+    out = defaultdict(lambda: [0, 0.0])
+    for k in rows:
+        if f'run="{run}"' not in k["tags"] or 'op="mem' in k["tags"]:
+            continue
+        launch = int(k["launch_start_ns"] or k["start_ns"])
+        if start_ns <= launch <= end_ns:
+            out[k["name"]][0] += 1
+            out[k["name"]][1] += (int(k["end_ns"]) - int(k["start_ns"])) / 1e3
+    return out
+
+
+def torch_kernel_totals(chrome_trace_path):
+    """{name: [executions, total µs]} of the kernels in a torch.profiler Chrome trace."""
+    out = defaultdict(lambda: [0, 0.0])
+    with open(chrome_trace_path) as f:
+        for e in json.load(f)["traceEvents"]:
+            if e.get("cat") == "kernel":
+                out[e["name"]][0] += 1
+                out[e["name"]][1] += float(e["dur"])
+    return out

@@ -20,7 +20,7 @@ import time
 import urllib.request
 from collections import defaultdict
 
-from checks import all_passed, check, checks, report
+from checks import all_passed, check, checks, perfscope_kernel_totals, report, torch_kernel_totals
 
 url, perfscope, short_program, outdir = sys.argv[1:5]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -142,26 +142,12 @@ check("overhead at most 5% end to end", overhead["perfscope_vs_plain"] <= 1.05, 
 # runs (interleaved, separate processes: two CUPTI subscribers cannot share one) gives per-kernel
 # totals; the medians are compared, and each tool's own run-to-run spread is reported beside.
 def perfscope_totals(rep):
-    m = marks[rep]
-    out = defaultdict(lambda: [0, 0.0])
-    for k in kernels(f"mlp-{rep}", m["start_ns"] - 10**9, m["end_ns"] + 10**9):
-        if 'op="mem' in k["tags"]:
-            continue
-        launch = int(k["launch_start_ns"] or k["start_ns"])
-        if m["start_ns"] <= launch <= m["end_ns"]:
-            out[k["name"]][0] += 1
-            out[k["name"]][1] += (int(k["end_ns"]) - int(k["start_ns"])) / 1e3
-    return out
+    return perfscope_kernel_totals(url, f"mlp-{rep}", marks[rep]["start_ns"], marks[rep]["end_ns"])
 
 
 def torch_totals(rep):
-    out = defaultdict(lambda: [0, 0.0])
     path = os.path.join(outdir, f"torch_trace_{rep}.json")
-    with open(path) as f:
-        for e in json.load(f)["traceEvents"]:
-            if e.get("cat") == "kernel":
-                out[e["name"]][0] += 1
-                out[e["name"]][1] += float(e["dur"])
+    out = torch_kernel_totals(path)
     os.remove(path)
     return out
 
