@@ -241,7 +241,7 @@ TracedWindows traced_windows(std::vector<TimeInterval> windows, TimestampNs from
   }
   for (const TimeInterval& w : out.windows) out.traced_ns += w.to_ns - w.from_ns;
   out.span_ns = std::max<TimestampNs>(0, to - from);
-  if (to > from) out.fraction = static_cast<double>(out.traced_ns) / static_cast<double>(to - from);
+  if (out.span_ns > 0) out.fraction = static_cast<double>(out.traced_ns) / static_cast<double>(out.span_ns);
   return out;
 }
 

@@ -72,8 +72,8 @@ Result<std::optional<double>> optional_ms(const HttpRequest& request, const char
 struct RunTimeline {
   std::string run;
   std::vector<an::QueueTimeline> queues;
-  std::optional<RunEvent> report;             // a duty-cycled run's
-  std::optional<an::TracedWindows> traced;  // and its windows in the window
+  std::optional<an::TracedWindows> traced;  // a duty-cycled run's windows in the window
+  json sampling;                            // and how it was sampled (sampling_json)
 };
 
 // The bottleneck rules' timeline inputs from the device rows of the given runs.
@@ -164,8 +164,8 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
         if (*report && (*report)->trace_every_ns) {
           auto traced = run_windows(**report, range.from_ns, range.to_ns, now);
           if (!traced.ok()) return traced.status();
-          rt.report = std::move(**report);
           rt.traced = std::move(*traced);
+          rt.sampling = sampling_json(**report, *rt.traced);
         }
       }
       an::TimelineOptions options;
@@ -257,7 +257,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     TimestampNs traced_ns = 0, span_ns = 0;
     for (const RunTimeline& rt : run_timelines) {
       if (!rt.traced) continue;
-      sampled_runs.push_back(sampling_json(*rt.report, *rt.traced));
+      sampled_runs.push_back(rt.sampling);
       traced_ns += rt.traced->traced_ns;
       span_ns += rt.traced->span_ns;
       const double f = rt.traced->fraction;

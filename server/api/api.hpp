@@ -97,8 +97,15 @@ class Api final : public RequestHandler {
   // by name from the same pass.
   Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now,
                                   analysis::KernelDurations* durations = nullptr) const;
-  // A duty-cycled run's traced windows (the `trace_window_seconds` marks its processes wrote)
-  // within [from, to] clipped to the run's own span; nullopt for a run traced throughout.
+  // The tracing windows duty-cycled processes marked (`trace_window_seconds`: a sample at each
+  // opening valued its length) that open within [from, to]; `run` non-empty: that run's only.
+  struct MarkedWindow {
+    std::string run;
+    analysis::TimeInterval window;
+  };
+  Result<std::vector<MarkedWindow>> marked_windows(const std::string& run, TimestampNs from_ns, TimestampNs to_ns) const;
+  // A duty-cycled run's traced windows within [from, to] clipped to the run's own span;
+  // nullopt for a run traced throughout.
   Result<std::optional<analysis::TracedWindows>> run_windows(const RunEvent& run, TimestampNs from_ns, TimestampNs to_ns,
                                                              TimestampNs now) const;
   // The document part that says how a duty-cycled run was sampled.

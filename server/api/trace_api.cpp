@@ -10,7 +10,6 @@
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -220,29 +219,19 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   // wall-clock windows; one span per run and window), so gaps between windows read as untraced.
   std::size_t trace_windows = 0;
   {
-    db::HistoryQuery q;
-    q.name = "trace_window_seconds";
-    if (!scope->run.empty()) q.matchers = {{"run", scope->run}};
-    q.from_ns = range.from_ns;
-    q.to_ns = range.to_ns;
-    q.max_points = SIZE_MAX;
-    auto data = ctx_.history->query(q);
-    if (!data.ok()) return status_response(data.status());
+    auto marks = marked_windows(scope->run, range.from_ns, range.to_ns);
+    if (!marks.ok()) return status_response(marks.status());
     std::set<std::pair<std::string, TimestampNs>> seen;
-    for (const auto& d : *data) {
-      const std::string* run = d.info.key.label("run");
-      const std::string name = run ? *run : std::string();
-      for (const Sample& m : d.samples) {
-        if (!std::isfinite(m.value) || m.value <= 0 || !seen.emplace(name, m.ts_ns).second) continue;
-        if (out.events() >= *max_events) {
-          truncated = true;
-          break;
-        }
-        const int pid = out.pid("tracing windows");
-        out.complete("traced window", "trace_window", pid, out.tid(pid, name.empty() ? "(no run)" : "run " + name), m.ts_ns,
-                     m.ts_ns + static_cast<TimestampNs>(m.value * 1e9), {{"run", name}});
-        ++trace_windows;
+    for (const MarkedWindow& m : *marks) {
+      if (!seen.emplace(m.run, m.window.from_ns).second) continue;
+      if (out.events() >= *max_events) {
+        truncated = true;
+        break;
       }
+      const int pid = out.pid("tracing windows");
+      out.complete("traced window", "trace_window", pid, out.tid(pid, m.run.empty() ? "(no run)" : "run " + m.run),
+                   m.window.from_ns, m.window.to_ns, {{"run", m.run}});
+      ++trace_windows;
     }
   }
   // Utilization counters from the sampled series.

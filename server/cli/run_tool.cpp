@@ -263,18 +263,22 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     std::cerr << kWhat << ": --kinds: " << kinds.status().message() << "\n";
     return 2;
   }
-  std::int64_t durations[2] = {0, 0};
-  for (int i = 0; i < 2; ++i) {
-    const std::string& text = i == 0 ? options.trace_window : options.trace_every;
-    if (text.empty()) continue;
-    auto ns = parse_duration_ns(text, i == 0 ? "trace_window" : "trace_every");
-    if (!ns.ok()) {
-      std::cerr << kWhat << ": " << (i == 0 ? "--trace-window" : "--trace-every") << ": " << ns.status().message() << "\n";
+  // --trace-window and --trace-every as nanoseconds (0: not given).
+  auto duration = [](const std::string& text, const char* option, const char* field) -> Result<std::int64_t> {
+    if (text.empty()) return std::int64_t{0};
+    auto ns = parse_duration_ns(text, field);
+    if (!ns.ok()) return Status::invalid_argument(std::string(option) + ": " + ns.status().message(), field);
+    return ns;
+  };
+  auto window = duration(options.trace_window, "--trace-window", "trace_window");
+  auto every = duration(options.trace_every, "--trace-every", "trace_every");
+  for (const auto* d : {&window, &every}) {
+    if (!d->ok()) {
+      std::cerr << kWhat << ": " << d->status().message() << "\n";
       return 2;
     }
-    durations[i] = *ns;
   }
-  auto schedule = trace::make_trace_schedule(options.duty_cycle, durations[0], durations[1]);
+  auto schedule = trace::make_trace_schedule(options.duty_cycle, *window, *every);
   if (!schedule.ok()) {
     std::cerr << kWhat << ": " << schedule.status().message() << "\n";
     return 2;

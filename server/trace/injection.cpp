@@ -95,6 +95,12 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
 };
 bool g_launch_runtime = false, g_launch_driver = false;  // set once in InitializeInjection
 
+// The launch calls collected since the last hand-over go to the sink.
+void hand_over_launches() {
+  std::lock_guard lock(g_launches_mu);
+  if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
+}
+
 void report(const char* what, CUptiResult result) {
   const char* text = nullptr;
   cuptiGetResultString(result, &text);
@@ -168,11 +174,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) sink().add_cupti_dropped(dropped);
   std::free(buffer);
-  {
-    // Launch calls go first: the converter matches either order, but this one needs no waiting.
-    std::lock_guard lock(g_launches_mu);
-    if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
-  }
+  hand_over_launches();  // first: the converter matches either order, but this one needs no waiting
   sink().push(std::move(records));
 }
 
@@ -260,10 +262,7 @@ void at_exit() {
       // Detached (between two windows), there is nothing to flush, and a CUPTI call would attach it.
       if (g_attached) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
-    {
-      std::lock_guard lock(g_launches_mu);
-      if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
-    }
+    hand_over_launches();
     sink().close();
     TraceSinkStats s = sink().stats();
     if (s.records_dropped || s.cupti_dropped || s.events_lost) {

@@ -164,7 +164,6 @@ TimestampNs TraceSink::step_schedule(TimestampNs now) {
   } else if (!inside && window_open_) {
     window_open_ = false;
     if (options_.on_window) options_.on_window(false);
-    if (options_.on_tick) options_.on_tick();  // the window's records, now
   }
   return inside ? w.close_ns : w.open_ns;
 }

@@ -47,9 +47,9 @@ struct TraceSinkOptions {
   // library asks CUPTI for its partly filled buffers there, so a live view stays current.
   std::function<void()> on_tick;
   // Duty-cycled tracing: the sink's thread calls on_window(true) when a window of the
-  // schedule opens (the library enables its activity kinds) and on_window(false) when it
-  // closes (disables them; an on_tick follows at once), and writes each window it opens as a
-  // sample `trace_window_seconds` at the opening time, valued the window's length.
+  // schedule opens (the library attaches CUPTI with its kinds) and on_window(false) when it
+  // closes (the library hands over the window's records and detaches), and writes each window
+  // it opens as a sample `trace_window_seconds` at the opening time, valued the window's length.
   TraceSchedule schedule;
   std::function<void(bool open)> on_window;
 };
