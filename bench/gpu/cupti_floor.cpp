@@ -1,25 +1,32 @@
 // The floor of kernel tracing: a minimal CUPTI injection library that enables the activity
 // kinds named in CUPTI_FLOOR_KINDS ("kernel", "kernel,runtime,memory"; default kernel) and
-// does nothing with their records but count them. What a traced program pays with it is what
+// does nothing with their records but count them. "runtime-work" (and "driver-work") record
+// only the calls that start GPU work, as perfscope's library does (cupti_api_filter.hpp). What a traced program pays with it is what
 // CUPTI itself costs on this driver; what `perfscope run` pays beyond it is perfscope's.
+// CUPTI_FLOOR_BUFFER_BYTES sets the size of CUPTI's buffers (default 4 MiB, as perfscope's);
+// CUPTI_FLOOR_FLUSH_MS > 0 asks CUPTI for its records that often, as perfscope's sink does.
 // Loaded like libperfscope_cupti.so: CUDA_INJECTION64_PATH=libcupti_floor.so program…
 // Prints the record count at exit (to stderr, or appended to CUPTI_FLOOR_COUNTS).
 #include <cupti.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "server/trace/cupti_api_filter.hpp"
+
 namespace {
 
-constexpr std::size_t kBufferBytes = 4 << 20;  // as the perfscope library
+std::size_t g_buffer_bytes = 4 << 20;  // as the perfscope library
 std::atomic<unsigned long long> g_records{0};
 
 void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, g_buffer_bytes));
+  *size = *buffer ? g_buffer_bytes : 0;
   *max_records = 0;
 }
 
@@ -36,7 +43,8 @@ void at_exit() {
   const char* path = std::getenv("CUPTI_FLOOR_COUNTS");
   FILE* out = path ? std::fopen(path, "a") : stderr;
   if (!out) return;
-  std::fprintf(out, "cupti_floor records %llu\n", g_records.load());
+  const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
+  std::fprintf(out, "cupti_floor kinds %s records %llu\n", kinds ? kinds : "kernel", g_records.load());
   if (out != stderr) std::fclose(out);
 }
 
@@ -45,16 +53,38 @@ void at_exit() {
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
   const std::string wanted = kinds ? kinds : "kernel";
+  if (const char* bytes = std::getenv("CUPTI_FLOOR_BUFFER_BYTES")) g_buffer_bytes = std::strtoull(bytes, nullptr, 10) / 8 * 8;
+  if (const char* ms = std::getenv("CUPTI_FLOOR_FLUSH_MS"); ms && std::atoi(ms) > 0) {
+    const int period = std::atoi(ms);
+    std::thread([period] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(period));
+        cuptiActivityFlushAll(0);
+      }
+    }).detach();
+  }
   cuptiActivityRegisterCallbacks(requested, completed);
   struct Kind {
     const char* name;
     CUpti_ActivityKind kind;
+    bool work_only;
   };
-  const Kind all[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
-                      {"memset", CUPTI_ACTIVITY_KIND_MEMSET},            {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
-                      {"driver", CUPTI_ACTIVITY_KIND_DRIVER},            {"memory", CUPTI_ACTIVITY_KIND_MEMORY2}};
+  const Kind all[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
+                      {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, false},
+                      {"memset", CUPTI_ACTIVITY_KIND_MEMSET, false},
+                      {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME, false},
+                      {"runtime-work", CUPTI_ACTIVITY_KIND_RUNTIME, true},
+                      {"driver", CUPTI_ACTIVITY_KIND_DRIVER, false},
+                      {"driver-work", CUPTI_ACTIVITY_KIND_DRIVER, true},
+                      {"memory", CUPTI_ACTIVITY_KIND_MEMORY2, false}};
   for (const Kind& k : all) {
-    if (("," + wanted + ",").find(std::string(",") + k.name + ",") != std::string::npos) cuptiActivityEnable(k.kind);
+    if (("," + wanted + ",").find(std::string(",") + k.name + ",") == std::string::npos) continue;
+    cuptiActivityEnable(k.kind);
+    if (!k.work_only) continue;
+    const auto domain = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    const auto quiet = perfscope::trace::calls_without_gpu_work(domain);
+    const std::size_t off = perfscope::trace::record_only_gpu_work(k.kind, quiet);
+    std::fprintf(stderr, "cupti_floor: %s: %zu of %zu functions switched off\n", k.name, off, quiet.size());
   }
   std::atexit(at_exit);
   return 1;

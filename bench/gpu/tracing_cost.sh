@@ -10,16 +10,22 @@
 # Variants:
 #   plain          untraced
 #   floor-kernel   CUPTI with CONCURRENT_KERNEL only, records counted and dropped (the floor)
-#   floor-krm      the floor with RUNTIME and MEMORY2 as well (what launch correlation costs CUPTI)
+#   floor-krm      the floor with RUNTIME and MEMORY2 as well, every runtime call recorded
+#   floor-kwm      as floor-krm with only the runtime calls that start GPU work recorded
+#                  (launches, copies, memsets: what perfscope's library records)
+#   floor-buf1m, floor-buf16m   floor-kernel with 1 MiB or 16 MiB buffers instead of 4 MiB
+#   floor-flush100 floor-kernel asking CUPTI for its records every 100 ms (perfscope: 500 ms)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
 #   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
 #   run-runtime    perfscope run with the default kinds, kernel,memcpy,memset,runtime,memory
-#                  (every runtime call recorded: launch correlation)
+#                  (the runtime calls that start GPU work recorded: launch correlation)
+#   run-driver     the default kinds and driver: driver-API launches too (cuBLAS, Triton)
 #   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
 #                  callbacks instead of the runtime kind)
 #   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
 #   run-idle       as run-duty5 with one 10 ms window an hour: the library loaded, CUPTI detached
 #   profiler       torch.profiler, CUDA activity only (decode only)
+# PIN_CPUS (e.g. 4-7) runs the program, and so every thread of every variant, on those CPUs.
 # FIRST_ROUND numbers the rounds of a later call, whose lines join an earlier call's file.
 # Usage: bench/gpu/tracing_cost.sh REPORT_DIR WORKLOAD ROUNDS VARIANT...
 source "$(dirname "$0")/../../tests/gpu/setup_tracing.sh" "$1"
@@ -37,9 +43,11 @@ case $workload in
     program=(build/cupti/empty_kernels "${EMPTY_KERNELS:-1000000}") ;;
   *) echo "unknown workload $workload" >&2; exit 2 ;;
 esac
+[[ -n ${PIN_CPUS:-} ]] && program=(taskset -c "$PIN_CPUS" "${program[@]}")
 source tests/gpu/start_server.sh
 scratch=$(mktemp -d)
 out=$report/tracing_cost.jsonl
+export CUPTI_FLOOR_COUNTS=$report/floor_records.txt  # each floor run's record count
 
 run_variant() {  # variant round → the program's JSON line on stdout
   local v=$1 name="$workload-$1-$2"
@@ -47,11 +55,17 @@ run_variant() {  # variant round → the program's JSON line on stdout
     plain) "${program[@]}" ;;
     floor-kernel) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel "${program[@]}" ;;
     floor-krm) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel,runtime,memory "${program[@]}" ;;
+    floor-kwm) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel,runtime-work,memory "${program[@]}" ;;
+    floor-buf1m) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_BUFFER_BYTES=$((1 << 20)) "${program[@]}" ;;
+    floor-buf16m) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_BUFFER_BYTES=$((16 << 20)) "${program[@]}" ;;
+    floor-flush100) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_FLUSH_MS=100 "${program[@]}" ;;
     file-kernel) CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE=$scratch/$name.ndjson \
                    PERFSCOPE_TRACE_KINDS=kernel PERFSCOPE_RUN_NAME=$name "${program[@]}" ;;
     run-kernel) "$bin" run --server "$url" --name "$name" --kinds kernel -- "${program[@]}" ;;
     run-launch) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
     run-runtime) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,memory -- "${program[@]}" ;;
+    run-driver) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,driver,memory \
+                  -- "${program[@]}" ;;
     run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% --kinds kernel,memcpy,memset,launch,memory \
                  -- "${program[@]}" ;;
     run-idle) "$bin" run --server "$url" --name "$name" --trace-window 10ms --trace-every 1h \

@@ -18,7 +18,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
+#include "server/trace/cupti_api_filter.hpp"
 #include "server/trace/trace_sink.hpp"
 
 namespace perfscope::trace {
@@ -67,6 +69,14 @@ struct Kind {
   const char* name;
 };
 std::vector<Kind> g_kinds;  // set once in InitializeInjection
+// The runtime and driver functions that start no GPU work: their calls are not recorded.
+std::vector<CUpti_CallbackId> g_runtime_quiet, g_driver_quiet;  // set once in InitializeInjection
+
+// Kernel names by CUPTI's pointer: CUPTI shares one name string among all records of a kernel,
+// so a record costs a lookup, not a copy. Cleared when CUPTI detaches (its strings may go).
+// Never destroyed: CUPTI's thread may complete a buffer while the process runs its exit handlers.
+std::mutex g_names_mu;
+auto& g_names = *new std::unordered_map<const char*, KernelName>;  // guarded by g_names_mu
 
 // Launch calls recorded by callbacks (the `launch` kind), collected from the launching
 // threads and handed to the sink with the next drained buffer.
@@ -113,9 +123,12 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
+// Called with g_names_mu held.
 TraceRecord kernel_record(const KernelActivity* k) {
   KernelRecord r;
-  r.name = k->name ? k->name : "";
+  auto [name, added] = g_names.try_emplace(k->name);
+  if (added && k->name) name->second = KernelName(k->name);
+  r.name = name->second;
   r.correlation_id = k->correlationId;
   r.device = k->deviceId;
   r.stream = k->streamId;
@@ -134,6 +147,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   std::vector<TraceRecord> records;
   records.reserve(valid_size / 160 + 1);
   CUpti_Activity* record = nullptr;
+  std::unique_lock names_lock(g_names_mu);  // buffers complete on CUPTI's thread and on a forced flush's
   while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
     switch (record->kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -171,6 +185,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
         break;
     }
   }
+  names_lock.unlock();
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) sink().add_cupti_dropped(dropped);
   std::free(buffer);
@@ -224,6 +239,17 @@ void attach() {
     if (CUptiResult r = cuptiActivityEnable(k.kind); r != CUPTI_SUCCESS) {
       std::string what = std::string("enabling ") + k.name + " activity";
       report(what.c_str(), r);
+      continue;
+    }
+    // Only the calls that start GPU work are recorded (after every enable: enabling forgets).
+    if (k.kind != CUPTI_ACTIVITY_KIND_RUNTIME && k.kind != CUPTI_ACTIVITY_KIND_DRIVER) continue;
+    const auto& quiet = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? g_runtime_quiet : g_driver_quiet;
+    if (!quiet.empty() && record_only_gpu_work(k.kind, quiet) == 0) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "perfscope: this CUPTI cannot switch single functions off: every %s call is recorded\n",
+                     k.name);
+      });
     }
   }
   g_attached = true;
@@ -240,6 +266,10 @@ void detach() {
   }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (CUptiResult r = cuptiFinalize(); r != CUPTI_SUCCESS) report("detaching CUPTI between windows", r);
+  {
+    std::lock_guard lock(g_names_mu);
+    g_names.clear();
+  }
   g_attached = false;
 }
 
@@ -297,7 +327,9 @@ int initialize() {
       {kinds.driver, CUPTI_ACTIVITY_KIND_DRIVER, "driver"},
       {kinds.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory"},
   };
-  // Launch callbacks for the domains whose every call is not already an activity record.
+  if (kinds.runtime) g_runtime_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (kinds.driver) g_driver_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_DRIVER_API);
+  // Launch callbacks for the domains whose launch calls are not already activity records.
   g_launch_runtime = kinds.launch && !kinds.runtime;
   g_launch_driver = kinds.launch && !kinds.driver;
   auto opened = TraceSink::open(std::move(*options));

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -134,7 +136,7 @@ json record_to_json(const TraceRecord& record) {
           return {{"record", "api"}, {"correlation_id", r.correlation_id}, {"cbid", r.cbid},
                   {"start_ns", r.start_ns}, {"end_ns", r.end_ns}, {"thread_id", r.thread_id}};
         } else if constexpr (std::is_same_v<T, KernelRecord>) {
-          return {{"record", "kernel"}, {"name", r.name}, {"correlation_id", r.correlation_id},
+          return {{"record", "kernel"}, {"name", r.name.str()}, {"correlation_id", r.correlation_id},
                   {"device", r.device}, {"stream", r.stream}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns},
                   {"grid", r.grid}, {"block", r.block}, {"registers_per_thread", r.registers_per_thread},
                   {"static_shared_bytes", r.static_shared_bytes}, {"dynamic_shared_bytes", r.dynamic_shared_bytes}};
@@ -159,7 +161,7 @@ Result<TraceRecord> record_from_json(const json& j) {
     }
     if (kind == "kernel") {
       KernelRecord r;
-      r.name = j.at("name");
+      r.name = j.at("name").get<std::string>();
       r.correlation_id = j.at("correlation_id");
       r.device = j.at("device");
       r.stream = j.at("stream");
@@ -198,16 +200,32 @@ Tags TraceConverter::base_tags() const {
   return tags;
 }
 
-const std::string& TraceConverter::demangled(const std::string& mangled) {
-  auto it = names_.find(mangled);
+const std::string& KernelName::intern(std::string_view text) {
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // Never destroyed: records still in flight at exit (a forced flush in an exit handler) point
+  // into it after static destructors would have run.
+  static auto& mu = *new std::mutex;
+  static auto& names = *new std::unordered_set<std::string, Hash, std::equal_to<>>;  // guarded by mu
+  std::lock_guard lock(mu);
+  auto it = names.find(text);
+  if (it == names.end()) it = names.emplace(text).first;
+  return *it;  // nodes never move: the reference stays valid
+}
+
+const std::string& TraceConverter::demangled(const KernelName& kernel) {
+  auto it = names_.find(kernel.id());
   if (it != names_.end()) return it->second;
+  const std::string& mangled = kernel.str();
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
                                               std::free);
   // Plain C names ("vector_add") are not mangled and stay as they are.
   std::string name = clipped(status == 0 && text ? std::string(text.get()) : mangled);
   if (name.empty()) name = "(unnamed kernel)";
-  return names_.emplace(mangled, std::move(name)).first->second;
+  return names_.emplace(kernel.id(), std::move(name)).first->second;
 }
 
 KernelEvent TraceConverter::kernel_event(const KernelRecord& k) {
@@ -228,7 +246,7 @@ KernelEvent TraceConverter::kernel_event(const KernelRecord& k) {
   e.registers_per_thread = k.registers_per_thread;
   e.tags = base_tags();
   e.tags.emplace_back("dynamic_shared_bytes", std::to_string(k.dynamic_shared_bytes));
-  if (e.name != k.name) e.tags.emplace_back("mangled", clipped(k.name));
+  if (e.name != k.name.str()) e.tags.emplace_back("mangled", clipped(k.name.str()));
   e.tags.emplace_back("static_shared_bytes", std::to_string(k.static_shared_bytes));
   sort_labels(e.tags);
   return e;

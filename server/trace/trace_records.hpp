@@ -28,8 +28,10 @@ struct TraceKinds {
   bool kernel = true;
   bool memcpy = true;
   bool memset = true;
-  bool runtime = true;  // every runtime API call: correlates kernels with their launches
-  bool driver = false;  // driver API calls: launches by Triton and other driver-API users
+  // Runtime and driver API calls that start GPU work (gpu_work_calls.hpp; no other call is
+  // recorded): they correlate kernels, copies and memsets with their launches.
+  bool runtime = true;
+  bool driver = false;  // launches by Triton, cuBLAS and other driver-API users
   bool memory = true;   // device memory allocations and frees
   // Launch calls only (kernels, cooperative kernels, graphs; runtime and driver API), by CUPTI
   // callbacks on those calls instead of an activity record of every runtime call: it also
@@ -51,8 +53,29 @@ struct ApiRecord {
   std::uint32_t thread_id = 0;
 };
 
+// A kernel's name, interned: one string per distinct name for the life of the process, so a
+// record carries a pointer and CUPTI's thread allocates nothing per kernel. Names are never
+// freed (a program has as many as it has kernels). Copying is free; interning is thread-safe.
+class KernelName {
+ public:
+  KernelName() : text_(&intern({})) {}
+  KernelName(std::string_view text) : text_(&intern(text)) {}  // NOLINT: names are written as text
+  KernelName(const char* text) : KernelName(std::string_view(text ? text : "")) {}  // NOLINT
+  KernelName(const std::string& text) : KernelName(std::string_view(text)) {}       // NOLINT
+
+  const std::string& str() const { return *text_; }
+  operator const std::string&() const { return *text_; }  // NOLINT: reads as the text it is
+  // Equal names are the same string, so identity is equality.
+  const std::string* id() const { return text_; }
+  friend bool operator==(const KernelName& a, const KernelName& b) { return a.text_ == b.text_; }
+
+ private:
+  static const std::string& intern(std::string_view text);
+  const std::string* text_;
+};
+
 struct KernelRecord {
-  std::string name;  // mangled, as CUPTI reports it
+  KernelName name;  // mangled, as CUPTI reports it
   std::uint32_t correlation_id = 0;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
@@ -147,7 +170,7 @@ class TraceConverter {
   KernelEvent kernel_event(const KernelRecord& k);
   KernelEvent copy_event(const CopyRecord& c) const;
   MemoryEvent memory_event(const MemoryRecord& m) const;
-  const std::string& demangled(const std::string& mangled);
+  const std::string& demangled(const KernelName& mangled);
   Tags base_tags() const;
 
   ConverterOptions options_;
@@ -155,7 +178,7 @@ class TraceConverter {
   std::unordered_map<std::uint32_t, ApiRecord> calls_;
   std::deque<std::uint32_t> call_order_;  // correlation ids in arrival order, for eviction
   std::unordered_map<std::uint32_t, std::vector<Waiting>> waiting_;  // GPU work before its call
-  std::unordered_map<std::string, std::string> names_;  // mangled → demangled
+  std::unordered_map<const std::string*, std::string> names_;  // interned mangled name → demangled
   ConverterStats stats_;
 };
 

@@ -114,16 +114,29 @@ def run_json(cmd, mode):
 
 walls = defaultdict(list)
 marks = {}
+
+
+def run_mode(mode, rep):
+    if mode == "plain":
+        walls["plain"].append(run_json(work, "plain")["wall_s"])
+    elif mode == "perfscope":
+        t = time.perf_counter()
+        r = traced(f"mlp-{rep}", work)
+        process_walls["perfscope"].append(time.perf_counter() - t)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        walls["perfscope"].append(res["wall_s"])
+        marks[rep] = res
+    else:
+        trace_file = os.path.join(outdir, f"torch_trace_{rep}.json")
+        walls["torch_profiler"].append(run_json(work + ["--profile", trace_file], "torch_profiler")["wall_s"])
+
+
+# The order rotates round by round: the GPU's clocks and temperature drift within a round, and
+# a fixed order would hand that drift to one tool.
+modes = ["plain", "perfscope", "torch_profiler"]
 for rep in range(3):
-    walls["plain"].append(run_json(work, "plain")["wall_s"])
-    t = time.perf_counter()
-    r = traced(f"mlp-{rep}", work)
-    process_walls["perfscope"].append(time.perf_counter() - t)
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    walls["perfscope"].append(res["wall_s"])
-    marks[rep] = res
-    trace_file = os.path.join(outdir, f"torch_trace_{rep}.json")
-    walls["torch_profiler"].append(run_json(work + ["--profile", trace_file], "torch_profiler")["wall_s"])
+    for mode in modes[rep:] + modes[:rep]:
+        run_mode(mode, rep)
 time.sleep(1.5)
 
 med = {k: statistics.median(v) for k, v in walls.items()}

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   }
   if (!slow_name.empty()) {
     for (auto& r : records) {
-      if (auto* k = std::get_if<KernelRecord>(&r); k && k->name.find(slow_name) != std::string::npos) {
+      if (auto* k = std::get_if<KernelRecord>(&r); k && k->name.str().find(slow_name) != std::string::npos) {
         k->end_ns = k->start_ns + static_cast<std::uint64_t>(static_cast<double>(k->end_ns - k->start_ns) * slow_factor);
       }
     }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "server/trace/gpu_work_calls.hpp"
 #include "server/trace/trace_sink.hpp"
 #include "server/wire/event_codec.hpp"
 
@@ -65,6 +66,41 @@ TEST(TraceKinds, ParsesListsAndAllAndNamesTheUnknownKind) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().field(), "kinds");
   EXPECT_NE(bad.status().message().find("graphs"), std::string::npos);
+}
+
+TEST(KernelName, EqualTextIsOneStringWhateverThreadInternsIt) {
+  const std::string text = "_Z6matmulPKfS0_Pfi";
+  KernelName a(text), b(text.c_str()), other("_Z4gemvPKfPfi");
+  EXPECT_EQ(a.id(), b.id());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.id(), other.id());
+  EXPECT_EQ(a.str(), text);
+  EXPECT_EQ(KernelName(nullptr).str(), "");
+  // Threads interning the same names at once get the same strings.
+  std::vector<std::vector<const std::string*>> seen(4);
+  std::vector<std::thread> threads;
+  for (auto& ids : seen) {
+    threads.emplace_back([&ids] {
+      for (int i = 0; i < 2000; ++i) ids.push_back(KernelName("_Z6kernel" + std::to_string(i % 50)).id());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& ids : seen) EXPECT_EQ(ids, seen[0]);
+  EXPECT_EQ(std::set<const std::string*>(seen[0].begin(), seen[0].end()).size(), 50u);
+}
+
+TEST(GpuWorkCalls, LaunchesCopiesAndMemsetsOfBothApisAndNothingElse) {
+  for (const char* name : {"cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
+                           "cudaLaunchCooperativeKernel_v9000", "cudaGraphLaunch_v10000", "cudaMemcpyAsync_v3020",
+                           "cudaMemcpy2DAsync_ptsz_v7000", "cudaMemsetAsync_v3020", "cuLaunchKernel", "cuLaunchKernelEx",
+                           "cuGraphLaunch", "cuMemcpyHtoDAsync_v2", "cuMemsetD8_v2"}) {
+    EXPECT_TRUE(starts_gpu_work(name)) << name;
+  }
+  for (const char* name : {"cudaGetDevice_v3020", "cudaGetLastError_v3020", "cudaStreamSynchronize_v3020",
+                           "cudaMalloc_v3020", "cudaFree_v3020", "cudaEventRecord_v3020", "cudaStreamGetCaptureInfo_v10010",
+                           "cuCtxGetCurrent", "cuMemAlloc_v2", "cuModuleGetFunction", "cuStreamWaitEvent", ""}) {
+    EXPECT_FALSE(starts_gpu_work(name)) << name;
+  }
 }
 
 TEST(TraceConverter, KernelGetsItsLaunchCallInEitherOrder) {
