@@ -78,7 +78,8 @@ void BM_NvmlCall(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
   static const char* names[] = {"utilization", "memory_v2", "power", "energy", "temperature", "field_values",
                                 "clock", "clock_event_reasons", "processes", "gpm_sample_get", "field_energy",
-                                "gpm_metrics_get_11", "gpm_metrics_get_1", "processes_fill", "process_utilization"};
+                                "gpm_metrics_get_11", "gpm_metrics_get_1", "processes_fill", "process_utilization",
+                                "process_utilization_size", "process_utilization_recent"};
   state.SetLabel(names[which]);
   perfscope::nvml::GpmSample sample = nullptr, sample2 = nullptr;
   if (which == 9 || which == 11 || which == 12) {
@@ -131,6 +132,21 @@ void BM_NvmlCall(benchmark::State& state) {
         rc = a.process_utilization(d, samples, &n, 0);
         break;
       }
+      case 15: {  // the sizing call the documentation suggests before a read (no buffer)
+        if (!a.process_utilization) { rc = 13; break; }
+        unsigned n = 0;
+        rc = a.process_utilization(d, nullptr, &n, 0);
+        break;
+      }
+      case 16: {  // a read of what is newer than 1 s ago, as a collector asks after its first read
+        if (!a.process_utilization) { rc = 13; break; }
+        perfscope::nvml::ProcessUtilizationSample samples[128];
+        unsigned n = 128;
+        const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        rc = a.process_utilization(d, samples, &n, static_cast<unsigned long long>(now_us - 1'000'000));
+        break;
+      }
       case 9: rc = a.gpm_sample_get(d, sample); break;
       case 11:
       case 12: {
@@ -160,7 +176,7 @@ void BM_NvmlCall(benchmark::State& state) {
   if (sample) a.gpm_sample_free(sample);
   if (sample2) a.gpm_sample_free(sample2);
 }
-BENCHMARK(BM_NvmlCall)->ArgsProduct({benchmark::CreateDenseRange(0, 14, 1), {0}})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK(BM_NvmlCall)->ArgsProduct({benchmark::CreateDenseRange(0, 16, 1), {0}})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 1, 2, 4, 5, 6, 7, 8, 9}, {110}})->Unit(benchmark::kMicrosecond)->Iterations(20);
 // How the first call's cost grows with the idle time before it (utilization, GPM sample).
 BENCHMARK(BM_NvmlCall)->ArgsProduct({{0, 9}, {1, 5, 20, 50}})->Unit(benchmark::kMicrosecond)->Iterations(20);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "engine/proc_file.hpp"
@@ -70,6 +71,9 @@ struct GpuCollector::Gpu {
   TimestampNs processes_read_ns = 0;
   unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
   std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
+  // Kept between reads, sized by the longest list seen: one driver call per read.
+  std::vector<nvml::ProcessInfo> process_buffer;
+  std::vector<nvml::ProcessUtilizationSample> util_buffer;
   double energy_j = -1;  // the newest energy reading
   TimestampNs energy_read_ns = 0;  // when the slow direct call last ran
 };
@@ -424,21 +428,41 @@ const GpuCollector::KnownProcess* GpuCollector::process_of(unsigned pid, Timesta
   return &k;
 }
 
+namespace {
+
+// NVML's list calls, read with one call into a buffer kept from the last read; a second call
+// only when the list outgrew it (the driver then says how long it is). The documented pattern
+// — ask for the size, then read — makes every read two driver calls, and the per-process ones
+// are among the dearest NVML has (bench/gpu_bench NvmlCall). `count` is what was read.
+template <typename T, typename Call>
+int read_list(std::vector<T>& buffer, unsigned& count, Call call) {
+  if (buffer.empty()) buffer.resize(32);
+  count = static_cast<unsigned>(buffer.size());
+  int rc = call(buffer.data(), &count);
+  if (rc == nvml::kInsufficientSize) {
+    buffer.resize(count + 8);  // room for a few more appearing meanwhile
+    count = static_cast<unsigned>(buffer.size());
+    rc = call(buffer.data(), &count);
+  }
+  count = rc == nvml::kSuccess ? std::min<unsigned>(count, static_cast<unsigned>(buffer.size())) : 0;
+  return rc;
+}
+
+}  // namespace
+
 void GpuCollector::read_process_utilization(Gpu& g) {
   const nvml::Api& a = lib_->api();
   if (!a.process_utilization || g.unsupported.contains("process_utilization")) return;
   unsigned count = 0;
-  int rc = a.process_utilization(g.handle, nullptr, &count, g.util_last_seen_us);
+  const int rc = read_list(g.util_buffer, count, [&](nvml::ProcessUtilizationSample* buffer, unsigned* n) {
+    return a.process_utilization(g.handle, buffer, n, g.util_last_seen_us);
+  });
   if (rc == nvml::kNotFound || (rc == nvml::kSuccess && count == 0)) return;  // nothing newer
-  if (rc != nvml::kInsufficientSize && !check(g, rc, "process_utilization")) return;
-  std::vector<nvml::ProcessUtilizationSample> samples(count + 8);
-  count = static_cast<unsigned>(samples.size());
-  rc = a.process_utilization(g.handle, samples.data(), &count, g.util_last_seen_us);
-  if (rc == nvml::kNotFound || !check(g, rc, "process_utilization")) return;
+  if (!check(g, rc, "process_utilization")) return;
   // The driver samples every ~200 ms and lists only the processes that used the GPU in that
   // period: the newest period's list replaces the last one, and a process missing from it was
   // at 0 (holding its older value would credit an intermittent process with its busy moments).
-  samples.resize(std::min<std::size_t>(count, samples.size()));
+  const std::span<const nvml::ProcessUtilizationSample> samples(g.util_buffer.data(), count);
   unsigned long long newest = 0;
   for (const auto& s : samples) newest = std::max(newest, s.timestamp_us);
   g.util.clear();
@@ -461,16 +485,16 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
     g.energy_since_processes_j.reset();
   };
   unsigned count = 0;
-  int rc = a.compute_processes(g.handle, &count, nullptr);
-  if (rc == nvml::kSuccess && count == 0) {
+  const int rc = read_list(g.process_buffer, count, [&](nvml::ProcessInfo* buffer, unsigned* n) {
+    return a.compute_processes(g.handle, n, buffer);
+  });
+  if (!check(g, rc, "processes")) return;
+  if (count == 0) {
     g.util.clear();
     observe({});
     return;
   }
-  if (rc != nvml::kInsufficientSize && !check(g, rc, "processes")) return;
-  std::vector<nvml::ProcessInfo> procs(count + 8);  // room for processes starting meanwhile
-  count = static_cast<unsigned>(procs.size());
-  if (!check(g, a.compute_processes(g.handle, &count, procs.data()), "processes")) return;
+  const std::span<const nvml::ProcessInfo> procs(g.process_buffer.data(), count);
   read_process_utilization(g);
   const bool utilization = a.process_utilization && !g.unsupported.contains("process_utilization");
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);

@@ -5,6 +5,9 @@
 // CUPTI itself costs on this driver; what `perfscope run` pays beyond it is perfscope's.
 // CUPTI_FLOOR_BUFFER_BYTES sets the size of CUPTI's buffers (default 4 MiB, as perfscope's);
 // CUPTI_FLOOR_FLUSH_MS > 0 asks CUPTI for its records that often, as perfscope's sink does.
+// CUPTI_FLOOR_RUNTIME_WINDOW_MS=W with CUPTI_FLOOR_RUNTIME_EVERY_MS=E: the runtime kind (calls
+// that start GPU work) on for W ms of every E ms and off between, kernels always on — what
+// launch correlation on a sample of the time would cost.
 // Loaded like libperfscope_cupti.so: CUDA_INJECTION64_PATH=libcupti_floor.so program…
 // Prints the record count at exit (to stderr, or appended to CUPTI_FLOOR_COUNTS).
 #include <cupti.h>
@@ -85,6 +88,22 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     const auto quiet = perfscope::trace::calls_without_gpu_work(domain);
     const std::size_t off = perfscope::trace::record_only_gpu_work(k.kind, quiet);
     std::fprintf(stderr, "cupti_floor: %s: %zu of %zu functions switched off\n", k.name, off, quiet.size());
+  }
+  const char* window = std::getenv("CUPTI_FLOOR_RUNTIME_WINDOW_MS");
+  const char* every = std::getenv("CUPTI_FLOOR_RUNTIME_EVERY_MS");
+  if (window && every && std::atoi(window) > 0 && std::atoi(every) > std::atoi(window)) {
+    const auto on = std::chrono::milliseconds(std::atoi(window));
+    const auto off = std::chrono::milliseconds(std::atoi(every)) - on;
+    std::thread([on, off] {
+      const auto quiet = perfscope::trace::calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
+      for (;;) {
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        perfscope::trace::record_only_gpu_work(CUPTI_ACTIVITY_KIND_RUNTIME, quiet);
+        std::this_thread::sleep_for(on);
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        std::this_thread::sleep_for(off);
+      }
+    }).detach();
   }
   std::atexit(at_exit);
   return 1;

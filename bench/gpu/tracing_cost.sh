@@ -13,6 +13,7 @@
 #   floor-krm      the floor with RUNTIME and MEMORY2 as well, every runtime call recorded
 #   floor-kwm      as floor-krm with only the runtime calls that start GPU work recorded
 #                  (launches, copies, memsets: what perfscope's library records)
+#   floor-ksampled floor-kernel with the runtime kind (work calls) on 100 ms of every second
 #   floor-buf1m, floor-buf16m   floor-kernel with 1 MiB or 16 MiB buffers instead of 4 MiB
 #   floor-flush100 floor-kernel asking CUPTI for its records every 100 ms (perfscope: 500 ms)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
@@ -23,6 +24,7 @@
 #   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
 #                  callbacks instead of the runtime kind)
 #   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
+#   run-duty5r     perfscope run --duty-cycle 5% with the default kinds
 #   run-idle       as run-duty5 with one 10 ms window an hour: the library loaded, CUPTI detached
 #   profiler       torch.profiler, CUDA activity only (decode only)
 # PIN_CPUS (e.g. 4-7) runs the program, and so every thread of every variant, on those CPUs.
@@ -56,6 +58,8 @@ run_variant() {  # variant round → the program's JSON line on stdout
     floor-kernel) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel "${program[@]}" ;;
     floor-krm) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel,runtime,memory "${program[@]}" ;;
     floor-kwm) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_KINDS=kernel,runtime-work,memory "${program[@]}" ;;
+    floor-ksampled) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_RUNTIME_WINDOW_MS=100 CUPTI_FLOOR_RUNTIME_EVERY_MS=1000 \
+                      "${program[@]}" ;;
     floor-buf1m) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_BUFFER_BYTES=$((1 << 20)) "${program[@]}" ;;
     floor-buf16m) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_BUFFER_BYTES=$((16 << 20)) "${program[@]}" ;;
     floor-flush100) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_FLUSH_MS=100 "${program[@]}" ;;
@@ -68,6 +72,7 @@ run_variant() {  # variant round → the program's JSON line on stdout
                   -- "${program[@]}" ;;
     run-duty5) "$bin" run --server "$url" --name "$name" --duty-cycle 5% --kinds kernel,memcpy,memset,launch,memory \
                  -- "${program[@]}" ;;
+    run-duty5r) "$bin" run --server "$url" --name "$name" --duty-cycle 5% -- "${program[@]}" ;;
     run-idle) "$bin" run --server "$url" --name "$name" --trace-window 10ms --trace-every 1h \
                 --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
     profiler) "${program[@]}" --profiler ;;

@@ -137,6 +137,41 @@ TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   EXPECT_DOUBLE_EQ(later[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0);
 }
 
+TEST_F(GpuCollectorTest, ListsLongerThanTheKeptBufferAreReadWhole) {
+  // 40 processes and 40 utilization samples: more than the first read's buffer holds, so the
+  // driver's "insufficient size" grows it; the next read, with more processes, fits or grows again.
+  auto script = [](int processes, unsigned long long at_us) {
+    std::string procs, util;
+    for (int i = 0; i < processes; ++i) {
+      procs += (i ? "," : "") + std::to_string(20000 + i) + ":" + std::to_string((i + 1) * 1024);
+      util += (i ? "," : "") + std::to_string(20000 + i) + ":" + std::to_string(i % 100) + ":1:0:0@" + std::to_string(at_us);
+    }
+    std::string s = std::string(kH100) + "0.proc_util " + util + "\n";
+    s.replace(s.find("0.procs 1234:1048576,4321:2048"), 30, "0.procs " + procs);
+    return s;
+  };
+  auto count_and_check = [](const std::map<std::string, double>& m, int processes) {
+    int memory = 0, sm = 0;
+    for (const auto& [key, value] : m) {
+      if (key.starts_with("gpu_process_memory_bytes{")) ++memory;
+      if (key.starts_with("gpu_process_utilization_ratio{") && key.find(R"(engine="sm")") != std::string::npos) {
+        const auto at = key.find(R"(pid=")") + 5;
+        EXPECT_DOUBLE_EQ(value, (std::stoi(key.substr(at)) - 20000) % 100 / 100.0) << key;
+        ++sm;
+      }
+    }
+    EXPECT_EQ(memory, processes);
+    EXPECT_EQ(sm, processes);
+  };
+  write(script(40, 900000));
+  GpuCollectorOptions o = options();
+  o.process_series_limit = 1000;
+  GpuCollector c(o);
+  count_and_check(pass(c, 1'000'000'000), 40);
+  write(script(60, 1900000));
+  count_and_check(pass(c, 2'000'000'000), 60);
+}
+
 TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
   write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
   ProcessTracker tracker;

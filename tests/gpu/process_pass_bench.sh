@@ -22,6 +22,6 @@ for round in 1 2; do
   echo "round $round: 10 GPU processes ($(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l) listed by nvidia-smi)"
   run
   # The driver calls a read makes, one by one: the count, the list, per-process utilization.
-  "$bench" --benchmark_filter='NvmlCall/(8|13|14)/0/' 2>/dev/null | grep NvmlCall
+  "$bench" --benchmark_filter='NvmlCall/(8|13|14|15|16)/0/' 2>/dev/null | grep NvmlCall
   kill "${pids[@]}"; wait 2>/dev/null || true; rm -f /tmp/worker.$$.*
 done
