@@ -5,6 +5,9 @@
 // CUPTI itself costs on this driver; what `perfscope run` pays beyond it is perfscope's.
 // CUPTI_FLOOR_BUFFER_BYTES sets the size of CUPTI's buffers (default 4 MiB, as perfscope's);
 // CUPTI_FLOOR_FLUSH_MS > 0 asks CUPTI for its records that often, as perfscope's sink does.
+// CUPTI_FLOOR_WINDOW_MS=W with CUPTI_FLOOR_EVERY_MS=E: attached for W ms at every multiple of E
+// ms of the wall clock and detached between (cuptiFinalize), as perfscope's duty cycle; a
+// program that times its own passes then compares traced and untraced ones in one process.
 // CUPTI_FLOOR_RUNTIME_WINDOW_MS=W with CUPTI_FLOOR_RUNTIME_EVERY_MS=E: the runtime kind (calls
 // that start GPU work) on for W ms of every E ms and off between, kernels always on — what
 // launch correlation on a sample of the time would cost.
@@ -53,9 +56,53 @@ void at_exit() {
 
 }  // namespace
 
+namespace {
+
+struct Kind {
+  const char* name;
+  CUpti_ActivityKind kind;
+  bool work_only;
+};
+constexpr Kind kAll[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
+                         {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, false},
+                         {"memset", CUPTI_ACTIVITY_KIND_MEMSET, false},
+                         {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME, false},
+                         {"runtime-work", CUPTI_ACTIVITY_KIND_RUNTIME, true},
+                         {"driver", CUPTI_ACTIVITY_KIND_DRIVER, false},
+                         {"driver-work", CUPTI_ACTIVITY_KIND_DRIVER, true},
+                         {"memory", CUPTI_ACTIVITY_KIND_MEMORY2, false}};
+std::string g_wanted;
+
+bool wanted(const Kind& k) { return ("," + g_wanted + ",").find(std::string(",") + k.name + ",") != std::string::npos; }
+
+// CUPTI attached with the wanted kinds, as perfscope's library attaches it.
+void attach(bool say) {
+  cuptiActivityRegisterCallbacks(requested, completed);
+  for (const Kind& k : kAll) {
+    if (!wanted(k)) continue;
+    cuptiActivityEnable(k.kind);
+    if (!k.work_only) continue;
+    const auto domain = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    const auto quiet = perfscope::trace::calls_without_gpu_work(domain);
+    const std::size_t off = perfscope::trace::record_only_gpu_work(k.kind, quiet);
+    if (say) std::fprintf(stderr, "cupti_floor: %s: %zu of %zu functions switched off\n", k.name, off, quiet.size());
+  }
+}
+
+// Detached between windows, as perfscope's library detaches it.
+void detach() {
+  for (const Kind& k : kAll) {
+    if (wanted(k)) cuptiActivityDisable(k.kind);
+  }
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuptiFinalize();
+}
+
+}  // namespace
+
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
-  const std::string wanted = kinds ? kinds : "kernel";
+  g_wanted = kinds ? kinds : "kernel";
   if (const char* bytes = std::getenv("CUPTI_FLOOR_BUFFER_BYTES")) g_buffer_bytes = std::strtoull(bytes, nullptr, 10) / 8 * 8;
   if (const char* ms = std::getenv("CUPTI_FLOOR_FLUSH_MS"); ms && std::atoi(ms) > 0) {
     const int period = std::atoi(ms);
@@ -66,29 +113,33 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       }
     }).detach();
   }
-  cuptiActivityRegisterCallbacks(requested, completed);
-  struct Kind {
-    const char* name;
-    CUpti_ActivityKind kind;
-    bool work_only;
-  };
-  const Kind all[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
-                      {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, false},
-                      {"memset", CUPTI_ACTIVITY_KIND_MEMSET, false},
-                      {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME, false},
-                      {"runtime-work", CUPTI_ACTIVITY_KIND_RUNTIME, true},
-                      {"driver", CUPTI_ACTIVITY_KIND_DRIVER, false},
-                      {"driver-work", CUPTI_ACTIVITY_KIND_DRIVER, true},
-                      {"memory", CUPTI_ACTIVITY_KIND_MEMORY2, false}};
-  for (const Kind& k : all) {
-    if (("," + wanted + ",").find(std::string(",") + k.name + ",") == std::string::npos) continue;
-    cuptiActivityEnable(k.kind);
-    if (!k.work_only) continue;
-    const auto domain = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-    const auto quiet = perfscope::trace::calls_without_gpu_work(domain);
-    const std::size_t off = perfscope::trace::record_only_gpu_work(k.kind, quiet);
-    std::fprintf(stderr, "cupti_floor: %s: %zu of %zu functions switched off\n", k.name, off, quiet.size());
+  const char* window_ms = std::getenv("CUPTI_FLOOR_WINDOW_MS");
+  const char* every_ms = std::getenv("CUPTI_FLOOR_EVERY_MS");
+  if (window_ms && every_ms && std::atoi(window_ms) > 0 && std::atoi(every_ms) > std::atoi(window_ms)) {
+    // Windows at every multiple of EVERY of the wall clock, WINDOW long, as perfscope's.
+    const long long window = std::atoll(window_ms) * 1'000'000, every = std::atoll(every_ms) * 1'000'000;
+    std::thread([window, every] {
+      bool attached = false;
+      for (;;) {
+        const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch()).count();
+        const long long phase = now % every;
+        const bool open = phase < window;
+        if (open != attached) {
+          if (open) {
+            attach(false);
+          } else {
+            detach();
+          }
+          attached = open;
+        }
+        std::this_thread::sleep_for(std::chrono::nanoseconds(open ? window - phase : every - phase));
+      }
+    }).detach();
+    std::atexit(at_exit);
+    return 1;
   }
+  attach(true);
   const char* window = std::getenv("CUPTI_FLOOR_RUNTIME_WINDOW_MS");
   const char* every = std::getenv("CUPTI_FLOOR_RUNTIME_EVERY_MS");
   if (window && every && std::atoi(window) > 0 && std::atoi(every) > std::atoi(window)) {

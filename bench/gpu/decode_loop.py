@@ -9,6 +9,8 @@ tools would.
 Usage: decode_loop.py [--layers 12] [--dim 512] [--tokens 48] [--batch 1] [--passes 3]
                       [--profiler] [--count-kernels] [--seconds S: loop passes for S seconds]
                       [--trace FILE: with --profiler, its Chrome trace]
+                      [--pass-times: each pass ends with a synchronize; its wall-clock
+                       bounds are listed as pass_ns]
 The JSON line also gives the timed part's wall-clock bounds (start_ns, end_ns).
 """
 import argparse
@@ -73,6 +75,7 @@ def main():
     p.add_argument("--profiler", action="store_true")
     p.add_argument("--count-kernels", action="store_true")
     p.add_argument("--trace")
+    p.add_argument("--pass-times", action="store_true")
     a = p.parse_args()
     torch.manual_seed(0)
     dev = "cuda"
@@ -85,13 +88,18 @@ def main():
     torch.cuda.synchronize()
 
     bounds = {}
+    pass_ns = []
 
     def timed():
         bounds["start_ns"] = time.time_ns()
         t0 = time.perf_counter()
         passes = 0
         while True:
+            started = time.time_ns()
             model.generate(start_tokens, a.tokens, caches)
+            if a.pass_times:
+                torch.cuda.synchronize()
+                pass_ns.append([started, time.time_ns()])
             passes += 1
             if a.seconds <= 0 and passes >= a.passes:
                 break
@@ -112,8 +120,9 @@ def main():
             prof.export_chrome_trace(a.trace)
     else:
         s, passes = timed()
+    extra = {"pass_ns": pass_ns} if a.pass_times else {}
     print(json.dumps({"timed_s": s, "passes": passes, "tokens": a.tokens * passes, "kernels": kernels,
-                      **bounds}), flush=True)
+                      **bounds, **extra}), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@
 #   floor-flush100 floor-kernel asking CUPTI for its records every 100 ms (perfscope: 500 ms)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
 #   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
-#   run-runtime    perfscope run with the default kinds, kernel,memcpy,memset,runtime,memory
-#                  (the runtime calls that start GPU work recorded: launch correlation)
-#   run-driver     the default kinds and driver: driver-API launches too (cuBLAS, Triton)
+#   run-runtime    perfscope run --kinds kernel,memcpy,memset,runtime,memory (the runtime
+#                  calls that start GPU work recorded: launch correlation; the default kinds
+#                  until the launch kind replaced it)
+#   run-driver     run-runtime's kinds and driver: driver-API launches too (cuBLAS, Triton)
 #   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
 #                  callbacks instead of the runtime kind)
 #   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
-#   run-duty5r     perfscope run --duty-cycle 5% with the default kinds
+#   run-duty5r     perfscope run --duty-cycle 5% with the default kinds (runtime when measured)
 #   run-idle       as run-duty5 with one 10 ms window an hour: the library loaded, CUPTI detached
 #   profiler       torch.profiler, CUDA activity only (decode only)
 # PIN_CPUS (e.g. 4-7) runs the program, and so every thread of every variant, on those CPUs.

@@ -210,8 +210,8 @@ CommandLineParser::Table::Table() {
   run->add_option("--token", rn.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   run->add_option("--name", rn.name, "Run name, tagged on every event as `run` (default: command and start time)");
   run->add_option("--kinds", rn.kinds,
-                  "Activity kinds: kernel, memcpy, memset, runtime (every runtime call), launch (launch calls only, "
-                  "by callbacks), driver, memory, or all")
+                  "Activity kinds: kernel, memcpy, memset, launch (launch calls, by callbacks), runtime (records of "
+                  "the runtime calls that start GPU work), driver, memory, or all")
       ->capture_default_str();
   run->add_option("--duty-cycle", rn.duty_cycle,
                   "Trace only this share of the time (e.g. 5%), in windows that open on a wall-clock schedule; "

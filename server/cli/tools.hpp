@@ -23,7 +23,7 @@ struct RunOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
   std::string name;     // empty: the command's name and the start time
-  std::string kinds = "kernel,memcpy,memset,runtime,memory";
+  std::string kinds = "kernel,memcpy,memset,launch,memory";
   std::string output;   // where events go when no server answers; empty: perfscope-run-NAME.ndjson
   std::string library;  // empty: PERFSCOPE_CUPTI_LIBRARY, else beside the perfscope executable
   // Duty-cycled tracing (trace::make_trace_schedule): any two of these; empty: traced throughout.

@@ -327,8 +327,11 @@ int initialize() {
       {kinds.driver, CUPTI_ACTIVITY_KIND_DRIVER, "driver"},
       {kinds.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory"},
   };
-  if (kinds.runtime) g_runtime_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
-  if (kinds.driver) g_driver_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_DRIVER_API);
+  // Not in a duty cycle: switching single functions off, then detaching and attaching CUPTI
+  // window after window, corrupted the heap of 2 of 10 processes on the H100's driver (the bare
+  // floor library as well as this one; bench/RESULTS.md). A window records every call instead.
+  if (kinds.runtime && !duty_cycled) g_runtime_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (kinds.driver && !duty_cycled) g_driver_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_DRIVER_API);
   // Launch callbacks for the domains whose launch calls are not already activity records.
   g_launch_runtime = kinds.launch && !kinds.runtime;
   g_launch_driver = kinds.launch && !kinds.driver;

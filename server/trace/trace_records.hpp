@@ -29,15 +29,18 @@ struct TraceKinds {
   bool memcpy = true;
   bool memset = true;
   // Runtime and driver API calls that start GPU work (gpu_work_calls.hpp; no other call is
-  // recorded): they correlate kernels, copies and memsets with their launches.
-  bool runtime = true;
+  // recorded): they correlate kernels, copies and memsets with their launches. Enabling the
+  // runtime kind hooks every runtime call, though, and a PyTorch program makes ~19 per kernel,
+  // so it is not the default (bench/RESULTS.md).
+  bool runtime = false;
   bool driver = false;  // launches by Triton, cuBLAS and other driver-API users
   bool memory = true;   // device memory allocations and frees
   // Launch calls only (kernels, cooperative kernels, graphs; runtime and driver API), by CUPTI
-  // callbacks on those calls instead of an activity record of every runtime call: it also
-  // correlates kernels launched through the driver API (cuBLAS, Triton), but a callback costs a
-  // launch more than a runtime record (bench/RESULTS.md), so it is not the default.
-  bool launch = false;
+  // callbacks on those calls alone: the default. It correlates kernels launched through either
+  // API (cuBLAS, Triton) and costs a PyTorch decode loop ~3 % beyond CUPTI's kernel records,
+  // where runtime records cost ~20 %; a bare CUDA launch loop, which makes no other call, pays
+  // ~0.9 µs more per launch than with runtime records.
+  bool launch = true;
 };
 // "kernel,memcpy,…" or "all" (every kind but `launch`, which `runtime` and `driver` cover);
 // kInvalidArgument naming the unknown kind.

@@ -61,7 +61,7 @@ TEST(TraceKinds, ParsesListsAndAllAndNamesTheUnknownKind) {
   EXPECT_TRUE(launch->launch);
   EXPECT_FALSE(launch->runtime);
   EXPECT_EQ(format_trace_kinds(*launch), "kernel,launch");
-  EXPECT_EQ(format_trace_kinds(TraceKinds{}), "kernel,memcpy,memset,runtime,memory");
+  EXPECT_EQ(format_trace_kinds(TraceKinds{}), "kernel,memcpy,memset,launch,memory");
   auto bad = parse_trace_kinds("kernel,graphs");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().field(), "kinds");
