@@ -70,6 +70,10 @@ struct GpuCollector::Gpu {
   std::optional<double> energy_since_processes_j;  // board energy since the processes were read
   TimestampNs processes_read_ns = 0;
   unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
+  // MIG: on a GPU in MIG mode its processes are read per instance; an instance is found again
+  // (after a lost GPU) by its parent's index and its slot.
+  bool mig_mode = false;
+  int mig_slot = -1;
   std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
   // Kept between reads, sized by the longest list seen: one driver call per read.
   std::vector<nvml::ProcessInfo> process_buffer;
@@ -124,21 +128,66 @@ void GpuCollector::probe() {
       continue;
     }
     identify(*g);
-    // One trial pass finds the metrics this GPU does not support, so they are reported once
-    // at start instead of discovered sample by sample.
-    std::vector<Reading> ignored;
-    collect_gpu(*g, 0, ignored);  // time 0: leaves no interval state behind
-    g->info.unsupported.assign(g->unsupported.begin(), g->unsupported.end());
-    std::string detail = g->info.name + " " + g->info.uuid + (g->info.gpm ? ", GPM" : ", no GPM");
-    if (!g->unsupported.empty()) {
-      detail += "; not supported:";
-      for (const auto& m : g->unsupported) detail += " " + m;
-    }
-    sources_.push_back({"gpu" + g->info.index, true, detail});
-    gpus_.push_back(std::move(g));
+    unsigned current = 0, pending = 0;
+    g->mig_mode = a.mig_mode && a.mig_mode(g->handle, &current, &pending) == nvml::kSuccess && current == 1;
+    g->info.mig_mode = g->mig_mode;
+    Gpu& parent = add_probed(std::move(g));
+    if (parent.mig_mode) probe_mig_instances(parent);
   }
   std::lock_guard lock(mu_);
   for (const auto& g : gpus_) infos_.push_back(g->info);
+}
+
+// Each MIG instance of a GPU in MIG mode, as a device of its own: what NVML answers for an
+// instance (name, uuid, memory, processes) is read from its handle; the rest is the parent's.
+void GpuCollector::probe_mig_instances(const Gpu& parent) {
+  const nvml::Api& a = lib_->api();
+  unsigned slots = 0;
+  if (!a.max_mig_devices || !a.mig_device_by_index || a.max_mig_devices(parent.handle, &slots) != nvml::kSuccess) {
+    sources_.push_back({"gpu" + parent.info.index + " MIG", false, "MIG mode is on, but this NVML cannot list the instances"});
+    return;
+  }
+  for (unsigned slot = 0; slot < slots; ++slot) {
+    auto m = std::make_unique<Gpu>();
+    if (a.mig_device_by_index(parent.handle, slot, &m->handle) != nvml::kSuccess) continue;  // an empty slot
+    m->index = parent.index;
+    m->mig_slot = static_cast<int>(slot);
+    m->info.index = parent.info.index;
+    identify(*m);
+    unsigned id = 0;
+    if (a.gpu_instance_id && a.gpu_instance_id(m->handle, &id) == nvml::kSuccess) m->info.gpu_instance_id = static_cast<int>(id);
+    if (a.compute_instance_id && a.compute_instance_id(m->handle, &id) == nvml::kSuccess) {
+      m->info.compute_instance_id = static_cast<int>(id);
+    }
+    m->info.parent_uuid = parent.info.uuid;
+    m->info.pci_bus_id = parent.info.pci_bus_id;
+    m->labels = {{"compute_instance", std::to_string(m->info.compute_instance_id)},
+                 {"gpu", m->info.index},
+                 {"gpu_instance", std::to_string(m->info.gpu_instance_id)},
+                 {"uuid", m->info.uuid}};
+    m->info.labels = m->labels;
+    add_probed(std::move(m));
+  }
+}
+
+// One trial pass finds the metrics a device does not support, so they are reported once at
+// start instead of discovered sample by sample.
+GpuCollector::Gpu& GpuCollector::add_probed(std::unique_ptr<Gpu> g) {
+  std::vector<Reading> ignored;
+  collect_gpu(*g, 0, ignored);  // time 0: leaves no interval state behind
+  g->info.unsupported.assign(g->unsupported.begin(), g->unsupported.end());
+  std::string detail = g->info.name + " " + g->info.uuid + (g->info.gpm ? ", GPM" : ", no GPM");
+  if (g->mig_mode) detail += ", MIG mode (processes read per instance)";
+  if (!g->unsupported.empty()) {
+    detail += "; not supported:";
+    for (const auto& m : g->unsupported) detail += " " + m;
+  }
+  const std::string name = g->mig_slot >= 0 ? "gpu" + g->info.index + " MIG " + std::to_string(g->info.gpu_instance_id) + "/" +
+                                                   std::to_string(g->info.compute_instance_id)
+                                             : "gpu" + g->info.index;
+  sources_.push_back({name, true, detail});
+  gpus_.push_back(std::move(g));
+  return *gpus_.back();
 }
 
 void GpuCollector::identify(Gpu& g) {
@@ -152,6 +201,7 @@ void GpuCollector::identify(Gpu& g) {
     g.info.pci_bus_id = text_of(pci.bus_id, sizeof pci.bus_id);
   }
   g.labels = {{"gpu", g.info.index}, {"uuid", g.info.uuid}};
+  g.info.labels = g.labels;
   unsigned v = 0;
   if (a.power_limit && a.power_limit(g.handle, &v) == nvml::kSuccess) g.info.power_limit_watts = v / 1000.0;
   if (a.max_clock && a.max_clock(g.handle, nvml::kClockSm, &v) == nvml::kSuccess) g.info.max_sm_clock_hertz = v * 1e6;
@@ -247,8 +297,10 @@ void GpuCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
       }
       nvml::Device handle = nullptr;
       nvml::Utilization u{};
-      if (lib_->api().device_by_index(g->index, &handle) != nvml::kSuccess || !lib_->api().utilization ||
-          lib_->api().utilization(handle, &u) == nvml::kGpuIsLost) {
+      const nvml::Api& a = lib_->api();
+      const bool found = a.device_by_index(g->index, &handle) == nvml::kSuccess &&
+                         (g->mig_slot < 0 || (a.mig_device_by_index && a.mig_device_by_index(handle, static_cast<unsigned>(g->mig_slot), &handle) == nvml::kSuccess));
+      if (!found || !a.utilization || a.utilization(handle, &u) == nvml::kGpuIsLost) {
         g->retry_at = now_ns + kLostRetryNs;
         out.push_back({SeriesKey("gpu_up", g->labels), 0});
         continue;
@@ -261,7 +313,7 @@ void GpuCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
       g->retry_at = now_ns + kLostRetryNs;
       std::lock_guard lock(mu_);
       for (auto& info : infos_) {
-        if (info.index == g->info.index) info.lost = true;
+        if (info.uuid == g->info.uuid) info.lost = true;
       }
     }
   }
@@ -476,7 +528,7 @@ void GpuCollector::read_process_utilization(Gpu& g) {
 
 void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  if (!a.compute_processes) return;
+  if (!a.compute_processes || g.mig_mode) return;  // in MIG mode each instance reads its own
   if (g.processes_read_ns > 0 && now_ns - g.processes_read_ns < options_.process_interval.count() * 1'000'000LL) return;
   g.processes_read_ns = now_ns;
   // The constructor's probe pass (time 0) observes nothing.

@@ -56,6 +56,12 @@ struct GpuDeviceInfo {
   bool gpm = false;
   bool lost = false;
   std::vector<std::string> unsupported;  // metrics this GPU does not provide
+  // MIG: a GPU in MIG mode is listed with mig_mode, and each of its instances after it as a
+  // device of its own: its MIG uuid, the parent's uuid, its GPU and compute instance ids.
+  bool mig_mode = false;
+  std::string parent_uuid;                            // instances only
+  int gpu_instance_id = -1, compute_instance_id = -1;  // instances only
+  Labels labels;  // the labels of this device's series
 };
 
 class GpuCollector final : public Collector {
@@ -88,6 +94,8 @@ class GpuCollector final : public Collector {
  private:
   struct Gpu;
   void probe();
+  void probe_mig_instances(const Gpu& parent);
+  Gpu& add_probed(std::unique_ptr<Gpu> g);
   void identify(Gpu& g);
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);

@@ -72,6 +72,11 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.gpm_sample_free, {"nvmlGpmSampleFree"});
   resolve(handle, a.gpm_sample_get, {"nvmlGpmSampleGet"});
   resolve(handle, a.gpm_metrics_get, {"nvmlGpmMetricsGet"});
+  resolve(handle, a.mig_mode, {"nvmlDeviceGetMigMode"});
+  resolve(handle, a.max_mig_devices, {"nvmlDeviceGetMaxMigDeviceCount"});
+  resolve(handle, a.mig_device_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  resolve(handle, a.gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"});
+  resolve(handle, a.compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
   if (!a.init || !a.device_count || !a.device_by_index) {
     return Status::unavailable("NVML at " + used + " lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex");
   }

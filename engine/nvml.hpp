@@ -140,6 +140,13 @@ struct Api {
   int (*gpm_sample_free)(GpmSample) = nullptr;
   int (*gpm_sample_get)(Device, GpmSample) = nullptr;
   int (*gpm_metrics_get)(GpmMetricsRequest*) = nullptr;
+  // MIG: the mode (current, pending; 1 = enabled), how many instances a GPU can hold, an
+  // instance's handle by slot (kNotFound for an empty slot), and its GPU/compute instance ids.
+  int (*mig_mode)(Device, unsigned*, unsigned*) = nullptr;
+  int (*max_mig_devices)(Device, unsigned*) = nullptr;
+  int (*mig_device_by_index)(Device, unsigned, Device*) = nullptr;
+  int (*gpu_instance_id)(Device, unsigned*) = nullptr;
+  int (*compute_instance_id)(Device, unsigned*) = nullptr;
 };
 
 class Library {

@@ -25,13 +25,21 @@ HttpResponse Api::devices() const {
       nvml["nvml_version"] = ctx_.gpus->nvml_version();
     }
     for (const GpuDeviceInfo& d : ctx_.gpus->devices()) {
-      gpus.push_back({{"gpu", d.index}, {"uuid", d.uuid}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id},
-                      {"memory_total_bytes", d.memory_total_bytes}, {"power_limit_watts", d.power_limit_watts},
-                      {"max_sm_clock_hertz", d.max_sm_clock_hertz}, {"max_memory_clock_hertz", d.max_memory_clock_hertz},
-                      {"memory_bus_width_bits", d.memory_bus_width_bits},
-                      {"peak_dram_bandwidth_bytes_per_second", d.peak_dram_bandwidth_bytes_per_second},
-                      {"gpm", d.gpm}, {"lost", d.lost}, {"unsupported", d.unsupported},
-                      {"labels", {{"gpu", d.index}, {"uuid", d.uuid}}}});
+      json labels = json::object();
+      for (const auto& [k, v] : d.labels) labels[k] = v;
+      json g = {{"gpu", d.index}, {"uuid", d.uuid}, {"name", d.name}, {"pci_bus_id", d.pci_bus_id},
+                {"memory_total_bytes", d.memory_total_bytes}, {"power_limit_watts", d.power_limit_watts},
+                {"max_sm_clock_hertz", d.max_sm_clock_hertz}, {"max_memory_clock_hertz", d.max_memory_clock_hertz},
+                {"memory_bus_width_bits", d.memory_bus_width_bits},
+                {"peak_dram_bandwidth_bytes_per_second", d.peak_dram_bandwidth_bytes_per_second},
+                {"gpm", d.gpm}, {"lost", d.lost}, {"unsupported", d.unsupported}, {"mig_mode", d.mig_mode},
+                {"labels", labels}};
+      // A MIG instance: its parent GPU and instance ids; its series carry them as labels.
+      if (!d.parent_uuid.empty()) {
+        g["mig"] = {{"parent_uuid", d.parent_uuid}, {"gpu_instance_id", d.gpu_instance_id},
+                    {"compute_instance_id", d.compute_instance_id}};
+      }
+      gpus.push_back(std::move(g));
     }
   } else {
     nvml["detail"] = "the GPU collector is disabled (--enable-gpu-collector false)";

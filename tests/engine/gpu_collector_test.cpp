@@ -172,6 +172,65 @@ TEST_F(GpuCollectorTest, ListsLongerThanTheKeptBufferAreReadWhole) {
   count_and_check(pass(c, 2'000'000'000), 60);
 }
 
+TEST_F(GpuCollectorTest, MigInstancesAreDevicesWithTheirOwnMemoryAndProcesses) {
+  // GPU 0 in MIG mode with two instances (slots 0 and 3 of 7), as NVML describes them: an
+  // instance answers its name, uuid, memory and processes, nothing else; the board's power,
+  // temperature and clocks stay the parent's. The parent lists every process of every instance.
+  write(std::string(kH100) + "0.mig_mode 1\n0.mig_max 7\n" +
+        "0/0.uuid MIG-aaaa-1\n0/0.name NVIDIA H100 80GB HBM3 MIG 3g.40gb\n0/0.gi 1\n0/0.ci 0\n"
+        "0/0.mem_total 42949672960\n0/0.mem_used 1073741824\n0/0.mem_reserved 0\n0/0.procs 1234:1048576\n"
+        "0/3.uuid MIG-aaaa-2\n0/3.name NVIDIA H100 80GB HBM3 MIG 1g.10gb\n0/3.gi 9\n0/3.ci 0\n"
+        "0/3.mem_total 10737418240\n0/3.mem_used 2048\n0/3.mem_reserved 0\n0/3.procs 4321:2048\n");
+  ProcessTracker tracker;
+  GpuCollectorOptions o = options();
+  o.tracker = &tracker;
+  GpuCollector c(o);
+  const std::vector<GpuDeviceInfo> devices = c.devices();
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_TRUE(devices[0].mig_mode);
+  EXPECT_EQ(devices[0].uuid, "GPU-aaaa");
+  const GpuDeviceInfo& big = devices[1];
+  EXPECT_EQ(big.uuid, "MIG-aaaa-1");
+  EXPECT_EQ(big.name, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
+  EXPECT_EQ(big.parent_uuid, "GPU-aaaa");
+  EXPECT_EQ(big.gpu_instance_id, 1);
+  EXPECT_EQ(big.compute_instance_id, 0);
+  EXPECT_EQ(big.pci_bus_id, devices[0].pci_bus_id);
+  EXPECT_NE(std::find(big.unsupported.begin(), big.unsupported.end(), "utilization"), big.unsupported.end());
+  EXPECT_EQ(devices[2].uuid, "MIG-aaaa-2");
+  EXPECT_EQ(devices[2].gpu_instance_id, 9);
+  EXPECT_EQ(devices[3].uuid, "GPU-bbbb");
+  EXPECT_FALSE(devices[3].mig_mode);
+
+  auto m = pass(c, 1'000'000'000);
+  const std::string i1 = R"(compute_instance="0",gpu="0",gpu_instance="1",)";
+  EXPECT_DOUBLE_EQ(m[R"(gpu_memory_total_bytes{)" + i1 + R"(uuid="MIG-aaaa-1"})"], 42949672960);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_memory_used_bytes{compute_instance="0",gpu="0",gpu_instance="9",uuid="MIG-aaaa-2"})"], 2048);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_up{)" + i1 + R"(uuid="MIG-aaaa-1"})"], 1);
+  // The board's figures stay with the GPU.
+  EXPECT_DOUBLE_EQ(m[R"(gpu_power_watts{gpu="0",uuid="GPU-aaaa"})"], 250.5);
+  for (const auto& [key, value] : m) {
+    if (key.find(R"(uuid="MIG-)") != std::string::npos) {
+      EXPECT_EQ(key.find("gpu_power"), std::string::npos) << key;
+    }
+  }
+  // Processes belong to their instance, once each: not to the parent as well.
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_memory_bytes{command="python3",compute_instance="0",container="3f5b2a9c1d7e",)"
+                     R"(gpu="0",gpu_instance="1",pid="1234",uuid="MIG-aaaa-1"})"],
+                   1048576);
+  int process_series = 0;
+  for (const auto& [key, value] : m) {
+    if (!key.starts_with("gpu_process_memory_bytes{")) continue;
+    ++process_series;
+    EXPECT_EQ(key.find(R"(uuid="GPU-aaaa")"), std::string::npos) << key;
+  }
+  EXPECT_EQ(process_series, 2);
+  std::map<int, std::string> instance_of;
+  for (const auto& r : tracker.running()) instance_of[r.identity.pid] = r.gpu_uuid;
+  EXPECT_EQ(instance_of[1234], "MIG-aaaa-1");
+  EXPECT_EQ(instance_of[4321], "MIG-aaaa-2");
+}
+
 TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
   write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
   ProcessTracker tracker;

@@ -12,6 +12,11 @@
 //   0.proc_util 1234:87:40:0:0@900000,…     (pid:sm:mem:enc:dec@timestamp_us, per-process samples)
 //   0.gpm 1  0.gpm.10 83.5 …                  0.lost 1 (every call: GPU is lost)
 //   0.<call>_rc N      forces a return code (call: utilization, memory_v2, memory, power, …)
+//   0.mig_mode 1  0.mig_max 7                 MIG: mode on, instance slots
+//   0/2.uuid MIG-…  0/2.gi 3  0/2.ci 0  0/2.name …  0/2.mem_total …  0/2.procs …
+//                      the MIG instance in slot 2 of GPU 0 (a slot without a uuid is empty);
+//                      as NVML documents, an instance answers name, uuid, memory and its
+//                      processes, and every other call with Not Supported unless scripted
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -48,14 +53,31 @@ unsigned long long num(const std::string& key, unsigned long long fallback = 0) 
   return v.empty() ? fallback : std::strtoull(v.c_str(), nullptr, 0);
 }
 
-// Devices are handles 1..count: the index is the pointer value minus one.
-unsigned index_of(void* device) { return static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(device) - 1); }
-std::string key(void* device, const char* name) { return std::to_string(index_of(device)) + "." + name; }
+// Devices are handles 1..count: the index is the pointer value minus one. MIG instances are
+// handles from kMigBase on: GPU index × 256 + slot.
+constexpr std::uintptr_t kMigBase = 0x10000;
+bool is_mig(void* device) { return reinterpret_cast<std::uintptr_t>(device) >= kMigBase; }
+unsigned index_of(void* device) {
+  const auto v = reinterpret_cast<std::uintptr_t>(device);
+  return static_cast<unsigned>(v >= kMigBase ? (v - kMigBase) / 256 : v - 1);
+}
+// "0" for GPU 0, "0/2" for the MIG instance in its slot 2: the scripts' key prefix.
+std::string id_of(void* device) {
+  const auto v = reinterpret_cast<std::uintptr_t>(device);
+  return v >= kMigBase ? std::to_string((v - kMigBase) / 256) + "/" + std::to_string((v - kMigBase) % 256)
+                       : std::to_string(v - 1);
+}
+std::string key(void* device, const char* name) { return id_of(device) + "." + name; }
 
-// The forced return code of a call, or 15 when the GPU is lost, or 0.
+// The forced return code of a call, or 15 when the GPU is lost, or 0 — on a MIG instance, 3
+// (Not Supported) for what NVML does not answer there.
 int rc_of(void* device, const char* call) {
-  if (num(key(device, "lost"))) return 15;
-  return static_cast<int>(num(key(device, (std::string(call) + "_rc").c_str()), 0));
+  if (num(std::to_string(index_of(device)) + ".lost")) return 15;
+  const std::string forced = get(key(device, (std::string(call) + "_rc").c_str()));
+  if (!forced.empty()) return static_cast<int>(std::strtol(forced.c_str(), nullptr, 0));
+  const std::string c = call;
+  if (is_mig(device) && c != "name" && c != "uuid" && c != "memory_v2" && c != "memory" && c != "processes") return 3;
+  return 0;
 }
 
 void copy(char* out, unsigned size, const std::string& text) {
@@ -263,4 +285,31 @@ int nvmlGpmMetricsGet(GpmRequest* req) {
   return 0;
 }
 
+
+int nvmlDeviceGetMigMode(void* d, unsigned* current, unsigned* pending) {
+  if (int rc = rc_of(d, "mig_mode")) return rc;
+  *current = *pending = static_cast<unsigned>(num(key(d, "mig_mode")));
+  return 0;
+}
+int nvmlDeviceGetMaxMigDeviceCount(void* d, unsigned* count) {
+  if (int rc = rc_of(d, "mig_max")) return rc;
+  *count = static_cast<unsigned>(num(key(d, "mig_max"), num(key(d, "mig_mode")) ? 7 : 0));
+  return 0;
+}
+int nvmlDeviceGetMigDeviceHandleByIndex(void* d, unsigned slot, void** mig) {
+  if (is_mig(d) || !num(key(d, "mig_mode"))) return 3;
+  if (get(id_of(d) + "/" + std::to_string(slot) + ".uuid").empty()) return 6;  // an empty slot
+  *mig = reinterpret_cast<void*>(kMigBase + index_of(d) * 256 + slot);
+  return 0;
+}
+int nvmlDeviceGetGpuInstanceId(void* d, unsigned* id) {
+  if (!is_mig(d)) return 3;
+  *id = static_cast<unsigned>(num(key(d, "gi")));
+  return 0;
+}
+int nvmlDeviceGetComputeInstanceId(void* d, unsigned* id) {
+  if (!is_mig(d)) return 3;
+  *id = static_cast<unsigned>(num(key(d, "ci")));
+  return 0;
+}
 }  // extern "C"
