@@ -16,6 +16,7 @@
 #include "db/connection_pool.hpp"
 #include "db/rollups.hpp"
 #include "db/time_range.hpp"
+#include "engine/analysis/operators.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/events.hpp"
 #include "engine/process_tracker.hpp"
@@ -141,6 +142,11 @@ class EventReader {
   // Whole events in the range (by end time or completion time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const EventScope& scope) const;
   Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range, const EventScope& scope = {}) const;
+  // Operator executions in the range (by their time), of one model and one provider when those
+  // are given.
+  Result<std::vector<analysis::OperatorExecution>> operator_executions(const TimeRange& range, const EventScope& scope,
+                                                                      const std::string& model,
+                                                                      const std::string& provider) const;
   // Bytes allocated after each memory event in the range (running sum from the start of
   // the record), at most max_points points keeping each bucket's maximum.
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const EventScope& scope,

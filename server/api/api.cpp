@@ -121,6 +121,25 @@ Result<double> parse_number(std::string_view text, const char* field) {
   return v;
 }
 
+Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector<double> defaults) {
+  if (text.empty()) return defaults;
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    std::string_view part(text.data() + start, (comma == std::string::npos ? text.size() : comma) - start);
+    auto v = parse_number(part, "q");
+    if (!v.ok() || *v < 0 || *v > 100) {
+      return Status::invalid_argument("'q' must be a comma-separated list of percentiles from 0 to 100", "q");
+    }
+    out.push_back(*v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.size() > 32) return Status::invalid_argument("'q' takes at most 32 percentiles", "q");
+  return out;
+}
+
 // Parses an optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi) {
@@ -197,6 +216,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   }
   if (request.path == "/api/v1/memory") return memory(request);
   if (request.path == "/api/v1/inference") return inference(request);
+  if (request.path == "/api/v1/operators") return operators(request);
   if (request.path == "/api/v1/percentiles") return percentiles(request);
   if (request.path == "/api/v1/analysis") return analysis(request);
   if (request.path == "/api/v1/report") return report(request);

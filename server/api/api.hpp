@@ -83,6 +83,7 @@ class Api final : public RequestHandler {
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;
   HttpResponse inference(const HttpRequest& request) const;
+  HttpResponse operators(const HttpRequest& request) const;
   // series_api.cpp
   HttpResponse series() const;
   HttpResponse devices() const;

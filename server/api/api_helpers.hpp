@@ -19,6 +19,8 @@ HttpResponse status_response(const Status& s);
 std::string param(const HttpRequest& request, const char* name);
 // A finite number, or a 400 naming `field`.
 Result<double> parse_number(std::string_view text, const char* field);
+// `q`: a comma-separated list of percentiles in [0, 100] (at most 32); `defaults` when empty.
+Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector<double> defaults);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

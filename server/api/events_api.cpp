@@ -164,4 +164,48 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   return json_response(200, {{"window", window_json(*w)}, {"models", models}});
 }
 
+// GET /api/v1/operators: per model, op type and node — count, total, mean, exact percentiles
+// (`q`, `method` as /api/v1/percentiles), share of the model's operator time, providers and
+// input shapes — and each model's CPU-fallback share.
+HttpResponse Api::operators(const HttpRequest& request) const {
+  namespace an = analysis;
+  const TimestampNs now = now_ns();
+  auto w = window_or(request, "15m", now);
+  if (!w.ok()) return status_response(w.status());
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto qs = parse_quantiles(param(request, "q"), {50, 90, 99});
+  if (!qs.ok()) return status_response(qs.status());
+  auto convention = an::convention_from(param(request, "method").empty() ? "nearest_rank" : param(request, "method"));
+  if (!convention) return error_response(400, "invalid_argument", "'method' must be nearest_rank or linear", "method");
+  const std::string model = param(request, "model"), provider = param(request, "provider");
+  for (const auto& [name, value] : {std::pair{"model", &model}, std::pair{"provider", &provider}}) {
+    if (value->size() > kMaxEventText) return error_response(400, "invalid_argument", std::string("'") + name + "' is too long", name);
+  }
+  auto rows = ctx_.events->operator_executions({w->from_ns, w->to_ns}, *scope, model, provider);
+  if (!rows.ok()) return status_response(rows.status());
+  const an::OperatorSummary summary = an::summarize_operators(*rows, *qs, *convention);
+  auto row_json = [&](const an::OperatorRow& r, bool node) {
+    json pct = json::object();
+    for (std::size_t i = 0; i < summary.percentiles.size(); ++i) pct[an::percentile_key(summary.percentiles[i])] = r.percentiles_ms[i];
+    json j = {{"model", r.model}, {node ? "name" : "op_type", r.key}, {"count", r.count}, {"total_ms", r.total_ms},
+              {"mean_ms", r.mean_ms}, {"percentiles_ms", pct}, {"share_of_model_time", r.share_of_model},
+              {"providers", r.providers}, {"input_shapes", r.input_shapes}, {"input_shapes_left_out", r.shapes_left_out}};
+    if (node) j["op_type"] = r.op_type;
+    return j;
+  };
+  json models = json::array(), by_type = json::array(), by_node = json::array();
+  for (const auto& m : summary.models) {
+    models.push_back({{"model", m.model}, {"executions", m.executions}, {"total_ms", m.total_ms},
+                      {"cpu_fallback_share", m.cpu_fallback_share ? json(*m.cpu_fallback_share) : json(nullptr)},
+                      {"cpu_fallback_executions", m.cpu_fallback_executions}});
+  }
+  for (const auto& r : summary.by_type) by_type.push_back(row_json(r, false));
+  for (const auto& r : summary.by_node) by_node.push_back(row_json(r, true));
+  return json_response(200, {{"window", window_json(*w)}, {"method", an::to_string(*convention)}, {"models", models},
+                             {"op_types", by_type}, {"nodes", by_node},
+                             {"methods", {{"share_of_model_time", "the row's operator time over all of its model's operator time in the window"},
+                                          {"cpu_fallback_share", "operator time on CPU providers over the model's operator time, when some of its operators ran on another provider; null for a model that ran on the CPU alone"}}}});
+}
+
 }  // namespace perfscope::server

@@ -17,27 +17,6 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-constexpr double kDefaultQs[] = {50, 90, 95, 99, 99.9};
-
-Result<std::vector<double>> parse_quantiles(const std::string& text) {
-  if (text.empty()) return std::vector<double>(std::begin(kDefaultQs), std::end(kDefaultQs));
-  std::vector<double> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    std::string_view part(text.data() + start, (comma == std::string::npos ? text.size() : comma) - start);
-    auto v = parse_number(part, "q");
-    if (!v.ok() || *v < 0 || *v > 100) {
-      return Status::invalid_argument("'q' must be a comma-separated list of percentiles from 0 to 100", "q");
-    }
-    out.push_back(*v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (out.size() > 32) return Status::invalid_argument("'q' takes at most 32 percentiles", "q");
-  return out;
-}
-
 // A model's field from the servers perfscope scrapes, over the window: percentiles from the
 // histogram buckets' increase (the bucket as the error bound) or a summary's own quantiles.
 // nullopt when no scraped server exports it and the caller did not insist (`required`).
@@ -156,7 +135,7 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {
     return error_response(400, "invalid_argument", "'field' applies to model only", "field");
   }
-  auto qs = parse_quantiles(param(request, "q"));
+  auto qs = parse_quantiles(param(request, "q"), {50, 90, 95, 99, 99.9});
   if (!qs.ok()) return status_response(qs.status());
   auto convention = an::convention_from(param(request, "method").empty() ? "nearest_rank" : param(request, "method"));
   if (!convention) return error_response(400, "invalid_argument", "'method' must be nearest_rank or linear", "method");

@@ -1,6 +1,7 @@
 // Event ingest over HTTP against the real server, and the views that read it back.
 #include <gtest/gtest.h>
 
+#include "engine/clock.hpp"
 #include "server/http/compression.hpp"
 #include "support/live_server.hpp"
 
@@ -214,6 +215,71 @@ TEST_F(IngestTest, ConcurrentProducersLoseNothing) {
   json kernels = get("/api/v1/kernels").body_json()["kernels"];
   ASSERT_EQ(kernels.size(), static_cast<std::size_t>(kThreads));
   for (const json& k : kernels) EXPECT_EQ(k["count"], kRequests * kPerRequest);
+}
+
+TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
+  // A model with two Conv nodes on the GPU provider and a Relu that fell back to the CPU, and a
+  // second model in another run; times 1 s apart, within the default window.
+  const std::int64_t t0 = now_ns() - 60'000'000'000;
+  std::string body;
+  int i = 0;
+  auto op = [&](const char* type, const char* name, const char* provider, double ms, const char* model, const char* shapes,
+                const char* run) {
+    body += std::string(R"({"type":"operator","op_type":")") + type + R"(","name":")" + name + R"(","provider":")" +
+            provider + R"(","duration_ms":)" + std::to_string(ms) + R"(,"model":")" + model + R"(","input_shapes":)" +
+            shapes + R"(,"tags":{"run":")" + run + R"("},"ts_ns":)" + std::to_string(t0 + 1'000'000'000LL * i++) + "}\n";
+  };
+  op("Conv", "conv1", "CUDAExecutionProvider", 1, "resnet", "[[1,3,224,224]]", "a");
+  op("Conv", "conv1", "CUDAExecutionProvider", 3, "resnet", "[[1,3,224,224]]", "a");
+  op("Conv", "conv2", "CUDAExecutionProvider", 2, "resnet", "[[1,64,56,56]]", "a");
+  op("Conv", "conv2", "CUDAExecutionProvider", 4, "resnet", "[[1,64,56,56]]", "a");
+  op("Relu", "relu1", "CPUExecutionProvider", 0.5, "resnet", "[[1,64,56,56]]", "a");
+  op("Relu", "relu1", "CPUExecutionProvider", 0.5, "resnet", "[[1,64,56,56]]", "a");
+  op("MatMul", "mm", "CPUExecutionProvider", 12, "bert", "[[1,128,768],[768,768]]", "b");
+  ASSERT_EQ(post(body, "application/x-ndjson").status, 200u);
+
+  Reply r = get("/api/v1/operators?window=1h");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  json doc = r.body_json();
+  ASSERT_EQ(doc["models"].size(), 2u);
+  const json& resnet = doc["models"][1];
+  EXPECT_EQ(resnet["model"], "resnet");
+  EXPECT_EQ(resnet["executions"], 6);
+  EXPECT_DOUBLE_EQ(resnet["cpu_fallback_share"].get<double>(), 1.0 / 11.0);
+  EXPECT_TRUE(doc["models"][0]["cpu_fallback_share"].is_null());  // bert ran on the CPU alone
+  const json& conv = doc["op_types"][1];  // MatMul's 12 ms first
+  EXPECT_EQ(conv["op_type"], "Conv");
+  EXPECT_EQ(conv["count"], 4);
+  EXPECT_DOUBLE_EQ(conv["mean_ms"].get<double>(), 2.5);
+  EXPECT_EQ(conv["percentiles_ms"], json({{"p50", 2.0}, {"p90", 4.0}, {"p99", 4.0}}));
+  EXPECT_DOUBLE_EQ(conv["share_of_model_time"].get<double>(), 10.0 / 11.0);
+  EXPECT_EQ(conv["providers"], json({{"CUDAExecutionProvider", 4}}));
+  EXPECT_EQ(conv["input_shapes"], json({{"1x3x224x224", 2}, {"1x64x56x56", 2}}));
+  EXPECT_EQ(doc["method"], "nearest_rank");
+  bool found = false;
+  for (const json& n : doc["nodes"]) {
+    if (n["name"] != "conv2") continue;
+    found = true;
+    EXPECT_EQ(n["op_type"], "Conv");
+    EXPECT_DOUBLE_EQ(n["total_ms"].get<double>(), 6.0);
+  }
+  EXPECT_TRUE(found);
+
+  // Filters: a model, a provider, a run; the linear convention and other percentiles.
+  EXPECT_EQ(get("/api/v1/operators?window=1h&model=bert").body_json()["op_types"].size(), 1u);
+  json cpu = get("/api/v1/operators?window=1h&provider=CPUExecutionProvider").body_json();
+  EXPECT_EQ(cpu["op_types"].size(), 2u);  // MatMul and Relu
+  EXPECT_EQ(get("/api/v1/operators?run=b").body_json()["models"].size(), 1u);
+  json linear = get("/api/v1/operators?window=1h&model=resnet&method=linear&q=50").body_json();
+  EXPECT_DOUBLE_EQ(linear["op_types"][0]["percentiles_ms"]["p50"].get<double>(), 2.5);
+
+  // Bad parameters name themselves.
+  for (const auto& [query, field] : {std::pair{"method=median", "method"}, std::pair{"q=101", "q"},
+                                     std::pair{"window=forever", "window"}}) {
+    Reply bad = get(std::string("/api/v1/operators?") + query);
+    EXPECT_EQ(bad.status, 400u) << query;
+    EXPECT_EQ(bad.body_json()["error"]["field"], field) << bad.body;
+  }
 }
 
 }  // namespace
