@@ -141,6 +141,19 @@ std::vector<Rule> make_rules() {
        {"Reduce queueing: add replicas or limit concurrency per replica.",
         "Use smaller batches or a batching timeout tuned to the latency target.",
         "Find the slowest stage (queue vs compute, TTFT vs decode) in the percentile breakdown."}},
+      {"operators_cpu_fallback",
+       "Operators falling back to CPU",
+       {"operator_cpu_fallback_share"},
+       {{"share_min", 0.1}, {"critical_share", 0.3}},
+       [](const Inputs& in, const Thresholds& t) -> S {
+         const double share = at(in, "operator_cpu_fallback_share");
+         if (share >= th(t, "critical_share")) return Severity::kCritical;
+         return share >= th(t, "share_min") ? S(Severity::kWarning) : S();
+       },
+       {"Find the nodes placed on the CPU provider (/api/v1/operators?provider=CPUExecutionProvider; ONNX Runtime "
+        "logs the placement at log_severity_level 1) and why: an op, opset or data type the GPU provider lacks.",
+        "Convert or replace those ops (a newer opset, a supported dtype, a custom kernel) so the graph stays on the GPU.",
+        "Each fallback also copies tensors between devices: keep CPU nodes out of the hot loop."}},
   };
 }
 

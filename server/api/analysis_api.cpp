@@ -364,6 +364,15 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   for (const auto& m : scraped) worst_p99 = std::max(worst_p99, scraped_latency_p99(m).value_or(-1));
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
+  // Operators (ONNX Runtime nodes and the like): the worst model's CPU fallback.
+  auto operator_rows = ctx_.events->operator_executions(range, scope, "", "");
+  if (!operator_rows.ok()) return operator_rows.status();
+  const an::OperatorSummary operators = an::summarize_operators(*operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
+  for (const auto& m : operators.models) {
+    if (!m.cpu_fallback_share) continue;
+    auto [it, fresh] = inputs.try_emplace("operator_cpu_fallback_share", *m.cpu_fallback_share);
+    if (!fresh) it->second = std::max(it->second, *m.cpu_fallback_share);
+  }
   // The window's rules read the timeline over every run together (each figure computed within
   // one run's span; the worst device row of any run decides the busy ratio and gaps). With
   // several runs, each run's rules too: its own timeline, the window's gauges.
@@ -418,6 +427,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
                  {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}});
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};
+  out["operators"] = operators_json(operators, 10);
   out["sampling"] = sampling;
   json tl = json::array();
   for (const RunTimeline& rt : run_timelines) {

@@ -21,6 +21,9 @@ std::string param(const HttpRequest& request, const char* name);
 Result<double> parse_number(std::string_view text, const char* field);
 // `q`: a comma-separated list of percentiles in [0, 100] (at most 32); `defaults` when empty.
 Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector<double> defaults);
+// An operator summary as the operators endpoint and the analysis document give it: at most
+// `limit` rows per list (0: all).
+nlohmann::json operators_json(const analysis::OperatorSummary& summary, std::size_t limit);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

@@ -184,7 +184,13 @@ HttpResponse Api::operators(const HttpRequest& request) const {
   }
   auto rows = ctx_.events->operator_executions({w->from_ns, w->to_ns}, *scope, model, provider);
   if (!rows.ok()) return status_response(rows.status());
-  const an::OperatorSummary summary = an::summarize_operators(*rows, *qs, *convention);
+  json doc = operators_json(an::summarize_operators(*rows, *qs, *convention), 0);
+  doc["window"] = window_json(*w);
+  return json_response(200, doc);
+}
+
+json operators_json(const analysis::OperatorSummary& summary, std::size_t limit) {
+  namespace an = analysis;
   auto row_json = [&](const an::OperatorRow& r, bool node) {
     json pct = json::object();
     for (std::size_t i = 0; i < summary.percentiles.size(); ++i) pct[an::percentile_key(summary.percentiles[i])] = r.percentiles_ms[i];
@@ -194,18 +200,23 @@ HttpResponse Api::operators(const HttpRequest& request) const {
     if (node) j["op_type"] = r.op_type;
     return j;
   };
-  json models = json::array(), by_type = json::array(), by_node = json::array();
+  auto rows_json = [&](const std::vector<an::OperatorRow>& rows, bool node) {
+    json out = json::array();
+    for (std::size_t i = 0; i < rows.size() && (limit == 0 || i < limit); ++i) out.push_back(row_json(rows[i], node));
+    return out;
+  };
+  json models = json::array();
   for (const auto& m : summary.models) {
     models.push_back({{"model", m.model}, {"executions", m.executions}, {"total_ms", m.total_ms},
                       {"cpu_fallback_share", m.cpu_fallback_share ? json(*m.cpu_fallback_share) : json(nullptr)},
                       {"cpu_fallback_executions", m.cpu_fallback_executions}});
   }
-  for (const auto& r : summary.by_type) by_type.push_back(row_json(r, false));
-  for (const auto& r : summary.by_node) by_node.push_back(row_json(r, true));
-  return json_response(200, {{"window", window_json(*w)}, {"method", an::to_string(*convention)}, {"models", models},
-                             {"op_types", by_type}, {"nodes", by_node},
-                             {"methods", {{"share_of_model_time", "the row's operator time over all of its model's operator time in the window"},
-                                          {"cpu_fallback_share", "operator time on CPU providers over the model's operator time, when some of its operators ran on another provider; null for a model that ran on the CPU alone"}}}});
+  return {{"method", an::to_string(summary.convention)}, {"models", models}, {"op_types", rows_json(summary.by_type, false)},
+          {"nodes", rows_json(summary.by_node, true)},
+          {"methods", {{"share_of_model_time", "the row's operator time over all of its model's operator time in the window"},
+                       {"cpu_fallback_share", "operator time on CPU providers over the model's operator time, when some of "
+                                              "its operators ran on another provider; null for a model that ran on the CPU "
+                                              "alone"}}}};
 }
 
 }  // namespace perfscope::server

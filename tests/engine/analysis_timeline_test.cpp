@@ -381,10 +381,12 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_count", 5000},               {"kernel_max_ms", 250},
                        {"kernel_busy_ratio", 0.3},           {"kernel_avg_gap_ms", 0.05},
                        {"kernel_short_share", 0.8},          {"kernel_host_wait_share", 0.7},
-                       {"latency_p99_ms", 120},              {"sla_target_ms", 100}};
+                       {"latency_p99_ms", 120},              {"sla_target_ms", 100},
+                       {"operator_cpu_fallback_share", 0.4}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
-                         "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk"}) {
+                         "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
+                         "operators_cpu_fallback"}) {
     const Finding& f = find(fired, id);
     EXPECT_EQ(f.status, "fired") << id;
     EXPECT_FALSE(f.recommendations.empty()) << id;
@@ -393,6 +395,9 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(fired, "high_memory_usage").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "sla_at_risk").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "launch_overhead_bound").severity, Severity::kCritical);
+  EXPECT_EQ(find(fired, "operators_cpu_fallback").severity, Severity::kCritical);
+  EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
+            Severity::kWarning);
   EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
   // The other two GPU rules, each on its own input.
   EXPECT_EQ(find(detect_bottlenecks({{"gpu_dram_bandwidth_utilization_avg", 0.85}}), "memory_bandwidth_bound").severity,
@@ -409,7 +414,8 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_count", 10},                 {"kernel_max_ms", 1},
                        {"kernel_busy_ratio", 0.1},           {"kernel_avg_gap_ms", 100},
                        {"kernel_short_share", 0},            {"kernel_host_wait_share", 0.1},
-                       {"latency_p99_ms", 10},               {"sla_target_ms", 100}};
+                       {"latency_p99_ms", 10},               {"sla_target_ms", 100},
+                       {"operator_cpu_fallback_share", 0.02}};
   for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
 
   // Nothing measured: every rule says what it lacks.

@@ -273,6 +273,20 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   json linear = get("/api/v1/operators?window=1h&model=resnet&method=linear&q=50").body_json();
   EXPECT_DOUBLE_EQ(linear["op_types"][0]["percentiles_ms"]["p50"].get<double>(), 2.5);
 
+  // The analysis document: the operators section and the fallback rule, with the worst model's
+  // share as evidence (1 ms of 11 on the CPU: under the 10 % line).
+  json analysis = get("/api/v1/analysis?window=1h").body_json();
+  EXPECT_EQ(analysis["operators"]["op_types"][0]["op_type"], "MatMul");
+  EXPECT_DOUBLE_EQ(analysis["operators"]["models"][1]["cpu_fallback_share"].get<double>(), 1.0 / 11.0);
+  bool rule = false;
+  for (const json& f : analysis["bottlenecks"]) {
+    if (f["id"] != "operators_cpu_fallback") continue;
+    rule = true;
+    EXPECT_EQ(f["status"], "ok") << f;
+    EXPECT_DOUBLE_EQ(f["evidence"]["operator_cpu_fallback_share"].get<double>(), 1.0 / 11.0);
+  }
+  EXPECT_TRUE(rule);
+
   // Bad parameters name themselves.
   for (const auto& [query, field] : {std::pair{"method=median", "method"}, std::pair{"q=101", "q"},
                                      std::pair{"window=forever", "window"}}) {
