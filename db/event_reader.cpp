@@ -413,6 +413,23 @@ Result<std::vector<analysis::OperatorExecution>> EventReader::operator_execution
   return out;
 }
 
+Result<std::vector<double>> EventReader::operator_durations_ms(const OperatorSelector& selector,
+                                                              const TimeRange& range) const {
+  auto conn = pool_.lease();
+  if (!conn.ok()) return conn.status();
+  const TagFilter filter = EventScope("", "", selector.tags).tag_filter("tags", 6);
+  auto stmt = (*conn)->prepare(
+      ("SELECT duration_ms FROM operators WHERE ts_ns BETWEEN ?1 AND ?2 AND (op_type = ?3 OR name = ?3) "
+       "AND (?4 = '' OR model = ?4) AND (?5 = '' OR provider = ?5)" + filter.sql).c_str());
+  if (!stmt.ok()) return stmt.status();
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, selector.op).bind(4, selector.model).bind(5, selector.provider);
+  filter.bind(*stmt, 6);
+  std::vector<double> out;
+  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
+  if (!s.ok()) return s;
+  return out;
+}
+
 Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const TimeRange& range,
                                                                        const EventScope& scope) const {
   auto conn = pool_.lease();

@@ -103,6 +103,15 @@ struct KernelSelector {
   Tags tags;
 };
 
+// Which operator executions: an op type or a node name (`op`), of one model and provider when
+// given; `tags` (run included) must all be present.
+struct OperatorSelector {
+  std::string op;
+  std::string model;
+  std::string provider;
+  Tags tags;
+};
+
 struct InferenceSelector {
   std::string model;
   std::string version;  // empty: every version
@@ -155,6 +164,7 @@ class EventReader {
   // Distributions (event_distributions.cpp).
   // Raw values for percentiles and comparisons, in milliseconds, in no particular order.
   Result<std::vector<double>> kernel_durations_ms(const KernelSelector& selector, const TimeRange& range) const;
+  Result<std::vector<double>> operator_durations_ms(const OperatorSelector& selector, const TimeRange& range) const;
   Result<std::vector<double>> inference_values_ms(const InferenceSelector& selector, InferenceField field,
                                                   const TimeRange& range) const;
   // Submit → complete (end_ns − submit_ns) of command buffers on a queue (all queues if empty).

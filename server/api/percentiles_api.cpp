@@ -91,7 +91,16 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
     sel.kernel.device = param(request, "device");
     sel.kernel.stream = param(request, "stream");
   }
-  if (std::string v = param(request, "model"); !v.empty()) {
+  // operator= (an op type or node name), narrowed by model= and provider=.
+  const std::string op = param(request, "operator");
+  if (!op.empty()) {
+    ++given;
+    sel.kind = Selector::Kind::kOperator;
+    sel.op.op = op;
+    sel.op.model = param(request, "model");
+    sel.op.provider = param(request, "provider");
+  }
+  if (std::string v = param(request, "model"); !v.empty() && op.empty()) {
     ++given;
     sel.kind = Selector::Kind::kModel;
     sel.model.model = v;
@@ -117,7 +126,8 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
     sel.series = v;
   }
   if (given != 1) {
-    return error_response(400, "invalid_argument", "give exactly one of kernel, model, command_queue or series", "kernel");
+    return error_response(400, "invalid_argument", "give exactly one of kernel, model, operator, command_queue or series",
+                          "kernel");
   }
   // run= and tag.KEY= narrow kernel and model selections to the events that carry those tags.
   auto scope = scope_of(request);
@@ -127,8 +137,10 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
       sel.kernel.tags = scope->wanted_tags();
     } else if (sel.kind == Selector::Kind::kModel) {
       sel.model.tags = scope->wanted_tags();
+    } else if (sel.kind == Selector::Kind::kOperator) {
+      sel.op.tags = scope->wanted_tags();
     } else {
-      return error_response(400, "invalid_argument", "'run' and tag filters apply to kernel and model percentiles",
+      return error_response(400, "invalid_argument", "'run' and tag filters apply to kernel, model and operator percentiles",
                             scope->run.empty() ? "tag" : "run");
     }
   }

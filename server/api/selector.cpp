@@ -28,6 +28,12 @@ json Selector::to_json() const {
       if (!device.empty()) j["device"] = device;
       break;
     case Kind::kSeries: j["series"] = series; break;
+    case Kind::kOperator:
+      j["operator"] = op.op;
+      if (!op.model.empty()) j["model"] = op.model;
+      if (!op.provider.empty()) j["provider"] = op.provider;
+      if (auto run = tag_value(op.tags, "run"); !run.empty()) j["run"] = std::string(run);
+      break;
   }
   return j;
 }
@@ -50,8 +56,20 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
     return Status();
   };
   Selector s;
+  if (j.contains("operator")) {  // an op type or node; model and provider narrow it
+    if (j.contains("kernel")) return Status::invalid_argument(where + ": give exactly one of kernel, model or operator", where);
+    s.kind = Selector::Kind::kOperator;
+    for (auto [name, out] : {std::pair{"operator", &s.op.op}, std::pair{"model", &s.op.model},
+                             std::pair{"provider", &s.op.provider}}) {
+      if (Status st = text(name, *out); !st.ok()) return st;
+    }
+    std::string run;
+    if (Status st = text("run", run); !st.ok()) return st;
+    if (!run.empty()) s.op.tags.emplace_back("run", run);
+    return s;
+  }
   const bool has_kernel = j.contains("kernel"), has_model = j.contains("model");
-  if (has_kernel == has_model) return Status::invalid_argument(where + ": give exactly one of kernel or model", where);
+  if (has_kernel == has_model) return Status::invalid_argument(where + ": give exactly one of kernel, model or operator", where);
   if (has_kernel) {
     s.kind = Selector::Kind::kKernel;
     for (auto [name, out] : {std::pair{"kernel", &s.kernel.name}, std::pair{"variant", &s.kernel.variant},
@@ -106,6 +124,9 @@ Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s,
     case Selector::Kind::kModel:
       st = take(ctx.events->inference_values_ms(s.model, s.field, range),
                 [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
+      break;
+    case Selector::Kind::kOperator:  // no rollup tiers: operators are kept raw for their retention
+      st = take(ctx.events->operator_durations_ms(s.op, range), [] { return Result<std::optional<db::RollupAnswer>>(std::nullopt); });
       break;
     case Selector::Kind::kCommandQueue:
       st = take(ctx.events->command_buffer_latencies_ms(s.queue, s.device, range),

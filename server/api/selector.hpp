@@ -22,8 +22,9 @@ struct ApiContext;
 // {"kernel":…, "variant", "device", "stream", "tags"} or {"model":…, "version", "field"}
 // or {"command_queue":…, "device"}.
 struct Selector {
-  enum class Kind { kKernel, kModel, kCommandQueue, kSeries } kind = Kind::kKernel;
+  enum class Kind { kKernel, kModel, kCommandQueue, kSeries, kOperator } kind = Kind::kKernel;
   db::KernelSelector kernel;
+  db::OperatorSelector op;
   db::InferenceSelector model;
   db::InferenceField field = db::InferenceField::kLatency;
   std::string field_name = "latency_ms";

@@ -287,6 +287,21 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   }
   EXPECT_TRUE(rule);
 
+  // Percentiles and A/B select operators by op type or node, narrowed by model and run.
+  json p = get("/api/v1/percentiles?operator=Conv&model=resnet&window=1h&q=50,90").body_json();
+  EXPECT_EQ(p["count"], 4);
+  EXPECT_DOUBLE_EQ(p["percentiles"]["p50"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(p["percentiles"]["p90"].get<double>(), 4.0);
+  EXPECT_EQ(get("/api/v1/percentiles?operator=conv2&window=1h").body_json()["count"], 2);
+  EXPECT_EQ(get("/api/v1/percentiles?operator=Conv&run=b&window=1h").body_json()["count"], 0);
+  Reply ab = request(http::verb::post, "/api/v1/abtests", {{"Content-Type", "application/json"}},
+                     R"({"name":"nodes","a":{"operator":"conv1","model":"resnet"},"b":{"operator":"conv2","run":"a"}})");
+  ASSERT_EQ(ab.status, 201u) << ab.body;
+  json result = get(ab.body_json()["url"].get<std::string>()).body_json();
+  EXPECT_EQ(result["a"]["n"], 2);
+  EXPECT_EQ(result["b"]["n"], 2);
+  EXPECT_EQ(result["definition"]["a"], json({{"operator", "conv1"}, {"model", "resnet"}})) << result;
+
   // Bad parameters name themselves.
   for (const auto& [query, field] : {std::pair{"method=median", "method"}, std::pair{"q=101", "q"},
                                      std::pair{"window=forever", "window"}}) {
