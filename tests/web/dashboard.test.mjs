@@ -172,6 +172,32 @@ test('the kernels table, memory timeline and inference panel fill while the demo
   await page.close();
 });
 
+test('the operators table lists op types with their percentiles and a model\'s CPU fallback', async () => {
+  const now = Date.now() * 1e6;
+  const events = [];
+  for (let i = 0; i < 10; i++) {
+    events.push({ type: 'operator', op_type: 'Conv', name: `conv${i % 2}`, provider: 'CUDAExecutionProvider',
+                  duration_ms: i + 1, model: 'resnet', input_shapes: [[1, 3, 224, 224]], ts_ns: now - (10 - i) * 1e6 });
+  }
+  events.push({ type: 'operator', op_type: 'NonZero', name: 'nz', provider: 'CPUExecutionProvider', duration_ms: 55,
+                model: 'resnet', ts_ns: now });
+  await postEvents(baseUrl, events);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=operators-table] tr[data-op="Conv"]', { timeout: 20000 });
+  const cells = await page.$$eval('[data-testid=operators-table] tr[data-op="Conv"] td', (tds) => tds.map((td) => td.textContent));
+  // 1..10 ms: count 10, total 55, nearest-rank p50 5 and p90 9; half the model's operator time.
+  assert.equal(cells[0], 'resnet');
+  assert.equal(cells[2], '10');
+  assert.match(cells[3], /^55(\.0+)?/);
+  assert.match(cells[5], /^5(\.0+)?/);
+  assert.match(cells[6], /^9(\.0+)?/);
+  assert.equal(cells[8], '50.0%');
+  assert.equal(cells[9], 'CUDAExecutionProvider');
+  assert.equal(await page.textContent('[data-testid=operators-summary]'), 'resnet: 50.0% of operator time on CPU');
+  await page.close();
+});
+
 test('runs are listed and two of them compare kernel by kernel', async () => {
   // Two runs of one program as a producer reports them: the run, then its kernels tagged with
   // it; in the second, `attention` takes 1.6 times as long.

@@ -1,5 +1,5 @@
-// Producers' events: the kernels table (sortable), the allocated-memory timeline and the
-// inference table. Refreshed from the REST views whenever the stream says new events were
+// Producers' events: the kernels table (sortable), the allocated-memory timeline, the
+// inference table and the operators table (op types with percentiles, each model's CPU fallback). Refreshed from the REST views whenever the stream says new events were
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
 import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
@@ -54,13 +54,28 @@ export function createEventsView({ state, onData }) {
       `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join('');
   }
 
+  function renderOperators(o) {
+    if (o.op_types.length === 0) return;
+    const body = document.querySelector('#operators-table tbody');
+    const pct = (r, key) => (r.percentiles_ms[key] == null ? '–' : ms(r.percentiles_ms[key]));
+    body.innerHTML = o.op_types.slice(0, 20).map((r) => `<tr data-op="${esc(r.op_type)}"><td>${esc(r.model)}</td>` +
+      `<td>${esc(r.op_type)}</td><td class="num">${r.count}</td><td class="num">${ms(r.total_ms)}</td>` +
+      `<td class="num">${ms(r.mean_ms)}</td><td class="num">${pct(r, 'p50')}</td><td class="num">${pct(r, 'p90')}</td>` +
+      `<td class="num">${pct(r, 'p99')}</td><td class="num">${(r.share_of_model_time * 100).toFixed(1)}%</td>` +
+      `<td>${esc(Object.keys(r.providers).join(', '))}</td></tr>`).join('');
+    // A model whose other operators ran elsewhere: how much of its operator time fell back to the CPU.
+    document.getElementById('operators-summary').textContent = o.models.filter((m) => m.cpu_fallback_share != null)
+      .map((m) => `${m.model}: ${(m.cpu_fallback_share * 100).toFixed(1)}% of operator time on CPU`).join(' · ');
+  }
+
   state.eventRefreshes = 0;
   let timer = null;
   async function refresh() {
     timer = null;
     try {
-      const [k, m, i] = await Promise.all([fetchJson('/api/v1/kernels'),
-        fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m')]);
+      const [k, m, i, o] = await Promise.all([fetchJson('/api/v1/kernels'),
+        fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m'),
+        fetchJson('/api/v1/operators?window=15m')]);
       kernels.rows = k.kernels;
       document.getElementById('kernels-summary').textContent =
         k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
@@ -69,6 +84,7 @@ export function createEventsView({ state, onData }) {
       document.getElementById('memory-summary').textContent = m.allocation_count
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
       renderInference(i.models);
+      renderOperators(o);
       onData(k.kernels, i.models);
       state.eventRefreshes++;
     } catch (e) { /* next notification retries */ }
