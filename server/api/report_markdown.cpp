@@ -117,6 +117,28 @@ std::string render_markdown(const json& r) {
   if (rows.empty()) out += "No kernels in this window.\n\n";
   else md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share"}, {false, true, true, true, true, true, true}, rows);
 
+  // Operators (ONNX Runtime nodes and the like), when any were reported.
+  if (r.contains("operators") && !r["operators"]["op_types"].empty()) {
+    out += "## Operators\n\n";
+    rows.clear();
+    for (const json& o : r["operators"]["op_types"]) {
+      const json& p = o["percentiles_ms"];
+      std::string providers;
+      for (const auto& [name, n] : o["providers"].items()) providers += (providers.empty() ? "" : ", ") + name;
+      rows.push_back({o["model"].get<std::string>(), md_code(o["op_type"]), format_count(num(o, "count")),
+                      format_duration_ms(num(o, "total_ms")), format_duration_ms(num(o, "mean_ms")),
+                      format_duration_ms(num(p, "p50")), format_duration_ms(num(p, "p99")),
+                      format_ratio_percent(num(o, "share_of_model_time")), providers});
+    }
+    md_table(out, {"Model", "Op type", "Count", "Total", "Mean", "p50", "p99", "Share of model", "Providers"},
+             {false, false, true, true, true, true, true, true, false}, rows);
+    for (const json& m : r["operators"]["models"]) {
+      if (m["cpu_fallback_share"].is_null()) continue;
+      out += "CPU fallback of " + md_code(m["model"]) + ": " + format_ratio_percent(num(m, "cpu_fallback_share")) +
+             " of its operator time on CPU providers.\n\n";
+    }
+  }
+
   if (!r["timeline"].empty()) {
     out += "## Kernel timeline\n\n";
     rows.clear();

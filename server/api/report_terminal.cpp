@@ -107,6 +107,21 @@ std::string render_terminal(const json& r, bool color) {
   else text_table(out, {"Kernel Name", "Avg Time", "Count", "Total"}, {false, true, true, true}, rows);
   out += "\n";
 
+  if (r.contains("operators") && !r["operators"]["op_types"].empty()) {
+    out += st.heading("=== Top Operators ===") + "\n\n";
+    rows.clear();
+    for (const json& o : r["operators"]["op_types"]) {
+      rows.push_back({ellipsize(o["model"], 24), ellipsize(o["op_type"], 24), format_duration_ms(num(o, "mean_ms")),
+                      format_count(num(o, "count")), format_duration_ms(num(o, "total_ms"))});
+    }
+    text_table(out, {"Model", "Op Type", "Mean", "Count", "Total"}, {false, false, true, true, true}, rows);
+    for (const json& m : r["operators"]["models"]) {
+      if (m["cpu_fallback_share"].is_null()) continue;
+      out += "CPU fallback of " + m["model"].get<std::string>() + ": " + format_ratio_percent(num(m, "cpu_fallback_share")) + "\n";
+    }
+    out += "\n";
+  }
+
   out += st.heading("=== Memory Statistics ===") + "\n\n";
   const json& m = r["memory"];
   out += "Total Allocated:   " + format_bytes(num(m, "total_allocated_bytes")) + "\n";

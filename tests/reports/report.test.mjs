@@ -46,6 +46,12 @@ function workload() {
     events.push({ type: 'inference', model: 'llama, "8b"', latency_ms: 100 + i, ttft_ms: 20, output_tokens: 33,
                   ts_ns: t0 + i * 1e7 });
   }
+  // ONNX Runtime nodes, one op type falling back to the CPU.
+  for (let i = 0; i < 20; i++) {
+    events.push({ type: 'operator', op_type: i % 4 ? 'MatMul' : 'NonZero', name: `node${i % 5}`,
+                  provider: i % 4 ? 'CUDAExecutionProvider' : 'CPUExecutionProvider', duration_ms: 0.1 * (i + 1),
+                  model: 'encoder', input_shapes: [[1, 128, 768]], ts_ns: t0 + i * 1e7 });
+  }
   return events;
 }
 
@@ -131,6 +137,7 @@ test('the HTML report opens offline from a file and draws its charts', async () 
     });
     assert.ok(drawn > 200, `chart pixels drawn: ${drawn}`);
     assert.match(await page.textContent('[data-testid=kernels]'), /gemm<float, 128>/);
+    assert.match(await page.textContent('[data-testid=operators]'), /NonZero[\s\S]*CPUExecutionProvider/);
     assert.match(await page.textContent('[data-testid=abtests]'), /b_faster/);
     await page.screenshot({ path: path.join(artifacts, 'report.png'), fullPage: true });
     assert.deepEqual(errors, []);

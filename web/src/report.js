@@ -109,6 +109,22 @@
             [false, true, true, true, true, true, true], 'kernels')
     : el('p', { class: 'muted' }, 'No kernels in this window.'));
 
+  // Operators (ONNX Runtime nodes and the like), when any were reported.
+  const ops = report.operators ? report.operators.op_types : [];
+  if (ops.length) {
+    section('Operators');
+    root.append(table(['Model', 'Op type', 'Count', 'Total', 'Mean', 'p50', 'p99', 'Share of model', 'Providers'],
+      ops.map((o) => [o.model, el('code', {}, o.op_type), count(o.count), ms(o.total_ms), ms(o.mean_ms),
+                      ms(o.percentiles_ms.p50), ms(o.percentiles_ms.p99), pct(o.share_of_model_time),
+                      Object.keys(o.providers).join(', ')]),
+      [false, false, true, true, true, true, true, true, false], 'operators'));
+    for (const m of report.operators.models) {
+      if (m.cpu_fallback_share != null) {
+        root.append(el('p', {}, `CPU fallback of ${m.model}: ${pct(m.cpu_fallback_share)} of its operator time on CPU providers.`));
+      }
+    }
+  }
+
   if (report.timeline.length) {
     section('Kernel timeline');
     // Several runs: a row per run and device, each over its own span.

@@ -87,6 +87,18 @@ class ReportGolden : public ::testing::Test {
       r.ok = i != 5;
       events.emplace_back(r);
     }
+    // ONNX Runtime nodes of resnet50: Conv on the GPU provider, one that fell back to the CPU.
+    for (int i = 0; i < 6; ++i) {
+      OperatorEvent o;
+      o.op_type = i < 5 ? "Conv" : "NonZero";
+      o.name = i < 5 ? "conv" + std::to_string(i % 2) : "nonzero";
+      o.provider = i < 5 ? "CUDAExecutionProvider" : "CPUExecutionProvider";
+      o.duration_ms = 0.5 + 0.25 * i;
+      o.model = "resnet50";
+      o.input_shapes = {{1, 64, 56, 56}};
+      o.ts_ns = kT0 + i * 100'000'000LL;
+      events.emplace_back(o);
+    }
     const std::pair<const char*, std::uint64_t> allocs[] = {{"0xa", 4 << 20}, {"0xb", 6 << 20}, {"0xc", 2 << 20}};
     TimestampNs mt = kT0;
     for (const auto& [addr, size] : allocs) {
