@@ -311,5 +311,42 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   }
 }
 
+TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
+  // A GPU's energy counter rising 600 J in the window, and two models: b computed twice as long
+  // as a, so it takes two thirds of the energy.
+  const std::int64_t t0 = now_ns() - 30'000'000'000;
+  std::string body;
+  for (int i = 0; i < 3; ++i) {
+    const std::string at = std::to_string(t0 + i * 10'000'000'000LL);
+    body += R"({"type":"sample","metric":"gpu_energy_joules_total","labels":{"gpu":"0","uuid":"GPU-t"},"value":)" +
+            std::to_string(1000 + 300 * i) + R"(,"ts_ns":)" + at + "}\n";
+    body += R"({"type":"sample","metric":"gpu_power_watts","labels":{"gpu":"0","uuid":"GPU-t"},"value":)" +
+            std::to_string(20 + 10 * i) + R"(,"ts_ns":)" + at + "}\n";
+  }
+  for (int i = 0; i < 10; ++i) {
+    const std::string at = std::to_string(t0 + 1'000'000'000LL * (i + 1));
+    body += R"({"type":"inference","model":"a","latency_ms":20,"compute_ms":10,"output_tokens":5,"ts_ns":)" + at + "}\n";
+    body += R"({"type":"inference","model":"b","latency_ms":30,"compute_ms":20,"ts_ns":)" + at + "}\n";
+  }
+  ASSERT_EQ(post(body, "application/x-ndjson").status, 200u);
+  json energy = get("/api/v1/analysis?window=1m").body_json()["energy"];
+  ASSERT_EQ(energy["gpus"].size(), 1u) << energy;
+  EXPECT_DOUBLE_EQ(energy["gpus"][0]["joules"].get<double>(), 600);
+  EXPECT_DOUBLE_EQ(energy["gpus"][0]["avg_watts"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(energy["gpus"][0]["peak_watts"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(energy["total_joules"].get<double>(), 600);
+  ASSERT_EQ(energy["models"].size(), 2u);
+  const json& a = energy["models"][0];
+  EXPECT_EQ(a["model"], "a");
+  EXPECT_EQ(a["attribution"], "proportional to compute time");
+  EXPECT_NEAR(a["joules"].get<double>(), 200, 1e-9);
+  EXPECT_NEAR(a["joules_per_inference"].get<double>(), 20, 1e-9);
+  EXPECT_NEAR(a["joules_per_output_token"].get<double>(), 4, 1e-9);
+  EXPECT_NEAR(a["inferences_per_second_per_watt"].get<double>(), 0.05, 1e-12);
+  EXPECT_NEAR(energy["models"][1]["joules_per_inference"].get<double>(), 40, 1e-9);
+  EXPECT_TRUE(energy["models"][1]["joules_per_output_token"].is_null());
+  EXPECT_NE(energy["method"].get<std::string>().find("compute time"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace perfscope::server

@@ -1,0 +1,46 @@
+#include "engine/analysis/energy.hpp"
+
+namespace perfscope::analysis {
+
+EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models) {
+  EnergyReport out;
+  for (const GpuEnergy& g : gpus) {
+    if (g.joules) out.total_joules = out.total_joules.value_or(0) + *g.joules;
+  }
+  std::vector<const ModelLoad*> serving;
+  for (const ModelLoad& m : models) {
+    if (m.requests > 0) serving.push_back(&m);
+  }
+  // The basis a share is taken on: compute time when every model reports it, else latency.
+  bool all_compute = true;
+  for (const ModelLoad* m : serving) all_compute = all_compute && m->compute_ms.has_value();
+  double basis_total = 0;
+  for (const ModelLoad* m : serving) basis_total += all_compute ? *m->compute_ms : m->latency_ms;
+  for (const ModelLoad* m : serving) {
+    ModelEnergy e;
+    e.model = m->model;
+    e.version = m->version;
+    if (serving.size() == 1) {
+      e.attribution = "sole model";
+      e.share = 1.0;
+    } else if (basis_total > 0) {
+      e.attribution = all_compute ? "proportional to compute time" : "proportional to latency";
+      e.share = (all_compute ? *m->compute_ms : m->latency_ms) / basis_total;
+    } else {
+      e.attribution = "not attributable";
+    }
+    if (e.share && out.total_joules) {
+      e.joules = *e.share * *out.total_joules;
+      if (*e.joules > 0) {
+        if (m->inferences > 0) e.joules_per_inference = *e.joules / m->inferences;
+        if (m->output_tokens > 0) e.joules_per_output_token = *e.joules / m->output_tokens;
+        e.inferences_per_joule = m->inferences / *e.joules;
+        e.output_tokens_per_joule = m->output_tokens / *e.joules;
+      }
+    }
+    out.models.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace perfscope::analysis

@@ -1,0 +1,45 @@
+// Energy efficiency of serving: the GPUs' energy over a window (their energy counters' increase)
+// set against the requests completed in it — joules per inference and per output token,
+// inferences and tokens per second per watt (= per joule), per model and version.
+//
+// Method: a GPU's energy is its counter's last minus first reading in the window (idle time
+// between requests included: what serving cost, not what the kernels alone drew). With one
+// model in the window it gets all of it; with several, a share proportional to its compute time
+// (the requests' compute_ms, or their latency where a model reports no compute time: said so);
+// with no such time, not attributable. Pure functions; safe from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace perfscope::analysis {
+
+struct GpuEnergy {
+  std::string gpu, uuid;
+  std::optional<double> joules;  // none: the counter went back (driver reload) or had one reading
+  std::optional<double> avg_watts, peak_watts;
+};
+
+struct ModelLoad {
+  std::string model, version;
+  double requests = 0, inferences = 0, output_tokens = 0;
+  std::optional<double> compute_ms;  // the requests' compute time summed; none when not reported
+  double latency_ms = 0;             // the requests' latency summed
+};
+
+struct ModelEnergy {
+  std::string model, version;
+  std::string attribution;  // "sole model", "proportional to compute time", "proportional to latency", "not attributable"
+  std::optional<double> share, joules, joules_per_inference, joules_per_output_token;
+  std::optional<double> inferences_per_joule, output_tokens_per_joule;  // = per second per watt
+};
+
+struct EnergyReport {
+  std::optional<double> total_joules;  // over the GPUs whose counter gave an increase
+  std::vector<ModelEnergy> models;
+};
+
+EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models);
+
+}  // namespace perfscope::analysis
