@@ -198,6 +198,35 @@ test('the operators table lists op types with their percentiles and a model\'s C
   await page.close();
 });
 
+test('the energy panel gives joules per inference from the GPU energy counter', async () => {
+  // A GPU counter rising 300 J over the last 20 s and one model's 30 requests in that time.
+  const now = Date.now() * 1e6;
+  const events = [];
+  for (let i = 0; i < 3; i++) {
+    const at = now - (20 - 10 * i) * 1e9;
+    events.push({ type: 'sample', metric: 'gpu_energy_joules_total', labels: { gpu: '7', uuid: 'GPU-energy' },
+                  value: 5000 + 150 * i, ts_ns: at });
+    events.push({ type: 'sample', metric: 'gpu_power_watts', labels: { gpu: '7', uuid: 'GPU-energy' }, value: 15, ts_ns: at });
+  }
+  for (let i = 0; i < 30; i++) {
+    events.push({ type: 'inference', model: 'energy-model', latency_ms: 40, compute_ms: 30, ts_ns: now - (19 - i * 0.5) * 1e9 });
+  }
+  await postEvents(baseUrl, events);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=energy-table] tr[data-model="energy-model"]', { timeout: 30000 });
+  const cells = await page.$$eval('[data-testid=energy-table] tr[data-model="energy-model"] td', (tds) => tds.map((td) => td.textContent));
+  // Other tests' models may share the window: this one's share is its compute time's.
+  const a = await page.evaluate(() => window.perfscope.state.analysis.energy);
+  const row = a.models.find((m) => m.model === 'energy-model');
+  assert.equal(a.gpus.find((g) => g.uuid === 'GPU-energy').joules, 300);
+  assert.ok(Math.abs(row.joules / row.share - a.total_joules) < 1e-6, JSON.stringify(a));
+  assert.equal(cells[1], Number(row.joules).toPrecision(4));
+  assert.equal(cells[2], Number(row.joules / 30).toPrecision(3));
+  assert.match(await page.textContent('[data-testid=energy-gpus]'), /GPU 7: 300\.0 J, 15\.0 W average/);
+  await page.close();
+});
+
 test('runs are listed and two of them compare kernel by kernel', async () => {
   // Two runs of one program as a producer reports them: the run, then its kernels tagged with
   // it; in the second, `attention` takes 1.6 times as long.

@@ -137,11 +137,25 @@ export function createAnalysisView({ state, charts }) {
         `${recs}</li>`;
     }).join('');
   }
+  // Energy per model (the analysis document's `energy`): what serving cost in joules.
+  function renderEnergy(e) {
+    if (!e) return;
+    const num = (v, digits) => (v == null ? '–' : Number(v).toPrecision(digits));
+    document.getElementById('energy-gpus').textContent = e.gpus.map((g) =>
+      `GPU ${g.gpu}: ${num(g.joules, 4)} J, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak`).join(' · ');
+    if (e.models.length === 0) return;
+    document.querySelector('#energy-table tbody').innerHTML = e.models.map((m) =>
+      `<tr data-model="${esc(m.model)}"><td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
+      `<td class="num">${num(m.joules, 4)}</td><td class="num">${num(m.joules_per_inference, 3)}</td>` +
+      `<td class="num">${num(m.joules_per_output_token, 3)}</td><td class="num">${num(m.inferences_per_second_per_watt, 3)}</td>` +
+      `<td>${esc(m.attribution)}</td></tr>`).join('');
+  }
   async function refreshAnalysis() {
     try {
       const a = await fetchJson('/api/v1/analysis?window=5m');
       state.analysis = a;
       renderBottlenecks(a.bottlenecks);
+      renderEnergy(a.energy);
     } catch (e) { /* retried on the next tick */ }
   }
 
