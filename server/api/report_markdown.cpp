@@ -139,6 +139,21 @@ std::string render_markdown(const json& r) {
     }
   }
 
+  // Energy per model, where a GPU energy counter and requests shared the window.
+  if (r.contains("energy") && !r["energy"]["models"].empty()) {
+    out += "## Energy\n\n";
+    rows.clear();
+    auto cell = [&](const json& v, const char* fmt) { return v.is_null() ? std::string("—") : printf_string(fmt, v.get<double>()); };
+    for (const json& m : r["energy"]["models"]) {
+      rows.push_back({md_code(m["model"]), cell(m["joules"], "%.1f J"), cell(m["joules_per_inference"], "%.3g J"),
+                      cell(m["joules_per_output_token"], "%.3g J"), cell(m["inferences_per_second_per_watt"], "%.3g"),
+                      m["attribution"].get<std::string>()});
+    }
+    md_table(out, {"Model", "Energy", "Per inference", "Per output token", "Inferences/s per W", "Attribution"},
+             {false, true, true, true, true, false}, rows);
+    out += "<sub>" + r["energy"]["method"].get<std::string>() + "</sub>\n\n";
+  }
+
   if (!r["timeline"].empty()) {
     out += "## Kernel timeline\n\n";
     rows.clear();

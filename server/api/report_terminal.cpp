@@ -122,6 +122,18 @@ std::string render_terminal(const json& r, bool color) {
     out += "\n";
   }
 
+  if (r.contains("energy") && !r["energy"]["models"].empty()) {
+    out += st.heading("=== Energy ===") + "\n\n";
+    rows.clear();
+    auto cell = [&](const json& v, const char* fmt) { return v.is_null() ? std::string("-") : printf_string(fmt, v.get<double>()); };
+    for (const json& m : r["energy"]["models"]) {
+      rows.push_back({ellipsize(m["model"], 32), cell(m["joules"], "%.1f J"), cell(m["joules_per_inference"], "%.3g J"),
+                      cell(m["joules_per_output_token"], "%.3g J")});
+    }
+    text_table(out, {"Model", "Energy", "Per Inference", "Per Token"}, {false, true, true, true}, rows);
+    out += "\n";
+  }
+
   out += st.heading("=== Memory Statistics ===") + "\n\n";
   const json& m = r["memory"];
   out += "Total Allocated:   " + format_bytes(num(m, "total_allocated_bytes")) + "\n";

@@ -109,6 +109,19 @@
             [false, true, true, true, true, true, true], 'kernels')
     : el('p', { class: 'muted' }, 'No kernels in this window.'));
 
+  // Energy per model, where a GPU energy counter and requests shared the window.
+  const energy = report.energy ? report.energy.models : [];
+  if (energy.length) {
+    section('Energy');
+    const j = (v, digits) => (v == null ? '—' : `${Number(v).toPrecision(digits)} J`);
+    root.append(table(['Model', 'Energy', 'Per inference', 'Per output token', 'Inferences/s per W', 'Attribution'],
+      energy.map((m) => [el('code', {}, m.model), j(m.joules, 4), j(m.joules_per_inference, 3), j(m.joules_per_output_token, 3),
+                         m.inferences_per_second_per_watt == null ? '—' : Number(m.inferences_per_second_per_watt).toPrecision(3),
+                         m.attribution]),
+      [false, true, true, true, true, false], 'energy'));
+    root.append(el('p', { class: 'muted' }, report.energy.method));
+  }
+
   // Operators (ONNX Runtime nodes and the like), when any were reported.
   const ops = report.operators ? report.operators.op_types : [];
   if (ops.length) {

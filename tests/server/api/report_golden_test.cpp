@@ -49,16 +49,18 @@ class ReportGolden : public ::testing::Test {
     store.declare({"gpu_utilization_ratio", "ratio", MetricType::kGauge, ""});
     store.declare({"gpu_dram_bandwidth_bytes_per_second", "bytes_per_second", MetricType::kGauge, ""});
     store.declare({"host_cpu_utilization_ratio", "ratio", MetricType::kGauge, ""});
+    store.declare({"gpu_energy_joules_total", "joules", MetricType::kCounter, ""});
     MemoryTracker memory;
     auto writer = db::Writer::open(db_path(), store, memory);
     ASSERT_TRUE(writer.ok()) << writer.status().message();
     const SeriesId util = store.intern(SeriesKey("gpu_utilization_ratio", {{"gpu", "0"}}));
     const SeriesId dram = store.intern(SeriesKey("gpu_dram_bandwidth_bytes_per_second", {{"gpu", "0"}}));
     const SeriesId cpu = store.intern(SeriesKey("host_cpu_utilization_ratio", {{"cpu", "total"}}));
+    const SeriesId energy = store.intern(SeriesKey("gpu_energy_joules_total", {{"gpu", "0"}}));
     for (int i = 0; i < 10; ++i) {
       auto batch = std::make_shared<SampleBatch>();
       batch->ts_ns = kT0 + i * 1'000'000'000LL;
-      batch->values = {{util, 0.5 + 0.05 * i}, {dram, 1.0e12 + 2.0e11 * i}, {cpu, 0.25}};
+      batch->values = {{util, 0.5 + 0.05 * i}, {dram, 1.0e12 + 2.0e11 * i}, {cpu, 0.25}, {energy, 1000.0 + 50 * i}};
       (*writer)->enqueue(batch);
     }
     std::vector<Event> events;
