@@ -1,8 +1,11 @@
 // The A/B test endpoints: create (validated, stored), list, and evaluate a stored definition on
 // the data in its window now (A/B and A/B/n).
+#include <algorithm>
 #include <charconv>
+#include <set>
 
 #include "engine/analysis/ab_test.hpp"
+#include "engine/analysis/serving.hpp"
 #include "engine/analysis/stats.hpp"
 #include "db/abtest_store.hpp"
 #include "server/api/api.hpp"
@@ -165,6 +168,54 @@ Result<json> scraped_sides(const ApiContext& ctx, const std::vector<Selector>& s
 
 }  // namespace
 
+// Energy per inference beside latency when every side is a model: each side's row of the
+// window's energy per model (engine/analysis/energy.hpp), a side naming no version summing its
+// model's versions. Null when some side is not a model.
+Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>& sides, const TimeWindow& w) {
+  for (const Selector& s : sides) {
+    if (s.kind != Selector::Kind::kModel) return json(nullptr);
+  }
+  const db::TimeRange range{w.from_ns, std::min(w.to_ns, now_ns())};
+  auto requests = ctx.events->inference_events(range);
+  if (!requests.ok()) return requests.status();
+  TimestampNs lo = range.to_ns, hi = range.from_ns;
+  for (const auto& r : *requests) {
+    lo = std::min(lo, r.ts_ns);
+    hi = std::max(hi, r.ts_ns);
+  }
+  const double window_s = w.all ? (hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0)
+                                : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
+  const auto serving = an::serving_metrics(*requests, window_s, {});
+  auto energy = energy_json(ctx, range, serving);
+  if (!energy.ok()) return energy.status();
+  json out = json::array();
+  for (const Selector& s : sides) {
+    double joules = 0, inferences = 0, tokens = 0;
+    bool known = false;
+    std::set<std::string> attribution;
+    for (const json& row : (*energy)["models"]) {
+      if (row["model"] != s.model.model || (!s.model.version.empty() && row["version"] != s.model.version)) continue;
+      const auto m = std::find_if(serving.begin(), serving.end(), [&](const an::ServingMetrics& x) {
+        return x.model == row["model"] && x.version == row["version"];
+      });
+      if (m == serving.end()) continue;
+      attribution.insert(row["attribution"].get<std::string>());
+      inferences += m->inferences_per_second * m->window_s;
+      tokens += static_cast<double>(m->output_tokens);
+      if (!row["joules"].is_null()) {
+        joules += row["joules"].get<double>();
+        known = true;
+      }
+    }
+    json side = {{"model", s.model.model}, {"version", s.model.version}, {"attribution", attribution}};
+    side["joules"] = known ? json(joules) : json(nullptr);
+    side["joules_per_inference"] = known && inferences > 0 ? json(joules / inferences) : json(nullptr);
+    side["joules_per_output_token"] = known && tokens > 0 ? json(joules / tokens) : json(nullptr);
+    out.push_back(std::move(side));
+  }
+  return json{{"sides", out}, {"method", (*energy)["method"]}};
+}
+
 // The current result of a stored definition.
 Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   auto d = parse_definition(definition, now_ns());
@@ -179,6 +230,9 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
     samples.push_back(std::move(*v));
   }
   json out = {{"definition", d->to_json()}, {"window", window_json(*w)}};
+  auto energy = energy_of_sides(ctx, d->sides, *w);
+  if (!energy.ok()) return energy.status();
+  if (!energy->is_null()) out["energy"] = std::move(*energy);
   auto scraped = scraped_sides(ctx, d->sides, samples, *w);
   if (!scraped.ok()) return scraped.status();
   if (!d->multi) {

@@ -45,56 +45,6 @@ struct GaugeSummary {
   an::Trend trend;
 };
 
-// Energy per model over the window: the GPUs' energy counters' increase, shared among the
-// models that served requests (engine/analysis/energy.hpp says how).
-json energy_json(const std::vector<GaugeSummary>& gauges, const std::vector<an::ServingMetrics>& serving) {
-  std::vector<an::GpuEnergy> gpus;
-  for (const auto& g : gauges) {
-    if (g.key.name != "gpu_energy_joules_total") continue;
-    an::GpuEnergy e;
-    auto text = [&](const char* name) { const std::string* v = g.key.label(name); return v ? *v : std::string(); };
-    e.gpu = text("gpu");
-    e.uuid = text("uuid");
-    if (g.count >= 2 && g.last >= g.first) e.joules = g.last - g.first;
-    for (const auto& p : gauges) {
-      if (p.key.name == "gpu_power_watts" && p.key.labels == g.key.labels) {
-        e.avg_watts = p.avg;
-        e.peak_watts = p.peak;
-      }
-    }
-    gpus.push_back(std::move(e));
-  }
-  std::vector<an::ModelLoad> loads;
-  for (const auto& m : serving) {
-    an::ModelLoad l{m.model, m.version, static_cast<double>(m.requests), m.inferences_per_second * m.window_s,
-                    static_cast<double>(m.output_tokens), std::nullopt,
-                    static_cast<double>(m.latency_ms.count) * m.latency_ms.mean};
-    // Compute time counts only when every request reported it: a partial sum would shrink the share.
-    if (m.compute_ms.count > 0 && m.compute_ms.count == m.requests) l.compute_ms = static_cast<double>(m.compute_ms.count) * m.compute_ms.mean;
-    loads.push_back(std::move(l));
-  }
-  const an::EnergyReport report = an::energy_per_model(gpus, loads);
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  json g = json::array(), models = json::array();
-  for (const auto& e : gpus) {
-    g.push_back({{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
-                 {"peak_watts", opt(e.peak_watts)}});
-  }
-  for (const auto& m : report.models) {
-    models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", opt(m.share)},
-                      {"joules", opt(m.joules)}, {"joules_per_inference", opt(m.joules_per_inference)},
-                      {"joules_per_output_token", opt(m.joules_per_output_token)},
-                      {"inferences_per_second_per_watt", opt(m.inferences_per_joule)},
-                      {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)}});
-  }
-  return {{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"models", models},
-          {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
-                     "included; one model serving gets all of it, several share it in proportion to their requests' "
-                     "compute time (latency where a model reports none), else it is not attributable; per inference: "
-                     "the model's energy over its batch-weighted inferences, failed requests included; per second per "
-                     "watt = per joule"}};
-}
-
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},
           {"significant", t.significant()}};
@@ -528,7 +478,9 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   }
   for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
-  out["energy"] = energy_json(gauges, serving);
+  auto energy = energy_json(ctx_, range, serving);
+  if (!energy.ok()) return energy.status();
+  out["energy"] = std::move(*energy);
   if (scraped_out) *scraped_out = std::move(scraped);
   json slo_json = json::object();
   if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/event_reader.hpp"
+#include "engine/analysis/serving.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
 #include "server/api/query_time.hpp"
@@ -24,6 +25,11 @@ Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector
 // An operator summary as the operators endpoint and the analysis document give it: at most
 // `limit` rows per list (0: all).
 nlohmann::json operators_json(const analysis::OperatorSummary& summary, std::size_t limit);
+// Energy per model over `range` (engine/analysis/energy.hpp): the GPUs' energy counters and
+// power from the history, shared among the models of `serving`. The analysis document's
+// `energy`; A/B tests of models take their sides' rows from it.
+Result<nlohmann::json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
+                                   const std::vector<analysis::ServingMetrics>& serving);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

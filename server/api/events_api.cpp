@@ -1,6 +1,13 @@
-// The views over producers' events: kernels (and one kernel's records), memory, inference.
+// The views over producers' events: kernels (and one kernel's records), memory, inference,
+// operators, and the energy of serving.
 #include "server/api/api.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "db/series_history.hpp"
+#include "engine/analysis/energy.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
@@ -217,6 +224,75 @@ json operators_json(const analysis::OperatorSummary& summary, std::size_t limit)
                        {"cpu_fallback_share", "operator time on CPU providers over the model's operator time, when some of "
                                               "its operators ran on another provider; null for a model that ran on the CPU "
                                               "alone"}}}};
+}
+
+Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
+                         const std::vector<analysis::ServingMetrics>& serving) {
+  namespace an = analysis;
+  // Each GPU's energy counter (first to last reading in the range) and its power readings.
+  std::map<Labels, an::GpuEnergy> gpus;
+  for (const char* family : {"gpu_energy_joules_total", "gpu_power_watts"}) {
+    db::HistoryQuery q;
+    q.name = family;
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = ctx.history->query(q);
+    if (!data.ok()) return data.status();
+    for (const auto& d : *data) {
+      std::vector<double> v;
+      for (const Sample& p : d.samples) {
+        if (std::isfinite(p.value)) v.push_back(p.value);
+      }
+      if (v.empty()) continue;
+      an::GpuEnergy& g = gpus[d.info.key.labels];
+      const std::string* gpu = d.info.key.label("gpu");
+      const std::string* uuid = d.info.key.label("uuid");
+      g.gpu = gpu ? *gpu : "";
+      g.uuid = uuid ? *uuid : "";
+      if (family[4] == 'e') {  // the counter; a reading lower than the first: the driver reloaded
+        if (v.size() >= 2 && v.back() >= v.front()) g.joules = v.back() - v.front();
+      } else {
+        double sum = 0;
+        for (double x : v) sum += x;
+        g.avg_watts = sum / static_cast<double>(v.size());
+        g.peak_watts = *std::max_element(v.begin(), v.end());
+      }
+    }
+  }
+  std::vector<an::GpuEnergy> list;
+  for (auto& [labels, g] : gpus) list.push_back(std::move(g));
+  std::vector<an::ModelLoad> loads;
+  for (const auto& m : serving) {
+    an::ModelLoad l{m.model, m.version, static_cast<double>(m.requests), m.inferences_per_second * m.window_s,
+                    static_cast<double>(m.output_tokens), std::nullopt,
+                    static_cast<double>(m.latency_ms.count) * m.latency_ms.mean};
+    // Compute time counts only when every request reported it: a partial sum would shrink the share.
+    if (m.compute_ms.count > 0 && m.compute_ms.count == m.requests) {
+      l.compute_ms = static_cast<double>(m.compute_ms.count) * m.compute_ms.mean;
+    }
+    loads.push_back(std::move(l));
+  }
+  const an::EnergyReport report = an::energy_per_model(list, loads);
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json g = json::array(), models = json::array();
+  for (const auto& e : list) {
+    g.push_back({{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
+                 {"peak_watts", opt(e.peak_watts)}});
+  }
+  for (const auto& m : report.models) {
+    models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", opt(m.share)},
+                      {"joules", opt(m.joules)}, {"joules_per_inference", opt(m.joules_per_inference)},
+                      {"joules_per_output_token", opt(m.joules_per_output_token)},
+                      {"inferences_per_second_per_watt", opt(m.inferences_per_joule)},
+                      {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)}});
+  }
+  return json{{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"models", models},
+              {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
+                         "included; one model serving gets all of it, several share it in proportion to their requests' "
+                         "compute time (latency where a model reports none), else it is not attributable; per inference: "
+                         "the model's energy over its batch-weighted inferences, failed requests included; per second per "
+                         "watt = per joule"}};
 }
 
 }  // namespace perfscope::server

@@ -346,6 +346,21 @@ TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
   EXPECT_NEAR(energy["models"][1]["joules_per_inference"].get<double>(), 40, 1e-9);
   EXPECT_TRUE(energy["models"][1]["joules_per_output_token"].is_null());
   EXPECT_NE(energy["method"].get<std::string>().find("compute time"), std::string::npos);
+
+  // An A/B of the two models gives energy per inference beside latency.
+  Reply ab = request(http::verb::post, "/api/v1/abtests", {{"Content-Type", "application/json"}},
+                     R"({"name":"energy","a":{"model":"a"},"b":{"model":"b"},"window":"1m"})");
+  ASSERT_EQ(ab.status, 201u) << ab.body;
+  json result = get(ab.body_json()["url"].get<std::string>()).body_json();
+  ASSERT_TRUE(result.contains("energy")) << result;
+  EXPECT_NEAR(result["energy"]["sides"][0]["joules_per_inference"].get<double>(), 20, 1e-9);
+  EXPECT_NEAR(result["energy"]["sides"][1]["joules_per_inference"].get<double>(), 40, 1e-9);
+  EXPECT_EQ(result["energy"]["sides"][1]["attribution"], json({"proportional to compute time"}));
+  // Kernel sides have no energy of their own.
+  Reply kernels = request(http::verb::post, "/api/v1/abtests", {{"Content-Type", "application/json"}},
+                          R"({"name":"kernels","a":{"kernel":"x"},"b":{"kernel":"y"}})");
+  ASSERT_EQ(kernels.status, 201u);
+  EXPECT_FALSE(get(kernels.body_json()["url"].get<std::string>()).body_json().contains("energy"));
 }
 
 }  // namespace
