@@ -2,8 +2,10 @@
 
 namespace perfscope::analysis {
 
-EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models) {
+EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models,
+                              std::optional<double> host_joules) {
   EnergyReport out;
+  out.host_joules = host_joules;
   for (const GpuEnergy& g : gpus) {
     if (g.joules) out.total_joules = out.total_joules.value_or(0) + *g.joules;
   }
@@ -37,6 +39,10 @@ EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vec
         e.inferences_per_joule = m->inferences / *e.joules;
         e.output_tokens_per_joule = m->output_tokens / *e.joules;
       }
+    }
+    if (e.share && host_joules) {
+      e.host_joules = *e.share * *host_joules;
+      if (m->inferences > 0) e.host_joules_per_inference = *e.host_joules / m->inferences;
     }
     out.models.push_back(std::move(e));
   }

@@ -6,7 +6,8 @@
 // between requests included: what serving cost, not what the kernels alone drew). With one
 // model in the window it gets all of it; with several, a share proportional to its compute time
 // (the requests' compute_ms, or their latency where a model reports no compute time: said so);
-// with no such time, not attributable. Pure functions; safe from any thread.
+// with no such time, not attributable. The host's CPU packages (RAPL), where readable, are shared
+// the same way and reported apart. Pure functions; safe from any thread.
 #pragma once
 
 #include <optional>
@@ -33,13 +34,16 @@ struct ModelEnergy {
   std::string attribution;  // "sole model", "proportional to compute time", "proportional to latency", "not attributable"
   std::optional<double> share, joules, joules_per_inference, joules_per_output_token;
   std::optional<double> inferences_per_joule, output_tokens_per_joule;  // = per second per watt
+  std::optional<double> host_joules, host_joules_per_inference;  // the CPU packages' share
 };
 
 struct EnergyReport {
   std::optional<double> total_joules;  // over the GPUs whose counter gave an increase
+  std::optional<double> host_joules;   // the host's CPU packages, where RAPL is readable
   std::vector<ModelEnergy> models;
 };
 
-EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models);
+EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models,
+                              std::optional<double> host_joules = std::nullopt);
 
 }  // namespace perfscope::analysis

@@ -273,7 +273,25 @@ Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
     }
     loads.push_back(std::move(l));
   }
-  const an::EnergyReport report = an::energy_per_model(list, loads);
+  // The host's CPU packages (RAPL "package-N" domains; their core and uncore parts are inside
+  // them, DRAM and the rest of the platform are not counted).
+  std::optional<double> host_joules;
+  {
+    db::HistoryQuery q;
+    q.name = "host_rapl_energy_joules_total";
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = ctx.history->query(q);
+    if (!data.ok()) return data.status();
+    for (const auto& d : *data) {
+      const std::string* domain = d.info.key.label("domain");
+      if (!domain || !domain->starts_with("package") || d.samples.size() < 2) continue;
+      const double delta = d.samples.back().value - d.samples.front().value;
+      if (std::isfinite(delta) && delta >= 0) host_joules = host_joules.value_or(0) + delta;
+    }
+  }
+  const an::EnergyReport report = an::energy_per_model(list, loads, host_joules);
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json g = json::array(), models = json::array();
   for (const auto& e : list) {
@@ -285,14 +303,17 @@ Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
                       {"joules", opt(m.joules)}, {"joules_per_inference", opt(m.joules_per_inference)},
                       {"joules_per_output_token", opt(m.joules_per_output_token)},
                       {"inferences_per_second_per_watt", opt(m.inferences_per_joule)},
-                      {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)}});
+                      {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)},
+                      {"host_joules", opt(m.host_joules)}, {"host_joules_per_inference", opt(m.host_joules_per_inference)}});
   }
-  return json{{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"models", models},
+  return json{{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"host_joules", opt(report.host_joules)},
+              {"models", models},
               {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
                          "included; one model serving gets all of it, several share it in proportion to their requests' "
                          "compute time (latency where a model reports none), else it is not attributable; per inference: "
                          "the model's energy over its batch-weighted inferences, failed requests included; per second per "
-                         "watt = per joule"}};
+                         "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
+                         "same way, DRAM and the rest of the platform not counted"}};
 }
 
 }  // namespace perfscope::server

@@ -20,6 +20,14 @@ TEST(Energy, OneModelTakesTheGpusEnergy) {
   EXPECT_DOUBLE_EQ(*m.joules_per_output_token, 0.2);
   EXPECT_DOUBLE_EQ(*m.inferences_per_joule, 0.2);
   EXPECT_DOUBLE_EQ(*m.output_tokens_per_joule, 5);
+  EXPECT_FALSE(m.host_joules);  // no RAPL
+  // With the host's packages: shared the same way, reported apart.
+  const auto host = energy_per_model({{"0", "GPU-a", 600.0, {}, {}}},
+                                     {{"a", "", 10, 10, 0, 100.0, 0}, {"b", "", 10, 30, 0, 300.0, 0}}, 80.0);
+  EXPECT_DOUBLE_EQ(*host.host_joules, 80);
+  EXPECT_DOUBLE_EQ(*host.models[1].host_joules, 60);
+  EXPECT_DOUBLE_EQ(*host.models[1].host_joules_per_inference, 2);
+  EXPECT_DOUBLE_EQ(*host.models[1].joules, 450);  // the GPU figures unchanged
 }
 
 TEST(Energy, SeveralModelsShareByComputeTimeOrLatency) {

@@ -322,6 +322,11 @@ TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
             std::to_string(1000 + 300 * i) + R"(,"ts_ns":)" + at + "}\n";
     body += R"({"type":"sample","metric":"gpu_power_watts","labels":{"gpu":"0","uuid":"GPU-t"},"value":)" +
             std::to_string(20 + 10 * i) + R"(,"ts_ns":)" + at + "}\n";
+    // The host's package and one of its parts: only packages count.
+    body += R"({"type":"sample","metric":"host_rapl_energy_joules_total","labels":{"domain":"package-0"},"value":)" +
+            std::to_string(50 + 45 * i) + R"(,"ts_ns":)" + at + "}\n";
+    body += R"({"type":"sample","metric":"host_rapl_energy_joules_total","labels":{"domain":"core"},"value":)" +
+            std::to_string(10 + 30 * i) + R"(,"ts_ns":)" + at + "}\n";
   }
   for (int i = 0; i < 10; ++i) {
     const std::string at = std::to_string(t0 + 1'000'000'000LL * (i + 1));
@@ -345,6 +350,8 @@ TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
   EXPECT_NEAR(a["inferences_per_second_per_watt"].get<double>(), 0.05, 1e-12);
   EXPECT_NEAR(energy["models"][1]["joules_per_inference"].get<double>(), 40, 1e-9);
   EXPECT_TRUE(energy["models"][1]["joules_per_output_token"].is_null());
+  EXPECT_DOUBLE_EQ(energy["host_joules"].get<double>(), 90);
+  EXPECT_NEAR(a["host_joules_per_inference"].get<double>(), 3, 1e-9);
   EXPECT_NE(energy["method"].get<std::string>().find("compute time"), std::string::npos);
 
   // An A/B of the two models gives energy per inference beside latency.
