@@ -199,8 +199,11 @@ CommandLineParser::Table::Table() {
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
-  import = app.add_subcommand("import", "Load an events file (NDJSON) into a server, e.g. what `perfscope run` wrote offline");
-  import->add_option("file", parsed.import_path, "The NDJSON file")->required();
+  import = app.add_subcommand("import", "Load an events file (NDJSON, e.g. what `perfscope run` wrote offline) or an "
+                                        "ONNX Runtime profile into a server");
+  import->add_option("file", parsed.import.path, "The NDJSON file or the trace")->required();
+  import->add_option("--name", parsed.import.run, "A trace's run name (default: the file's name)");
+  import->add_option("--model", parsed.import.model, "A trace's model name (default: the run's name)");
   import->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   import->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   run = app.add_subcommand(

@@ -25,7 +25,7 @@ struct ParsedCommand {
   int exit_code = 0;  // for kExit: help printed (0) or invalid input (2)
   AppConfig config;
   PushOptions push;
-  std::string import_path;
+  ImportOptions import;
   RunOptions run;
   DemoOptions demo;
   ReportOptions report;

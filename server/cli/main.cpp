@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     case Command::kPush:
       return run_push(cmd.push);
     case Command::kImport:
-      return run_import(cmd.push, cmd.import_path);
+      return run_import(cmd.push, cmd.import);
     case Command::kRun:
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);

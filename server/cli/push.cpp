@@ -1,11 +1,17 @@
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "server/client/client.hpp"
 #include "server/cli/tools.hpp"
+#include "server/cli/trace_import.hpp"
 
 namespace perfscope::server {
 
@@ -62,13 +68,39 @@ int push_lines(std::istream& in, const PushOptions& options, const std::string& 
 
 int run_push(const PushOptions& options) { return push_lines(std::cin, options, "perfscope push"); }
 
-int run_import(const PushOptions& options, const std::string& path) {
-  std::ifstream in(path);
+int run_import(const PushOptions& options, const ImportOptions& import) {
+  std::ifstream in(import.path, std::ios::binary);
   if (!in) {
-    std::cerr << "perfscope import: cannot open " << path << "\n";
+    std::cerr << "perfscope import: cannot open " << import.path << "\n";
     return 2;
   }
-  return push_lines(in, options, "perfscope import");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One JSON document of a known format is a trace; anything else is read as NDJSON lines.
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::string format = doc.is_discarded() ? std::string() : detect_trace_format(doc);
+  if (format.empty()) {
+    std::istringstream lines(text);
+    return push_lines(lines, options, "perfscope import");
+  }
+  namespace fs = std::filesystem;
+  const std::string run = import.run.empty() ? fs::path(import.path).stem().string() : import.run;
+  const std::string model = import.model.empty() ? run : import.model;
+  // The profile's times count from its session's start; its end is when the file was written.
+  struct stat st {};
+  const TimestampNs end_ns = ::stat(import.path.c_str(), &st) == 0
+                                 ? static_cast<TimestampNs>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
+                                 : now_ns();
+  auto converted = import_onnxruntime_profile(doc, run, model, end_ns);
+  if (!converted.ok()) {
+    std::cerr << "perfscope import: " << import.path << ": " << converted.status().message() << " (nothing imported)\n";
+    return 2;
+  }
+  std::string ndjson;
+  for (const auto& e : converted->events) ndjson += e.dump() + "\n";
+  std::istringstream lines(ndjson);
+  std::cout << "perfscope import: an ONNX Runtime profile as run " << run << " of model " << model << ": "
+            << converted->operators << " operator executions, " << converted->inferences << " model runs\n";
+  return push_lines(lines, options, "perfscope import");
 }
 
 }  // namespace perfscope::server

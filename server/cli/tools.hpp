@@ -64,8 +64,13 @@ struct TopOptions {
 
 // All return a process exit code; `stop` ends the demo or top early (set from a signal handler).
 int run_push(const PushOptions& options);
-// `perfscope import FILE`: what `perfscope run` wrote when no server answered.
-int run_import(const PushOptions& options, const std::string& path);
+// `perfscope import FILE`: what `perfscope run` wrote when no server answered (NDJSON), or a
+// trace another tool wrote (ONNX Runtime's profile: trace_import.hpp) as a run named `run`
+// (default: the file's name) of model `model` (default: the run's name).
+struct ImportOptions {
+  std::string path, run, model;
+};
+int run_import(const PushOptions& options, const ImportOptions& import);
 // Exits with the traced command's status (128+signal when a signal ended it).
 int run_traced(const RunOptions& options, const std::atomic<bool>& stop);
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);

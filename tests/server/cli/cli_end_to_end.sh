@@ -94,6 +94,20 @@ err=$("$bin" report --server "$url" --format yaml 2>&1 >/dev/null); rc=$?
 check "report with a bad format exits 2 naming the option" "[ $rc -eq 2 ] && grep -q -- --format <<<\"\$err\""
 err=$("$bin" report --server http://127.0.0.1:1 2>&1 >/dev/null); rc=$?
 check "report with no server exits 1" "[ $rc -eq 1 ] && grep -q 'cannot connect' <<<\"\$err\""
+# An ONNX Runtime profile (tests/fixtures/onnxruntime) imported as a run of its model.
+fixtures=$(cd "$(dirname "$0")/../../fixtures" && pwd)
+cp "$fixtures/onnxruntime/handwritten_profile.json" "$dir/ort.json"
+out=$("$bin" import "$dir/ort.json" --server "$url" --name ort-run --model resnet); rc=$?
+check "import of an ONNX Runtime profile exits 0 and says what it read" \
+  "[ $rc -eq 0 ] && grep -q '4 operator executions, 2 model runs' <<<\"\$out\" && grep -q 'accepted 7 events' <<<\"\$out\""
+ops=$(curl -s "$url/api/v1/operators?run=ort-run")
+check "the imported operators are the run's, with the CPU fallback" \
+  "grep -q '\"op_type\":\"Conv\"' <<<\"\$ops\" && grep -q '\"cpu_fallback_executions\":1' <<<\"\$ops\""
+check "the import is a run" "curl -s '$url/api/v1/runs' | grep -q '\"ort-run\"'"
+sed 's/"dur" :120/"dur" :"fast"/' "$fixtures/onnxruntime/handwritten_profile.json" >"$dir/bad.json"
+err=$("$bin" import "$dir/bad.json" --server "$url" --name bad-run 2>&1 >/dev/null); rc=$?
+check "a malformed profile exits 2 naming the event, and imports nothing" \
+  "[ $rc -eq 2 ] && grep -q 'event 3' <<<\"\$err\" && ! curl -s '$url/api/v1/runs' | grep -q bad-run"
 kill -TERM $pid; wait $pid
 check "serve --profile-output writes the JSON report on shutdown" \
   "[ \"\$(sqlite3 :memory: \"SELECT json_extract(readfile('$dir/profile.json'), '\$.summary.kernel_time.executions')\")\" = 1 ]"
