@@ -229,15 +229,19 @@ json operators_json(const analysis::OperatorSummary& summary, std::size_t limit)
 Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
                          const std::vector<analysis::ServingMetrics>& serving) {
   namespace an = analysis;
-  // Each GPU's energy counter (first to last reading in the range) and its power readings.
-  std::map<Labels, an::GpuEnergy> gpus;
-  for (const char* family : {"gpu_energy_joules_total", "gpu_power_watts"}) {
+  // Every raw sample of a family's series in the range.
+  auto raw = [&](const char* family) {
     db::HistoryQuery q;
     q.name = family;
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
-    auto data = ctx.history->query(q);
+    return ctx.history->query(q);
+  };
+  // Each GPU's energy counter (first to last reading in the range) and its power readings.
+  std::map<Labels, an::GpuEnergy> gpus;
+  for (const char* family : {"gpu_energy_joules_total", "gpu_power_watts"}) {
+    auto data = raw(family);
     if (!data.ok()) return data.status();
     for (const auto& d : *data) {
       std::vector<double> v;
@@ -277,12 +281,7 @@ Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
   // them, DRAM and the rest of the platform are not counted).
   std::optional<double> host_joules;
   {
-    db::HistoryQuery q;
-    q.name = "host_rapl_energy_joules_total";
-    q.from_ns = range.from_ns;
-    q.to_ns = range.to_ns;
-    q.max_points = SIZE_MAX;
-    auto data = ctx.history->query(q);
+    auto data = raw("host_rapl_energy_joules_total");
     if (!data.ok()) return data.status();
     for (const auto& d : *data) {
       const std::string* domain = d.info.key.label("domain");
