@@ -74,6 +74,7 @@ struct GpuCollector::Gpu {
   // (after a lost GPU) by its parent's index and its slot.
   bool mig_mode = false;
   int mig_slot = -1;
+  bool accounting = false;  // the driver keeps per-process accounting statistics
   std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
   // Kept between reads, sized by the longest list seen: one driver call per read.
   std::vector<nvml::ProcessInfo> process_buffer;
@@ -213,6 +214,9 @@ void GpuCollector::identify(Gpu& g) {
     if (a.temperature_threshold(g.handle, 0, &v) == nvml::kSuccess) g.shutdown_c = v;
     if (a.temperature_threshold(g.handle, 1, &v) == nvml::kSuccess) g.slowdown_c = v;
   }
+  int accounting = 0;
+  g.accounting = a.accounting_mode && a.accounting_stats && a.accounting_mode(g.handle, &accounting) == nvml::kSuccess &&
+                 accounting == 1;
   nvml::GpmSupport support{1, 0};
   if (a.gpm_query_support && a.gpm_sample_alloc && a.gpm_sample_get && a.gpm_metrics_get &&
       a.gpm_query_support(g.handle, &support) == nvml::kSuccess && support.is_supported_device &&
@@ -268,6 +272,10 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_process_utilization_ratio", "ratio", T::kGauge,
        "A compute process's share of the GPU's SM, memory, encoder and decoder time (NVML's newest per-process sample; 0 when it reported none in 2 s)"},
       {"gpu_process_cpu_seconds_total", "seconds", T::kCounter, "Host CPU time (user + system) of a GPU process"},
+      {"gpu_process_accounting_utilization_ratio", "ratio", T::kGauge,
+       "Driver accounting (where enabled): share of the process's lifetime with one of its kernels running"},
+      {"gpu_process_accounting_max_memory_bytes", "bytes", T::kGauge,
+       "Driver accounting (where enabled): the most device memory the process has held"},
       {"gpu_process_resident_memory_bytes", "bytes", T::kGauge, "Host resident memory of a GPU process"},
       {"gpu_container_processes", "", T::kGauge, "GPU compute processes of a container (read from their cgroups)"},
       {"gpu_container_memory_bytes", "bytes", T::kGauge, "Device memory of a container's compute processes"},
@@ -610,6 +618,11 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
         sort_labels(e);
         out.push_back({SeriesKey("gpu_process_utilization_ratio", std::move(e)), value / 100.0});
       }
+    }
+    // Where an administrator enabled accounting, the driver's own figures over the process's life.
+    if (nvml::AccountingStats stats{}; g.accounting && a.accounting_stats(g.handle, p.pid, &stats) == nvml::kSuccess) {
+      out.push_back({SeriesKey("gpu_process_accounting_utilization_ratio", l), stats.gpu_utilization / 100.0});
+      out.push_back({SeriesKey("gpu_process_accounting_max_memory_bytes", l), static_cast<double>(stats.max_memory_usage)});
     }
     if (who) {
       out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});

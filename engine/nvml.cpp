@@ -72,6 +72,8 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.gpm_sample_free, {"nvmlGpmSampleFree"});
   resolve(handle, a.gpm_sample_get, {"nvmlGpmSampleGet"});
   resolve(handle, a.gpm_metrics_get, {"nvmlGpmMetricsGet"});
+  resolve(handle, a.accounting_mode, {"nvmlDeviceGetAccountingMode"});
+  resolve(handle, a.accounting_stats, {"nvmlDeviceGetAccountingStats"});
   resolve(handle, a.mig_mode, {"nvmlDeviceGetMigMode"});
   resolve(handle, a.max_mig_devices, {"nvmlDeviceGetMaxMigDeviceCount"});
   resolve(handle, a.mig_device_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"});

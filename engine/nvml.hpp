@@ -54,6 +54,17 @@ struct ProcessInfo {  // nvmlProcessInfo_t (v3: 24 bytes with padding)
   unsigned gpu_instance_id, compute_instance_id;
 };
 
+struct AccountingStats {  // nvmlAccountingStats_t: 56 bytes
+  unsigned gpu_utilization;     // % of the process's lifetime with a kernel of it running
+  unsigned memory_utilization;  // % of its lifetime with device memory read or written
+  unsigned long long max_memory_usage;  // bytes
+  unsigned long long time_ms;           // its lifetime so far
+  unsigned long long start_time_us;
+  unsigned is_running;
+  unsigned reserved[5];
+};
+static_assert(sizeof(AccountingStats) == 56);
+
 struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t: 32 bytes
   unsigned pid;
   unsigned long long timestamp_us;  // CPU (wall-clock) time of the sample
@@ -142,6 +153,10 @@ struct Api {
   int (*gpm_metrics_get)(GpmMetricsRequest*) = nullptr;
   // MIG: the mode (current, pending; 1 = enabled), how many instances a GPU can hold, an
   // instance's handle by slot (kNotFound for an empty slot), and its GPU/compute instance ids.
+  // Accounting: whether the driver keeps per-process statistics (an administrator's setting,
+  // never changed here) and one process's.
+  int (*accounting_mode)(Device, int*) = nullptr;
+  int (*accounting_stats)(Device, unsigned, AccountingStats*) = nullptr;
   int (*mig_mode)(Device, unsigned*, unsigned*) = nullptr;
   int (*max_mig_devices)(Device, unsigned*) = nullptr;
   int (*mig_device_by_index)(Device, unsigned, Device*) = nullptr;

@@ -172,6 +172,25 @@ TEST_F(GpuCollectorTest, ListsLongerThanTheKeptBufferAreReadWhole) {
   count_and_check(pass(c, 2'000'000'000), 60);
 }
 
+TEST_F(GpuCollectorTest, AccountingStatisticsWhereTheDriverKeepsThem) {
+  const std::string p = R"(command="python3",container="3f5b2a9c1d7e",gpu="0",pid="1234",uuid="GPU-aaaa"})";
+  // Off (the default): no accounting series.
+  write(kH100);
+  {
+    GpuCollector c(options());
+    for (const auto& [key, value] : pass(c, 1'000'000'000)) EXPECT_EQ(key.find("accounting"), std::string::npos) << key;
+  }
+  // On: the driver's lifetime figures for the processes it has them for.
+  write(std::string(kH100) + "0.accounting 1\n0.acct 1234:35:12:2147483648:60000\n");
+  GpuCollector c(options());
+  auto m = pass(c, 1'000'000'000);
+  EXPECT_DOUBLE_EQ(m["gpu_process_accounting_utilization_ratio{" + p], 0.35);
+  EXPECT_DOUBLE_EQ(m["gpu_process_accounting_max_memory_bytes{" + p], 2147483648.0);
+  int accounted = 0;
+  for (const auto& [key, value] : m) accounted += key.starts_with("gpu_process_accounting_utilization_ratio{");
+  EXPECT_EQ(accounted, 1);  // 4321 has no statistics
+}
+
 TEST_F(GpuCollectorTest, MigInstancesAreDevicesWithTheirOwnMemoryAndProcesses) {
   // GPU 0 in MIG mode with two instances (slots 0 and 3 of 7), as NVML describes them: an
   // instance answers its name, uuid, memory and processes, nothing else; the board's power,

@@ -12,6 +12,8 @@
 //   0.proc_util 1234:87:40:0:0@900000,…     (pid:sm:mem:enc:dec@timestamp_us, per-process samples)
 //   0.gpm 1  0.gpm.10 83.5 …                  0.lost 1 (every call: GPU is lost)
 //   0.<call>_rc N      forces a return code (call: utilization, memory_v2, memory, power, …)
+//   0.accounting 1  0.acct 1234:35:12:2147483648:60000   accounting on; per pid: gpu %, memory %,
+//                      max memory bytes, lifetime ms
 //   0.mig_mode 1  0.mig_max 7                 MIG: mode on, instance slots
 //   0/2.uuid MIG-…  0/2.gi 3  0/2.ci 0  0/2.name …  0/2.mem_total …  0/2.procs …
 //                      the MIG instance in slot 2 of GPU 0 (a slot without a uuid is empty);
@@ -311,5 +313,35 @@ int nvmlDeviceGetComputeInstanceId(void* d, unsigned* id) {
   if (!is_mig(d)) return 3;
   *id = static_cast<unsigned>(num(key(d, "ci")));
   return 0;
+}
+
+struct AccountingStats {
+  unsigned gpu_utilization, memory_utilization;
+  unsigned long long max_memory_usage, time, start_time;
+  unsigned is_running, reserved[5];
+};
+static_assert(sizeof(AccountingStats) == 56, "nvmlAccountingStats_t is 56 bytes");
+int nvmlDeviceGetAccountingMode(void* d, int* mode) {
+  if (int rc = rc_of(d, "accounting_mode")) return rc;
+  *mode = static_cast<int>(num(key(d, "accounting")));
+  return 0;
+}
+int nvmlDeviceGetAccountingStats(void* d, unsigned pid, AccountingStats* out) {
+  if (int rc = rc_of(d, "accounting_stats")) return rc;
+  if (!num(key(d, "accounting"))) return 3;
+  std::stringstream list(get(key(d, "acct")));
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    AccountingStats s{};
+    unsigned p = 0;
+    if (std::sscanf(item.c_str(), "%u:%u:%u:%llu:%llu", &p, &s.gpu_utilization, &s.memory_utilization, &s.max_memory_usage,
+                    &s.time) != 5 || p != pid) {
+      continue;
+    }
+    s.is_running = 1;
+    *out = s;
+    return 0;
+  }
+  return 6;  // no statistics of that pid
 }
 }  // extern "C"
