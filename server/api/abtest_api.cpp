@@ -186,14 +186,15 @@ Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>&
   const double window_s = w.all ? (hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0)
                                 : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
   const auto serving = an::serving_metrics(*requests, window_s, {});
-  auto energy = energy_json(ctx, range, serving);
-  if (!energy.ok()) return energy.status();
+  auto series = energy_series(ctx, range);
+  if (!series.ok()) return series.status();
+  const json energy = energy_json(*series, serving);
   json out = json::array();
   for (const Selector& s : sides) {
     double joules = 0, inferences = 0, tokens = 0;
     bool known = false;
     std::set<std::string> attribution;
-    for (const json& row : (*energy)["models"]) {
+    for (const json& row : energy["models"]) {
       if (row["model"] != s.model.model || (!s.model.version.empty() && row["version"] != s.model.version)) continue;
       const auto m = std::find_if(serving.begin(), serving.end(), [&](const an::ServingMetrics& x) {
         return x.model == row["model"] && x.version == row["version"];
@@ -213,7 +214,7 @@ Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>&
     side["joules_per_output_token"] = known && tokens > 0 ? json(joules / tokens) : json(nullptr);
     out.push_back(std::move(side));
   }
-  return json{{"sides", out}, {"method", (*energy)["method"]}};
+  return json{{"sides", out}, {"method", energy["method"]}};
 }
 
 // The current result of a stored definition.

@@ -10,15 +10,12 @@
 
 #include "engine/analysis/bottlenecks.hpp"
 #include "engine/analysis/change_points.hpp"
-#include "engine/analysis/energy.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/stats.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/analysis/trend.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
-
-#include "engine/analysis/energy.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 
@@ -36,14 +33,6 @@ constexpr const char* kGpuMemoryUsed = "gpu_memory_used_bytes";
 constexpr const char* kGpuMemoryTotal = "gpu_memory_total_bytes";
 constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
 constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
-
-struct GaugeSummary {
-  SeriesKey key;
-  std::string unit;
-  std::size_t count = 0;
-  double avg = 0, min = 0, peak = 0, p95 = 0, last = 0, first = 0;
-  an::Trend trend;
-};
 
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},
@@ -195,7 +184,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
 
   // Gauges: every series, raw samples in the window, in one query (one per family listed
   // every series again for each: quadratic in the series a GPU host has), family by family.
-  std::vector<GaugeSummary> gauges;
+  std::vector<SeriesSummary> gauges;
   {
     db::HistoryQuery q;
     q.name = "*";
@@ -206,32 +195,10 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     if (!data.ok()) return data.status();
     std::stable_sort(data->begin(), data->end(),
                      [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
-    for (const auto& d : *data) {
-      // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
-      // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
-      if (d.info.key.label("le")) continue;
-      GaugeSummary g;
-      g.key = d.info.key;
-      g.unit = d.info.family.unit;
-      std::vector<double> values, times;
-      for (const Sample& p : d.samples) {
-        // A reading that is no number (a GPU counter before its first interval) is no sample.
-        if (!std::isfinite(p.value)) continue;
-        values.push_back(p.value);
-        times.push_back(static_cast<double>(p.ts_ns - d.samples.front().ts_ns) / 1e9);
-      }
-      if (values.empty()) continue;
-      g.first = values.front();
-      g.last = values.back();
-      g.trend = an::linear_trend(times, values);
-      an::Moments m = an::moments(values);
-      g.count = m.n;
-      g.avg = m.mean;
-      g.min = m.min;
-      g.peak = m.max;
-      g.p95 = an::percentile(values, 95, an::PercentileConvention::kNearestRank);
-      gauges.push_back(std::move(g));
-    }
+    // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
+    // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
+    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
+    gauges = summarize_series(*data);
   }
 
   // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
@@ -478,9 +445,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   }
   for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
-  auto energy = energy_json(ctx_, range, serving);
-  if (!energy.ok()) return energy.status();
-  out["energy"] = std::move(*energy);
+  out["energy"] = energy_json(gauges, serving);
   if (scraped_out) *scraped_out = std::move(scraped);
   json slo_json = json::object();
   if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;

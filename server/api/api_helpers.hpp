@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "db/event_reader.hpp"
+#include "db/series_history.hpp"
 #include "engine/analysis/serving.hpp"
+#include "engine/analysis/trend.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
 #include "server/api/query_time.hpp"
@@ -25,11 +27,24 @@ Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector
 // An operator summary as the operators endpoint and the analysis document give it: at most
 // `limit` rows per list (0: all).
 nlohmann::json operators_json(const analysis::OperatorSummary& summary, std::size_t limit);
-// Energy per model over `range` (engine/analysis/energy.hpp): the GPUs' energy counters and
-// power from the history, shared among the models of `serving`. The analysis document's
-// `energy`; A/B tests of models take their sides' rows from it.
-Result<nlohmann::json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
-                                   const std::vector<analysis::ServingMetrics>& serving);
+// One series over a window: its finite readings summarized (the analysis document's gauges).
+struct SeriesSummary {
+  SeriesKey key;
+  std::string unit;
+  std::size_t count = 0;
+  double avg = 0, min = 0, peak = 0, p95 = 0, last = 0, first = 0;
+  analysis::Trend trend;
+};
+// Series with no finite reading are left out.
+std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data);
+
+// The series energy per model is computed from: the GPUs' energy counters and power, the host's
+// RAPL counters, read raw over `range` and summarized.
+Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range);
+// Energy per model (engine/analysis/energy.hpp) from those series (any summaries holding them,
+// such as the analysis document's gauges), shared among the models of `serving`: the analysis
+// document's `energy`; A/B tests of models take their sides' rows from it.
+nlohmann::json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <iterator>
 
 #include "db/series_history.hpp"
 #include "engine/analysis/energy.hpp"
+#include "engine/analysis/stats.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
@@ -226,46 +227,84 @@ json operators_json(const analysis::OperatorSummary& summary, std::size_t limit)
                                               "alone"}}}};
 }
 
-Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
-                         const std::vector<analysis::ServingMetrics>& serving) {
+std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data) {
   namespace an = analysis;
-  // Every raw sample of a family's series in the range.
-  auto raw = [&](const char* family) {
+  std::vector<SeriesSummary> out;
+  for (const auto& d : data) {
+    SeriesSummary g;
+    g.key = d.info.key;
+    g.unit = d.info.family.unit;
+    std::vector<double> values, times;
+    for (const Sample& p : d.samples) {
+      // A reading that is no number (a GPU counter before its first interval) is no sample.
+      if (!std::isfinite(p.value)) continue;
+      values.push_back(p.value);
+      times.push_back(static_cast<double>(p.ts_ns - d.samples.front().ts_ns) / 1e9);
+    }
+    if (values.empty()) continue;
+    g.first = values.front();
+    g.last = values.back();
+    g.trend = an::linear_trend(times, values);
+    const an::Moments m = an::moments(values);
+    g.count = m.n;
+    g.avg = m.mean;
+    g.min = m.min;
+    g.peak = m.max;
+    g.p95 = an::percentile(values, 95, an::PercentileConvention::kNearestRank);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+namespace {
+constexpr const char* kGpuEnergy = "gpu_energy_joules_total";
+constexpr const char* kGpuPower = "gpu_power_watts";
+constexpr const char* kHostEnergy = "host_rapl_energy_joules_total";
+}  // namespace
+
+Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range) {
+  std::vector<db::SeriesData> all;
+  for (const char* family : {kGpuEnergy, kGpuPower, kHostEnergy}) {
     db::HistoryQuery q;
     q.name = family;
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
-    return ctx.history->query(q);
-  };
-  // Each GPU's energy counter (first to last reading in the range) and its power readings.
-  std::map<Labels, an::GpuEnergy> gpus;
-  for (const char* family : {"gpu_energy_joules_total", "gpu_power_watts"}) {
-    auto data = raw(family);
+    auto data = ctx.history->query(q);
     if (!data.ok()) return data.status();
-    for (const auto& d : *data) {
-      std::vector<double> v;
-      for (const Sample& p : d.samples) {
-        if (std::isfinite(p.value)) v.push_back(p.value);
+    std::move(data->begin(), data->end(), std::back_inserter(all));
+  }
+  return summarize_series(all);
+}
+
+json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving) {
+  namespace an = analysis;
+  // A counter's increase over the window; none when it went back (driver reload) or was read once.
+  auto increase = [](const SeriesSummary& s) {
+    return s.count >= 2 && s.last >= s.first ? std::optional<double>(s.last - s.first) : std::nullopt;
+  };
+  std::vector<an::GpuEnergy> gpus;
+  std::optional<double> host_joules;
+  for (const auto& s : series) {
+    if (s.key.name == kGpuEnergy) {
+      const std::string* gpu = s.key.label("gpu");
+      const std::string* uuid = s.key.label("uuid");
+      an::GpuEnergy& g = gpus.emplace_back(an::GpuEnergy{gpu ? *gpu : "", uuid ? *uuid : "", increase(s), {}, {}});
+      for (const auto& p : series) {
+        if (p.key.name == kGpuPower && p.key.labels == s.key.labels) {
+          g.avg_watts = p.avg;
+          g.peak_watts = p.peak;
+        }
       }
-      if (v.empty()) continue;
-      an::GpuEnergy& g = gpus[d.info.key.labels];
-      const std::string* gpu = d.info.key.label("gpu");
-      const std::string* uuid = d.info.key.label("uuid");
-      g.gpu = gpu ? *gpu : "";
-      g.uuid = uuid ? *uuid : "";
-      if (family[4] == 'e') {  // the counter; a reading lower than the first: the driver reloaded
-        if (v.size() >= 2 && v.back() >= v.front()) g.joules = v.back() - v.front();
-      } else {
-        double sum = 0;
-        for (double x : v) sum += x;
-        g.avg_watts = sum / static_cast<double>(v.size());
-        g.peak_watts = *std::max_element(v.begin(), v.end());
+    } else if (s.key.name == kHostEnergy) {
+      // The host's CPU packages (RAPL "package-N" domains; their core and uncore parts are
+      // inside them, DRAM and the rest of the platform are not counted).
+      const std::string* domain = s.key.label("domain");
+      if (auto joules = increase(s); joules && domain && domain->starts_with("package")) {
+        host_joules = host_joules.value_or(0) + *joules;
       }
     }
   }
-  std::vector<an::GpuEnergy> list;
-  for (auto& [labels, g] : gpus) list.push_back(std::move(g));
   std::vector<an::ModelLoad> loads;
   for (const auto& m : serving) {
     an::ModelLoad l{m.model, m.version, static_cast<double>(m.requests), m.inferences_per_second * m.window_s,
@@ -277,23 +316,10 @@ Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
     }
     loads.push_back(std::move(l));
   }
-  // The host's CPU packages (RAPL "package-N" domains; their core and uncore parts are inside
-  // them, DRAM and the rest of the platform are not counted).
-  std::optional<double> host_joules;
-  {
-    auto data = raw("host_rapl_energy_joules_total");
-    if (!data.ok()) return data.status();
-    for (const auto& d : *data) {
-      const std::string* domain = d.info.key.label("domain");
-      if (!domain || !domain->starts_with("package") || d.samples.size() < 2) continue;
-      const double delta = d.samples.back().value - d.samples.front().value;
-      if (std::isfinite(delta) && delta >= 0) host_joules = host_joules.value_or(0) + delta;
-    }
-  }
-  const an::EnergyReport report = an::energy_per_model(list, loads, host_joules);
+  const an::EnergyReport report = an::energy_per_model(gpus, loads, host_joules);
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json g = json::array(), models = json::array();
-  for (const auto& e : list) {
+  for (const auto& e : gpus) {
     g.push_back({{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
                  {"peak_watts", opt(e.peak_watts)}});
   }
@@ -305,14 +331,14 @@ Result<json> energy_json(const ApiContext& ctx, const db::TimeRange& range,
                       {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)},
                       {"host_joules", opt(m.host_joules)}, {"host_joules_per_inference", opt(m.host_joules_per_inference)}});
   }
-  return json{{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"host_joules", opt(report.host_joules)},
-              {"models", models},
-              {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
-                         "included; one model serving gets all of it, several share it in proportion to their requests' "
-                         "compute time (latency where a model reports none), else it is not attributable; per inference: "
-                         "the model's energy over its batch-weighted inferences, failed requests included; per second per "
-                         "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
-                         "same way, DRAM and the rest of the platform not counted"}};
+  return {{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"host_joules", opt(report.host_joules)},
+          {"models", models},
+          {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
+                     "included; one model serving gets all of it, several share it in proportion to their requests' "
+                     "compute time (latency where a model reports none), else it is not attributable; per inference: "
+                     "the model's energy over its batch-weighted inferences, failed requests included; per second per "
+                     "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
+                     "same way, DRAM and the rest of the platform not counted"}};
 }
 
 }  // namespace perfscope::server
