@@ -74,13 +74,15 @@ int run_import(const PushOptions& options, const ImportOptions& import) {
     std::cerr << "perfscope import: cannot open " << import.path << "\n";
     return 2;
   }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // One JSON document of a known format is a trace; anything else is read as NDJSON lines.
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const std::string format = doc.is_discarded() ? std::string() : detect_trace_format(doc);
-  if (format.empty()) {
-    std::istringstream lines(text);
-    return push_lines(lines, options, "perfscope import");
+  // Events are objects, so NDJSON starts with '{' and streams line by line, however large (what
+  // `perfscope run` wrote offline); a trace is one JSON array.
+  in >> std::ws;
+  if (in.peek() != '[') return push_lines(in, options, "perfscope import");
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || detect_trace_format(doc).empty()) {
+    std::cerr << "perfscope import: " << import.path
+              << ": a JSON array, but not a trace perfscope reads (an ONNX Runtime profile); nothing imported\n";
+    return 2;
   }
   namespace fs = std::filesystem;
   const std::string run = import.run.empty() ? fs::path(import.path).stem().string() : import.run;
