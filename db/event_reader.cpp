@@ -390,42 +390,23 @@ Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRang
   return out;
 }
 
-Result<std::vector<analysis::OperatorExecution>> EventReader::operator_executions(const TimeRange& range,
-                                                                                 const EventScope& scope,
-                                                                                 const std::string& model,
-                                                                                 const std::string& provider) const {
+Result<std::vector<analysis::OperatorExecution>> EventReader::operator_executions(const OperatorSelector& which,
+                                                                                 const TimeRange& range) const {
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("tags", 5);
+  const TagFilter filter = EventScope("", "", which.tags).tag_filter("tags", 6);
   auto stmt = (*conn)->prepare(
       ("SELECT op_type, name, provider, model, input_shapes, duration_ms, ts_ns FROM operators "
-       "WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR model = ?3) AND (?4 = '' OR provider = ?4)" +
-       filter.sql).c_str());
+       "WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR op_type = ?3 OR name = ?3) AND (?4 = '' OR model = ?4) "
+       "AND (?5 = '' OR provider = ?5)" + filter.sql).c_str());
   if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, model).bind(4, provider);
-  filter.bind(*stmt, 5);
+  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, which.op).bind(4, which.model).bind(5, which.provider);
+  filter.bind(*stmt, 6);
   std::vector<analysis::OperatorExecution> out;
   Status s = stmt->for_each_row([&](Statement& r) {
     out.push_back({r.column_text(0), r.column_text(1), r.column_text(2), r.column_text(3), r.column_text(4),
                    r.column_double(5), r.column_int64(6)});
   });
-  if (!s.ok()) return s;
-  return out;
-}
-
-Result<std::vector<double>> EventReader::operator_durations_ms(const OperatorSelector& selector,
-                                                              const TimeRange& range) const {
-  auto conn = pool_.lease();
-  if (!conn.ok()) return conn.status();
-  const TagFilter filter = EventScope("", "", selector.tags).tag_filter("tags", 6);
-  auto stmt = (*conn)->prepare(
-      ("SELECT duration_ms FROM operators WHERE ts_ns BETWEEN ?1 AND ?2 AND (op_type = ?3 OR name = ?3) "
-       "AND (?4 = '' OR model = ?4) AND (?5 = '' OR provider = ?5)" + filter.sql).c_str());
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, selector.op).bind(4, selector.model).bind(5, selector.provider);
-  filter.bind(*stmt, 6);
-  std::vector<double> out;
-  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
   if (!s.ok()) return s;
   return out;
 }

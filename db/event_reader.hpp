@@ -103,8 +103,8 @@ struct KernelSelector {
   Tags tags;
 };
 
-// Which operator executions: an op type or a node name (`op`), of one model and provider when
-// given; `tags` (run included) must all be present.
+// Which operator executions: an op type or a node name (`op`), of one model and provider;
+// empty fields match anything; `tags` (run included) must all be present.
 struct OperatorSelector {
   std::string op;
   std::string model;
@@ -151,11 +151,9 @@ class EventReader {
   // Whole events in the range (by end time or completion time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const EventScope& scope) const;
   Result<std::vector<InferenceEvent>> inference_events(const TimeRange& range, const EventScope& scope = {}) const;
-  // Operator executions in the range (by their time), of one model and one provider when those
-  // are given.
-  Result<std::vector<analysis::OperatorExecution>> operator_executions(const TimeRange& range, const EventScope& scope,
-                                                                      const std::string& model,
-                                                                      const std::string& provider) const;
+  // Operator executions in the range (by their time) that `which` names.
+  Result<std::vector<analysis::OperatorExecution>> operator_executions(const OperatorSelector& which,
+                                                                      const TimeRange& range) const;
   // Bytes allocated after each memory event in the range (running sum from the start of
   // the record), at most max_points points keeping each bucket's maximum.
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const EventScope& scope,
@@ -164,7 +162,6 @@ class EventReader {
   // Distributions (event_distributions.cpp).
   // Raw values for percentiles and comparisons, in milliseconds, in no particular order.
   Result<std::vector<double>> kernel_durations_ms(const KernelSelector& selector, const TimeRange& range) const;
-  Result<std::vector<double>> operator_durations_ms(const OperatorSelector& selector, const TimeRange& range) const;
   Result<std::vector<double>> inference_values_ms(const InferenceSelector& selector, InferenceField field,
                                                   const TimeRange& range) const;
   // Submit → complete (end_ns − submit_ns) of command buffers on a queue (all queues if empty).

@@ -335,7 +335,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (slo.latency_ms) inputs["sla_target_ms"] = *slo.latency_ms;
   // Operators (ONNX Runtime nodes and the like): the worst model's CPU fallback.
-  auto operator_rows = ctx_.events->operator_executions(range, scope, "", "");
+  auto operator_rows = ctx_.events->operator_executions({"", "", "", scope.wanted_tags()}, range);
   if (!operator_rows.ok()) return operator_rows.status();
   const an::OperatorSummary operators = an::summarize_operators(*operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
   for (const auto& m : operators.models) {

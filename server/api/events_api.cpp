@@ -190,7 +190,7 @@ HttpResponse Api::operators(const HttpRequest& request) const {
   for (const auto& [name, value] : {std::pair{"model", &model}, std::pair{"provider", &provider}}) {
     if (value->size() > kMaxEventText) return error_response(400, "invalid_argument", std::string("'") + name + "' is too long", name);
   }
-  auto rows = ctx_.events->operator_executions({w->from_ns, w->to_ns}, *scope, model, provider);
+  auto rows = ctx_.events->operator_executions({"", model, provider, scope->wanted_tags()}, {w->from_ns, w->to_ns});
   if (!rows.ok()) return status_response(rows.status());
   json doc = operators_json(an::summarize_operators(*rows, *qs, *convention), 0);
   doc["window"] = window_json(*w);

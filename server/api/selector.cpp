@@ -125,9 +125,12 @@ Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s,
       st = take(ctx.events->inference_values_ms(s.model, s.field, range),
                 [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
       break;
-    case Selector::Kind::kOperator:  // no rollup tiers: operators are kept raw for their retention
-      st = take(ctx.events->operator_durations_ms(s.op, range), [] { return Result<std::optional<db::RollupAnswer>>(std::nullopt); });
+    case Selector::Kind::kOperator: {  // no rollup tiers: operators are kept raw for their retention
+      auto rows = ctx.events->operator_executions(s.op, range);
+      if (!rows.ok()) return rows.status();
+      for (const auto& r : *rows) d.raw.push_back(r.duration_ms);
       break;
+    }
     case Selector::Kind::kCommandQueue:
       st = take(ctx.events->command_buffer_latencies_ms(s.queue, s.device, range),
                 [&] { return ctx.events->command_buffer_rollup(s.queue, s.device, range); });
