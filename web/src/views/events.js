@@ -69,13 +69,19 @@ export function createEventsView({ state, onData }) {
   }
 
   state.eventRefreshes = 0;
+  let operatorsReadAt = 0;
   let timer = null;
   async function refresh() {
     timer = null;
     try {
+      // Operators summarize every execution of 15 minutes: read at most every 10 s, not on every
+      // notification of new events.
+      const now = Date.now();
+      const readOperators = now - operatorsReadAt >= 10000;
+      if (readOperators) operatorsReadAt = now;
       const [k, m, i, o] = await Promise.all([fetchJson('/api/v1/kernels'),
         fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m'),
-        fetchJson('/api/v1/operators?window=15m')]);
+        readOperators ? fetchJson('/api/v1/operators?window=15m') : null]);
       kernels.rows = k.kernels;
       document.getElementById('kernels-summary').textContent =
         k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
@@ -84,7 +90,7 @@ export function createEventsView({ state, onData }) {
       document.getElementById('memory-summary').textContent = m.allocation_count
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
       renderInference(i.models);
-      renderOperators(o);
+      if (o) renderOperators(o);
       onData(k.kernels, i.models);
       state.eventRefreshes++;
     } catch (e) { /* next notification retries */ }
