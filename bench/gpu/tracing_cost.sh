@@ -17,6 +17,7 @@
 #   floor-buf1m, floor-buf16m   floor-kernel with 1 MiB or 16 MiB buffers instead of 4 MiB
 #   floor-flush100 floor-kernel asking CUPTI for its records every 100 ms (perfscope: 500 ms)
 #   file-kernel    perfscope's library, kernel kind, events to a file (no socket, no perfscope run)
+#   run-default    perfscope run with its default kinds (kernel,memcpy,memset,launch,memory)
 #   run-kernel     perfscope run --kinds kernel (socket, forwarding, a server ingesting)
 #   run-runtime    perfscope run --kinds kernel,memcpy,memset,runtime,memory (the runtime
 #                  calls that start GPU work recorded: launch correlation; the default kinds
@@ -25,7 +26,8 @@
 #   run-launch     perfscope run --kinds kernel,memcpy,memset,launch,memory (launch calls by
 #                  callbacks instead of the runtime kind)
 #   run-duty5      perfscope run --duty-cycle 5% (kinds as run-launch; 200 ms windows every 4 s)
-#   run-duty5r     perfscope run --duty-cycle 5% with the default kinds (runtime when measured)
+#   run-duty5r     perfscope run --duty-cycle 5% with the default kinds (the runtime kind when the
+#                  first figures were taken, launch callbacks since)
 #   run-idle       as run-duty5 with one 10 ms window an hour: the library loaded, CUPTI detached
 #   profiler       torch.profiler, CUDA activity only (decode only)
 # PIN_CPUS (e.g. 4-7) runs the program, and so every thread of every variant, on those CPUs.
@@ -66,6 +68,7 @@ run_variant() {  # variant round → the program's JSON line on stdout
     floor-flush100) CUDA_INJECTION64_PATH=$floor CUPTI_FLOOR_FLUSH_MS=100 "${program[@]}" ;;
     file-kernel) CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE=$scratch/$name.ndjson \
                    PERFSCOPE_TRACE_KINDS=kernel PERFSCOPE_RUN_NAME=$name "${program[@]}" ;;
+    run-default) "$bin" run --server "$url" --name "$name" -- "${program[@]}" ;;
     run-kernel) "$bin" run --server "$url" --name "$name" --kinds kernel -- "${program[@]}" ;;
     run-launch) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,launch,memory -- "${program[@]}" ;;
     run-runtime) "$bin" run --server "$url" --name "$name" --kinds kernel,memcpy,memset,runtime,memory -- "${program[@]}" ;;

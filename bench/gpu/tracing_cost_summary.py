@@ -10,7 +10,7 @@ import sys
 from collections import defaultdict
 
 ORDER = ["plain", "floor-kernel", "floor-buf1m", "floor-buf16m", "floor-flush100", "floor-krm", "floor-kwm", "floor-ksampled", "file-kernel",
-         "run-kernel", "run-runtime", "run-driver", "run-launch", "run-duty5", "run-duty5r", "run-idle", "profiler"]
+         "run-default", "run-kernel", "run-runtime", "run-driver", "run-launch", "run-duty5", "run-duty5r", "run-idle", "profiler"]
 
 
 def main():
