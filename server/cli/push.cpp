@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -12,10 +13,13 @@
 #include "server/client/client.hpp"
 #include "server/cli/tools.hpp"
 #include "server/cli/trace_import.hpp"
+#include "server/http/compression.hpp"
 
 namespace perfscope::server {
 
 namespace {
+
+constexpr std::size_t kMaxImportBytes = std::size_t{16} << 30;
 
 // NDJSON lines from `in` to the server in batches; `what` prefixes messages.
 int push_lines(std::istream& in, const PushOptions& options, const std::string& what) {
@@ -69,30 +73,65 @@ int push_lines(std::istream& in, const PushOptions& options, const std::string& 
 int run_push(const PushOptions& options) { return push_lines(std::cin, options, "perfscope push"); }
 
 int run_import(const PushOptions& options, const ImportOptions& import) {
-  std::ifstream in(import.path, std::ios::binary);
-  if (!in) {
+  std::ifstream file(import.path, std::ios::binary);
+  if (!file) {
     std::cerr << "perfscope import: cannot open " << import.path << "\n";
     return 2;
   }
-  // Events are objects, so NDJSON starts with '{' and streams line by line, however large (what
-  // `perfscope run` wrote offline); a trace is one JSON array.
-  in >> std::ws;
-  if (in.peek() != '[') return push_lines(in, options, "perfscope import");
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || detect_trace_format(doc).empty()) {
-    std::cerr << "perfscope import: " << import.path
-              << ": a JSON array, but not a trace perfscope reads (an ONNX Runtime profile); nothing imported\n";
+  // A gzip file (`export_chrome_trace("trace.json.gz")`, a compressed NDJSON) is read whole.
+  std::istringstream unzipped;
+  std::istream* in = &file;
+  if (file.get() == 0x1f && file.get() == 0x8b) {
+    file.seekg(0);
+    const std::string compressed{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+    std::string text;
+    if (const auto error = gzip_decompress(compressed, kMaxImportBytes, text); error != InflateError::kNone) {
+      std::cerr << "perfscope import: " << import.path << ": "
+                << (error == InflateError::kTooLarge ? "larger than 16 GiB uncompressed" : "not a valid gzip file")
+                << " (nothing imported)\n";
+      return 2;
+    }
+    unzipped.str(std::move(text));
+    in = &unzipped;
+  } else {
+    file.clear();
+    file.seekg(0);
+  }
+  // Events are objects, one per line, so NDJSON streams line by line, however large (what
+  // `perfscope run` wrote offline); a trace is one JSON document: an array (ONNX Runtime), or an
+  // object spanning lines or holding traceEvents (the PyTorch profiler).
+  *in >> std::ws;
+  bool document = in->peek() == '[';
+  const auto start = in->tellg();
+  if (in->peek() == '{') {
+    std::string first_line;
+    std::getline(*in, first_line);
+    const auto first = nlohmann::json::parse(first_line, nullptr, /*allow_exceptions=*/false);
+    // A line that is not a whole object is the start of a document spanning lines.
+    document = first.is_discarded() || (first.is_object() && first.contains("traceEvents"));
+    in->clear();
+    in->seekg(start);
+  }
+  if (!document) return push_lines(*in, options, "perfscope import");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(*in);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte: where the document broke (a trace cut short while being written, say).
+    std::cerr << "perfscope import: " << import.path << ": not valid JSON at byte " << e.byte << " (nothing imported)\n";
     return 2;
   }
   namespace fs = std::filesystem;
-  const std::string run = import.run.empty() ? fs::path(import.path).stem().string() : import.run;
-  const std::string model = import.model.empty() ? run : import.model;
-  // The profile's times count from its session's start; its end is when the file was written.
+  TraceImportContext context;
+  context.run = import.run.empty() ? fs::path(import.path).stem().string() : import.run;
+  context.model = import.model.empty() ? context.run : import.model;
+  // Times that do not come on the wall clock (ONNX Runtime's count from its session's start)
+  // end when the file was written.
   struct stat st {};
-  const TimestampNs end_ns = ::stat(import.path.c_str(), &st) == 0
-                                 ? static_cast<TimestampNs>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
-                                 : now_ns();
-  auto converted = import_onnxruntime_profile(doc, run, model, end_ns);
+  context.end_ns = ::stat(import.path.c_str(), &st) == 0
+                       ? static_cast<TimestampNs>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec
+                       : now_ns();
+  auto converted = import_trace(doc, context);
   if (!converted.ok()) {
     std::cerr << "perfscope import: " << import.path << ": " << converted.status().message() << " (nothing imported)\n";
     return 2;
@@ -100,8 +139,14 @@ int run_import(const PushOptions& options, const ImportOptions& import) {
   std::string ndjson;
   for (const auto& e : converted->events) ndjson += e.dump() + "\n";
   std::istringstream lines(ndjson);
-  std::cout << "perfscope import: an ONNX Runtime profile as run " << run << " of model " << model << ": "
-            << converted->operators << " operator executions, " << converted->inferences << " model runs\n";
+  if (converted->format == "onnxruntime") {
+    std::cout << "perfscope import: an ONNX Runtime profile as run " << context.run << " of model " << context.model << ": "
+              << converted->operators << " operator executions, " << converted->inferences << " model runs\n";
+  } else {
+    std::cout << "perfscope import: a PyTorch profiler trace as run " << context.run << ": " << converted->kernels
+              << " kernels, " << converted->copies << " copies and memsets (" << converted->with_launch
+              << " with their launch call), " << converted->operators << " top-level operators\n";
+  }
   return push_lines(lines, options, "perfscope import");
 }
 

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
 
 namespace perfscope::server {
 
@@ -11,14 +15,57 @@ namespace {
 
 constexpr std::string_view kKernelTime = "_kernel_time";
 
-Status bad(std::size_t index, const std::string& field, const std::string& message) {
+Status bad(std::size_t index, const std::string& field, const std::string& message,
+           const std::string& array = "events") {
   return Status::invalid_argument("event " + std::to_string(index) + ": '" + field + "' " + message,
-                                  "events[" + std::to_string(index) + "]." + field);
+                                  array + "[" + std::to_string(index) + "]." + field);
+}
+
+// The PyTorch profiler's categories this reads; the rest (python functions, annotations, flows,
+// the profiler's overhead) is left out.
+bool is_gpu_work(std::string_view cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
+bool is_api_call(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
+bool is_torch_category(std::string_view cat) { return is_gpu_work(cat) || is_api_call(cat) || cat == "cpu_op"; }
+
+// Chrome-trace ids (pid, tid) are numbers or strings; either way a key.
+std::string id_text(const json& e, const char* field) {
+  auto it = e.find(field);
+  if (it == e.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// Input Dims: one entry per input — [dims] for a tensor, [] for a scalar or None, [[dims], …]
+// for a tensor list (each tensor's dims in order).
+json torch_input_shapes(const json& dims) {
+  json shapes = json::array();
+  const auto all_integers = [](const json& a) {
+    return a.is_array() && std::all_of(a.begin(), a.end(), [](const json& d) { return d.is_number_integer(); });
+  };
+  for (const json& input : dims) {
+    if (all_integers(input)) {
+      shapes.push_back(input);
+    } else if (input.is_array()) {
+      for (const json& tensor : input) {
+        if (all_integers(tensor)) shapes.push_back(tensor);
+      }
+    }
+  }
+  return shapes;
 }
 
 }  // namespace
 
 std::string detect_trace_format(const json& doc) {
+  if (doc.is_object()) {
+    const auto events = doc.find("traceEvents");
+    if (events == doc.end() || !events->is_array()) return "";
+    for (const json& e : *events) {
+      if (!e.is_object()) continue;
+      const auto cat = e.find("cat");
+      if (cat != e.end() && cat->is_string() && is_torch_category(cat->get_ref<const std::string&>())) return "pytorch";
+    }
+    return "";
+  }
   if (!doc.is_array()) return "";
   for (const json& e : doc) {
     if (!e.is_object()) return "";
@@ -98,6 +145,174 @@ Result<TraceImport> import_onnxruntime_profile(const json& doc, const std::strin
     return Status::invalid_argument("the profile holds no node (…_kernel_time) or model_run event", "file");
   }
   return out;
+}
+
+Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImportContext& context) {
+  const auto list = doc.is_object() ? doc.find("traceEvents") : doc.end();
+  if (!doc.is_object() || list == doc.end() || !list->is_array()) {
+    return Status::invalid_argument("a PyTorch profiler trace is an object with a traceEvents array", "file");
+  }
+  const json& events = *list;
+  std::optional<TimestampNs> base;
+  if (auto b = doc.find("baseTimeNanoseconds"); b != doc.end()) {
+    if (!b->is_number_integer() || b->get<std::int64_t>() < 0) {
+      return Status::invalid_argument("'baseTimeNanoseconds' must be a non-negative integer", "baseTimeNanoseconds");
+    }
+    base = b->get<TimestampNs>();
+  }
+  const auto bad_event = [](std::size_t i, const std::string& field, const std::string& message) {
+    return bad(i, field, message, "traceEvents");
+  };
+  // First pass: every event read is checked, the launch calls indexed by correlation id.
+  std::vector<std::size_t> work, ops;
+  std::unordered_map<std::int64_t, std::size_t> calls;  // correlation → cuda_runtime/cuda_driver event
+  double first_us = std::numeric_limits<double>::infinity(), last_us = 0;
+  std::string process_pid;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (!e.is_object()) return bad_event(i, "event", "must be an object");
+    const auto cat = e.find("cat");
+    if (cat == e.end() || !cat->is_string() || !is_torch_category(cat->get_ref<const std::string&>())) continue;
+    const std::string& c = cat->get_ref<const std::string&>();
+    for (const char* field : {"ts", "dur"}) {
+      auto it = e.find(field);
+      if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+        return bad_event(i, field, "must be a non-negative number (µs)");
+      }
+    }
+    if (!e.contains("name") || !e["name"].is_string()) return bad_event(i, "name", "must be a string");
+    const auto args = e.find("args");
+    if (args != e.end() && !args->is_object()) return bad_event(i, "args", "must be an object");
+    if (is_gpu_work(c) || is_api_call(c)) {
+      if (args == e.end() || !args->contains("correlation") || !(*args)["correlation"].is_number_integer()) {
+        return bad_event(i, "args.correlation", "must be an integer (the launch call's correlation id)");
+      }
+    }
+    if (c == "cpu_op" && args != e.end() && args->contains("Input Dims") && !(*args)["Input Dims"].is_array()) {
+      return bad_event(i, "args.Input Dims", "must be an array");
+    }
+    const double ts = e["ts"].get<double>();
+    first_us = std::min(first_us, ts);
+    last_us = std::max(last_us, ts + e["dur"].get<double>());
+    if (is_gpu_work(c)) {
+      work.push_back(i);
+    } else if (c == "cpu_op") {
+      ops.push_back(i);
+    } else {
+      calls.emplace((*args)["correlation"].get<std::int64_t>(), i);
+    }
+    if (process_pid.empty() && !is_gpu_work(c)) process_pid = id_text(e, "pid");
+  }
+  if (work.empty() && ops.empty()) {
+    return Status::invalid_argument("the trace holds no kernel, gpu_memcpy, gpu_memset or cpu_op event", "file");
+  }
+  // Kineto's times are microseconds from its base time; without one, the trace ends at end_ns.
+  const TimestampNs offset = base ? *base : context.end_ns - static_cast<TimestampNs>(std::llround(last_us * 1000));
+  const auto ns = [&](double us) { return offset + static_cast<TimestampNs>(std::llround(us * 1000)); };
+  const auto arg = [](const json& e, const char* name) -> const json* {
+    auto args = e.find("args");
+    if (args == e.end()) return nullptr;
+    auto it = args->find(name);
+    return it == args->end() ? nullptr : &*it;
+  };
+
+  TraceImport out;
+  out.format = "pytorch";
+  out.events.push_back({{"type", "run"}, {"name", context.run}, {"command", {"torch.profiler", context.model}},
+                        {"start_ns", ns(first_us)}, {"end_ns", ns(last_us)}});
+  // Launch calls that started GPU work, per thread: the ops that made them launched GPU work.
+  std::map<std::string, std::vector<double>> launches_by_thread;
+  for (std::size_t i : work) {
+    const json& e = events[i];
+    const std::string& c = e["cat"].get_ref<const std::string&>();
+    const std::string& name = e["name"].get_ref<const std::string&>();
+    const double ts = e["ts"].get<double>();
+    json k = {{"type", "kernel"}, {"name", name}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
+    if (const json* d = arg(e, "device"); d && (d->is_number_integer() || d->is_string())) {
+      k["device"] = d->is_string() ? d->get<std::string>() : d->dump();
+    }
+    if (const json* s = arg(e, "stream"); s && (s->is_number_integer() || s->is_string())) {
+      k["stream"] = s->is_string() ? s->get<std::string>() : s->dump();
+    }
+    json tags = {{"run", context.run}, {"pid", process_pid}};
+    if (c == "kernel") {
+      ++out.kernels;
+      const auto dims = [&](const char* field) {
+        const json* v = arg(e, field);
+        if (v && v->is_array() && v->size() == 3 &&
+            std::all_of(v->begin(), v->end(), [](const json& d) { return d.is_number_integer() && d.get<std::int64_t>() > 0; })) {
+          k[field] = *v;
+        }
+      };
+      dims("grid");
+      dims("block");
+      if (const json* r = arg(e, "registers per thread"); r && r->is_number_unsigned()) k["registers_per_thread"] = *r;
+      if (const json* m = arg(e, "shared memory"); m && m->is_number_unsigned()) k["shared_mem_bytes"] = *m;
+    } else {
+      ++out.copies;
+      const bool memset = c == "gpu_memset";
+      tags["op"] = memset ? "memset" : "memcpy";
+      if (const json* b = arg(e, "bytes"); b && b->is_number_unsigned()) tags["bytes"] = b->dump();
+      // "Memcpy HtoD (Pageable -> Device)": the copy kind is the second word.
+      if (!memset && name.starts_with("Memcpy ")) tags["copy_kind"] = name.substr(7, name.find(' ', 7) - 7);
+    }
+    const auto call = calls.find((*arg(e, "correlation")).get<std::int64_t>());
+    if (call != calls.end()) {
+      const json& api = events[call->second];
+      const double api_ts = api["ts"].get<double>();
+      k["launch_start_ns"] = ns(api_ts);
+      k["launch_end_ns"] = ns(api_ts + api["dur"].get<double>());
+      if (std::string pid = id_text(api, "pid"); !pid.empty()) tags["pid"] = pid;
+      launches_by_thread[id_text(api, "pid") + "/" + id_text(api, "tid")].push_back(api_ts);
+      ++out.with_launch;
+    }
+    if (tags["pid"] == "") tags.erase("pid");
+    k["tags"] = std::move(tags);
+    out.events.push_back(std::move(k));
+  }
+  for (auto& [thread, starts] : launches_by_thread) std::sort(starts.begin(), starts.end());
+
+  // Top-level ops per thread: in start order (the longer first at equal starts), an op starting
+  // before the end of the last top-level op is nested in it.
+  std::map<std::string, std::vector<std::size_t>> ops_by_thread;
+  for (std::size_t i : ops) ops_by_thread[id_text(events[i], "pid") + "/" + id_text(events[i], "tid")].push_back(i);
+  for (auto& [thread, thread_ops] : ops_by_thread) {
+    std::sort(thread_ops.begin(), thread_ops.end(), [&](std::size_t a, std::size_t b) {
+      const double ta = events[a]["ts"].get<double>(), tb = events[b]["ts"].get<double>();
+      return ta != tb ? ta < tb : events[a]["dur"].get<double>() > events[b]["dur"].get<double>();
+    });
+    const auto launches = launches_by_thread.find(thread);
+    double top_end = -std::numeric_limits<double>::infinity();
+    for (std::size_t i : thread_ops) {
+      const json& e = events[i];
+      const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+      if (ts < top_end) continue;
+      top_end = end;
+      bool launched = false;
+      if (launches != launches_by_thread.end()) {
+        auto it = std::lower_bound(launches->second.begin(), launches->second.end(), ts);
+        launched = it != launches->second.end() && *it <= end;
+      }
+      const json* dims = arg(e, "Input Dims");
+      const std::string& name = e["name"].get_ref<const std::string&>();
+      json tags = {{"run", context.run}};
+      if (std::string pid = id_text(e, "pid"); !pid.empty()) tags["pid"] = pid;
+      out.events.push_back({{"type", "operator"}, {"op_type", name}, {"name", name}, {"provider", launched ? "CUDA" : "host"},
+                            {"duration_ms", e["dur"].get<double>() / 1000}, {"model", context.model},
+                            {"input_shapes", dims ? torch_input_shapes(*dims) : json::array()}, {"ts_ns", ns(end)},
+                            {"tags", std::move(tags)}});
+      ++out.operators;
+    }
+  }
+  return out;
+}
+
+Result<TraceImport> import_trace(const json& doc, const TraceImportContext& context) {
+  const std::string format = detect_trace_format(doc);
+  if (format == "onnxruntime") return import_onnxruntime_profile(doc, context.run, context.model, context.end_ns);
+  if (format == "pytorch") return import_torch_profiler_trace(doc, context);
+  return Status::invalid_argument("not a trace perfscope reads (an ONNX Runtime profile or a PyTorch profiler trace)",
+                                  "file");
 }
 
 }  // namespace perfscope::server

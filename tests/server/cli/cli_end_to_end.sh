@@ -73,6 +73,23 @@ count=$(curl -s "$url/api/v1/kernels" | grep -o '"count":[0-9]*' | head -1)
 check "only the good batch was stored" "[ '$count' = '\"count\":2' ]"
 err=$("$bin" push --server http://127.0.0.1:1 </dev/null 2>&1 >/dev/null; echo "rc=$?")
 check "push with an empty stdin sends nothing and succeeds" "grep -q 'rc=0' <<<\"\$err\""
+# A PyTorch profiler trace recorded on a GPU (tests/fixtures/pytorch), gzipped as
+# export_chrome_trace("….json.gz") writes it: kernels and copies with launch calls, operators.
+trace=$(cd "$(dirname "$0")/../../fixtures" && pwd)/pytorch/recorded_trace.json
+gpu_work=$(grep -cE '"cat": "(kernel|gpu_memcpy|gpu_memset)"' "$trace")
+gzip -c "$trace" >"$dir/torch.json.gz"
+out=$("$bin" import "$dir/torch.json.gz" --server "$url" --name torch-run --model mlp); rc=$?
+check "import of a gzipped PyTorch profiler trace exits 0 and says what it read" \
+  "[ $rc -eq 0 ] && grep -q 'a PyTorch profiler trace as run torch-run' <<<\"\$out\""
+check "every kernel, copy and memset of the trace is the run's" \
+  "curl -s '$url/api/v1/runs/torch-run' | grep -q '\"kernels\":{\"count\":$gpu_work,'"
+ops=$(curl -s "$url/api/v1/operators?run=torch-run")
+check "its top-level operators are the model's, aten::linear on CUDA" \
+  "grep -q '\"op_type\":\"aten::linear\"' <<<\"\$ops\" && grep -q '\"CUDA\"' <<<\"\$ops\""
+head -c 20000 "$trace" >"$dir/cut.json"
+err=$("$bin" import "$dir/cut.json" --server "$url" --name cut-run 2>&1 >/dev/null); rc=$?
+check "a trace cut short exits 2 saying where, and imports nothing" \
+  "[ $rc -eq 2 ] && grep -q 'not valid JSON at byte' <<<\"\$err\" && ! curl -s '$url/api/v1/runs' | grep -q cut-run"
 kill -TERM $pid; wait $pid
 rm -rf "$dir"
 
