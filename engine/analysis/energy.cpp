@@ -1,6 +1,39 @@
 #include "engine/analysis/energy.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace perfscope::analysis {
+
+std::vector<TimeSpan> busy_spans(std::vector<TimeSpan> requests) {
+  std::sort(requests.begin(), requests.end(), [](const TimeSpan& a, const TimeSpan& b) { return a.from_ns < b.from_ns; });
+  std::vector<TimeSpan> out;
+  for (const TimeSpan& r : requests) {
+    if (r.to_ns < r.from_ns) continue;
+    if (!out.empty() && r.from_ns <= out.back().to_ns) {
+      out.back().to_ns = std::max(out.back().to_ns, r.to_ns);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+PowerDuring power_during(const std::vector<Sample>& readings, const std::vector<TimeSpan>& busy) {
+  PowerDuring out;
+  double sum = 0;
+  for (const Sample& s : readings) {
+    if (!std::isfinite(s.value)) continue;
+    // The first span that ends at or after the reading holds it when it has begun by then.
+    auto it = std::lower_bound(busy.begin(), busy.end(), s.ts_ns, [](const TimeSpan& b, TimestampNs t) { return b.to_ns < t; });
+    if (it == busy.end() || it->from_ns > s.ts_ns) continue;
+    ++out.readings;
+    sum += s.value;
+    out.peak_watts = std::max(out.peak_watts.value_or(s.value), s.value);
+  }
+  if (out.readings > 0) out.avg_watts = sum / static_cast<double>(out.readings);
+  return out;
+}
 
 EnergyReport energy_per_model(const std::vector<GpuEnergy>& gpus, const std::vector<ModelLoad>& models,
                               std::optional<double> host_joules) {

@@ -10,17 +10,38 @@
 // the same way and reported apart. Pure functions; safe from any thread.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/series.hpp"
 
 namespace perfscope::analysis {
 
 struct GpuEnergy {
   std::string gpu, uuid;
   std::optional<double> joules;  // none: the counter went back (driver reload) or had one reading
-  std::optional<double> avg_watts, peak_watts;
+  std::optional<double> avg_watts, peak_watts;  // every reading of the window
+  std::optional<double> request_avg_watts, request_peak_watts;  // readings while a request was in flight
 };
+
+// A span of time, both ends included.
+struct TimeSpan {
+  TimestampNs from_ns = 0, to_ns = 0;
+};
+// The time some request was in flight: the union of the requests' spans [completion − latency,
+// completion], as sorted, disjoint spans.
+std::vector<TimeSpan> busy_spans(std::vector<TimeSpan> requests);
+
+struct PowerDuring {
+  std::optional<double> avg_watts, peak_watts;  // none: no reading fell inside a busy span
+  std::size_t readings = 0;
+};
+// Power readings taken while some request was in flight (`busy` as busy_spans gives it): their
+// mean and maximum. A reading stands for the driver's averaging period before it, so a short
+// request between two readings is seen only through the next one when it falls inside.
+PowerDuring power_during(const std::vector<Sample>& readings, const std::vector<TimeSpan>& busy);
 
 struct ModelLoad {
   std::string model, version;

@@ -186,9 +186,10 @@ Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>&
   const double window_s = w.all ? (hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0)
                                 : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
   const auto serving = an::serving_metrics(*requests, window_s, {});
-  auto series = energy_series(ctx, range);
+  std::vector<RequestPower> during;
+  auto series = energy_series(ctx, range, *requests, &during);
   if (!series.ok()) return series.status();
-  const json energy = energy_json(*series, serving);
+  const json energy = energy_json(*series, serving, during);
   json out = json::array();
   for (const Selector& s : sides) {
     double joules = 0, inferences = 0, tokens = 0;

@@ -167,24 +167,27 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     }
     return out;
   });
+  std::vector<InferenceEvent> requests;  // written by serving_part, read after it is done
   auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
-    auto requests = ctx_.events->inference_events(range, scope);
-    if (!requests.ok()) return requests.status();
+    auto read = ctx_.events->inference_events(range, scope);
+    if (!read.ok()) return read.status();
+    requests = std::move(*read);
     double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
     if (w->all) {  // "all": rates over the span the requests cover
       TimestampNs lo = INT64_MAX, hi = 0;
-      for (const auto& r : *requests) {
+      for (const auto& r : requests) {
         lo = std::min(lo, r.ts_ns);
         hi = std::max(hi, r.ts_ns);
       }
       window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
     }
-    return an::serving_metrics(*requests, window_s, slo);
+    return an::serving_metrics(requests, window_s, slo);
   });
 
   // Gauges: every series, raw samples in the window, in one query (one per family listed
   // every series again for each: quadratic in the series a GPU host has), family by family.
   std::vector<SeriesSummary> gauges;
+  std::vector<db::SeriesData> power_readings;
   {
     db::HistoryQuery q;
     q.name = "*";
@@ -199,6 +202,8 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
     std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
     gauges = summarize_series(*data);
+    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != "gpu_power_watts"; });
+    power_readings = std::move(*data);  // for the power while requests were in flight, once they are read
   }
 
   // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
@@ -445,7 +450,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   }
   for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
-  out["energy"] = energy_json(gauges, serving);
+  out["energy"] = energy_json(gauges, serving, request_power(power_readings, requests));
   if (scraped_out) *scraped_out = std::move(scraped);
   json slo_json = json::object();
   if (slo.latency_ms) slo_json["latency_ms"] = *slo.latency_ms;

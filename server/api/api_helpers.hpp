@@ -8,6 +8,7 @@
 
 #include "db/event_reader.hpp"
 #include "db/series_history.hpp"
+#include "engine/analysis/energy.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/trend.hpp"
 #include "engine/status.hpp"
@@ -38,13 +39,26 @@ struct SeriesSummary {
 // Series with no finite reading are left out.
 std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data);
 
+// A GPU's power while requests were in flight (engine/analysis/energy.hpp, power_during).
+struct RequestPower {
+  SeriesKey key;  // the gpu_power_watts series
+  analysis::PowerDuring power;
+};
+// Of every gpu_power_watts series among `data` (raw samples), the readings taken while one of
+// `requests` was in flight.
+std::vector<RequestPower> request_power(const std::vector<db::SeriesData>& data, const std::vector<InferenceEvent>& requests);
+
 // The series energy per model is computed from: the GPUs' energy counters and power, the host's
-// RAPL counters, read raw over `range` and summarized.
-Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range);
+// RAPL counters, read raw over `range` and summarized; with `requests`, the GPUs' power while
+// they were in flight into `during`.
+Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range,
+                                                 const std::vector<InferenceEvent>& requests = {},
+                                                 std::vector<RequestPower>* during = nullptr);
 // Energy per model (engine/analysis/energy.hpp) from those series (any summaries holding them,
 // such as the analysis document's gauges), shared among the models of `serving`: the analysis
 // document's `energy`; A/B tests of models take their sides' rows from it.
-nlohmann::json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving);
+nlohmann::json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving,
+                           const std::vector<RequestPower>& during = {});
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

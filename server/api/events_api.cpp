@@ -262,7 +262,23 @@ constexpr const char* kGpuPower = "gpu_power_watts";
 constexpr const char* kHostEnergy = "host_rapl_energy_joules_total";
 }  // namespace
 
-Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range) {
+std::vector<RequestPower> request_power(const std::vector<db::SeriesData>& data, const std::vector<InferenceEvent>& requests) {
+  std::vector<analysis::TimeSpan> spans;
+  spans.reserve(requests.size());
+  for (const InferenceEvent& r : requests) {
+    spans.push_back({r.ts_ns - static_cast<TimestampNs>(std::llround(r.latency_ms * 1e6)), r.ts_ns});
+  }
+  const auto busy = analysis::busy_spans(std::move(spans));
+  std::vector<RequestPower> out;
+  for (const auto& d : data) {
+    if (d.info.key.name == kGpuPower) out.push_back({d.info.key, analysis::power_during(d.samples, busy)});
+  }
+  return out;
+}
+
+Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range,
+                                                 const std::vector<InferenceEvent>& requests,
+                                                 std::vector<RequestPower>* during) {
   std::vector<db::SeriesData> all;
   for (const char* family : {kGpuEnergy, kGpuPower, kHostEnergy}) {
     db::HistoryQuery q;
@@ -274,10 +290,12 @@ Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db
     if (!data.ok()) return data.status();
     std::move(data->begin(), data->end(), std::back_inserter(all));
   }
+  if (during) *during = request_power(all, requests);
   return summarize_series(all);
 }
 
-json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving) {
+json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving,
+                 const std::vector<RequestPower>& during) {
   namespace an = analysis;
   // A counter's increase over the window; none when it went back (driver reload) or was read once.
   auto increase = [](const SeriesSummary& s) {
@@ -289,11 +307,17 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
     if (s.key.name == kGpuEnergy) {
       const std::string* gpu = s.key.label("gpu");
       const std::string* uuid = s.key.label("uuid");
-      an::GpuEnergy& g = gpus.emplace_back(an::GpuEnergy{gpu ? *gpu : "", uuid ? *uuid : "", increase(s), {}, {}});
+      an::GpuEnergy& g = gpus.emplace_back(an::GpuEnergy{gpu ? *gpu : "", uuid ? *uuid : "", increase(s), {}, {}, {}, {}});
       for (const auto& p : series) {
         if (p.key.name == kGpuPower && p.key.labels == s.key.labels) {
           g.avg_watts = p.avg;
           g.peak_watts = p.peak;
+        }
+      }
+      for (const auto& d : during) {
+        if (d.key.labels == s.key.labels) {
+          g.request_avg_watts = d.power.avg_watts;
+          g.request_peak_watts = d.power.peak_watts;
         }
       }
     } else if (s.key.name == kHostEnergy) {
@@ -321,7 +345,8 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
   json g = json::array(), models = json::array();
   for (const auto& e : gpus) {
     g.push_back({{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
-                 {"peak_watts", opt(e.peak_watts)}});
+                 {"peak_watts", opt(e.peak_watts)}, {"avg_watts_during_requests", opt(e.request_avg_watts)},
+                 {"peak_watts_during_requests", opt(e.request_peak_watts)}});
   }
   for (const auto& m : report.models) {
     models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", opt(m.share)},
@@ -338,7 +363,9 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
                      "compute time (latency where a model reports none), else it is not attributable; per inference: "
                      "the model's energy over its batch-weighted inferences, failed requests included; per second per "
                      "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
-                     "same way, DRAM and the rest of the platform not counted"}};
+                     "same way, DRAM and the rest of the platform not counted; avg/peak_watts: every power reading of the window, "
+                     "…_during_requests: the readings taken while some request was in flight (between its completion "
+                     "minus its latency and its completion), null when none was"}};
 }
 
 }  // namespace perfscope::server

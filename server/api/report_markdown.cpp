@@ -151,6 +151,17 @@ std::string render_markdown(const json& r) {
     }
     md_table(out, {"Model", "Energy", "Per inference", "Per output token", "Inferences/s per W", "Attribution"},
              {false, true, true, true, true, false}, rows);
+    for (const json& g : r["energy"]["gpus"]) {
+      out += "GPU " + g["gpu"].get<std::string>() + ": " + cell(g["joules"], "%.1f J");
+      if (!g.value("avg_watts", json()).is_null()) {
+        out += ", power " + cell(g["avg_watts"], "%.1f W") + " average, " + cell(g["peak_watts"], "%.1f W") + " peak";
+      }
+      if (!g.value("avg_watts_during_requests", json()).is_null()) {
+        out += "; while requests were in flight " + cell(g["avg_watts_during_requests"], "%.1f W") + " average, " +
+               cell(g["peak_watts_during_requests"], "%.1f W") + " peak";
+      }
+      out += "\n\n";
+    }
     out += "<sub>" + r["energy"]["method"].get<std::string>() + "</sub>\n\n";
   }
 

@@ -223,7 +223,9 @@ test('the energy panel gives joules per inference from the GPU energy counter', 
   assert.ok(Math.abs(row.joules / row.share - a.total_joules) < 1e-6, JSON.stringify(a));
   assert.equal(cells[1], Number(row.joules).toPrecision(4));
   assert.equal(cells[2], Number(row.joules / 30).toPrecision(3));
-  assert.match(await page.textContent('[data-testid=energy-gpus]'), /GPU 7: 300\.0 J, 15\.0 W average/);
+  // The request ending at now − 10 s was in flight when the middle reading was taken.
+  assert.match(await page.textContent('[data-testid=energy-gpus]'),
+               /GPU 7: 300\.0 J, 15\.0 W average, 15\.0 W peak; during requests 15\.0 W average, 15\.0 W peak/);
   await page.close();
 });
 

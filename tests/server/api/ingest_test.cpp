@@ -339,6 +339,10 @@ TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
   EXPECT_DOUBLE_EQ(energy["gpus"][0]["joules"].get<double>(), 600);
   EXPECT_DOUBLE_EQ(energy["gpus"][0]["avg_watts"].get<double>(), 30);
   EXPECT_DOUBLE_EQ(energy["gpus"][0]["peak_watts"].get<double>(), 40);
+  // Requests were in flight only in the second before each full second from t0+1 s to t0+10 s:
+  // of the readings (t0, t0+10 s, t0+20 s) only the one at t0+10 s, the last request's end.
+  EXPECT_DOUBLE_EQ(energy["gpus"][0]["avg_watts_during_requests"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(energy["gpus"][0]["peak_watts_during_requests"].get<double>(), 30);
   EXPECT_DOUBLE_EQ(energy["total_joules"].get<double>(), 600);
   ASSERT_EQ(energy["models"].size(), 2u);
   const json& a = energy["models"][0];

@@ -142,7 +142,10 @@ export function createAnalysisView({ state, charts }) {
     if (!e) return;
     const num = (v, digits) => (v == null ? '–' : Number(v).toPrecision(digits));
     document.getElementById('energy-gpus').textContent = e.gpus.map((g) =>
-      `GPU ${g.gpu}: ${num(g.joules, 4)} J, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak`).join(' · ');
+      `GPU ${g.gpu}: ${num(g.joules, 4)} J, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak` +
+      (g.avg_watts_during_requests == null ? '' :
+        `; during requests ${num(g.avg_watts_during_requests, 3)} W average, ${num(g.peak_watts_during_requests, 3)} W peak`))
+      .join(' · ');
     if (e.models.length === 0) return;
     document.querySelector('#energy-table tbody').innerHTML = e.models.map((m) =>
       `<tr data-model="${esc(m.model)}"><td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
