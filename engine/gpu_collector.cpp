@@ -195,6 +195,7 @@ void GpuCollector::identify(Gpu& g) {
   const nvml::Api& a = lib_->api();
   char buf[96] = {};
   if (a.device_name && a.device_name(g.handle, buf, sizeof buf) == nvml::kSuccess) g.info.name = text_of(buf, sizeof buf);
+  g.info.spec = known_gpu_spec(g.info.name);
   std::memset(buf, 0, sizeof buf);
   if (a.device_uuid && a.device_uuid(g.handle, buf, sizeof buf) == nvml::kSuccess) g.info.uuid = text_of(buf, sizeof buf);
   nvml::PciInfo pci{};
@@ -282,6 +283,8 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
       {"gpu_dram_bandwidth_bytes_per_second", "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
+      {"gpu_tensor_estimated_flops_per_second", "flops_per_second", T::kGauge,
+       "Estimate: GPM tensor-pipe activity × the GPU's peak dense BF16/FP16 tensor FLOP/s (known GPUs only)"},
   };
   for (const auto& m : kGpmMetrics) {
     const bool ratio = m.scale < 1;
@@ -665,6 +668,11 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
         if (kGpmMetrics[i].id == 10 && g.info.peak_dram_bandwidth_bytes_per_second > 0) {
           out.push_back({SeriesKey("gpu_dram_bandwidth_bytes_per_second", g.labels),
                          value * g.info.peak_dram_bandwidth_bytes_per_second});
+        }
+        // Tensor activity is busy time of any tensor pipe, whatever its data type: against the
+        // BF16/FP16 peak, an estimate (FP8 work at full activity would read as half its rate).
+        if (kGpmMetrics[i].id == 5 && g.info.spec) {
+          out.push_back({SeriesKey("gpu_tensor_estimated_flops_per_second", g.labels), value * g.info.spec->bf16_tensor * 1e12});
         }
       }
     }

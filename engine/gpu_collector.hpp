@@ -17,6 +17,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "engine/collector.hpp"
+#include "engine/gpu_specs.hpp"
 #include "engine/process_identity.hpp"
 #include "engine/process_tracker.hpp"
 #include "engine/nvml.hpp"
@@ -53,6 +55,7 @@ struct GpuDeviceInfo {
   double max_sm_clock_hertz = 0, max_memory_clock_hertz = 0;
   unsigned memory_bus_width_bits = 0;
   double peak_dram_bandwidth_bytes_per_second = 0;  // 0 when clock or bus width is unknown
+  std::optional<GpuSpec> spec;  // peak figures, for GPUs of the table (gpu_specs.hpp)
   bool gpm = false;
   bool lost = false;
   std::vector<std::string> unsupported;  // metrics this GPU does not provide

@@ -34,6 +34,17 @@ HttpResponse Api::devices() const {
                 {"peak_dram_bandwidth_bytes_per_second", d.peak_dram_bandwidth_bytes_per_second},
                 {"gpm", d.gpm}, {"lost", d.lost}, {"unsupported", d.unsupported}, {"mig_mode", d.mig_mode},
                 {"labels", labels}};
+      // Peak figures from the table of known GPUs (NVML has no peak FLOP/s).
+      if (d.spec) {
+        const GpuSpec& p = *d.spec;
+        g["peak"] = {{"model", p.model},
+                     {"tflops", {{"fp64", p.fp64}, {"fp64_tensor", p.fp64_tensor}, {"fp32", p.fp32}, {"tf32", p.tf32_tensor},
+                                 {"bf16", p.bf16_tensor}, {"fp16", p.fp16_tensor}, {"fp8", p.fp8_tensor}, {"int8", p.int8_tensor}}},
+                     {"dram_bytes_per_second", p.dram_bytes_per_second},
+                     {"source", "NVIDIA datasheet, dense (no sparsity); 0: no such unit or no published figure"}};
+      } else {
+        g["peak"] = nullptr;
+      }
       // A MIG instance: its parent GPU and instance ids; its series carry them as labels.
       if (!d.parent_uuid.empty()) {
         g["mig"] = {{"parent_uuid", d.parent_uuid}, {"gpu_instance_id", d.gpu_instance_id},

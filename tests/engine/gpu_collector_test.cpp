@@ -322,7 +322,7 @@ TEST_F(GpuCollectorTest, ProcessesPastTheSeriesLimitKeepOnlyTheirRecords) {
 }
 
 TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
-  write(kH100);
+  write(std::string(kH100) + "0.gpm.5 40\n");
   GpuCollector c(options());
   const std::string g0 = R"({gpu="0",uuid="GPU-aaaa"})";
   auto first = pass(c, 1'000'000'000);
@@ -333,6 +333,9 @@ TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   EXPECT_DOUBLE_EQ(later["gpu_dram_bandwidth_utilization_ratio" + g0], 0.83);
   EXPECT_DOUBLE_EQ(later["gpu_dram_bandwidth_bytes_per_second" + g0], 0.83 * 2619e6 * 5120 / 8 * 2);
   EXPECT_DOUBLE_EQ(later["gpu_sm_utilization_ratio" + g0], 0.91);
+  // GPU 0 is an H100 SXM by its name: tensor activity × its 989.4 TFLOP/s BF16 peak, an estimate.
+  EXPECT_DOUBLE_EQ(later["gpu_tensor_activity_ratio" + g0], 0.40);
+  EXPECT_DOUBLE_EQ(later["gpu_tensor_estimated_flops_per_second" + g0], 0.40 * 989.4e12);
   EXPECT_DOUBLE_EQ(later["gpu_sm_occupancy_ratio" + g0], 0.475);
   EXPECT_DOUBLE_EQ(later["gpu_pcie_tx_bytes_per_second" + g0], 1024.0 * 1048576);
   EXPECT_FALSE(later.count("gpu_nvlink_rx_bytes_per_second" + g0));  // this GPU gave none
