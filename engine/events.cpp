@@ -30,6 +30,15 @@ std::string_view event_type_name(std::size_t index) {
 
 std::string_view event_type(const Event& event) { return event_type_name(event.index()); }
 
+std::string clip_event_text(std::string text) {
+  if (text.size() <= kMaxEventText) return text;
+  std::size_t keep = kMaxEventText - 3;
+  // Back over continuation bytes (10xxxxxx) so no character is cut in two.
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  text.resize(keep);
+  return text + "...";
+}
+
 namespace {
 
 constexpr std::size_t kMaxText = kMaxEventText;

@@ -17,6 +17,9 @@ namespace perfscope {
 
 // The longest name, id or tag value an event may carry, in bytes.
 inline constexpr std::size_t kMaxEventText = 1024;
+// Text longer than kMaxEventText bytes (kernel names of heavily templated code run to
+// kilobytes) keeps its head, cut at a UTF-8 character boundary, and says it was cut ("...").
+std::string clip_event_text(std::string text);
 
 // Low-cardinality key → value pairs, sorted by key (same encoding as labels).
 using Tags = Labels;

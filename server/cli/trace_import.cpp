@@ -7,6 +7,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "engine/events.hpp"
+
 namespace perfscope::server {
 
 using nlohmann::json;
@@ -21,6 +23,26 @@ Status bad(std::size_t index, const std::string& field, const std::string& messa
                                   array + "[" + std::to_string(index) + "]." + field);
 }
 
+// Bounds on the microsecond times of a trace, so that nanoseconds on the wall clock stay in
+// range: times since the epoch until 2096 (older PyTorch traces count from the epoch, newer from
+// boot plus a base time) and spans up to a day.
+constexpr double kMaxTraceUs = 4e15;
+constexpr double kMaxSpanUs = 864e8;
+constexpr std::int64_t kMaxBaseNs = 4'000'000'000'000'000'000;
+
+// ts and dur of event `index`: numbers within the bounds above, or the error naming the field.
+Status check_times(const json& e, std::size_t index, const std::string& array) {
+  for (const char* field : {"ts", "dur"}) {
+    auto it = e.find(field);
+    const double limit = field[0] == 't' ? kMaxTraceUs : kMaxSpanUs;
+    if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0 ||
+        it->get<double>() > limit) {
+      return bad(index, field, "must be a non-negative number of µs (ts up to 4e15, dur up to a day)", array);
+    }
+  }
+  return Status::ok_status();
+}
+
 // The PyTorch profiler's categories this reads; the rest (python functions, annotations, flows,
 // the profiler's overhead) is left out.
 bool is_gpu_work(std::string_view cat) { return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset"; }
@@ -31,7 +53,7 @@ bool is_torch_category(std::string_view cat) { return is_gpu_work(cat) || is_api
 std::string id_text(const json& e, const char* field) {
   auto it = e.find(field);
   if (it == e.end()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return clip_event_text(it->is_string() ? it->get<std::string>() : it->dump());
 }
 
 // Input Dims: one entry per input — [dims] for a tensor, [] for a scalar or None, [[dims], …]
@@ -39,7 +61,8 @@ std::string id_text(const json& e, const char* field) {
 json torch_input_shapes(const json& dims) {
   json shapes = json::array();
   const auto all_integers = [](const json& a) {
-    return a.is_array() && std::all_of(a.begin(), a.end(), [](const json& d) { return d.is_number_integer(); });
+    return a.is_array() &&
+           std::all_of(a.begin(), a.end(), [](const json& d) { return d.is_number_integer() && d.get<std::int64_t>() >= 0; });
   };
   for (const json& input : dims) {
     if (all_integers(input)) {
@@ -83,12 +106,7 @@ Result<TraceImport> import_onnxruntime_profile(const json& doc, const std::strin
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const json& e = doc[i];
     if (!e.is_object()) return bad(i, "event", "must be an object");
-    for (const char* field : {"ts", "dur"}) {
-      auto it = e.find(field);
-      if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
-        return bad(i, field, "must be a non-negative number (µs)");
-      }
-    }
+    if (Status st = check_times(e, i, "events"); !st.ok()) return st;
     for (const char* field : {"cat", "name"}) {
       if (!e.contains(field) || !e[field].is_string()) return bad(i, field, "must be a string");
     }
@@ -115,11 +133,14 @@ Result<TraceImport> import_onnxruntime_profile(const json& doc, const std::strin
     if (cat != "Node" || !name.ends_with(kKernelTime)) continue;  // fences and the like: no execution
     const auto args = e.find("args");
     if (args == e.end() || !args->is_object()) return bad(i, "args", "must be an object with op_name");
-    if (!args->contains("op_name") || !(*args)["op_name"].is_string()) return bad(i, "args.op_name", "must be a string");
+    if (!args->contains("op_name") || !(*args)["op_name"].is_string() || (*args)["op_name"].get_ref<const std::string&>().empty()) {
+      return bad(i, "args.op_name", "must be a non-empty string");
+    }
+    if (name.size() == kKernelTime.size()) return bad(i, "name", "must name the node before _kernel_time");
     std::string provider = "unknown";
     if (auto p = args->find("provider"); p != args->end()) {
       if (!p->is_string()) return bad(i, "args.provider", "must be a string");
-      provider = p->get<std::string>();
+      if (!p->get_ref<const std::string&>().empty()) provider = p->get<std::string>();
     }
     // input_type_shape: [{"float":[1,3,224,224]}, …], one object per input.
     json shapes = json::array();
@@ -130,13 +151,16 @@ Result<TraceImport> import_onnxruntime_profile(const json& doc, const std::strin
           return bad(i, "args.input_type_shape", "must hold one {type: [dims]} object per input");
         }
         for (const json& d : *input.begin()) {
-          if (!d.is_number_integer()) return bad(i, "args.input_type_shape", "dimensions must be integers");
+          if (!d.is_number_integer() || d.get<std::int64_t>() < 0) {
+            return bad(i, "args.input_type_shape", "dimensions must be non-negative integers");
+          }
         }
         shapes.push_back(*input.begin());
       }
     }
-    out.events.push_back({{"type", "operator"}, {"op_type", (*args)["op_name"]},
-                          {"name", name.substr(0, name.size() - kKernelTime.size())}, {"provider", provider},
+    out.events.push_back({{"type", "operator"}, {"op_type", clip_event_text((*args)["op_name"])},
+                          {"name", clip_event_text(name.substr(0, name.size() - kKernelTime.size()))},
+                          {"provider", clip_event_text(provider)},
                           {"duration_ms", dur_ms}, {"model", model}, {"input_shapes", shapes}, {"ts_ns", at(e)},
                           {"tags", tags}});
     ++out.operators;
@@ -155,8 +179,9 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
   const json& events = *list;
   std::optional<TimestampNs> base;
   if (auto b = doc.find("baseTimeNanoseconds"); b != doc.end()) {
-    if (!b->is_number_integer() || b->get<std::int64_t>() < 0) {
-      return Status::invalid_argument("'baseTimeNanoseconds' must be a non-negative integer", "baseTimeNanoseconds");
+    if (!b->is_number_integer() || b->get<std::int64_t>() < 0 || b->get<std::int64_t>() > kMaxBaseNs) {
+      return Status::invalid_argument("'baseTimeNanoseconds' must be a non-negative integer (up to 4e18)",
+                                      "baseTimeNanoseconds");
     }
     base = b->get<TimestampNs>();
   }
@@ -174,13 +199,10 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
     const auto cat = e.find("cat");
     if (cat == e.end() || !cat->is_string() || !is_torch_category(cat->get_ref<const std::string&>())) continue;
     const std::string& c = cat->get_ref<const std::string&>();
-    for (const char* field : {"ts", "dur"}) {
-      auto it = e.find(field);
-      if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
-        return bad_event(i, field, "must be a non-negative number (µs)");
-      }
+    if (Status st = check_times(e, i, "traceEvents"); !st.ok()) return st;
+    if (!e.contains("name") || !e["name"].is_string() || e["name"].get_ref<const std::string&>().empty()) {
+      return bad_event(i, "name", "must be a non-empty string");
     }
-    if (!e.contains("name") || !e["name"].is_string()) return bad_event(i, "name", "must be a string");
     const auto args = e.find("args");
     if (args != e.end() && !args->is_object()) return bad_event(i, "args", "must be an object");
     if (is_gpu_work(c) || is_api_call(c)) {
@@ -227,13 +249,15 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
     const std::string& c = e["cat"].get_ref<const std::string&>();
     const std::string& name = e["name"].get_ref<const std::string&>();
     const double ts = e["ts"].get<double>();
-    json k = {{"type", "kernel"}, {"name", name}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
-    if (const json* d = arg(e, "device"); d && (d->is_number_integer() || d->is_string())) {
-      k["device"] = d->is_string() ? d->get<std::string>() : d->dump();
-    }
-    if (const json* s = arg(e, "stream"); s && (s->is_number_integer() || s->is_string())) {
-      k["stream"] = s->is_string() ? s->get<std::string>() : s->dump();
-    }
+    json k = {{"type", "kernel"}, {"name", clip_event_text(name)}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
+    // Device and stream as the trace names them (numbers, in Kineto's); an empty device is the default's.
+    const auto id_arg = [&](const char* field) -> std::string {
+      const json* v = arg(e, field);
+      if (!v || !(v->is_number_integer() || v->is_string())) return "";
+      return clip_event_text(v->is_string() ? v->get<std::string>() : v->dump());
+    };
+    if (std::string device = id_arg("device"); !device.empty()) k["device"] = device;
+    if (std::string stream = id_arg("stream"); !stream.empty()) k["stream"] = stream;
     json tags = {{"run", context.run}, {"pid", process_pid}};
     if (c == "kernel") {
       ++out.kernels;
@@ -254,7 +278,7 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       tags["op"] = memset ? "memset" : "memcpy";
       if (const json* b = arg(e, "bytes"); b && b->is_number_unsigned()) tags["bytes"] = b->dump();
       // "Memcpy HtoD (Pageable -> Device)": the copy kind is the second word.
-      if (!memset && name.starts_with("Memcpy ")) tags["copy_kind"] = name.substr(7, name.find(' ', 7) - 7);
+      if (!memset && name.starts_with("Memcpy ")) tags["copy_kind"] = clip_event_text(name.substr(7, name.find(" ", 7) - 7));
     }
     const auto call = calls.find((*arg(e, "correlation")).get<std::int64_t>());
     if (call != calls.end()) {
@@ -297,7 +321,8 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       const std::string& name = e["name"].get_ref<const std::string&>();
       json tags = {{"run", context.run}};
       if (std::string pid = id_text(e, "pid"); !pid.empty()) tags["pid"] = pid;
-      out.events.push_back({{"type", "operator"}, {"op_type", name}, {"name", name}, {"provider", launched ? "CUDA" : "host"},
+      out.events.push_back({{"type", "operator"}, {"op_type", clip_event_text(name)}, {"name", clip_event_text(name)},
+                            {"provider", launched ? "CUDA" : "host"},
                             {"duration_ms", e["dur"].get<double>() / 1000}, {"model", context.model},
                             {"input_shapes", dims ? torch_input_shapes(*dims) : json::array()}, {"ts_ns", ns(end)},
                             {"tags", std::move(tags)}});

@@ -27,15 +27,7 @@ constexpr KindFlag kKindFlags[] = {
     {"memory", &TraceKinds::memory},
 };
 
-// Kernel names of heavily templated code can run to kilobytes; events carry at most
-// kMaxEventText bytes, so longer names keep their head and say that they were cut.
-std::string clipped(std::string text) {
-  if (text.size() > kMaxEventText) {
-    text.resize(kMaxEventText - 3);
-    text += "...";
-  }
-  return text;
-}
+std::string clipped(std::string text) { return clip_event_text(std::move(text)); }
 
 std::string hex(std::uint64_t v) {
   char buf[24];

@@ -2,13 +2,13 @@
 # Runs every libFuzzer target for SECONDS (default 30) over a scratch copy of its seeds; exits
 # non-zero at the first finding (crash, leak, sanitizer report), whose input is left in
 # build/fuzz/findings/. Prints one line per target with its executions.
-# Usage: tests/fuzz/run.sh [SECONDS [TARGET…]]   (targets: event_decoder query subscription config access exposition)
+# Usage: tests/fuzz/run.sh [SECONDS [TARGET…]]   (targets: event_decoder query subscription config access exposition trace_import)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(event_decoder query subscription config access exposition)
+(( ${#targets[@]} )) || targets=(event_decoder query subscription config access exposition trace_import)
 mkdir -p build/fuzz/findings
 for target in "${targets[@]}"; do
   scratch=$(mktemp -d)

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/events.hpp"
 #include "server/cli/trace_import.hpp"
 
 namespace perfscope::server {
@@ -88,6 +89,15 @@ TEST(TraceImport, MalformedProfilesAreRefusedWholeNamingTheEvent) {
   doc = fixture();
   doc[0]["ts"] = -1;
   refused(doc, "events[0].ts");
+  doc = fixture();
+  doc[0]["ts"] = 4.7e19;  // beyond any wall clock (nanoseconds would overflow)
+  refused(doc, "events[0].ts");
+  doc = fixture();
+  doc[3]["name"] = "_kernel_time";  // no node name: the server would refuse the operator
+  refused(doc, "events[3].name");
+  doc = fixture();
+  doc[3]["args"]["input_type_shape"] = json::parse(R"([{"float":[1,-3]}])");
+  refused(doc, "events[3].args.input_type_shape");
   refused(json::array({{{"cat", "Session"}, {"name", "session_initialization"}, {"ts", 0}, {"dur", 5}}}), "file");
   refused(json::object(), "file");
 }
@@ -204,6 +214,28 @@ TEST(TraceImport, PyTorchProfilerTraceBecomesKernelsWithLaunchCallsAndOperators)
   EXPECT_LE(run["start_ns"].get<std::int64_t>(), kernels.front()["start_ns"].get<std::int64_t>());
 }
 
+TEST(TraceImport, LongNamesAreClippedAsTracedOnesAre) {
+  json doc = read_fixture("pytorch/recorded_trace.json");
+  const std::size_t kernel = [&] {
+    for (std::size_t i = 0;; ++i) {
+      if (doc["traceEvents"][i].value("cat", "") == "kernel") return i;
+    }
+  }();
+  // 2000 bytes of two-byte characters: cut at a character boundary, marked with "...".
+  std::string name;
+  for (int i = 0; i < 1000; ++i) name += "\u00e9";
+  doc["traceEvents"][kernel]["name"] = name;
+  auto r = import_trace(doc, {"r", "m", 0});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json k = of_type(*r, "kernel").front();
+  const std::string got = k["name"];
+  EXPECT_LE(got.size(), kMaxEventText);
+  EXPECT_TRUE(got.ends_with("...")) << got.size();
+  EXPECT_EQ(got.substr(0, got.size() - 3), name.substr(0, got.size() - 3));
+  EXPECT_EQ((got.size() - 3) % 2, 0u);  // whole characters
+  EXPECT_NO_THROW((void)k.dump());      // valid UTF-8
+}
+
 TEST(TraceImport, PyTorchTraceWithoutBaseTimeEndsAtTheFilesTime) {
   json doc = read_fixture("pytorch/recorded_trace.json");
   doc.erase("baseTimeNanoseconds");
@@ -248,6 +280,12 @@ TEST(TraceImport, MalformedPyTorchTracesAreRefusedWholeNamingTheEvent) {
   doc = good;
   doc["baseTimeNanoseconds"] = -1;
   refused(doc, "baseTimeNanoseconds");
+  doc = good;
+  doc["traceEvents"][kernel]["name"] = "";
+  refused(doc, "traceEvents[" + std::to_string(kernel) + "].name");
+  doc = good;
+  doc["traceEvents"][kernel]["dur"] = 1e12;  // longer than a day
+  refused(doc, "traceEvents[" + std::to_string(kernel) + "].dur");
   doc = good;
   doc["traceEvents"][kernel] = "kernel";
   refused(doc, "traceEvents[" + std::to_string(kernel) + "].event");
