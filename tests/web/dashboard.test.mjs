@@ -164,6 +164,10 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     await page.waitForSelector('[data-testid=bottlenecks] li[data-rule="host_bound_input_pipeline"][data-status="not_evaluated"]',
                                { timeout: 20000 });
     assert.match(await page.textContent('[data-testid=bottlenecks] li[data-rule="host_bound_input_pipeline"]'), /not measured here/);
+    // Evidence reads in units, never in exponent notation: seconds of power capping as a duration.
+    const capping = await page.textContent('[data-testid=bottlenecks] li[data-rule="power_capping"]');
+    assert.match(capping, /gpu_power_cap_throttle_seconds [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
+    assert.doesNotMatch(await page.textContent('[data-testid=bottlenecks]'), /\de[+-]\d/);
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: path.join(artifacts, 'dashboard-demo.png'), fullPage: true });
   } finally {
@@ -195,6 +199,26 @@ test('the operators table lists op types with their percentiles and a model\'s C
   assert.equal(cells[8], '50.0%');
   assert.equal(cells[9], 'CUDAExecutionProvider');
   assert.equal(await page.textContent('[data-testid=operators-summary]'), 'resnet: 50.0% of operator time on CPU');
+  await page.close();
+});
+
+test('a series keeps its colour whatever order its samples arrive in', async () => {
+  const page = await browser.newPage();
+  await page.goto(baseUrl + '/');
+  const colours = await page.evaluate(async () => {
+    const { LiveChart, PALETTE } = await import('/lib/live_chart.js');
+    const make = (order) => {
+      const el = document.createElement('div');
+      document.body.appendChild(el);
+      const chart = new LiveChart(el, { families: ['m'], seriesFor: (key) => ({ label: key, fmt: String }), scales: {}, axes: [] });
+      for (const k of order) chart.ensureSeries(k, 'm', {});
+      return Object.fromEntries(order.map((k) => [k, chart.colorOf(k)]));
+    };
+    return { a: make(['m{cpu="total"}', 'm{cpu="0"}', 'm{cpu="1"}']), b: make(['m{cpu="1"}', 'm{cpu="total"}', 'm{cpu="0"}']),
+             palette: PALETTE };
+  });
+  assert.deepEqual(colours.a, colours.b);
+  assert.equal(new Set(Object.values(colours.a)).size, 3, 'three series, three colours');
   await page.close();
 });
 

@@ -13,6 +13,32 @@ export const fmtC = (v) => (v == null ? '–' : v.toFixed(0) + ' °C');
 export const fmtMHz = (v) => (v == null ? '–' : (v / 1e6).toFixed(0) + ' MHz');
 // Milliseconds: more digits for the short kernels a launch-bound program is made of.
 export const ms = (v) => (v == null ? '–' : v < 0.1 ? v.toFixed(4) : v.toFixed(3));
+// Counts and other plain figures, humanized: 74.8 k, 1.20 M (never 7.48e+4).
+export const fmtSI = (v) => {
+  if (v == null || Number.isNaN(Number(v))) return '–';
+  v = Number(v);
+  const units = ['', ' k', ' M', ' G', ' T'];
+  let i = 0;
+  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return (i === 0 && Number.isInteger(v) ? String(v) : v.toPrecision(3)) + units[i];
+};
+// A duration in milliseconds, in the unit that reads best: 850 µs, 12.3 ms, 2.40 s.
+export const fmtDuration = (v) => {
+  if (v == null || Number.isNaN(Number(v))) return '–';
+  v = Number(v);
+  if (Math.abs(v) < 1) return (v * 1000).toPrecision(3) + ' µs';
+  if (Math.abs(v) < 1000) return v.toPrecision(3) + ' ms';
+  return (v / 1000).toPrecision(3) + ' s';
+};
+// A figure of an analysis' evidence, by the unit its name ends in (the server's naming:
+// _ms, _ratio/_ratio_peak/_share, _bytes, _seconds; utilizations averaged end in utilization_avg).
+export const fmtEvidence = (name, v) => {
+  if (name.endsWith('_ms')) return fmtDuration(v);
+  if (/_ratio(_|$)|_share$|utilization_avg$/.test(name)) return fmtPct(Number(v));
+  if (name.endsWith('_bytes')) return fmtBytes(Number(v));
+  if (name.endsWith('_seconds')) return fmtDuration(Number(v) * 1000);
+  return fmtSI(v);
+};
 // Text for innerHTML.
 export const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 

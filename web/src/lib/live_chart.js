@@ -42,6 +42,17 @@ export class LiveChart {
     return true;
   }
 
+  // A series' colour: its own when its definition names one, else by the rank of its key among
+  // the chart's keys in sorted order — the same series gets the same colour on every load,
+  // whatever order its first samples arrived in.
+  colorOf(key) {
+    const i = this.keys.indexOf(key);
+    if (i < 0) return null;
+    if (this.defs[i].color) return this.defs[i].color;
+    const rank = [...this.keys].sort().indexOf(key);
+    return PALETTE[rank % PALETTE.length];
+  }
+
   rebuild() {
     if (this.plot) { this.plot.destroy(); this.plot = null; }
     if (this.keys.length === 0) return;
@@ -54,7 +65,7 @@ export class LiveChart {
       series: [{}].concat(order.map((i) => ({
         label: this.defs[i].label,
         scale: this.defs[i].scale,
-        stroke: this.defs[i].color || PALETTE[i % PALETTE.length],
+        stroke: this.colorOf(this.keys[i]),
         width: this.defs[i].width || 1,
         value: (u, v) => this.defs[i].fmt(v),
         spanGaps: true,

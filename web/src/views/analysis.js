@@ -2,7 +2,7 @@
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
 import { WINDOW_S, axis } from '../lib/live_chart.js';
-import { esc, ms } from '../lib/format.js';
+import { esc, fmtEvidence, ms } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
@@ -129,7 +129,7 @@ export function createAnalysisView({ state, charts }) {
     const el = document.getElementById('bottlenecks');
     el.innerHTML = findings.map((f) => {
       const sev = f.status === 'fired' ? f.severity : f.status === 'ok' ? 'ok' : '';
-      const evidence = Object.entries(f.evidence).map(([k, v]) => `${k} ${Number(v).toPrecision(3)}`).join(', ');
+      const evidence = Object.entries(f.evidence).map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(', ');
       const recs = f.status === 'fired' ? `<ul>${f.recommendations.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : '';
       return `<li class="${f.status === 'not_evaluated' ? 'not-evaluated' : ''}" data-rule="${esc(f.id)}" data-status="${f.status}">` +
         `<span class="sev sev-${sev}">${f.status === 'not_evaluated' ? 'n/a' : esc(sev)}</span>${esc(f.title)}` +
