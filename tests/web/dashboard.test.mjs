@@ -222,6 +222,23 @@ test('a series keeps its colour whatever order its samples arrive in', async () 
   await page.close();
 });
 
+test('without NVML the GPU view says why and how to enable it', async () => {
+  const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
+                                      label: 'no-nvml' });
+  const page = await browser.newPage();
+  try {
+    await page.goto(bare.url + '/');
+    await page.waitForSelector('[data-testid=gpu-absent]', { state: 'visible', timeout: 20000 });
+    const text = await page.textContent('[data-testid=gpu-absent]');
+    assert.match(text, /nonexistent/);  // NVML's own reason: the library it could not load
+    assert.match(text, /--nvml-library PATH/);
+    assert.equal(await page.isVisible('[data-testid=gpus]'), false);
+  } finally {
+    await page.close();
+    await bare.stop();
+  }
+});
+
 test('the energy panel gives joules per inference from the GPU energy counter', async () => {
   // A GPU counter rising 300 J over the last 20 s and one model's 30 requests in that time.
   const now = Date.now() * 1e6;
@@ -314,6 +331,9 @@ test('the GPU view lists every GPU, shows throttling and follows the picked GPU'
   await page.waitForFunction(() => /87\.0%/.test(document.querySelector('[data-testid=gpu-overview] tr[data-gpu="0"]').textContent),
                              null, { timeout: 15000 });
   assert.match(await page.textContent('[data-testid=gpu-overview] tr[data-gpu="1"]'), /sw_power_cap/);
+  // An H100 by its NVML name: its datasheet peak beside its identity.
+  assert.match(await page.textContent('#gpu-identity'), /H100 SXM: 989\.4 TFLOP\/s BF16 dense/);
+  assert.equal(await page.isVisible('[data-testid=gpu-absent]'), false);
   // GPU 0's charts: its utilization, not GPU 1's.
   await page.waitForFunction(() => window.perfscope.charts.gpuUtil.xs.length >= 5, null, { timeout: 15000 });
   const keys = await page.evaluate(() => window.perfscope.charts.gpuUtil.keys);

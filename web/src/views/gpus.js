@@ -89,7 +89,8 @@ export function createGpuView({ refill }) {
     const d = view.devices.find((x) => x.gpu === index);
     document.getElementById('gpu-identity').textContent = d
       ? `${d.name} · ${d.uuid} · ${d.pci_bus_id}` + (d.peak_dram_bandwidth_bytes_per_second
-        ? ` · peak DRAM ${(d.peak_dram_bandwidth_bytes_per_second / 1e9).toFixed(0)} GB/s` : '') : '';
+        ? ` · peak DRAM ${(d.peak_dram_bandwidth_bytes_per_second / 1e9).toFixed(0)} GB/s` : '') +
+        (d.peak ? ` · ${d.peak.model}: ${d.peak.tflops.bf16} TFLOP/s BF16 dense (datasheet)` : '') : '';
     for (const c of Object.values(charts)) c.reset();  // series are per GPU: start over for the new one
     refill();
     render();
@@ -100,7 +101,11 @@ export function createGpuView({ refill }) {
     try {
       const d = await fetchJson('/api/v1/devices');
       view.devices = d.gpus;
-      if (d.gpus.length === 0) return;
+      if (d.gpus.length === 0) {  // say why, and how to get the view
+        document.getElementById('gpu-absent-reason').textContent = d.nvml.detail || 'NVML found no GPU';
+        document.getElementById('gpu-absent').hidden = false;
+        return;
+      }
       document.getElementById('gpus').hidden = false;
       const picker = document.getElementById('gpu-pick');
       picker.innerHTML = d.gpus.map((g) => `<option value="${esc(g.gpu)}">${esc(g.gpu)}: ${esc(g.name)}</option>`).join('');
