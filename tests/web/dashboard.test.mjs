@@ -144,6 +144,14 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     }
     assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0x57, 0x94, 0xf2]) > 50, 'percentiles are drawn');
     assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0xf2, 0x49, 0x5c]) > 20, 'the SLA line is drawn');
+    // The distribution as a CDF: latency rises with the share of samples at or under it.
+    const cdf = await page.evaluate(() => {
+      const p = window.perfscope.state.percentiles.percentiles;
+      return [p.p0, p.p50, p.p90, p.p100];
+    });
+    assert.ok(cdf.every((v, i) => v != null && (i === 0 || v >= cdf[i - 1])), JSON.stringify(cdf));
+    mkdirSync(artifacts, { recursive: true });
+    await page.locator('[data-testid=chart-percentiles]').screenshot({ path: path.join(artifacts, 'dashboard-percentiles.png') });
 
     // A/B: matmul's variants, compared on the server.
     await page.waitForSelector('[data-testid=ab-kernel] option[value="matmul"]', { state: 'attached', timeout: 20000 });

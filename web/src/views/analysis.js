@@ -2,7 +2,7 @@
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
 import { WINDOW_S, axis } from '../lib/live_chart.js';
-import { esc, fmtEvidence, ms } from '../lib/format.js';
+import { esc, fmtDuration, fmtEvidence, ms } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
@@ -20,22 +20,52 @@ export function createAnalysisView({ state, charts }) {
   // A/B pickers: the variants seen of each kernel.
   const variants = { byKernel: {} };
 
-  const PCT_QS = ['p50', 'p90', 'p95', 'p99', 'p99.9'];
+  // The distribution as a CDF — the share of samples at or under each latency — from the
+  // server's exact percentiles at these points; the SLA as a vertical line, p50/p99/p99.9 marked.
+  const CDF_QS = [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95, 97.5, 99, 99.5, 99.9, 100];
+  const MARKED = [50, 99, 99.9];
   const pctEl = document.getElementById('chart-pct');
   let pctPlot = null;
   function drawPercentiles(r, sla) {
-    const ys = PCT_QS.map((k) => r.percentiles[k]);
-    const data = [PCT_QS.map((_, i) => i), ys, PCT_QS.map(() => (sla > 0 ? sla : null))];
+    const xs = [], ys = [];
+    for (const q of CDF_QS) {
+      const v = r.percentiles['p' + q];
+      if (v == null) continue;
+      xs.push(v);
+      ys.push(q / 100);
+    }
     if (pctPlot) pctPlot.destroy();
+    const xMax = Math.max(xs[xs.length - 1] || 0, sla || 0) * 1.05 || 1;
     pctPlot = new uPlot({
       width: Math.max(300, pctEl.clientWidth), height: 220,
-      scales: { x: { time: false, range: [-0.3, PCT_QS.length - 0.7] }, ms: { range: (u, min, max) => [0, Math.max(max, sla || 0) * 1.1 || 1] } },
-      series: [{ value: (u, v) => PCT_QS[v] || '' },
-        { label: r.unit || 'ms', scale: 'ms', stroke: '#5794f2', width: 2, points: { show: true, size: 7 }, value: (u, v) => ms(v) },
-        { label: 'SLA', scale: 'ms', stroke: '#f2495c', dash: [6, 4], width: 1.5, value: (u, v) => ms(v) }],
-      axes: [{ stroke: '#8e8e8e', grid: { show: false }, splits: () => PCT_QS.map((_, i) => i), values: (u, vals) => vals.map((v) => PCT_QS[v] || '') },
-        axis(ms, { scale: 'ms' })],
-    }, data, pctEl);
+      scales: { x: { time: false, range: [0, xMax] }, share: { range: [0, 1] } },
+      series: [{ label: 'latency', value: (u, v) => (v == null ? '–' : fmtDuration(v)) },
+        { label: 'share at or under', scale: 'share', stroke: '#5794f2', width: 2, paths: uPlot.paths.stepped({ align: 1 }),
+          points: { show: true, size: 4 }, value: (u, v) => (v == null ? '–' : (v * 100).toFixed(1) + '%') }],
+      axes: [axis(fmtDuration, {}), axis((v) => (v * 100).toFixed(0) + '%', { scale: 'share' })],
+      hooks: { draw: [(u) => {
+        const ctx = u.ctx;
+        ctx.save();
+        const vline = (x, color, dash, text) => {
+          const px = u.valToPos(x, 'x', true);
+          ctx.strokeStyle = color;
+          ctx.setLineDash(dash);
+          ctx.lineWidth = 1.5;
+          ctx.beginPath();
+          ctx.moveTo(px, u.bbox.top);
+          ctx.lineTo(px, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          ctx.fillStyle = color;
+          ctx.fillText(text, px + 4, u.bbox.top + 12);
+        };
+        if (sla > 0) vline(sla, '#f2495c', [6, 4], `SLA ${fmtDuration(sla)}`);
+        for (const q of MARKED) {
+          const v = r.percentiles['p' + q];
+          if (v != null) vline(v, '#8e8e8e', [2, 3], 'p' + q);
+        }
+        ctx.restore();
+      }] },
+    }, [xs, ys], pctEl);
   }
   async function refreshPercentiles() {
     const subject = document.getElementById('pct-subject').value;
@@ -43,7 +73,8 @@ export function createAnalysisView({ state, charts }) {
     const [kind, name] = [subject.slice(0, subject.indexOf(':')), subject.slice(subject.indexOf(':') + 1)];
     const sla = Number(document.getElementById('pct-sla').value) || 0;
     const method = document.getElementById('pct-method').value;
-    let url = `/api/v1/percentiles?${kind}=${encodeURIComponent(name)}&window=${WINDOW_S}s&method=${method}`;
+    let url = `/api/v1/percentiles?${kind}=${encodeURIComponent(name)}&window=${WINDOW_S}s&method=${method}` +
+      `&q=${CDF_QS.join(',')}`;
     if (sla > 0) url += `&sla_ms=${sla}`;
     try {
       const r = await fetchJson(url);
@@ -53,8 +84,9 @@ export function createAnalysisView({ state, charts }) {
       const from = r.source ? ` · from ${r.source.metric} (${r.method === 'prometheus_histogram' ? 'histogram buckets' : "the server's summary"})` : '';
       const slaText = !r.sla ? '' : ` · SLA met by ${pct(r.sla.compliance_rate)}` +
         (r.sla.compliance_bounds ? ` (${pct(r.sla.compliance_bounds[0])}–${pct(r.sla.compliance_bounds[1])})` : '');
+      const marks = MARKED.map((q) => `p${q} ${r.percentiles['p' + q] == null ? '–' : ms(r.percentiles['p' + q])} ms`).join(' · ');
       document.getElementById('pct-summary').textContent = r.count
-        ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms${slaText}${from}`
+        ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms · ${marks}${slaText}${from}`
         : 'no samples in the last 5 minutes';
       document.getElementById('pct-warnings').textContent = r.warnings.join(' · ');
       if (r.count) drawPercentiles(r, sla);
