@@ -230,6 +230,21 @@ test('a series keeps its colour whatever order its samples arrive in', async () 
   await page.close();
 });
 
+test('one cursor moves over every live chart', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForFunction(() => window.perfscope.charts.cpu.plot && window.perfscope.charts.mem.plot &&
+                             window.perfscope.charts.cpu.xs.length >= 3, null, { timeout: 20000 });
+  // Hover the middle of the CPU chart: the memory chart's cursor goes to the same time.
+  const over = await page.locator('#chart-cpu .u-over').boundingBox();
+  await page.mouse.move(over.x + over.width / 2, over.y + over.height / 2);
+  await page.waitForFunction(() => window.perfscope.charts.mem.plot.cursor.idx != null, null, { timeout: 5000 });
+  const [cpu, mem] = await page.evaluate(() => [window.perfscope.charts.cpu.plot, window.perfscope.charts.mem.plot]
+    .map((u) => u.posToVal(u.cursor.left, 'x')));
+  assert.ok(Math.abs(cpu - mem) < 1, `the same time on both: ${cpu} vs ${mem}`);
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

@@ -3,6 +3,7 @@
 /* global uPlot */
 
 export const WINDOW_S = 300;  // seconds of history kept on screen
+export const CURSOR_SYNC_KEY = 'perfscope-time';
 export const PALETTE = ['#73bf69', '#f2cc0c', '#5794f2', '#ff780a', '#b877d9', '#37872d', '#fade2a', '#8ab8ff',
   '#f2495c', '#1f60c4', '#ca95e5', '#c4162a'];
 
@@ -62,6 +63,9 @@ export class LiveChart {
       height: 240,
       scales: Object.assign({ x: { time: true } }, this.scales),
       legend: { live: true },
+      // One cursor for every live chart: hovering a time on one shows the same time, and each
+      // chart's values at it, on all of them.
+      cursor: { sync: { key: CURSOR_SYNC_KEY } },
       series: [{}].concat(order.map((i) => ({
         label: this.defs[i].label,
         scale: this.defs[i].scale,
