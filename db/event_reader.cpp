@@ -51,6 +51,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
   struct Acc {
     std::uint64_t count = 0;
     std::int64_t total_ns = 0, min_ns = INT64_MAX, max_ns = 0;
+    double flops = 0, flops_ns = 0, bytes = 0, bytes_ns = 0;
     std::set<std::string> variants, devices;
     std::map<std::tuple<std::array<std::uint32_t, 3>, std::array<std::uint32_t, 3>, std::int64_t, std::int64_t>,
              std::uint64_t>
@@ -83,6 +84,14 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     a.total_ns += total;
     a.min_ns = std::min(a.min_ns, mn);
     a.max_ns = std::max(a.max_ns, mx);
+    if (series.flops) {
+      a.flops += *series.flops * static_cast<double>(count);
+      a.flops_ns += static_cast<double>(total);
+    }
+    if (series.bytes) {
+      a.bytes += *series.bytes * static_cast<double>(count);
+      a.bytes_ns += static_cast<double>(total);
+    }
     if (!series.variant.empty()) a.variants.insert(series.variant);
     a.devices.insert(series.device);
     if (series.grid) {
@@ -103,6 +112,10 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     k.total_ms = static_cast<double>(a.total_ns) / 1e6;
     k.min_ms = static_cast<double>(a.min_ns) / 1e6;
     k.max_ms = static_cast<double>(a.max_ns) / 1e6;
+    k.flops = a.flops;
+    k.flops_ms = a.flops_ns / 1e6;
+    k.bytes = a.bytes;
+    k.bytes_ms = a.bytes_ns / 1e6;
     k.variants.assign(a.variants.begin(), a.variants.end());
     k.devices.assign(a.devices.begin(), a.devices.end());
     for (const auto& [key, n] : a.configs) {

@@ -40,6 +40,9 @@ struct KernelSummary {
   std::vector<std::string> variants;
   std::vector<std::string> devices;
   std::vector<LaunchConfig> launch_configs;
+  // Work reported with the executions (KernelEvent::flops/bytes): the sums, and the time of the
+  // executions that reported it (achieved rates are work over that time).
+  double flops = 0, flops_ms = 0, bytes = 0, bytes_ms = 0;
   double avg_ms() const { return count ? total_ms / static_cast<double>(count) : 0; }
 };
 

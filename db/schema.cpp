@@ -14,10 +14,13 @@ namespace {
 Status kernels_into_chunks(Connection& conn);
 Status enable_incremental_vacuum(Connection& conn);
 
-// One schema step: SQL, then optionally code that moves data the SQL cannot.
+// One schema step: SQL, then optionally code that moves data the SQL cannot. A step that
+// rebuilds a table others reference runs with foreign keys off and checks them before it
+// commits (SQLite's procedure for schema changes ALTER TABLE cannot make).
 struct Migration {
   const char* sql;
   Status (*convert)(Connection&) = nullptr;
+  bool rebuilds_tables = false;
 };
 
 // Append-only: never edit a released step; add a new one.
@@ -192,6 +195,27 @@ const std::array kMigrations = {
       ALTER TABLE runs ADD COLUMN trace_window_ns INTEGER;
       ALTER TABLE runs ADD COLUMN trace_every_ns INTEGER;
     )sql"},
+    // 9: the work of one execution (FLOPs, bytes moved; −1 when not reported) joins a kernel
+    // series' identity: the table is rebuilt with them in its unique key, ids kept.
+    Migration{R"sql(
+      CREATE TABLE kernel_series_next (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL, device TEXT NOT NULL, variant TEXT NOT NULL, stream TEXT NOT NULL,
+        grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+        block_x INTEGER NOT NULL, block_y INTEGER NOT NULL, block_z INTEGER NOT NULL,
+        shared_mem_bytes INTEGER NOT NULL, registers_per_thread INTEGER NOT NULL,
+        flops REAL NOT NULL DEFAULT -1, bytes REAL NOT NULL DEFAULT -1,
+        tags TEXT NOT NULL,
+        UNIQUE (name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                shared_mem_bytes, registers_per_thread, flops, bytes, tags)
+      );
+      INSERT INTO kernel_series_next(id, name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y,
+                                     block_z, shared_mem_bytes, registers_per_thread, tags)
+        SELECT id, name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+               shared_mem_bytes, registers_per_thread, tags FROM kernel_series;
+      DROP TABLE kernel_series;
+      ALTER TABLE kernel_series_next RENAME TO kernel_series;
+    )sql", nullptr, true},
 };
 
 Status copy_kernel_rows(Connection& conn) {
@@ -244,6 +268,14 @@ Status enable_incremental_vacuum(Connection& conn) {
 }
 
 Status kernels_into_chunks(Connection& conn) {
+  // Today's chunk writer also writes each series' work (flops, bytes), which step 9 adds: give
+  // this step's table those columns so the writer can move the rows; step 9 then rebuilds the
+  // table with them in its unique key.
+  if (Status s = conn.exec("ALTER TABLE kernel_series ADD COLUMN flops REAL NOT NULL DEFAULT -1; "
+                           "ALTER TABLE kernel_series ADD COLUMN bytes REAL NOT NULL DEFAULT -1");
+      !s.ok()) {
+    return s;
+  }
   if (Status s = copy_kernel_rows(conn); !s.ok()) return s;  // its statements are finalized here
   return conn.exec("DROP TABLE kernels");
 }
@@ -324,16 +356,33 @@ Status migrate(Connection& conn) {
     if (Status s = conn.exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
   }
   for (int v = current; v < schema_version(); ++v) {
-    Transaction tx(conn);
-    if (!tx.begin_status().ok()) return tx.begin_status();
     const Migration& step = kMigrations[static_cast<std::size_t>(v)];
-    if (Status s = conn.exec(step.sql); !s.ok()) return s;
-    if (step.convert) {
-      if (Status s = step.convert(conn); !s.ok()) return s;
+    // Outside any transaction, where the pragma takes effect; back on whatever happens.
+    if (step.rebuilds_tables) {
+      if (Status s = conn.exec("PRAGMA foreign_keys = OFF"); !s.ok()) return s;
     }
-    std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
-    if (Status s = conn.exec(bump.c_str()); !s.ok()) return s;
-    if (Status s = tx.commit(); !s.ok()) return s;
+    Status done = [&]() -> Status {
+      Transaction tx(conn);
+      if (!tx.begin_status().ok()) return tx.begin_status();
+      if (Status s = conn.exec(step.sql); !s.ok()) return s;
+      if (step.convert) {
+        if (Status s = step.convert(conn); !s.ok()) return s;
+      }
+      if (step.rebuilds_tables) {
+        auto check = conn.prepare("PRAGMA foreign_key_check");
+        if (!check.ok()) return check.status();
+        auto dangling = check->step();
+        if (!dangling.ok()) return dangling.status();
+        if (*dangling) return Status::internal("schema step " + std::to_string(v + 1) + " left a dangling reference");
+      }
+      std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
+      if (Status s = conn.exec(bump.c_str()); !s.ok()) return s;
+      return tx.commit();
+    }();
+    if (step.rebuilds_tables) {
+      if (Status s = conn.exec("PRAGMA foreign_keys = ON"); !s.ok() && done.ok()) return s;
+    }
+    if (!done.ok()) return done;
   }
   return enable_incremental_vacuum(conn);
 }

@@ -89,6 +89,12 @@ Status validate(const KernelEvent& e) {
   if (e.launch_end_ns && e.launch_start_ns && *e.launch_end_ns < *e.launch_start_ns) {
     return bad("launch_end_ns", "is before launch_start_ns");
   }
+  if (e.flops) {
+    if (Status s = check_ms(*e.flops, "flops"); !s.ok()) return s;
+  }
+  if (e.bytes) {
+    if (Status s = check_ms(*e.bytes, "bytes"); !s.ok()) return s;
+  }
   return check_tags(e.tags);
 }
 

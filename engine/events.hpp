@@ -37,6 +37,9 @@ struct KernelEvent {
   std::optional<std::uint32_t> registers_per_thread;
   std::optional<TimestampNs> launch_start_ns;  // the CPU launch call, when known
   std::optional<TimestampNs> launch_end_ns;
+  // The work of one execution, when the reporter knows it (a GEMM's 2·M·N·K, the bytes it
+  // reads and writes): achieved FLOP/s and bandwidth and the roofline come from these.
+  std::optional<double> flops, bytes;
   Tags tags;
 
   double duration_ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }

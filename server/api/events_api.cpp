@@ -35,10 +35,16 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
       cfg["registers_per_thread"] = c.registers_per_thread ? json(*c.registers_per_thread) : json(nullptr);
       configs.push_back(std::move(cfg));
     }
+    // Achieved rates over the executions that reported their work; null when none did.
+    const auto rate = [](double work, double ms, double unit) { return ms > 0 ? json(work / (ms / 1e3) / unit) : json(nullptr); };
     out.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
                    {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
                    {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
-                   {"devices", k.devices}, {"launch_configs", configs}});
+                   {"devices", k.devices}, {"launch_configs", configs},
+                   {"achieved_tflops", rate(k.flops, k.flops_ms, 1e12)},
+                   {"achieved_gb_per_second", rate(k.bytes, k.bytes_ms, 1e9)},
+                   {"arithmetic_intensity", k.flops_ms > 0 && k.bytes > 0 && k.flops_ms == k.bytes_ms ? json(k.flops / k.bytes)
+                                                                                                       : json(nullptr)}});
   }
   return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
 }

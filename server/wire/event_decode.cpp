@@ -271,6 +271,8 @@ KernelEvent kernel(const Fields& f, TimestampNs now) {
   if (auto r = f.count("registers_per_thread")) e.registers_per_thread = static_cast<std::uint32_t>(std::min<std::uint64_t>(*r, UINT32_MAX));
   e.launch_start_ns = f.integer("launch_start_ns");
   e.launch_end_ns = f.integer("launch_end_ns");
+  e.flops = f.number("flops");
+  e.bytes = f.number("bytes");
   e.tags = f.string_map("tags");
   return e;
 }

@@ -34,6 +34,8 @@ json encode_event(const Event& event) {
           put_opt(o, "registers_per_thread", e.registers_per_thread);
           put_opt(o, "launch_start_ns", e.launch_start_ns);
           put_opt(o, "launch_end_ns", e.launch_end_ns);
+          put_opt(o, "flops", e.flops);
+          put_opt(o, "bytes", e.bytes);
         } else if constexpr (std::is_same_v<T, MemoryEvent>) {
           o = {{"op", to_string(e.op)}, {"address", e.address}, {"kind", to_string(e.kind)}, {"device", e.device},
                {"ts_ns", e.ts_ns}};

@@ -94,6 +94,8 @@ def _kernel(e: Mapping[str, Any]) -> None:
     for field in ("start_ns", "end_ns", "launch_start_ns", "launch_end_ns"):
         _integer(e, field)
     _ms(e, "duration_ms")
+    _ms(e, "flops")  # non-negative finite numbers, as durations are
+    _ms(e, "bytes")
     has = [f for f in ("start_ns", "end_ns", "duration_ms") if e.get(f) is not None]
     if "duration_ms" not in has and len(has) < 2:
         raise EventError("end_ns" if "start_ns" in has else "start_ns",

@@ -311,6 +311,34 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   }
 }
 
+TEST_F(IngestTest, KernelsReportingTheirWorkGetAchievedRates) {
+  // 2·1024³ FLOPs in 1 ms and 4 ms (two sizes of work share no series), 12 MiB moved each time;
+  // a third execution reports nothing and counts toward neither rate.
+  const std::int64_t t = now_ns() - 1'000'000'000;
+  const std::string flops = std::to_string(2.0 * 1024 * 1024 * 1024);
+  std::string body;
+  body += R"({"type":"kernel","name":"gemm_bf16","start_ns":)" + std::to_string(t) + R"(,"end_ns":)" + std::to_string(t + 1'000'000) +
+          R"(,"flops":)" + flops + R"(,"bytes":12582912})" + "\n";
+  body += R"({"type":"kernel","name":"gemm_bf16","start_ns":)" + std::to_string(t + 2'000'000) + R"(,"end_ns":)" +
+          std::to_string(t + 6'000'000) + R"(,"flops":)" + flops + R"(,"bytes":12582912})" + "\n";
+  body += R"({"type":"kernel","name":"gemm_bf16","start_ns":)" + std::to_string(t + 7'000'000) + R"(,"end_ns":)" +
+          std::to_string(t + 17'000'000) + "}\n";
+  ASSERT_EQ(post(body, "application/x-ndjson").status, 200u);
+  json k = get("/api/v1/kernels?window=1m").body_json()["kernels"][0];
+  ASSERT_EQ(k["name"], "gemm_bf16");
+  EXPECT_NEAR(k["achieved_tflops"].get<double>(), 2 * 2.0 * 1024 * 1024 * 1024 / 5e-3 / 1e12, 1e-9);
+  EXPECT_NEAR(k["achieved_gb_per_second"].get<double>(), 2 * 12582912.0 / 5e-3 / 1e9, 1e-9);
+  EXPECT_NEAR(k["arithmetic_intensity"].get<double>(), 2.0 * 1024 * 1024 * 1024 / 12582912.0, 1e-9);
+  json records = get("/api/v1/kernels/gemm_bf16/records?limit=3").body_json()["records"];
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_FALSE(records[0].contains("flops")) << records[0];  // newest first: the one without work
+  EXPECT_EQ(records[1]["bytes"], 12582912);
+  // Work is a non-negative number.
+  Reply bad = post(R"({"type":"kernel","name":"k","duration_ms":1,"flops":-5})", "application/x-ndjson");
+  EXPECT_EQ(bad.status, 400u);
+  EXPECT_EQ(bad.body_json()["error"]["field"], "flops") << bad.body;
+}
+
 TEST_F(IngestTest, EnergyPerInferenceSharesTheGpusEnergyByComputeTime) {
   // A GPU's energy counter rising 600 J in the window, and two models: b computed twice as long
   // as a, so it takes two thirds of the energy.
