@@ -262,6 +262,20 @@ test('without NVML the GPU view says why and how to enable it', async () => {
   }
 });
 
+test('a kernel reporting its work shows its achieved TFLOP/s and GB/s', async () => {
+  // Two executions of 2e12 FLOPs and 1e10 bytes, 10 ms each: 200 TFLOP/s, 1000 GB/s.
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [0, 1].map((i) => ({ type: 'kernel', name: 'worked_gemm', start_ns: now - (30 - i * 10) * 1e6,
+    end_ns: now - (20 - i * 10) * 1e6, flops: 2e12, bytes: 1e10 })));
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  const row = '[data-testid=kernels-table] tr[data-kernel="worked_gemm"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.equal((await page.textContent(`${row} td[data-col=tflops]`)).trim(), '200');
+  assert.equal((await page.textContent(`${row} td[data-col=gbps]`)).trim(), '1.00 k');
+  await page.close();
+});
+
 test('the energy panel gives joules per inference from the GPU energy counter', async () => {
   // A GPU counter rising 300 J over the last 20 s and one model's 30 requests in that time.
   const now = Date.now() * 1e6;

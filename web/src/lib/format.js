@@ -19,7 +19,8 @@ export const fmtSI = (v) => {
   v = Number(v);
   const units = ['', ' k', ' M', ' G', ' T'];
   let i = 0;
-  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  // 999.9996 rounds to 1000 at three digits: that is 1.00 k, not 1.00e+3.
+  while (Math.abs(Number(v.toPrecision(3))) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
   return (i === 0 && Number.isInteger(v) ? String(v) : v.toPrecision(3)) + units[i];
 };
 // A duration in milliseconds, in the unit that reads best: 850 µs, 12.3 ms, 2.40 s.

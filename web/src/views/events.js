@@ -3,7 +3,7 @@
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
 import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
-import { esc, fmtBytes, ms } from '../lib/format.js';
+import { esc, fmtBytes, fmtSI, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
 // `onData(kernels, models)` runs after each refresh (the analysis view's pickers).
@@ -33,9 +33,11 @@ export function createEventsView({ state, onData }) {
       return ascending ? c : -c;
     });
     body.innerHTML = sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${esc(k.name)}</td>` +
-      `<td class="num">${k.count}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
+      `<td class="num">${fmtSI(k.count)}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
       `<td class="num">${ms(k.min_ms)}</td><td class="num">${ms(k.max_ms)}</td>` +
       `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
+      `<td class="num" data-col="tflops">${k.achieved_tflops == null ? '–' : fmtSI(k.achieved_tflops)}</td>` +
+      `<td class="num" data-col="gbps">${k.achieved_gb_per_second == null ? '–' : fmtSI(k.achieved_gb_per_second)}</td>` +
       `<td>${esc(k.variants.join(', '))}</td></tr>`).join('');
   }
   document.querySelectorAll('#kernels-table th').forEach((th) => th.addEventListener('click', () => {
