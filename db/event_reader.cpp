@@ -51,7 +51,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
   struct Acc {
     std::uint64_t count = 0;
     std::int64_t total_ns = 0, min_ns = INT64_MAX, max_ns = 0;
-    double flops = 0, flops_ns = 0, bytes = 0, bytes_ns = 0;
+    double flops = 0, flops_ns = 0, bytes = 0, bytes_ns = 0, paired_flops = 0, paired_bytes = 0;
     std::set<std::string> variants, devices;
     std::map<std::tuple<std::array<std::uint32_t, 3>, std::array<std::uint32_t, 3>, std::int64_t, std::int64_t>,
              std::uint64_t>
@@ -92,6 +92,10 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
       a.bytes += *series.bytes * static_cast<double>(count);
       a.bytes_ns += static_cast<double>(total);
     }
+    if (series.flops && series.bytes) {
+      a.paired_flops += *series.flops * static_cast<double>(count);
+      a.paired_bytes += *series.bytes * static_cast<double>(count);
+    }
     if (!series.variant.empty()) a.variants.insert(series.variant);
     a.devices.insert(series.device);
     if (series.grid) {
@@ -116,6 +120,8 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     k.flops_ms = a.flops_ns / 1e6;
     k.bytes = a.bytes;
     k.bytes_ms = a.bytes_ns / 1e6;
+    k.paired_flops = a.paired_flops;
+    k.paired_bytes = a.paired_bytes;
     k.variants.assign(a.variants.begin(), a.variants.end());
     k.devices.assign(a.devices.begin(), a.devices.end());
     for (const auto& [key, n] : a.configs) {

@@ -43,6 +43,7 @@ struct KernelSummary {
   // Work reported with the executions (KernelEvent::flops/bytes): the sums, and the time of the
   // executions that reported it (achieved rates are work over that time).
   double flops = 0, flops_ms = 0, bytes = 0, bytes_ms = 0;
+  double paired_flops = 0, paired_bytes = 0;  // of the executions that reported both (intensity)
   double avg_ms() const { return count ? total_ms / static_cast<double>(count) : 0; }
 };
 

@@ -43,8 +43,7 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
                    {"devices", k.devices}, {"launch_configs", configs},
                    {"achieved_tflops", rate(k.flops, k.flops_ms, 1e12)},
                    {"achieved_gb_per_second", rate(k.bytes, k.bytes_ms, 1e9)},
-                   {"arithmetic_intensity", k.flops_ms > 0 && k.bytes > 0 && k.flops_ms == k.bytes_ms ? json(k.flops / k.bytes)
-                                                                                                       : json(nullptr)}});
+                   {"arithmetic_intensity", k.paired_bytes > 0 ? json(k.paired_flops / k.paired_bytes) : json(nullptr)}});
   }
   return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
 }

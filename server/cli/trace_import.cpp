@@ -49,12 +49,16 @@ bool is_gpu_work(std::string_view cat) { return cat == "kernel" || cat == "gpu_m
 bool is_api_call(std::string_view cat) { return cat == "cuda_runtime" || cat == "cuda_driver"; }
 bool is_torch_category(std::string_view cat) { return is_gpu_work(cat) || is_api_call(cat) || cat == "cpu_op"; }
 
-// Chrome-trace ids (pid, tid) are numbers or strings; either way a key.
+// Chrome-trace ids (pid, tid, a kernel's device and stream) are integers or strings; either way
+// text, empty when absent or of another type.
 std::string id_text(const json& e, const char* field) {
   auto it = e.find(field);
-  if (it == e.end()) return "";
+  if (it == e.end() || !(it->is_string() || it->is_number_integer())) return "";
   return clip_event_text(it->is_string() ? it->get<std::string>() : it->dump());
 }
+
+// The thread an event ran on: its ops nest, its launch calls are theirs.
+std::string thread_of(const json& e) { return id_text(e, "pid") + "/" + id_text(e, "tid"); }
 
 // Input Dims: one entry per input — [dims] for a tensor, [] for a scalar or None, [[dims], …]
 // for a tensor list (each tensor's dims in order).
@@ -250,14 +254,10 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
     const std::string& name = e["name"].get_ref<const std::string&>();
     const double ts = e["ts"].get<double>();
     json k = {{"type", "kernel"}, {"name", clip_event_text(name)}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
-    // Device and stream as the trace names them (numbers, in Kineto's); an empty device is the default's.
-    const auto id_arg = [&](const char* field) -> std::string {
-      const json* v = arg(e, field);
-      if (!v || !(v->is_number_integer() || v->is_string())) return "";
-      return clip_event_text(v->is_string() ? v->get<std::string>() : v->dump());
-    };
-    if (std::string device = id_arg("device"); !device.empty()) k["device"] = device;
-    if (std::string stream = id_arg("stream"); !stream.empty()) k["stream"] = stream;
+    // Device and stream as the trace names them (GPU work always has args: its correlation);
+    // no device is the default's.
+    if (std::string device = id_text(e.at("args"), "device"); !device.empty()) k["device"] = device;
+    if (std::string stream = id_text(e.at("args"), "stream"); !stream.empty()) k["stream"] = stream;
     json tags = {{"run", context.run}, {"pid", process_pid}};
     if (c == "kernel") {
       ++out.kernels;
@@ -287,7 +287,7 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       k["launch_start_ns"] = ns(api_ts);
       k["launch_end_ns"] = ns(api_ts + api["dur"].get<double>());
       if (std::string pid = id_text(api, "pid"); !pid.empty()) tags["pid"] = pid;
-      launches_by_thread[id_text(api, "pid") + "/" + id_text(api, "tid")].push_back(api_ts);
+      launches_by_thread[thread_of(api)].push_back(api_ts);
       ++out.with_launch;
     }
     if (tags["pid"] == "") tags.erase("pid");
@@ -299,7 +299,7 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
   // Top-level ops per thread: in start order (the longer first at equal starts), an op starting
   // before the end of the last top-level op is nested in it.
   std::map<std::string, std::vector<std::size_t>> ops_by_thread;
-  for (std::size_t i : ops) ops_by_thread[id_text(events[i], "pid") + "/" + id_text(events[i], "tid")].push_back(i);
+  for (std::size_t i : ops) ops_by_thread[thread_of(events[i])].push_back(i);
   for (auto& [thread, thread_ops] : ops_by_thread) {
     std::sort(thread_ops.begin(), thread_ops.end(), [&](std::size_t a, std::size_t b) {
       const double ta = events[a]["ts"].get<double>(), tb = events[b]["ts"].get<double>();

@@ -27,7 +27,6 @@ constexpr KindFlag kKindFlags[] = {
     {"memory", &TraceKinds::memory},
 };
 
-std::string clipped(std::string text) { return clip_event_text(std::move(text)); }
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -215,7 +214,7 @@ const std::string& TraceConverter::demangled(const KernelName& kernel) {
   std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
                                               std::free);
   // Plain C names ("vector_add") are not mangled and stay as they are.
-  std::string name = clipped(status == 0 && text ? std::string(text.get()) : mangled);
+  std::string name = clip_event_text(status == 0 && text ? std::string(text.get()) : mangled);
   if (name.empty()) name = "(unnamed kernel)";
   return names_.emplace(kernel.id(), std::move(name)).first->second;
 }
@@ -238,7 +237,7 @@ KernelEvent TraceConverter::kernel_event(const KernelRecord& k) {
   e.registers_per_thread = k.registers_per_thread;
   e.tags = base_tags();
   e.tags.emplace_back("dynamic_shared_bytes", std::to_string(k.dynamic_shared_bytes));
-  if (e.name != k.name.str()) e.tags.emplace_back("mangled", clipped(k.name.str()));
+  if (e.name != k.name.str()) e.tags.emplace_back("mangled", clip_event_text(k.name.str()));
   e.tags.emplace_back("static_shared_bytes", std::to_string(k.static_shared_bytes));
   sort_labels(e.tags);
   return e;
