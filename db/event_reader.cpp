@@ -51,8 +51,9 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
   struct Acc {
     std::uint64_t count = 0;
     std::int64_t total_ns = 0, min_ns = INT64_MAX, max_ns = 0;
-    double flops = 0, flops_ns = 0, bytes = 0, bytes_ns = 0, paired_flops = 0, paired_bytes = 0;
-    std::set<std::string> variants, devices;
+    analysis::KernelWork work;
+    std::map<std::string, analysis::KernelWork> work_by_device;
+    std::set<std::string> variants, devices, dtypes;
     std::map<std::tuple<std::array<std::uint32_t, 3>, std::array<std::uint32_t, 3>, std::int64_t, std::int64_t>,
              std::uint64_t>
         configs;
@@ -84,17 +85,10 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     a.total_ns += total;
     a.min_ns = std::min(a.min_ns, mn);
     a.max_ns = std::max(a.max_ns, mx);
-    if (series.flops) {
-      a.flops += *series.flops * static_cast<double>(count);
-      a.flops_ns += static_cast<double>(total);
-    }
-    if (series.bytes) {
-      a.bytes += *series.bytes * static_cast<double>(count);
-      a.bytes_ns += static_cast<double>(total);
-    }
-    if (series.flops && series.bytes) {
-      a.paired_flops += *series.flops * static_cast<double>(count);
-      a.paired_bytes += *series.bytes * static_cast<double>(count);
+    if (series.flops || series.bytes) {
+      a.work.add(series, count, total);
+      a.work_by_device[series.device].add(series, count, total);
+      if (series.flops && !series.dtype.empty()) a.dtypes.insert(series.dtype);
     }
     if (!series.variant.empty()) a.variants.insert(series.variant);
     a.devices.insert(series.device);
@@ -116,12 +110,9 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     k.total_ms = static_cast<double>(a.total_ns) / 1e6;
     k.min_ms = static_cast<double>(a.min_ns) / 1e6;
     k.max_ms = static_cast<double>(a.max_ns) / 1e6;
-    k.flops = a.flops;
-    k.flops_ms = a.flops_ns / 1e6;
-    k.bytes = a.bytes;
-    k.bytes_ms = a.bytes_ns / 1e6;
-    k.paired_flops = a.paired_flops;
-    k.paired_bytes = a.paired_bytes;
+    k.work = a.work;
+    k.work_by_device = std::move(a.work_by_device);
+    k.dtypes.assign(a.dtypes.begin(), a.dtypes.end());
     k.variants.assign(a.variants.begin(), a.variants.end());
     k.devices.assign(a.devices.begin(), a.devices.end());
     for (const auto& [key, n] : a.configs) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "db/rollups.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/operators.hpp"
+#include "engine/analysis/roofline.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/events.hpp"
 #include "engine/process_tracker.hpp"
@@ -40,10 +42,11 @@ struct KernelSummary {
   std::vector<std::string> variants;
   std::vector<std::string> devices;
   std::vector<LaunchConfig> launch_configs;
-  // Work reported with the executions (KernelEvent::flops/bytes): the sums, and the time of the
-  // executions that reported it (achieved rates are work over that time).
-  double flops = 0, flops_ms = 0, bytes = 0, bytes_ms = 0;
-  double paired_flops = 0, paired_bytes = 0;  // of the executions that reported both (intensity)
+  // Work reported with the executions (KernelEvent::flops/bytes/dtype): over all, per device,
+  // and the data types its FLOPs were counted in.
+  analysis::KernelWork work;
+  std::map<std::string, analysis::KernelWork> work_by_device;
+  std::vector<std::string> dtypes;
   double avg_ms() const { return count ? total_ms / static_cast<double>(count) : 0; }
 };
 

@@ -34,6 +34,7 @@ void identity_key(const KernelEvent& e, std::string& key) {
   number(e.shared_mem_bytes ? static_cast<std::int64_t>(*e.shared_mem_bytes) : -1);
   number(e.registers_per_thread ? static_cast<std::int64_t>(*e.registers_per_thread) : -1);
   for (double work : {e.flops.value_or(-1.0), e.bytes.value_or(-1.0)}) key.append(reinterpret_cast<const char*>(&work), sizeof work);
+  text(e.dtype);
   for (const auto& [k, v] : e.tags) {
     text(k);
     text(v);
@@ -86,6 +87,7 @@ KernelEvent read_kernel_series(const Statement& r, int c) {
   if (r.column_double(c + 12) >= 0) e.flops = r.column_double(c + 12);
   if (r.column_double(c + 13) >= 0) e.bytes = r.column_double(c + 13);
   if (auto tags = parse_labels(r.column_text(c + 14)); tags.ok()) e.tags = std::move(*tags);
+  e.dtype = r.column_text(c + 15);
   return e;
 }
 
@@ -93,11 +95,11 @@ Result<std::unique_ptr<KernelChunkWriter>> KernelChunkWriter::prepare(Connection
   constexpr const char* kWhere =
       "name = ?1 AND device = ?2 AND variant = ?3 AND stream = ?4 AND grid_x = ?5 AND grid_y = ?6 AND grid_z = ?7 "
       "AND block_x = ?8 AND block_y = ?9 AND block_z = ?10 AND shared_mem_bytes = ?11 AND registers_per_thread = ?12 "
-      "AND tags = ?13 AND flops = ?14 AND bytes = ?15";
+      "AND tags = ?13 AND flops = ?14 AND bytes = ?15 AND dtype = ?16";
   auto insert_series = conn.prepare(
       "INSERT INTO kernel_series(name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-      "shared_mem_bytes, registers_per_thread, tags, flops, bytes) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+      "shared_mem_bytes, registers_per_thread, tags, flops, bytes, dtype) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) "
       "ON CONFLICT DO NOTHING");
   if (!insert_series.ok()) return insert_series.status();
   auto select_series = conn.prepare((std::string("SELECT id FROM kernel_series WHERE ") + kWhere).c_str());
@@ -128,6 +130,7 @@ Status KernelChunkWriter::resolve_series(const KernelEvent& e, Open& open) {
     s.bind(13, tags);
     s.bind(14, e.flops.value_or(-1.0));
     s.bind(15, e.bytes.value_or(-1.0));
+    s.bind(16, e.dtype);
   };
   bind_all(insert_series_);
   if (Status s = insert_series_.run(); !s.ok()) return s;

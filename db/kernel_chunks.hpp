@@ -10,7 +10,7 @@
 // present), zigzag varint of start_ns minus the previous execution's start_ns (0 before the
 // first), varint of end_ns − start_ns, then zigzag varints of launch_start_ns − start_ns and
 // launch_end_ns − start_ns when present. Sentinels in kernel_series: grid and block 0 when
-// not reported, shared_mem_bytes, registers_per_thread, flops and bytes −1.
+// not reported, shared_mem_bytes, registers_per_thread, flops and bytes −1, dtype ''.
 //
 // KernelChunkWriter is single-threaded (the db writer thread, or a migration).
 #pragma once
@@ -73,8 +73,8 @@ bool unpack_kernel_chunk_in_range(std::string_view data, std::int64_t count, con
 // (table alias `s`).
 inline constexpr const char* kKernelSeriesColumns =
     "s.name, s.device, s.variant, s.stream, s.grid_x, s.grid_y, s.grid_z, s.block_x, s.block_y, s.block_z, "
-    "s.shared_mem_bytes, s.registers_per_thread, s.flops, s.bytes, s.tags";
-inline constexpr int kKernelSeriesColumnCount = 15;
+    "s.shared_mem_bytes, s.registers_per_thread, s.flops, s.bytes, s.tags, s.dtype";
+inline constexpr int kKernelSeriesColumnCount = 16;
 // A kernel event's constant part from the row, starting at column `first`.
 KernelEvent read_kernel_series(const Statement& row, int first);
 

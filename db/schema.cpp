@@ -216,6 +216,27 @@ const std::array kMigrations = {
       DROP TABLE kernel_series;
       ALTER TABLE kernel_series_next RENAME TO kernel_series;
     )sql", nullptr, true},
+    // 10: the data type the FLOPs are counted in (the roofline's ceiling; '' when not said)
+    // joins the identity the same way.
+    Migration{R"sql(
+      CREATE TABLE kernel_series_next (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL, device TEXT NOT NULL, variant TEXT NOT NULL, stream TEXT NOT NULL,
+        grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+        block_x INTEGER NOT NULL, block_y INTEGER NOT NULL, block_z INTEGER NOT NULL,
+        shared_mem_bytes INTEGER NOT NULL, registers_per_thread INTEGER NOT NULL,
+        flops REAL NOT NULL DEFAULT -1, bytes REAL NOT NULL DEFAULT -1, dtype TEXT NOT NULL DEFAULT '',
+        tags TEXT NOT NULL,
+        UNIQUE (name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                shared_mem_bytes, registers_per_thread, flops, bytes, dtype, tags)
+      );
+      INSERT INTO kernel_series_next(id, name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y,
+                                     block_z, shared_mem_bytes, registers_per_thread, flops, bytes, tags)
+        SELECT id, name, device, variant, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+               shared_mem_bytes, registers_per_thread, flops, bytes, tags FROM kernel_series;
+      DROP TABLE kernel_series;
+      ALTER TABLE kernel_series_next RENAME TO kernel_series;
+    )sql", nullptr, true},
 };
 
 Status copy_kernel_rows(Connection& conn) {
@@ -268,11 +289,12 @@ Status enable_incremental_vacuum(Connection& conn) {
 }
 
 Status kernels_into_chunks(Connection& conn) {
-  // Today's chunk writer also writes each series' work (flops, bytes), which step 9 adds: give
-  // this step's table those columns so the writer can move the rows; step 9 then rebuilds the
-  // table with them in its unique key.
+  // Today's chunk writer also writes each series' work (flops, bytes, dtype), which steps 9 and
+  // 10 add: give this step's table those columns so the writer can move the rows; those steps
+  // then rebuild the table with them in its unique key.
   if (Status s = conn.exec("ALTER TABLE kernel_series ADD COLUMN flops REAL NOT NULL DEFAULT -1; "
-                           "ALTER TABLE kernel_series ADD COLUMN bytes REAL NOT NULL DEFAULT -1");
+                           "ALTER TABLE kernel_series ADD COLUMN bytes REAL NOT NULL DEFAULT -1; "
+                           "ALTER TABLE kernel_series ADD COLUMN dtype TEXT NOT NULL DEFAULT ''");
       !s.ok()) {
     return s;
   }

@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/analysis/device_targets.hpp"
+#include "engine/gpu_specs.hpp"
+
 namespace perfscope {
 
 // One Prometheus endpoint to scrape (`--scrape`): its series are stored as the exposition names
@@ -35,6 +38,8 @@ struct EngineConfig {
   std::size_t gpu_process_series_limit = 2000;  // processes given series of their own
   std::chrono::milliseconds gpu_process_interval{1000};  // how often GPU processes are read
   double power_target_watts = 0;  // > 0: alert when a GPU's power goes above it
+  std::vector<GpuPeakOverride> gpu_peaks;  // --gpu-peak
+  std::vector<analysis::DeviceTarget> device_targets;  // --device-target, first match wins
   std::vector<ScrapeTarget> scrape_targets;
 };
 

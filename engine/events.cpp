@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "engine/gpu_specs.hpp"
+
 namespace perfscope {
 
 std::string_view to_string(MemoryOp op) { return op == MemoryOp::kAlloc ? "alloc" : "free"; }
@@ -95,6 +97,7 @@ Status validate(const KernelEvent& e) {
   if (e.bytes) {
     if (Status s = check_ms(*e.bytes, "bytes"); !s.ok()) return s;
   }
+  if (!e.dtype.empty() && !is_data_type(e.dtype)) return bad("dtype", "must be one of " + data_type_list());
   return check_tags(e.tags);
 }
 

@@ -40,6 +40,9 @@ struct KernelEvent {
   // The work of one execution, when the reporter knows it (a GEMM's 2·M·N·K, the bytes it
   // reads and writes): achieved FLOP/s and bandwidth and the roofline come from these.
   std::optional<double> flops, bytes;
+  // The data type the FLOPs are counted in ("bf16", "fp8", …; kDataTypes in gpu_specs.hpp):
+  // which compute ceiling of the roofline the kernel is set against. Empty when not said.
+  std::string dtype;
   Tags tags;
 
   double duration_ms() const { return static_cast<double>(end_ns - start_ns) / 1e6; }

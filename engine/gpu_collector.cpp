@@ -195,7 +195,7 @@ void GpuCollector::identify(Gpu& g) {
   const nvml::Api& a = lib_->api();
   char buf[96] = {};
   if (a.device_name && a.device_name(g.handle, buf, sizeof buf) == nvml::kSuccess) g.info.name = text_of(buf, sizeof buf);
-  g.info.spec = known_gpu_spec(g.info.name);
+  g.info.spec = gpu_spec_for(g.info.name, options_.peaks);
   std::memset(buf, 0, sizeof buf);
   if (a.device_uuid && a.device_uuid(g.handle, buf, sizeof buf) == nvml::kSuccess) g.info.uuid = text_of(buf, sizeof buf);
   nvml::PciInfo pci{};
@@ -671,7 +671,7 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
         }
         // Tensor activity is busy time of any tensor pipe, whatever its data type: against the
         // BF16/FP16 peak, an estimate (FP8 work at full activity would read as half its rate).
-        if (kGpmMetrics[i].id == 5 && g.info.spec) {
+        if (kGpmMetrics[i].id == 5 && g.info.spec && g.info.spec->bf16_tensor > 0) {
           out.push_back({SeriesKey("gpu_tensor_estimated_flops_per_second", g.labels), value * g.info.spec->bf16_tensor * 1e12});
         }
       }

@@ -45,6 +45,7 @@ struct GpuCollectorOptions {
   // with 10 processes on an H100 (the driver's own work) and its process list ~0.2 ms: every
   // pass would cost more than the rest of the pass; the driver's period is ~200 ms anyway.
   std::chrono::milliseconds process_interval{1000};
+  std::vector<GpuPeakOverride> peaks;  // --gpu-peak: figures over the table of known GPUs
 };
 
 // What /api/v1/devices shows for one GPU.

@@ -45,17 +45,62 @@ std::optional<GpuSpec> known_gpu_spec(std::string_view nvml_name) {
   return std::nullopt;
 }
 
+bool is_data_type(std::string_view dtype) {
+  return std::find(std::begin(kDataTypes), std::end(kDataTypes), dtype) != std::end(kDataTypes);
+}
+
+std::string data_type_list() {
+  std::string out;
+  for (std::string_view d : kDataTypes) out += (out.empty() ? "" : ", ") + std::string(d);
+  return out;
+}
+
+namespace {
+
+// The spec's figure for a data type; null for a name that is none (const or not, as the spec).
+template <class Spec>
+auto figure_of(Spec& s, std::string_view dtype) -> decltype(&s.fp64) {
+  if (dtype == "fp64") return &s.fp64;
+  if (dtype == "fp64_tensor") return &s.fp64_tensor;
+  if (dtype == "fp32") return &s.fp32;
+  if (dtype == "tf32") return &s.tf32_tensor;
+  if (dtype == "bf16") return &s.bf16_tensor;
+  if (dtype == "fp16") return &s.fp16_tensor;
+  if (dtype == "fp8") return &s.fp8_tensor;
+  if (dtype == "int8") return &s.int8_tensor;
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<double> peak_tflops(const GpuSpec& s, std::string_view dtype) {
-  double v = 0;
-  if (dtype == "fp64") v = s.fp64;
-  else if (dtype == "fp64_tensor") v = s.fp64_tensor;
-  else if (dtype == "fp32") v = s.fp32;
-  else if (dtype == "tf32") v = s.tf32_tensor;
-  else if (dtype == "bf16") v = s.bf16_tensor;
-  else if (dtype == "fp16") v = s.fp16_tensor;
-  else if (dtype == "fp8") v = s.fp8_tensor;
-  else if (dtype == "int8") v = s.int8_tensor;
-  return v > 0 ? std::optional<double>(v) : std::nullopt;
+  const double* v = figure_of(s, dtype);
+  return v && *v > 0 ? std::optional<double>(*v) : std::nullopt;
+}
+
+std::optional<GpuSpec> gpu_spec_for(std::string_view nvml_name, const std::vector<GpuPeakOverride>& overrides) {
+  std::optional<GpuSpec> spec = known_gpu_spec(nvml_name);
+  const std::string name = upper(nvml_name);
+  for (const GpuPeakOverride& o : overrides) {
+    if (!has(name, upper(o.match))) continue;
+    if (spec) {
+      spec->source = "datasheet, config";
+    } else {
+      spec = GpuSpec{};
+      spec->model = o.match;
+      spec->source = "config";
+    }
+    if (!o.model.empty()) spec->model = o.model;
+    for (const auto& [dtype, tflops] : o.tflops) {
+      if (double* v = figure_of(*spec, dtype)) *v = tflops;
+    }
+    if (o.dram_bytes_per_second > 0) {
+      spec->dram_bytes_per_second = o.dram_bytes_per_second;
+      spec->dram_from_config = true;
+    }
+    break;
+  }
+  return spec;
 }
 
 }  // namespace perfscope

@@ -154,7 +154,24 @@ std::vector<Rule> make_rules() {
         "logs the placement at log_severity_level 1) and why: an op, opset or data type the GPU provider lacks.",
         "Convert or replace those ops (a newer opset, a supported dtype, a custom kernel) so the graph stays on the GPU.",
         "Each fallback also copies tensors between devices: keep CPU nodes out of the hot loop."}},
+      {"device_below_minimum",
+       "A GPU below its minimum throughput",
+       {"device_target_of_minimum_worst"},
+       {{"of_minimum_min", 0.8}},
+       [](const Inputs& in, const Thresholds& t) -> S {
+         return at(in, "device_target_of_minimum_worst") < th(t, "of_minimum_min") ? S(Severity::kWarning) : S();
+       },
+       {"See the analysis document's devices: which figure (TFLOP/s or GB/s) of which GPU is short, and its "
+        "recommendation.",
+        "Place the heaviest kernels on the roofline (/api/v1/kernels, with flops, bytes and dtype reported): "
+        "memory-bound ones need fewer bytes moved, compute-bound ones tensor cores and larger tiles.",
+        "Check for throttling and for time the GPU sat idle between kernels: both lower the achieved rate."}},
   };
+}
+
+// Rules whose inputs come from configuration: what to set, added to their not-evaluated reason.
+std::string_view setup_hint(std::string_view rule_id) {
+  return rule_id == "device_below_minimum" ? "needs --device-target with min_tflops or min_gb_per_second" : "";
 }
 
 int order(const Finding& f) {
@@ -189,6 +206,7 @@ std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const std::vector<
       f.status = "not_evaluated";
       f.reason = "not measured here: ";
       for (std::size_t i = 0; i < missing.size(); ++i) f.reason += (i ? ", " : "") + missing[i];
+      if (std::string_view hint = setup_hint(r.id); !hint.empty()) f.reason += "; " + std::string(hint);
     } else if (auto severity = r.fires(inputs, r.thresholds)) {
       f.status = "fired";
       f.severity = severity;

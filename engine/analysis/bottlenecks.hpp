@@ -10,7 +10,8 @@
 //   host_cpu_utilization_avg, kernel_count, kernel_max_ms, kernel_busy_ratio,
 //   kernel_avg_gap_ms, kernel_short_share, kernel_host_wait_share, latency_p99_ms,
 //   sla_target_ms, operator_cpu_fallback_share (the worst model's share of operator time on CPU
-//   providers, among models with operators elsewhere). A rule may also read an input it does
+//   providers, among models with operators elsewhere), device_target_of_minimum_worst (the
+//   lowest achieved ÷ minimum of any GPU's TFLOP/s or GB/s, with --device-target minimums). A rule may also read an input it does
 //   not need when it is present.
 //
 // Pure functions over the table; safe from any thread.

@@ -348,6 +348,11 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     auto [it, fresh] = inputs.try_emplace("operator_cpu_fallback_share", *m.cpu_fallback_share);
     if (!fresh) it->second = std::max(it->second, *m.cpu_fallback_share);
   }
+  // Each GPU against its peaks and targets (reads the kernels' reported work and the gauges).
+  const std::vector<GpuDeviceInfo> gpus = ctx_.gpus ? ctx_.gpus->devices() : std::vector<GpuDeviceInfo>{};
+  static const std::vector<an::DeviceTarget> kNoTargets;
+  const json devices =
+      devices_efficiency_json(gpus, ctx_.config ? ctx_.config->engine.device_targets : kNoTargets, gauges, *kernels, inputs);
   // The window's rules read the timeline over every run together (each figure computed within
   // one run's span; the worst device row of any run decides the busy ratio and gaps). With
   // several runs, each run's rules too: its own timeline, the window's gauges.
@@ -383,6 +388,12 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
                   "scrape before it as baseline, restarts counted whole), percentiles interpolated inside a bucket "
                   "as histogram_quantile does with the bucket's bounds as the error bound, summaries' quantiles as "
                   "the server computed them; no goodput (it needs every request's figures together)"},
+      {"devices", "achieved TFLOP/s and GB/s: the work kernels reported (flops, bytes) over the time of those "
+                  "executions; without it, GPM's tensor-activity estimate and DRAM bandwidth, means over the window "
+                  "idle time included; memory: NVML's peak used; power: NVML's mean. Roofline: attainable = min(peak "
+                  "of the kernel's dtype, intensity x peak DRAM bandwidth), peaks from the datasheet table or "
+                  "--gpu-peak, DRAM from NVML (max memory clock x bus width) unless configured. Checks against "
+                  "--device-target: efficiency = achieved / target; below_minimum under 0.8 of the minimum"},
       {"memory", "allocated bytes trend over the window; leak suspects = allocations live longer than leak_age_s "
                  "while the trend is significantly positive; a run's allocations are released when it ends; CUDA "
                  "module statics are counted apart, never as allocations"}};
@@ -398,11 +409,21 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   for (const auto& s : *kernels) kernel_total += s.total_ms;
   for (std::size_t i = 0; i < kernels->size() && i < 10; ++i) {
     const auto& s = (*kernels)[i];
-    k.push_back({{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ms}, {"avg_ms", s.avg_ms()},
-                 {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}});
+    json row = {{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ms}, {"avg_ms", s.avg_ms()},
+                {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}};
+    // Where the kernel reported its work: its rates and its place on the roofline.
+    if (!s.work.empty()) {
+      auto per = [](std::optional<double> v, double unit) { return v ? json(*v / unit) : json(nullptr); };
+      row["achieved_tflops"] = per(s.work.flops_per_second(), 1e12);
+      row["achieved_gb_per_second"] = per(s.work.bytes_per_second(), 1e9);
+      row["arithmetic_intensity"] = per(s.work.arithmetic_intensity(), 1);
+      row["roofline"] = kernel_roofline_json(s, gpus);
+    }
+    k.push_back(std::move(row));
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};
   out["operators"] = operators_json(operators, 10);
+  out["devices"] = devices;
   out["sampling"] = sampling;
   json tl = json::array();
   for (const RunTimeline& rt : run_timelines) {

@@ -8,9 +8,12 @@
 
 #include "db/event_reader.hpp"
 #include "db/series_history.hpp"
+#include "engine/analysis/bottlenecks.hpp"
+#include "engine/analysis/device_targets.hpp"
 #include "engine/analysis/energy.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/trend.hpp"
+#include "engine/gpu_collector.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
 #include "server/api/query_time.hpp"
@@ -68,6 +71,16 @@ nlohmann::json window_json(const TimeWindow& w);
 Result<db::EventScope> scope_of(const HttpRequest& request);
 // The most points a chart query may ask for (max_points).
 inline constexpr std::size_t kMaxMaxPoints = 100000;
+// device_efficiency.cpp. A kernel's place on the roofline of each device it ran on (an entry
+// with `unavailable` saying why where it has none).
+nlohmann::json kernel_roofline_json(const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
+// Per GPU: its peaks, what the window achieved (kernels' reported work, else GPM's figures;
+// NVML's memory and power) and the checks against its --device-target; the worst ratio to a
+// minimum goes into `inputs` (device_target_of_minimum_worst) for the bottleneck rules.
+nlohmann::json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus,
+                                       const std::vector<analysis::DeviceTarget>& targets,
+                                       const std::vector<SeriesSummary>& gauges,
+                                       const std::vector<db::KernelSummary>& kernels, analysis::Inputs& inputs);
 // The window of a report (every format, CSV included) when the request names none.
 inline constexpr const char* kDefaultReportWindow = "1h";
 // `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given (all, when

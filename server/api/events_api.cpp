@@ -26,6 +26,7 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
   if (!rows.ok()) return status_response(rows.status());
   double total_ms = 0;
   for (const auto& k : *rows) total_ms += k.total_ms;
+  const std::vector<GpuDeviceInfo> gpus = ctx_.gpus ? ctx_.gpus->devices() : std::vector<GpuDeviceInfo>{};
   json out = json::array();
   for (const auto& k : *rows) {
     json configs = json::array();
@@ -36,14 +37,16 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
       configs.push_back(std::move(cfg));
     }
     // Achieved rates over the executions that reported their work; null when none did.
-    const auto rate = [](double work, double ms, double unit) { return ms > 0 ? json(work / (ms / 1e3) / unit) : json(nullptr); };
+    const auto rate = [](std::optional<double> per_second, double unit) { return per_second ? json(*per_second / unit) : json(nullptr); };
+    const bool worked = !k.work.empty();
     out.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
                    {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
                    {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
                    {"devices", k.devices}, {"launch_configs", configs},
-                   {"achieved_tflops", rate(k.flops, k.flops_ms, 1e12)},
-                   {"achieved_gb_per_second", rate(k.bytes, k.bytes_ms, 1e9)},
-                   {"arithmetic_intensity", k.paired_bytes > 0 ? json(k.paired_flops / k.paired_bytes) : json(nullptr)}});
+                   {"achieved_tflops", rate(k.work.flops_per_second(), 1e12)},
+                   {"achieved_gb_per_second", rate(k.work.bytes_per_second(), 1e9)},
+                   {"arithmetic_intensity", rate(k.work.arithmetic_intensity(), 1)}, {"dtypes", k.dtypes},
+                   {"roofline", worked ? kernel_roofline_json(k, gpus) : json::array()}});
   }
   return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
 }

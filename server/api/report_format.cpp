@@ -1,5 +1,6 @@
 #include "server/api/report_format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -90,6 +91,68 @@ std::vector<SummaryRow> summary_rows(const json& summary) {
   add("gpu_temperature", "GPU temperature", "celsius");
   add("host_cpu_utilization", "Host CPU utilization", "ratio");
   return rows;
+}
+
+KernelWorkCells kernel_work_cells(const json& k) {
+  auto cell = [&](const char* key, const char* fmt) {
+    const json v = k.value(key, json());
+    return v.is_number() ? printf_string(fmt, v.get<double>()) : std::string("—");
+  };
+  KernelWorkCells c{cell("achieved_tflops", "%.3g"), cell("achieved_gb_per_second", "%.4g"), "—"};
+  for (const json& place : k.value("roofline", json::array())) {
+    if (!place.contains("bound")) continue;
+    c.roofline = place["bound"].get<std::string>() + "-bound, " +
+                 printf_string("%.0f%%", 100 * place["fraction_of_attainable"].get<double>()) + " of attainable";
+    break;
+  }
+  return c;
+}
+
+bool any_work(const json& kernels) {
+  return std::any_of(kernels.begin(), kernels.end(), [](const json& k) { return k.contains("achieved_tflops"); });
+}
+
+std::vector<DeviceCheckRow> device_check_rows(const json& devices) {
+  std::vector<DeviceCheckRow> rows;
+  for (const json& d : devices) {
+    for (const json& c : d["checks"]) {
+      const std::string figure = c["figure"];
+      // Rates in their unit; memory in GiB.
+      const double scale = figure == "memory_bytes" ? 1024.0 * 1024 * 1024 : 1;
+      const char* unit = figure == "tflops" ? " TFLOP/s" : figure == "gb_per_second" ? " GB/s" : figure == "memory_bytes" ? " GiB" : " W";
+      auto value = [&](const json& v) { return v.is_number() ? printf_string("%.4g", v.get<double>() / scale) + unit : std::string("—"); };
+      DeviceCheckRow r;
+      r.gpu = d["gpu"].get<std::string>();
+      r.figure = figure == "tflops" ? "TFLOP/s" : figure == "gb_per_second" ? "Bandwidth" : figure == "memory_bytes" ? "Memory peak" : "Power (mean)";
+      r.achieved = c["achieved"].is_null() ? std::string("not measured")
+                                           : value(c["achieved"]["value"]) + " (" + c["achieved"]["source"].get<std::string>() + ")";
+      if (c["budget"].is_number()) {
+        r.goal = "budget " + value(c["budget"]);
+        r.ratio = c["of_budget"].is_number() ? format_ratio_percent(c["of_budget"].get<double>()) + " of budget" : "—";
+      } else {
+        r.goal = (c["minimum"].is_number() ? "min " + value(c["minimum"]) : std::string()) +
+                 (c["minimum"].is_number() && c["target"].is_number() ? " · " : "") +
+                 (c["target"].is_number() ? "target " + value(c["target"]) : std::string());
+        r.ratio = c["efficiency"].is_number() ? format_ratio_percent(c["efficiency"].get<double>()) + " of target"
+                  : c["of_minimum"].is_number() ? format_ratio_percent(c["of_minimum"].get<double>()) + " of minimum"
+                                                : "—";
+      }
+      r.status = c["status"].get<std::string>();
+      std::replace(r.status.begin(), r.status.end(), '_', ' ');
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+std::vector<std::string> device_recommendations(const json& devices) {
+  std::vector<std::string> out;
+  for (const json& d : devices) {
+    for (const json& c : d["checks"]) {
+      if (c["recommendation"].is_string()) out.push_back("GPU " + d["gpu"].get<std::string>() + ": " + c["recommendation"].get<std::string>());
+    }
+  }
+  return out;
 }
 
 }  // namespace report_text

@@ -109,13 +109,36 @@ std::string render_markdown(const json& r) {
 
   out += "## Top kernels\n\n";
   rows.clear();
+  const bool work = any_work(r["kernels"]["top"]);
   for (const json& k : r["kernels"]["top"]) {
     rows.push_back({md_code(k["name"]), format_count(num(k, "count")), format_duration_ms(num(k, "total_ms")),
                     format_duration_ms(num(k, "avg_ms")), format_duration_ms(num(k, "min_ms")),
                     format_duration_ms(num(k, "max_ms")), format_ratio_percent(num(k, "share"))});
+    if (work) {
+      const KernelWorkCells c = kernel_work_cells(k);
+      rows.back().insert(rows.back().end(), {c.tflops, c.gb_per_second, c.roofline});
+    }
   }
-  if (rows.empty()) out += "No kernels in this window.\n\n";
-  else md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share"}, {false, true, true, true, true, true, true}, rows);
+  if (rows.empty()) {
+    out += "No kernels in this window.\n\n";
+  } else if (work) {
+    md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share", "TFLOP/s", "GB/s", "Roofline"},
+             {false, true, true, true, true, true, true, true, true, false}, rows);
+  } else {
+    md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share"}, {false, true, true, true, true, true, true}, rows);
+  }
+
+  // GPUs against their --device-target.
+  if (r.contains("devices")) {
+    rows.clear();
+    for (const DeviceCheckRow& d : device_check_rows(r["devices"])) rows.push_back({d.gpu, d.figure, d.achieved, d.goal, d.ratio, d.status});
+    if (!rows.empty()) {
+      out += "## Device targets\n\n";
+      md_table(out, {"GPU", "Figure", "Achieved", "Goal", "Ratio", "Status"}, {false, false, true, false, true, false}, rows);
+      for (const std::string& rec : device_recommendations(r["devices"])) out += "- " + md_cell(rec) + "\n";
+      out += "\n";
+    }
+  }
 
   // Operators (ONNX Runtime nodes and the like), when any were reported.
   if (r.contains("operators") && !r["operators"]["op_types"].empty()) {

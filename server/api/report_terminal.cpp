@@ -103,9 +103,28 @@ std::string render_terminal(const json& r, bool color) {
     rows.push_back({ellipsize(k["name"], 48), format_duration_ms(num(k, "avg_ms")), format_count(num(k, "count")),
                     format_duration_ms(num(k, "total_ms"))});
   }
+  const bool work = any_work(r["kernels"]["top"]);
+  if (work) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const KernelWorkCells c = kernel_work_cells(r["kernels"]["top"][i]);
+      rows[i].insert(rows[i].end(), {c.tflops, c.gb_per_second});
+    }
+  }
   if (rows.empty()) out += "(no kernels in this window)\n";
+  else if (work) text_table(out, {"Kernel Name", "Avg Time", "Count", "Total", "TFLOP/s", "GB/s"}, {false, true, true, true, true, true}, rows);
   else text_table(out, {"Kernel Name", "Avg Time", "Count", "Total"}, {false, true, true, true}, rows);
   out += "\n";
+
+  if (r.contains("devices")) {
+    rows.clear();
+    for (const DeviceCheckRow& d : device_check_rows(r["devices"])) rows.push_back({d.gpu, d.figure, d.achieved, d.goal, d.ratio, d.status});
+    if (!rows.empty()) {
+      out += st.heading("=== Device Targets ===") + "\n\n";
+      text_table(out, {"GPU", "Figure", "Achieved", "Goal", "Ratio", "Status"}, {false, false, true, false, true, false}, rows);
+      for (const std::string& rec : device_recommendations(r["devices"])) out += "  * " + rec + "\n";
+      out += "\n";
+    }
+  }
 
   if (r.contains("operators") && !r["operators"]["op_types"].empty()) {
     out += st.heading("=== Top Operators ===") + "\n\n";

@@ -31,4 +31,22 @@ struct SummaryRow {
 };
 std::vector<SummaryRow> summary_rows(const nlohmann::json& summary);
 
+// A top kernel's work columns (TFLOP/s, GB/s, roofline place as "memory-bound, 41% of
+// attainable"); empty cells ("—") where it reported none. `any_work` of a list: whether any
+// kernel of it reported work (the columns are shown then).
+struct KernelWorkCells {
+  std::string tflops, gb_per_second, roofline;
+};
+KernelWorkCells kernel_work_cells(const nlohmann::json& kernel);
+bool any_work(const nlohmann::json& kernels);
+
+// The checks of every GPU against its --device-target: GPU, figure, achieved (with its
+// source), minimum/target or budget, efficiency or share of budget, status; and the
+// recommendations that fired, "GPU 0: …".
+struct DeviceCheckRow {
+  std::string gpu, figure, achieved, goal, ratio, status;
+};
+std::vector<DeviceCheckRow> device_check_rows(const nlohmann::json& devices);
+std::vector<std::string> device_recommendations(const nlohmann::json& devices);
+
 }  // namespace perfscope::server::report_text

@@ -41,7 +41,9 @@ HttpResponse Api::devices() const {
                      {"tflops", {{"fp64", p.fp64}, {"fp64_tensor", p.fp64_tensor}, {"fp32", p.fp32}, {"tf32", p.tf32_tensor},
                                  {"bf16", p.bf16_tensor}, {"fp16", p.fp16_tensor}, {"fp8", p.fp8_tensor}, {"int8", p.int8_tensor}}},
                      {"dram_bytes_per_second", p.dram_bytes_per_second},
-                     {"source", "NVIDIA datasheet, dense (no sparsity); 0: no such unit or no published figure"}};
+                     {"dram_from_config", p.dram_from_config}, {"source", p.source},
+                     {"note", "datasheet figures are NVIDIA's, dense (no sparsity); --gpu-peak sets others; 0: no such "
+                              "unit or no figure"}};
       } else {
         g["peak"] = nullptr;
       }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <cstdlib>
 #include <iostream>
@@ -39,6 +40,105 @@ std::string parse_listen(const std::string& text, ServerConfig& out) {
   return {};
 }
 
+// `HEAD,key=value,…`, the form of the list options (--scrape, --gpu-peak, --device-target): the
+// head and the pairs, or why not (the message names the whole spec).
+struct ListSpec {
+  std::string head;
+  std::vector<std::pair<std::string, std::string>> items;
+};
+
+Result<ListSpec> split_list_spec(const std::string& spec, const char* option) {
+  ListSpec out;
+  std::size_t start = spec.find(',');
+  out.head = spec.substr(0, start);
+  while (start != std::string::npos) {
+    const std::size_t comma = spec.find(',', start + 1);
+    const std::string part = spec.substr(start + 1, comma == std::string::npos ? std::string::npos : comma - start - 1);
+    const std::size_t eq = part.find('=');
+    if (eq == std::string::npos) return Status::invalid_argument("'" + spec + "': expected key=value, got '" + part + "'", option);
+    out.items.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    start = comma;
+  }
+  return out;
+}
+
+Result<double> positive_number(const std::string& spec, const std::string& key, const std::string& value, const char* option) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || !(v > 0) || !std::isfinite(v)) {
+    return Status::invalid_argument("'" + spec + "': " + key + " must be a positive number, got '" + value + "'", option);
+  }
+  return v;
+}
+
+// `NAME_PART[,model=TEXT][,bf16=TFLOPS]…[,dram_gb_per_second=N]`: one --gpu-peak.
+Result<GpuPeakOverride> parse_gpu_peak(const std::string& spec) {
+  auto list = split_list_spec(spec, "gpu-peak");
+  if (!list.ok()) return list.status();
+  GpuPeakOverride o;
+  o.match = list->head;
+  if (o.match.empty()) return Status::invalid_argument("'" + spec + "': name a part of the GPU's name first, e.g. 'H100 NVL'", "gpu-peak");
+  for (const auto& [key, value] : list->items) {
+    if (key == "model") {
+      o.model = value;
+      continue;
+    }
+    if (key != "dram_gb_per_second" && !is_data_type(key)) {
+      return Status::invalid_argument("'" + spec + "': unknown key '" + key + "' (model, dram_gb_per_second, or a data type: " +
+                                      data_type_list() + ")", "gpu-peak");
+    }
+    auto v = positive_number(spec, key, value, "gpu-peak");
+    if (!v.ok()) return v.status();
+    if (key == "dram_gb_per_second") o.dram_bytes_per_second = *v * 1e9;
+    else o.tflops.emplace_back(key, *v);
+  }
+  if (o.tflops.empty() && o.dram_bytes_per_second == 0 && o.model.empty()) {
+    return Status::invalid_argument("'" + spec + "': give at least one figure, e.g. bf16=835", "gpu-peak");
+  }
+  return o;
+}
+
+// `MATCH[,min_tflops=N][,target_tflops=N][,min_gb_per_second=N][,target_gb_per_second=N]
+// [,memory_budget=SIZE][,power_budget_watts=N]`: one --device-target.
+Result<analysis::DeviceTarget> parse_device_target(const std::string& spec) {
+  auto list = split_list_spec(spec, "device-target");
+  if (!list.ok()) return list.status();
+  analysis::DeviceTarget t;
+  t.match = list->head;
+  if (t.match.empty()) {
+    return Status::invalid_argument("'" + spec + "': name the GPUs first: *, an index, a UUID or a part of the name", "device-target");
+  }
+  for (const auto& [key, value] : list->items) {
+    if (key == "memory_budget") {
+      auto bytes = parse_byte_size(value);
+      if (!bytes.ok() || *bytes == 0) return Status::invalid_argument("'" + spec + "': memory_budget must be a size, e.g. 60GiB", "device-target");
+      t.memory_budget_bytes = static_cast<double>(*bytes);
+      continue;
+    }
+    std::optional<double>* field = key == "min_tflops"             ? &t.min_tflops
+                                   : key == "target_tflops"        ? &t.target_tflops
+                                   : key == "min_gb_per_second"    ? &t.min_gb_per_second
+                                   : key == "target_gb_per_second" ? &t.target_gb_per_second
+                                   : key == "power_budget_watts"   ? &t.power_budget_watts
+                                                                   : nullptr;
+    if (!field) {
+      return Status::invalid_argument("'" + spec + "': unknown key '" + key + "' (min_tflops, target_tflops, min_gb_per_second, "
+                                      "target_gb_per_second, memory_budget, power_budget_watts)", "device-target");
+    }
+    auto v = positive_number(spec, key, value, "device-target");
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  if (t.empty()) return Status::invalid_argument("'" + spec + "': give at least one figure, e.g. min_tflops=300", "device-target");
+  if (t.min_tflops && t.target_tflops && *t.min_tflops > *t.target_tflops) {
+    return Status::invalid_argument("'" + spec + "': min_tflops is above target_tflops", "device-target");
+  }
+  if (t.min_gb_per_second && t.target_gb_per_second && *t.min_gb_per_second > *t.target_gb_per_second) {
+    return Status::invalid_argument("'" + spec + "': min_gb_per_second is above target_gb_per_second", "device-target");
+  }
+  return t;
+}
+
 // `URL[,job=NAME][,interval=15s][,timeout=10s][,label.KEY=VALUE][,sample_limit=N]
 // [,series_limit=N][,body_limit=32MB][,token_file=PATH][,ca_file=PATH]`: one --scrape target.
 Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
@@ -46,14 +146,9 @@ Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
   auto bad = [&](const std::string& why) {
     return Status::invalid_argument("'" + spec + "': " + why, "scrape");
   };
-  std::vector<std::string> parts;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = spec.find(',', start);
-    parts.push_back(spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  t.url = parts[0];
+  auto list = split_list_spec(spec, "scrape");
+  if (!list.ok()) return list.status();
+  t.url = list->head;
   if (!t.url.starts_with("http://") && !t.url.starts_with("https://")) return bad("the URL must start with http:// or https://");
   bool timeout_given = false;
   auto duration = [&](const std::string& text, const char* name) -> Result<std::chrono::milliseconds> {
@@ -62,10 +157,7 @@ Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
     if (*ns < 100'000'000 || *ns > 3'600'000'000'000) return bad(std::string(name) + " must be from 100ms to 1h");
     return std::chrono::milliseconds(*ns / 1'000'000);
   };
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const std::size_t eq = parts[i].find('=');
-    if (eq == std::string::npos) return bad("expected key=value, got '" + parts[i] + "'");
-    const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+  for (const auto& [key, value] : list->items) {
     if (key == "job") {
       t.job = value;
     } else if (key == "interval" || key == "timeout") {
@@ -173,7 +265,7 @@ struct CommandLineParser::Table {
     std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
     std::string cardinality_limits, cardinality_window = "24h";
     std::string config_file;
-    std::vector<std::string> scrape;
+    std::vector<std::string> scrape, gpu_peaks, device_targets;
   };
 
   Table();
@@ -373,6 +465,17 @@ CommandLineParser::Table::Table() {
                     "[,timeout=10s][,label.KEY=VALUE][,sample_limit=50000][,series_limit=5000][,body_limit=32MB]"
                     "[,token_file=PATH][,ca_file=PATH]")
       ->envname("PERFSCOPE_SCRAPE");
+  serve->add_option("--gpu-peak", t.gpu_peaks,
+                    "Peak figures for GPUs whose name contains NAME_PART, over the built-in table of known GPUs or "
+                    "for a GPU it lacks (repeatable, first match wins): NAME_PART[,model=TEXT][,bf16=TFLOPS]"
+                    "[,fp8=…][,fp16=…][,tf32=…][,fp32=…][,fp64=…][,fp64_tensor=…][,int8=…][,dram_gb_per_second=N]")
+      ->envname("PERFSCOPE_GPU_PEAK");
+  serve->add_option("--device-target", t.device_targets,
+                    "What GPUs should achieve, for the analysis and reports (repeatable, first match wins): "
+                    "MATCH[,min_tflops=N][,target_tflops=N][,min_gb_per_second=N][,target_gb_per_second=N]"
+                    "[,memory_budget=SIZE][,power_budget_watts=N]; MATCH is * (all), a GPU index, a UUID or a part "
+                    "of the GPU's name")
+      ->envname("PERFSCOPE_DEVICE_TARGET");
   serve->add_option("--metrics-dcgm-labels", c.server.metrics_dcgm_labels,
                     "Also label GPU series in /metrics as dcgm-exporter does (UUID, modelName, Hostname) (true|false)")
       ->envname("PERFSCOPE_METRICS_DCGM_LABELS")->capture_default_str();
@@ -458,6 +561,16 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
       auto target = parse_scrape_target(spec);
       if (!target.ok()) throw CLI::ValidationError("--scrape", target.status().message());
       c.engine.scrape_targets.push_back(std::move(*target));
+    }
+    for (const std::string& spec : t.gpu_peaks) {
+      auto peak = parse_gpu_peak(spec);
+      if (!peak.ok()) throw CLI::ValidationError("--gpu-peak", peak.status().message());
+      c.engine.gpu_peaks.push_back(std::move(*peak));
+    }
+    for (const std::string& spec : t.device_targets) {
+      auto target = parse_device_target(spec);
+      if (!target.ok()) throw CLI::ValidationError("--device-target", target.status().message());
+      c.engine.device_targets.push_back(std::move(*target));
     }
     auto bytes = parse_byte_size(t.max_size);
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());

@@ -121,6 +121,7 @@ Status Server::Impl::start() {
     gpu_options.process_series_limit = config.engine.gpu_process_series_limit;
     gpu_options.process_interval = config.engine.gpu_process_interval;
     gpu_options.tracker = &processes;
+    gpu_options.peaks = config.engine.gpu_peaks;
     auto gpu = std::make_unique<GpuCollector>(gpu_options);
     gpus = gpu.get();
     for (const SourceStatus& s : gpu->sources()) {

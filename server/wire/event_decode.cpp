@@ -273,6 +273,7 @@ KernelEvent kernel(const Fields& f, TimestampNs now) {
   e.launch_end_ns = f.integer("launch_end_ns");
   e.flops = f.number("flops");
   e.bytes = f.number("bytes");
+  e.dtype = f.text("dtype", false);
   e.tags = f.string_map("tags");
   return e;
 }

@@ -36,6 +36,7 @@ json encode_event(const Event& event) {
           put_opt(o, "launch_end_ns", e.launch_end_ns);
           put_opt(o, "flops", e.flops);
           put_opt(o, "bytes", e.bytes);
+          if (!e.dtype.empty()) o["dtype"] = e.dtype;
         } else if constexpr (std::is_same_v<T, MemoryEvent>) {
           o = {{"op", to_string(e.op)}, {"address", e.address}, {"kind", to_string(e.kind)}, {"device", e.device},
                {"ts_ns", e.ts_ns}};

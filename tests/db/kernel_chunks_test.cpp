@@ -88,29 +88,38 @@ TEST(KernelChunks, TheWorkOfAnExecutionIsPartOfItsSeries) {
   MemoryTracker memory;
   auto w = Writer::open(dir.file("k.db"), store, memory);
   ASSERT_TRUE(w.ok()) << w.status().message();
-  // The same GEMM at two sizes (same launch configuration), and a kernel that reports no work.
+  // The same GEMM at two sizes (same launch configuration), the large one in two data types, and
+  // a kernel that reports no work.
   KernelEvent small = kernel("gemm", 100, 200), large = kernel("gemm", 300, 500), plain = kernel("gemm", 600, 700);
   small.flops = 2.0 * 64 * 64 * 64;
   small.bytes = 3 * 64 * 64 * 2;
   large.flops = 2.0 * 128 * 128 * 128;
   large.bytes = 3 * 128 * 128 * 2;
-  commit(**w, {small, large, plain});
+  large.dtype = "bf16";
+  KernelEvent large_fp8 = large;
+  large_fp8.start_ns = 800;
+  large_fp8.end_ns = 900;
+  large_fp8.dtype = "fp8";
+  commit(**w, {small, large, plain, large_fp8});
   EventReader reader(dir.file("k.db"));
   auto records = reader.kernel_records("gemm", {0, INT64_MAX}, 10);
   ASSERT_TRUE(records.ok()) << records.status().message();
-  ASSERT_EQ(records->size(), 3u);
+  ASSERT_EQ(records->size(), 4u);
   std::map<TimestampNs, KernelEvent> by_start;
   for (const KernelEvent& e : *records) by_start[e.start_ns] = e;
   EXPECT_EQ(by_start[100].flops, small.flops);
   EXPECT_EQ(by_start[100].bytes, small.bytes);
+  EXPECT_EQ(by_start[100].dtype, "");
   EXPECT_EQ(by_start[300].flops, large.flops);
+  EXPECT_EQ(by_start[300].dtype, "bf16");
+  EXPECT_EQ(by_start[800].dtype, "fp8");
   EXPECT_FALSE(by_start[600].flops);
   EXPECT_FALSE(by_start[600].bytes);
   auto conn = Connection::open(dir.file("k.db"), true);
   ASSERT_TRUE(conn.ok());
   auto n = conn->prepare("SELECT COUNT(*) FROM kernel_series WHERE name = 'gemm'");
   ASSERT_TRUE(n.ok() && n->step().ok());
-  EXPECT_EQ(n->column_int64(0), 3);  // three series: the work tells them apart
+  EXPECT_EQ(n->column_int64(0), 4);  // four series: the work and its data type tell them apart
 }
 
 TEST(KernelChunks, WindowEdgesCountOnlyExecutionsInside) {

@@ -382,11 +382,11 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_busy_ratio", 0.3},           {"kernel_avg_gap_ms", 0.05},
                        {"kernel_short_share", 0.8},          {"kernel_host_wait_share", 0.7},
                        {"latency_p99_ms", 120},              {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.4}};
+                       {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
                          "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
-                         "operators_cpu_fallback"}) {
+                         "operators_cpu_fallback", "device_below_minimum"}) {
     const Finding& f = find(fired, id);
     EXPECT_EQ(f.status, "fired") << id;
     EXPECT_FALSE(f.recommendations.empty()) << id;
@@ -415,7 +415,7 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_busy_ratio", 0.1},           {"kernel_avg_gap_ms", 100},
                        {"kernel_short_share", 0},            {"kernel_host_wait_share", 0.1},
                        {"latency_p99_ms", 10},               {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.02}};
+                       {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9}};
   for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
 
   // Nothing measured: every rule says what it lacks.

@@ -36,5 +36,29 @@ TEST(GpuSpecs, PeaksPerDataType) {
   EXPECT_FALSE(peak_tflops(a100, "fp4"));  // no such name
 }
 
+TEST(GpuSpecs, ConfiguredPeaksOverTheTableOrForAGpuItLacks) {
+  const std::vector<GpuPeakOverride> overrides = {{"h100 nvl", "H100 NVL", {{"bf16", 835}}, 3.9e12},
+                                                  {"H100", "", {{"fp8", 2000}}, 0}};
+  // A GPU the table lacks gets only the configured figures.
+  const GpuSpec nvl = *gpu_spec_for("NVIDIA H100 NVL", overrides);
+  EXPECT_EQ(nvl.model, "H100 NVL");
+  EXPECT_EQ(nvl.source, "config");
+  EXPECT_DOUBLE_EQ(*peak_tflops(nvl, "bf16"), 835);
+  EXPECT_FALSE(peak_tflops(nvl, "fp8"));
+  EXPECT_TRUE(nvl.dram_from_config);
+  // A known GPU keeps its table figures but those configured (first match only).
+  const GpuSpec sxm = *gpu_spec_for("NVIDIA H100 80GB HBM3", overrides);
+  EXPECT_EQ(sxm.model, "H100 SXM");
+  EXPECT_EQ(sxm.source, "datasheet, config");
+  EXPECT_DOUBLE_EQ(*peak_tflops(sxm, "fp8"), 2000);
+  EXPECT_DOUBLE_EQ(*peak_tflops(sxm, "bf16"), 989.4);
+  EXPECT_FALSE(sxm.dram_from_config);
+  // No match: the table alone, or nothing.
+  EXPECT_EQ(gpu_spec_for("NVIDIA L4", overrides)->source, "datasheet");
+  EXPECT_FALSE(gpu_spec_for("Fake GPU", overrides));
+  EXPECT_TRUE(is_data_type("fp64_tensor"));
+  EXPECT_FALSE(is_data_type("fp4"));
+}
+
 }  // namespace
 }  // namespace perfscope

@@ -32,7 +32,7 @@ function workload() {
     for (const [stream, variant, dur] of [['7', 'naive', 600000], ['8', 'tiled', 400000]]) {
       events.push({ type: 'kernel', name: 'gemm<float, 128>', variant, stream, launch_start_ns: launch,
                     launch_end_ns: launch + 5000, start_ns: launch + 20000, end_ns: launch + 20000 + dur,
-                    grid: [64, 1, 1], block: [256, 1, 1] });
+                    grid: [64, 1, 1], block: [256, 1, 1], flops: 4e8, bytes: 4e6, dtype: 'fp32' });
     }
   }
   for (let i = 0; i < 30; i++) {
@@ -56,7 +56,8 @@ function workload() {
 }
 
 before(async () => {
-  perfscope = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'reports' });
+  perfscope = await startPerfscope({ args: ['--sampling-interval-ms', '100', '--device-target', 'H100,min_tflops=100,target_tflops=200'],
+                                     nvmlScript, label: 'reports' });
   await postEvents(perfscope.url, workload());
   const r = await fetch(perfscope.url + '/api/v1/abtests', {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -137,6 +138,10 @@ test('the HTML report opens offline from a file and draws its charts', async () 
     });
     assert.ok(drawn > 200, `chart pixels drawn: ${drawn}`);
     assert.match(await page.textContent('[data-testid=kernels]'), /gemm<float, 128>/);
+    // 4e8 FLOPs over 4e6 bytes in fp32 (100 FLOP/B, above the H100's fp32 ridge of 67 TFLOP/s ÷
+    // 3.35 TB/s = 20): compute-bound at 0.8 TFLOP/s (400 executions, 200 of 600 µs, 200 of 400 µs).
+    assert.match(await page.textContent('[data-testid=kernels]'), /0\.800\s*8\.000\s*compute-bound, 1% of attainable/);
+    assert.match(await page.textContent('[data-testid=targets]'), /tflops\s*0\.8 TFLOP\/s \(kernels\)\s*min 100 TFLOP\/s · target 200 TFLOP\/s\s*0\.4% of target\s*below minimum/);
     assert.match(await page.textContent('[data-testid=operators]'), /NonZero[\s\S]*CPUExecutionProvider/);
     assert.match(await page.textContent('[data-testid=abtests]'), /b_faster/);
     await page.screenshot({ path: path.join(artifacts, 'report.png'), fullPage: true });

@@ -32,7 +32,9 @@ const nvmlScript = [
 ].join('\n') + '\n';
 
 before(async () => {
-  instance = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'browser' });
+  instance = await startPerfscope({
+    args: ['--sampling-interval-ms', '100', '--device-target', '0,min_tflops=500,target_tflops=800,memory_budget=30GB'],
+    nvmlScript, label: 'browser' });
   server = instance.proc;
   serverExit = instance.exit;
   baseUrl = instance.url;
@@ -262,17 +264,30 @@ test('without NVML the GPU view says why and how to enable it', async () => {
   }
 });
 
-test('a kernel reporting its work shows its achieved TFLOP/s and GB/s', async () => {
-  // Two executions of 2e12 FLOPs and 1e10 bytes, 10 ms each: 200 TFLOP/s, 1000 GB/s.
+test('a kernel reporting its work shows its achieved TFLOP/s, GB/s and roofline; GPU 0 its targets', async () => {
+  // Two bf16 executions of 2e12 FLOPs and 1e10 bytes, 10 ms each, on GPU 0: 200 TFLOP/s, 1000
+  // GB/s, 200 FLOP/B — under the H100's ridge (989.4 TFLOP/s ÷ 3.35 TB/s = 295 FLOP/B), so
+  // memory-bound with 200 × 3.352 TB/s = 670 TFLOP/s attainable: 30 % of it.
   const now = Date.now() * 1e6;
   await postEvents(baseUrl, [0, 1].map((i) => ({ type: 'kernel', name: 'worked_gemm', start_ns: now - (30 - i * 10) * 1e6,
-    end_ns: now - (20 - i * 10) * 1e6, flops: 2e12, bytes: 1e10 })));
+    end_ns: now - (20 - i * 10) * 1e6, flops: 2e12, bytes: 1e10, dtype: 'bf16', device: '0' })));
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
   await page.goto(baseUrl + '/');
   const row = '[data-testid=kernels-table] tr[data-kernel="worked_gemm"]';
   await page.waitForSelector(row, { timeout: 20000 });
   assert.equal((await page.textContent(`${row} td[data-col=tflops]`)).trim(), '200');
   assert.equal((await page.textContent(`${row} td[data-col=gbps]`)).trim(), '1.00 k');
+  assert.equal((await page.textContent(`${row} td[data-col=roofline]`)).trim(), 'memory · 30%');
+  assert.match(await page.getAttribute(`${row} td[data-col=roofline]`, 'title'), /H100 SXM\), bf16: 200 FLOP\/B, ridge 295/);
+  // --device-target 0,min_tflops=500,target_tflops=800,memory_budget=30GB: 200 TFLOP/s is under
+  // 0.8 × 500, and 40 GB used is over 30 GB.
+  const tflops = '[data-testid=targets-table] tr[data-gpu="0"][data-figure=tflops]';
+  await page.waitForSelector(`${tflops}[data-status=below_minimum]`, { timeout: 20000 });
+  assert.match(await page.textContent(tflops), /200 TFLOP\/s kernels.*min 500 TFLOP\/s · target 800 TFLOP\/s.*25% of target/);
+  assert.equal(await page.getAttribute('[data-testid=targets-table] tr[data-gpu="0"][data-figure=memory_bytes]', 'data-status'),
+               'over_budget');
+  assert.match(await page.textContent('[data-testid=targets-recommendations]'), /GPU 0: Achieved 200 TFLOP\/s is below 400 TFLOP\/s/);
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-targets.png'), fullPage: true });
   await page.close();
 });
 

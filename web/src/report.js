@@ -103,11 +103,42 @@
 
   section('Top kernels');
   const kernels = report.kernels.top;
+  // Where any kernel reported its work: its rates and its place on the roofline.
+  const worked = kernels.some((k) => 'achieved_tflops' in k);
+  const num = (v, digits) => (v == null ? '—' : Number(v).toPrecision(digits));
+  const roofline = (k) => {
+    const p = (k.roofline || []).find((r) => r.bound);
+    return p ? `${p.bound}-bound, ${(p.fraction_of_attainable * 100).toFixed(0)}% of attainable` : '—';
+  };
   root.append(kernels.length
-    ? table(['Kernel', 'Count', 'Total', 'Average', 'Min', 'Max', 'Share'],
-            kernels.map((k) => [el('code', {}, k.name), count(k.count), ms(k.total_ms), ms(k.avg_ms), ms(k.min_ms), ms(k.max_ms), pct(k.share)]),
-            [false, true, true, true, true, true, true], 'kernels')
+    ? table(['Kernel', 'Count', 'Total', 'Average', 'Min', 'Max', 'Share', ...(worked ? ['TFLOP/s', 'GB/s', 'Roofline'] : [])],
+            kernels.map((k) => [el('code', {}, k.name), count(k.count), ms(k.total_ms), ms(k.avg_ms), ms(k.min_ms), ms(k.max_ms), pct(k.share),
+                                ...(worked ? [num(k.achieved_tflops, 3), num(k.achieved_gb_per_second, 4), roofline(k)] : [])]),
+            [false, true, true, true, true, true, true, ...(worked ? [true, true, false] : [])], 'kernels')
     : el('p', { class: 'muted' }, 'No kernels in this window.'));
+
+  // GPUs against their --device-target.
+  const checks = (report.devices || []).flatMap((d) => d.checks.map((c) => ({ gpu: d.gpu, ...c })));
+  if (checks.length) {
+    section('Device targets');
+    const unit = { tflops: ' TFLOP/s', gb_per_second: ' GB/s', memory_bytes: '', power_watts: ' W' };
+    // Four significant digits without trailing zeros: 100 TFLOP/s, 0.8 TFLOP/s.
+    const val = (c, v) => (v == null ? '—' : c.figure === 'memory_bytes' ? bytes(v) : `${Number(Number(v).toPrecision(4))}${unit[c.figure]}`);
+    root.append(table(['GPU', 'Figure', 'Achieved', 'Goal', 'Ratio', 'Status'],
+      checks.map((c) => [c.gpu, c.figure, c.achieved ? `${val(c, c.achieved.value)} (${c.achieved.source})` : 'not measured',
+        c.budget != null ? `budget ${val(c, c.budget)}`
+          : [c.minimum != null ? `min ${val(c, c.minimum)}` : '', c.target != null ? `target ${val(c, c.target)}` : ''].filter(Boolean).join(' · '),
+        c.of_budget != null ? `${pct(c.of_budget)} of budget` : c.efficiency != null ? `${pct(c.efficiency)} of target`
+          : c.of_minimum != null ? `${pct(c.of_minimum)} of minimum` : '—',
+        c.status.replace(/_/g, ' ')]),
+      [false, false, true, false, true, false], 'targets'));
+    const recs = checks.filter((c) => c.recommendation);
+    if (recs.length) {
+      const list = el('ul', {});
+      for (const c of recs) list.append(el('li', {}, `GPU ${c.gpu}: ${c.recommendation}`));
+      root.append(list);
+    }
+  }
 
   // Energy per model, where a GPU energy counter and requests shared the window.
   const energy = report.energy ? report.energy.models : [];

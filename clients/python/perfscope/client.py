@@ -202,14 +202,16 @@ class Client:
                duration_ms: Optional[float] = None, variant: Optional[str] = None,
                stream: Optional[str] = None, device: Optional[str] = None,
                flops: Optional[float] = None, bytes: Optional[float] = None,
-               tags: Optional[Mapping[str, str]] = None) -> None:
+               dtype: Optional[str] = None, tags: Optional[Mapping[str, str]] = None) -> None:
         """One kernel execution timed by the caller: start and end (ns since the epoch), or a
         duration (ending now, or at ``end_ns``, or starting at ``start_ns``). ``flops`` and
         ``bytes``: its work where known (a GEMM's 2·M·N·K, the bytes it reads and writes), for
-        the kernel's achieved TFLOP/s and GB/s."""
+        the kernel's achieved TFLOP/s and GB/s; ``dtype`` ("bf16", "fp8", …): the data type the
+        FLOPs are counted in, which places the kernel on the GPU's roofline."""
         e: Event = {"type": "kernel", "name": name}
         if flops is not None: e["flops"] = flops
         if bytes is not None: e["bytes"] = bytes
+        if dtype is not None: e["dtype"] = dtype
         if start_ns is not None: e["start_ns"] = start_ns
         if end_ns is not None: e["end_ns"] = end_ns
         if duration_ms is not None:

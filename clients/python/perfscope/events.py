@@ -13,6 +13,8 @@ from typing import Any, Dict, Mapping, Optional
 
 MAX_TEXT = 1024  # bytes of any name, tag value or label value (kMaxEventText)
 MAX_TAGS = 32
+# The data types a kernel's FLOPs may be counted in (kDataTypes in the engine's GPU table).
+DATA_TYPES = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 _LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 _METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
@@ -96,6 +98,8 @@ def _kernel(e: Mapping[str, Any]) -> None:
     _ms(e, "duration_ms")
     _ms(e, "flops")  # non-negative finite numbers, as durations are
     _ms(e, "bytes")
+    if e.get("dtype") is not None and e["dtype"] not in DATA_TYPES:
+        raise EventError("dtype", "must be one of " + ", ".join(DATA_TYPES))
     has = [f for f in ("start_ns", "end_ns", "duration_ms") if e.get(f) is not None]
     if "duration_ms" not in has and len(has) < 2:
         raise EventError("end_ns" if "start_ns" in has else "start_ns",

@@ -105,14 +105,18 @@ class AgainstTheServer(unittest.TestCase):
     def test_kernels_carry_their_work(self) -> None:
         with perfscope.Client(self.server.url) as client:
             client.kernel("worked_kernel", start_ns=time.time_ns() - 2_000_000, end_ns=time.time_ns() - 1_000_000,
-                          flops=2e9, bytes=4e6)
+                          flops=2e9, bytes=4e6, dtype="bf16")
             client.flush(timeout=30)
         kernels = self.server.get("/api/v1/kernels?window=1h")["kernels"]
         row = next(k for k in kernels if k["name"] == "worked_kernel")
         self.assertAlmostEqual(row["arithmetic_intensity"], 500.0)
         self.assertGreater(row["achieved_tflops"], 0)
+        self.assertEqual(row["dtypes"], ["bf16"])
         with self.assertRaises(perfscope.EventError):
             perfscope.validate({"type": "kernel", "name": "k", "duration_ms": 1, "flops": -1})
+        with self.assertRaises(perfscope.EventError) as bad:
+            perfscope.validate({"type": "kernel", "name": "k", "duration_ms": 1, "flops": 1, "dtype": "fp4"})
+        self.assertEqual(bad.exception.field, "dtype")
 
     def test_the_request_helper_reports_latency_ttft_tokens_and_errors(self) -> None:
         client = perfscope.Client(self.server.url)

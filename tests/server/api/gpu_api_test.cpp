@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "support/live_server.hpp"
 
@@ -73,6 +74,110 @@ TEST_F(GpuApiTest, DevicesSeriesAndTheGpuBottleneckRules) {
   for (const json& x : alerts["alerts"]) ++kinds[x["kind"]];
   EXPECT_EQ(kinds["power_target"], 1);
   EXPECT_EQ(kinds["thermal_throttling"], 1);
+}
+
+// Kernels that report their work, placed on the H100's roofline, and the GPU against targets
+// given as a user would (--device-target, --gpu-peak), every figure worked out by hand.
+class DeviceTargetTest : public GpuApiTest {
+ protected:
+  void SetUp() override {
+    config_.engine.device_targets.push_back({"h100", 600.0, 800.0, 1000.0, 2000.0, 70e9, 650.0});
+    config_.engine.device_targets.push_back({"*", 1.0, {}, {}, {}, {}, {}});  // never reached: first match wins
+    config_.engine.gpu_peaks.push_back({"H100", "", {{"fp8", 2000.0}}, 0});
+    GpuApiTest::SetUp();
+  }
+  Reply post_events(const std::string& ndjson) {
+    return request(http::verb::post, "/api/v1/events", {{"Content-Type", "application/x-ndjson"}}, ndjson);
+  }
+};
+
+TEST_F(DeviceTargetTest, KernelsOnTheRooflineAndTheGpuAgainstItsTargets) {
+  const std::int64_t t = now_ns() - 10'000'000'000;
+  auto kernel = [&](const char* name, int i, const std::string& work) {
+    return R"({"type":"kernel","name":")" + std::string(name) + R"(","device":"0","start_ns":)" +
+           std::to_string(t + i * 10'000'000) + R"(,"end_ns":)" + std::to_string(t + i * 10'000'000 + 1'000'000) + work + "}\n";
+  };
+  // 1 ms each: a GEMM of 500 GFLOP over 1 GB in bf16 (500 TFLOP/s at 500 FLOP/B), a copy of
+  // 2 GB with a token 1 MFLOP (2000 GB/s), an fp8 kernel, and one with no dtype.
+  Reply r = post_events(kernel("gemm", 0, R"(,"flops":5e11,"bytes":1e9,"dtype":"bf16")") +
+                        kernel("copy", 1, R"(,"flops":1e6,"bytes":2e9,"dtype":"bf16")") +
+                        kernel("fp8_gemm", 2, R"(,"flops":1e12,"bytes":1e9,"dtype":"fp8")") +
+                        kernel("untyped", 3, R"(,"flops":1e9,"bytes":1e9)"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  Reply bad = post_events(kernel("k", 4, R"(,"flops":1,"dtype":"fp4")"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body_json()["error"]["field"], "dtype") << bad.body;
+
+  json d = get("/api/v1/devices").body_json();
+  ASSERT_EQ(d["gpus"].size(), 1u) << d;
+  EXPECT_EQ(d["gpus"][0]["peak"]["tflops"]["fp8"], 2000.0);  // --gpu-peak over the table's 1978.9
+  EXPECT_EQ(d["gpus"][0]["peak"]["tflops"]["bf16"], 989.4);
+
+  const double dram = 2619e6 * 5120 / 8 * 2;  // NVML: max memory clock × bus width, double data rate
+  std::map<std::string, json> k;
+  const json kernels = get("/api/v1/kernels?window=1m").body_json();
+  for (const json& row : kernels["kernels"]) k[row["name"]] = row;
+  ASSERT_EQ(k.size(), 4u) << kernels;
+  const json& gemm = k["gemm"]["roofline"][0];
+  EXPECT_EQ(gemm["device"], "0");
+  EXPECT_EQ(gemm["dtype"], "bf16");
+  EXPECT_EQ(gemm["peak_source"]["dram"], "nvml");
+  EXPECT_DOUBLE_EQ(gemm["ridge_flops_per_byte"].get<double>(), 989.4e12 / dram);
+  EXPECT_DOUBLE_EQ(gemm["arithmetic_intensity"].get<double>(), 500.0);
+  EXPECT_EQ(gemm["bound"], "compute");
+  EXPECT_NEAR(gemm["achieved_tflops"].get<double>(), 500.0, 1e-9);
+  EXPECT_NEAR(gemm["fraction_of_attainable"].get<double>(), 500.0 / 989.4, 1e-12);
+  const json& copy = k["copy"]["roofline"][0];
+  EXPECT_EQ(copy["bound"], "memory");
+  EXPECT_NEAR(copy["attainable_tflops"].get<double>(), 5e-4 * dram / 1e12, 1e-15);
+  EXPECT_NEAR(copy["fraction_of_peak_bandwidth"].get<double>(), 2e12 / dram, 1e-12);
+  const json& fp8 = k["fp8_gemm"]["roofline"][0];
+  EXPECT_EQ(fp8["peak_tflops"], 2000.0);
+  EXPECT_EQ(fp8["peak_source"]["compute"], "datasheet, config");
+  EXPECT_EQ(k["untyped"]["roofline"][0]["unavailable"], "no dtype reported with the flops: the compute ceiling depends on it");
+  EXPECT_EQ(k["untyped"]["dtypes"], json::array());
+
+  // The device: work over the time of the executions that reported it (4 ms).
+  wait_for_passes(4);
+  json a = get("/api/v1/analysis?window=1m").body_json();
+  ASSERT_EQ(a["devices"].size(), 1u);
+  const json& dev = a["devices"][0];
+  EXPECT_EQ(dev["target"]["match"], "h100");
+  const double flops = 5e11 + 1e6 + 1e12 + 1e9, bytes = 1e9 + 2e9 + 1e9 + 1e9;
+  EXPECT_NEAR(dev["achieved"]["tflops"]["value"].get<double>(), flops / 4e-3 / 1e12, 1e-9);
+  EXPECT_EQ(dev["achieved"]["tflops"]["source"], "kernels");
+  std::map<std::string, json> c;
+  for (const json& x : dev["checks"]) c[x["figure"]] = x;
+  ASSERT_EQ(c.size(), 4u);
+  // 375.25 TFLOP/s: 0.63 of the 600 minimum, under 0.8 of it.
+  EXPECT_NEAR(c["tflops"]["of_minimum"].get<double>(), flops / 4e-3 / 1e12 / 600, 1e-12);
+  EXPECT_NEAR(c["tflops"]["efficiency"].get<double>(), flops / 4e-3 / 1e12 / 800, 1e-12);
+  EXPECT_EQ(c["tflops"]["status"], "below_minimum");
+  EXPECT_TRUE(c["tflops"]["recommendation"].is_string());
+  // 1250 GB/s: above the 1000 minimum, below the 2000 target.
+  EXPECT_NEAR(c["gb_per_second"]["achieved"]["value"].get<double>(), bytes / 4e-3 / 1e9, 1e-9);
+  EXPECT_EQ(c["gb_per_second"]["status"], "below_target");
+  EXPECT_TRUE(c["gb_per_second"]["recommendation"].is_null());
+  // 80 GB used of a 70 GB budget, 690 W of 650 W.
+  EXPECT_NEAR(c["memory_bytes"]["of_budget"].get<double>(), 80e9 / 70e9, 1e-12);
+  EXPECT_EQ(c["memory_bytes"]["status"], "over_budget");
+  EXPECT_NEAR(c["power_watts"]["of_budget"].get<double>(), 690.0 / 650, 1e-9);
+  EXPECT_EQ(c["power_watts"]["status"], "over_budget");
+  std::map<std::string, json> f;
+  for (const json& x : a["bottlenecks"]) f[x["id"]] = x;
+  EXPECT_EQ(f["device_below_minimum"]["status"], "fired");
+  EXPECT_NEAR(f["device_below_minimum"]["evidence"]["device_target_of_minimum_worst"].get<double>(), flops / 4e-3 / 1e12 / 600, 1e-12);
+
+  // The report: the kernels' work columns and the device checks with their recommendations.
+  const std::string md = get("/api/v1/report?format=md&window=1m").body;
+  EXPECT_NE(md.find("| Kernel | Count | Total | Average | Min | Max | Share | TFLOP/s | GB/s | Roofline |"), std::string::npos) << md;
+  EXPECT_NE(md.find("compute-bound, 51% of attainable"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Device targets"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0 | TFLOP/s | 375.3 TFLOP/s (kernels) | min 600 TFLOP/s · target 800 TFLOP/s | 46.9% of target | below minimum |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("- GPU 0: Achieved 375.3 TFLOP/s is below 480 TFLOP/s"), std::string::npos) << md;
+  const std::string text = get("/api/v1/report?format=terminal&window=1m").body;
+  EXPECT_NE(text.find("=== Device Targets ==="), std::string::npos) << text;
 }
 
 }  // namespace

@@ -220,6 +220,43 @@ TEST(Cli, ScrapeTargetsTakeTheirOptions) {
   EXPECT_EQ(parse({"serve", "--scrape", ("http://x,ca_file=" + ca).c_str()}).exit_code, 2);
 }
 
+TEST(Cli, GpuPeaksAndDeviceTargetsFromTheCommandLineAndTheConfigFile) {
+  ParsedCommand c = parse({"serve", "--gpu-peak", "H100 NVL,model=H100 NVL,bf16=835,fp8=1670,dram_gb_per_second=3900",
+                           "--device-target", "0,min_tflops=300,target_tflops=500,memory_budget=60GiB",
+                           "--device-target", "*,min_gb_per_second=1500,power_budget_watts=400"});
+  ASSERT_EQ(c.command, Command::kServe);
+  ASSERT_EQ(c.config.engine.gpu_peaks.size(), 1u);
+  const GpuPeakOverride& p = c.config.engine.gpu_peaks[0];
+  EXPECT_EQ(p.match, "H100 NVL");
+  EXPECT_EQ(p.model, "H100 NVL");
+  EXPECT_EQ(p.tflops, (std::vector<std::pair<std::string, double>>{{"bf16", 835}, {"fp8", 1670}}));
+  EXPECT_DOUBLE_EQ(p.dram_bytes_per_second, 3.9e12);
+  ASSERT_EQ(c.config.engine.device_targets.size(), 2u);
+  const analysis::DeviceTarget& t = c.config.engine.device_targets[0];
+  EXPECT_EQ(t.match, "0");
+  EXPECT_EQ(t.min_tflops, 300);
+  EXPECT_EQ(t.target_tflops, 500);
+  EXPECT_EQ(t.memory_budget_bytes, 60.0 * 1024 * 1024 * 1024);
+  EXPECT_FALSE(t.power_budget_watts);
+  EXPECT_EQ(c.config.engine.device_targets[1].power_budget_watts, 400);
+
+  perfscope::testing::TempDir dir;
+  const std::string path = dir.file("perfscope.toml");
+  std::ofstream(path) << "device-target = [\"H100,min_tflops=400\"]\ngpu-peak = [\"L40,bf16=181\"]\n";
+  ParsedCommand f = parse({"serve", "--config", path.c_str()});
+  ASSERT_EQ(f.command, Command::kServe);
+  EXPECT_EQ(f.config.engine.device_targets.at(0).min_tflops, 400);
+  EXPECT_EQ(f.config.engine.gpu_peaks.at(0).tflops.at(0).second, 181);
+
+  for (const char* bad : {"H100", ",bf16=1", "H100,fp4=10", "H100,bf16=-1", "H100,bf16=x", "H100,bf16"}) {
+    EXPECT_EQ(parse({"serve", "--gpu-peak", bad}).exit_code, 2) << bad;
+  }
+  for (const char* bad : {"*", ",min_tflops=1", "*,min_tflops=0", "*,colour=red", "*,memory_budget=lots",
+                          "*,min_tflops=500,target_tflops=400", "*,min_gb_per_second=9,target_gb_per_second=8"}) {
+    EXPECT_EQ(parse({"serve", "--device-target", bad}).exit_code, 2) << bad;
+  }
+}
+
 TEST(Cli, ScrapeTargetsComeFromTheConfigFileToo) {
   perfscope::testing::TempDir dir;
   const std::string path = dir.file("perfscope.toml");

@@ -2,7 +2,7 @@
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
 import { WINDOW_S, axis } from '../lib/live_chart.js';
-import { esc, fmtDuration, fmtEvidence, ms } from '../lib/format.js';
+import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
@@ -185,12 +185,39 @@ export function createAnalysisView({ state, charts }) {
       `<td class="num">${num(m.joules_per_output_token, 3)}</td><td class="num">${num(m.inferences_per_second_per_watt, 3)}</td>` +
       `<td>${esc(m.attribution)}</td></tr>`).join('');
   }
+  // Each GPU against its --device-target (the analysis document's `devices`).
+  function renderTargets(devices) {
+    const rows = [];
+    const recs = [];
+    const units = { tflops: ['TFLOP/s', 1], gb_per_second: ['GB/s', 1], memory_bytes: ['', 0], power_watts: ['W', 1] };
+    for (const d of devices || []) {
+      for (const c of d.checks) {
+        const [unit, si] = units[c.figure];
+        const val = (v) => (v == null ? '–' : si ? `${fmtSI(v)} ${unit}` : fmtBytes(v));
+        const goal = c.budget != null ? `budget ${val(c.budget)}` :
+          [c.minimum != null ? `min ${val(c.minimum)}` : '', c.target != null ? `target ${val(c.target)}` : ''].filter(Boolean).join(' · ');
+        const ratio = c.of_budget != null ? `${(c.of_budget * 100).toFixed(0)}% of budget` :
+          c.efficiency != null ? `${(c.efficiency * 100).toFixed(0)}% of target` :
+          c.of_minimum != null ? `${(c.of_minimum * 100).toFixed(0)}% of minimum` : '–';
+        const achieved = c.achieved ? `${val(c.achieved.value)} <span class="muted" title="${esc(c.achieved.basis)}">${esc(c.achieved.source)}</span>` : 'not measured';
+        const bad = c.status === 'below_minimum' || c.status === 'over_budget';
+        rows.push(`<tr data-gpu="${esc(d.gpu)}" data-figure="${c.figure}" data-status="${c.status}"><td>${esc(d.gpu)}</td>` +
+          `<td>${esc(c.figure)}</td><td class="num">${achieved}</td><td>${goal}</td><td class="num">${ratio}</td>` +
+          `<td><span class="sev sev-${bad ? 'warning' : 'ok'}">${esc(c.status.replace(/_/g, ' '))}</span></td></tr>`);
+        if (c.recommendation) recs.push(`<li>GPU ${esc(d.gpu)}: ${esc(c.recommendation)}</li>`);
+      }
+    }
+    if (rows.length === 0) return;
+    document.querySelector('#targets-table tbody').innerHTML = rows.join('');
+    document.getElementById('targets-recommendations').innerHTML = recs.join('');
+  }
   async function refreshAnalysis() {
     try {
       const a = await fetchJson('/api/v1/analysis?window=5m');
       state.analysis = a;
       renderBottlenecks(a.bottlenecks);
       renderEnergy(a.energy);
+      renderTargets(a.devices);
     } catch (e) { /* retried on the next tick */ }
   }
 

@@ -19,6 +19,21 @@ export function createEventsView({ state, onData }) {
   allocChart.ensureSeries('allocated', 'allocated', {});
 
   const kernels = { rows: [], sortKey: 'total_ms', ascending: false };
+  // The first device where the kernel has a place on the roofline: bound and share of the
+  // attainable, the figures behind it in the tooltip; else why not.
+  function rooflineCell(k) {
+    const places = k.roofline || [];
+    const p = places.find((r) => r.bound);
+    if (!p) {
+      const why = places.length ? places[0].unavailable : 'executions report no flops and bytes';
+      return `<td class="num muted" data-col="roofline" title="${esc(why)}">–</td>`;
+    }
+    const title = `GPU ${p.device} (${p.model}), ${p.dtype}: ${fmtSI(p.arithmetic_intensity)} FLOP/B, ridge ` +
+      `${fmtSI(p.ridge_flops_per_byte)} FLOP/B; ${fmtSI(p.achieved_tflops)} of ${fmtSI(p.attainable_tflops)} TFLOP/s attainable; ` +
+      `${(p.fraction_of_peak_bandwidth * 100).toFixed(0)}% of peak bandwidth`;
+    return `<td class="num" data-col="roofline" data-bound="${p.bound}" title="${esc(title)}">` +
+      `${p.bound} · ${(p.fraction_of_attainable * 100).toFixed(0)}%</td>`;
+  }
   function renderKernels() {
     const { rows, sortKey, ascending } = kernels;
     const body = document.querySelector('#kernels-table tbody');
@@ -38,6 +53,7 @@ export function createEventsView({ state, onData }) {
       `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
       `<td class="num" data-col="tflops">${k.achieved_tflops == null ? '–' : fmtSI(k.achieved_tflops)}</td>` +
       `<td class="num" data-col="gbps">${k.achieved_gb_per_second == null ? '–' : fmtSI(k.achieved_gb_per_second)}</td>` +
+      rooflineCell(k) +
       `<td>${esc(k.variants.join(', '))}</td></tr>`).join('');
   }
   document.querySelectorAll('#kernels-table th').forEach((th) => th.addEventListener('click', () => {
@@ -84,7 +100,8 @@ export function createEventsView({ state, onData }) {
       const [k, m, i, o] = await Promise.all([fetchJson('/api/v1/kernels'),
         fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m'),
         readOperators ? fetchJson('/api/v1/operators?window=15m') : null]);
-      kernels.rows = k.kernels;
+      kernels.rows = k.kernels.map((r) => ({ ...r,
+        roofline_fraction: ((r.roofline || []).find((p) => p.bound) || { fraction_of_attainable: -1 }).fraction_of_attainable }));
       document.getElementById('kernels-summary').textContent =
         k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
       renderKernels();

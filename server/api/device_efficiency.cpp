@@ -1,0 +1,147 @@
+// Achieved figures against what a GPU can do and what it should do: a kernel's place on its
+// GPU's roofline (/api/v1/kernels) and each GPU's achieved TFLOP/s, bandwidth, memory and power
+// against its configured targets (the analysis document's `devices`).
+#include <algorithm>
+#include <cmath>
+
+#include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+namespace an = perfscope::analysis;
+
+namespace {
+
+json or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// The DRAM ceiling of a GPU: the config's figure when one was given, else NVML's (max memory
+// clock × bus width), else the datasheet's; and which it was.
+std::pair<double, const char*> dram_ceiling(const GpuDeviceInfo& d) {
+  if (d.spec && d.spec->dram_from_config) return {d.spec->dram_bytes_per_second, "config"};
+  if (d.peak_dram_bandwidth_bytes_per_second > 0) return {d.peak_dram_bandwidth_bytes_per_second, "nvml"};
+  if (d.spec && d.spec->dram_bytes_per_second > 0) return {d.spec->dram_bytes_per_second, "datasheet"};
+  return {0, ""};
+}
+
+json roofline_entry(const std::string& device, const an::KernelWork& work, const std::vector<std::string>& dtypes,
+                    const std::vector<GpuDeviceInfo>& gpus) {
+  json e = {{"device", device}};
+  auto unavailable = [&](std::string why) {
+    e["unavailable"] = std::move(why);
+    return e;
+  };
+  if (!work.arithmetic_intensity()) return unavailable("no execution reported both flops and bytes");
+  auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const GpuDeviceInfo& d) { return d.index == device; });
+  if (gpu == gpus.end()) return unavailable("device " + device + " is not a GPU this server reads through NVML");
+  const auto [dram, dram_source] = dram_ceiling(*gpu);
+  if (dram <= 0) return unavailable("the peak DRAM bandwidth of " + gpu->name + " is unknown: give it with --gpu-peak");
+  if (dtypes.size() != 1) {
+    return unavailable(dtypes.empty() ? "no dtype reported with the flops: the compute ceiling depends on it"
+                                      : "flops in several dtypes: report each as a kernel of its own");
+  }
+  std::optional<double> peak = gpu->spec ? peak_tflops(*gpu->spec, dtypes[0]) : std::nullopt;
+  if (!peak) return unavailable("no " + dtypes[0] + " peak known for " + gpu->name + ": give it with --gpu-peak");
+  const an::Ceilings ceilings{*peak * 1e12, dram};
+  const an::RooflinePoint p = *an::place_on_roofline(work, ceilings);
+  e.update({{"model", gpu->spec->model}, {"dtype", dtypes[0]}, {"peak_tflops", *peak},
+            {"peak_gb_per_second", dram / 1e9}, {"peak_source", {{"compute", gpu->spec->source}, {"dram", dram_source}}},
+            {"ridge_flops_per_byte", ceilings.ridge()}, {"arithmetic_intensity", p.intensity},
+            {"achieved_tflops", p.achieved_flops_per_second / 1e12},
+            {"attainable_tflops", p.attainable_flops_per_second / 1e12},
+            {"fraction_of_attainable", p.fraction_of_attainable},
+            {"achieved_gb_per_second", p.achieved_bytes_per_second / 1e9},
+            {"fraction_of_peak_bandwidth", p.fraction_of_peak_bandwidth},
+            {"bound", p.memory_bound ? "memory" : "compute"}});
+  return e;
+}
+
+// The window's summary of one of a GPU's series (by its uuid label), or none.
+const SeriesSummary* gauge_of(const std::vector<SeriesSummary>& gauges, const char* family, const std::string& uuid) {
+  for (const SeriesSummary& g : gauges) {
+    if (g.key.name != family) continue;
+    for (const auto& [k, v] : g.key.labels) {
+      if (k == "uuid" && v == uuid) return &g;
+    }
+  }
+  return nullptr;
+}
+
+json achieved_json(const std::optional<an::Achieved>& a) {
+  if (!a) return nullptr;
+  return {{"value", a->value}, {"source", a->source}, {"basis", a->basis}};
+}
+
+}  // namespace
+
+json kernel_roofline_json(const db::KernelSummary& k, const std::vector<GpuDeviceInfo>& gpus) {
+  json out = json::array();
+  for (const auto& [device, work] : k.work_by_device) out.push_back(roofline_entry(device, work, k.dtypes, gpus));
+  return out;
+}
+
+json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus, const std::vector<an::DeviceTarget>& targets,
+                             const std::vector<SeriesSummary>& gauges, const std::vector<db::KernelSummary>& kernels,
+                             an::Inputs& inputs) {
+  json out = json::array();
+  std::optional<double> worst_of_minimum;
+  for (const GpuDeviceInfo& d : gpus) {
+    an::KernelWork work;
+    for (const db::KernelSummary& k : kernels) {
+      if (auto it = k.work_by_device.find(d.index); it != k.work_by_device.end()) work.merge(it->second);
+    }
+    an::DeviceAchieved a;
+    constexpr const char* kKernelBasis = "work the kernels reported over the time of those executions";
+    if (auto v = work.flops_per_second()) {
+      a.tflops = an::Achieved{*v / 1e12, "kernels", kKernelBasis};
+    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_tensor_estimated_flops_per_second", d.uuid)) {
+      a.tflops = an::Achieved{g->avg / 1e12, "gpm_estimate",
+                              "tensor-pipe activity × BF16 peak, mean over the window, idle time included (an estimate)"};
+    }
+    if (auto v = work.bytes_per_second()) {
+      a.gb_per_second = an::Achieved{*v / 1e9, "kernels", kKernelBasis};
+    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_dram_bandwidth_bytes_per_second", d.uuid)) {
+      a.gb_per_second = an::Achieved{g->avg / 1e9, "gpm", "DRAM bandwidth utilization × peak, mean over the window, idle time included"};
+    }
+    if (const SeriesSummary* g = gauge_of(gauges, "gpu_memory_used_bytes", d.uuid)) {
+      a.memory_peak_bytes = an::Achieved{g->peak, "nvml", "peak device memory used in the window"};
+    }
+    if (const SeriesSummary* g = gauge_of(gauges, "gpu_power_watts", d.uuid)) {
+      a.power_avg_watts = an::Achieved{g->avg, "nvml", "mean power draw over the window"};
+    }
+    json peak = nullptr;
+    if (d.spec) {
+      const auto [dram, dram_source] = dram_ceiling(d);
+      peak = {{"model", d.spec->model}, {"bf16_tflops", or_null(peak_tflops(*d.spec, "bf16"))},
+              {"dram_gb_per_second", dram > 0 ? json(dram / 1e9) : json(nullptr)},
+              {"source", {{"compute", d.spec->source}, {"dram", dram_source}}}};
+    }
+    json row = {{"gpu", d.index}, {"uuid", d.uuid}, {"name", d.name}, {"peak", peak},
+                {"achieved", {{"tflops", achieved_json(a.tflops)}, {"gb_per_second", achieved_json(a.gb_per_second)},
+                              {"memory_peak_bytes", achieved_json(a.memory_peak_bytes)},
+                              {"power_avg_watts", achieved_json(a.power_avg_watts)}}},
+                {"target", nullptr}, {"checks", json::array()}};
+    if (const an::DeviceTarget* t = an::target_for(targets, d.index, d.uuid, d.name)) {
+      row["target"] = {{"match", t->match}, {"min_tflops", or_null(t->min_tflops)}, {"target_tflops", or_null(t->target_tflops)},
+                       {"min_gb_per_second", or_null(t->min_gb_per_second)},
+                       {"target_gb_per_second", or_null(t->target_gb_per_second)},
+                       {"memory_budget_bytes", or_null(t->memory_budget_bytes)},
+                       {"power_budget_watts", or_null(t->power_budget_watts)}};
+      for (const an::TargetCheck& c : an::check_targets(*t, a)) {
+        if (c.of_minimum) worst_of_minimum = std::min(worst_of_minimum.value_or(*c.of_minimum), *c.of_minimum);
+        row["checks"].push_back({{"figure", c.figure}, {"achieved", achieved_json(c.achieved)},
+                                 {"minimum", or_null(c.minimum)}, {"target", or_null(c.target)},
+                                 {"budget", or_null(c.budget)}, {"efficiency", or_null(c.efficiency)},
+                                 {"of_minimum", or_null(c.of_minimum)}, {"of_budget", or_null(c.of_budget)},
+                                 {"status", c.status},
+                                 {"recommendation", c.recommendation.empty() ? json(nullptr) : json(c.recommendation)}});
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  if (worst_of_minimum) inputs["device_target_of_minimum_worst"] = *worst_of_minimum;
+  return out;
+}
+
+}  // namespace perfscope::server
