@@ -145,7 +145,8 @@ int run_import(const PushOptions& options, const ImportOptions& import) {
   } else {
     std::cout << "perfscope import: a PyTorch profiler trace as run " << context.run << ": " << converted->kernels
               << " kernels, " << converted->copies << " copies and memsets (" << converted->with_launch
-              << " with their launch call), " << converted->operators << " top-level operators\n";
+              << " with their launch call, " << converted->with_work << " with their op's FLOPs), " << converted->operators
+              << " top-level operators\n";
   }
   return push_lines(lines, options, "perfscope import");
 }

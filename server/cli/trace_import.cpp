@@ -57,6 +57,62 @@ std::string id_text(const json& e, const char* field) {
   return clip_event_text(it->is_string() ? it->get<std::string>() : it->dump());
 }
 
+// The data type of a matrix op's first input as the PyTorch profiler names it ("Input type"),
+// in the names of the GPU peak table; empty for others. fp32 GEMMs may run as TF32 when the
+// program allows it: the trace does not say, so fp32.
+std::string_view torch_dtype(std::string_view type) {
+  if (type == "c10::BFloat16") return "bf16";
+  if (type == "c10::Half") return "fp16";
+  if (type == "float") return "fp32";
+  if (type == "double") return "fp64_tensor";
+  if (type.starts_with("c10::Float8")) return "fp8";
+  if (type == "signed char") return "int8";
+  return "";
+}
+
+std::size_t element_bytes(std::string_view dtype) {
+  return dtype == "fp32" ? 4 : dtype == "fp64_tensor" ? 8 : dtype == "fp8" || dtype == "int8" ? 1 : 2;
+}
+
+// The work of a matrix product from the op's input dims: 2·M·N·K FLOPs (per batch), as PyTorch's
+// own FLOP counter counts them (a bias add is not counted), and its least traffic in bytes (each
+// operand read once, the result written once); none for other ops or shapes it cannot read.
+struct MatmulWork {
+  double flops = 0, bytes = 0;
+};
+
+std::optional<MatmulWork> matmul_work(std::string_view op, const json& dims, std::string_view dtype) {
+  auto shape = [&](std::size_t i) -> std::vector<double> {
+    std::vector<double> out;
+    if (i >= dims.size() || !dims[i].is_array()) return out;
+    for (const json& d : dims[i]) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) return {};
+      out.push_back(d.get<double>());
+    }
+    return out;
+  };
+  const std::size_t first = op == "aten::addmm" || op == "aten::baddbmm" ? 1 : 0;  // the bias comes first
+  const std::vector<double> a = shape(first), b = shape(first + 1);
+  double elements = 0, flops = 0;
+  if ((op == "aten::mm" || op == "aten::addmm") && a.size() == 2 && b.size() == 2 && a[1] == b[0]) {
+    elements = a[0] * a[1] + b[0] * b[1] + a[0] * b[1];
+    flops = 2 * a[0] * a[1] * b[1];
+  } else if ((op == "aten::bmm" || op == "aten::baddbmm") && a.size() == 3 && b.size() == 3 && a[2] == b[1]) {
+    elements = a[0] * (a[1] * a[2] + b[1] * b[2] + a[1] * b[2]);
+    flops = 2 * a[0] * a[1] * a[2] * b[2];
+  } else {
+    return std::nullopt;
+  }
+  if (first == 1) {
+    double bias = 1;
+    for (double d : shape(0)) bias *= d;
+    elements += bias;
+  }
+  const MatmulWork w{flops, elements * static_cast<double>(element_bytes(dtype))};
+  if (!std::isfinite(w.flops) || !std::isfinite(w.bytes) || w.flops <= 0) return std::nullopt;
+  return w;
+}
+
 // The thread an event ran on: its ops nest, its launch calls are theirs.
 std::string thread_of(const json& e) { return id_text(e, "pid") + "/" + id_text(e, "tid"); }
 
@@ -195,6 +251,10 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
   // First pass: every event read is checked, the launch calls indexed by correlation id.
   std::vector<std::size_t> work, ops;
   std::unordered_map<std::int64_t, std::size_t> calls;  // correlation → cuda_runtime/cuda_driver event
+  // Ops by their External id, which the kernels they launched carry too; and how many kernels
+  // each launched (an op's FLOPs go to its kernel only when it launched one).
+  std::unordered_map<std::int64_t, std::size_t> op_by_external;
+  std::unordered_map<std::int64_t, std::size_t> kernels_by_external;
   double first_us = std::numeric_limits<double>::infinity(), last_us = 0;
   std::string process_pid;
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -220,10 +280,17 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
     const double ts = e["ts"].get<double>();
     first_us = std::min(first_us, ts);
     last_us = std::max(last_us, ts + e["dur"].get<double>());
+    const auto external = [&]() -> std::optional<std::int64_t> {
+      if (args == e.end()) return std::nullopt;
+      auto x = args->find("External id");
+      return x != args->end() && x->is_number_integer() ? std::optional<std::int64_t>(x->get<std::int64_t>()) : std::nullopt;
+    };
     if (is_gpu_work(c)) {
       work.push_back(i);
+      if (auto x = external(); x && c == "kernel") ++kernels_by_external[*x];
     } else if (c == "cpu_op") {
       ops.push_back(i);
+      if (auto x = external()) op_by_external.emplace(*x, i);
     } else {
       calls.emplace((*args)["correlation"].get<std::int64_t>(), i);
     }
@@ -272,6 +339,36 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       dims("block");
       if (const json* r = arg(e, "registers per thread"); r && r->is_number_unsigned()) k["registers_per_thread"] = *r;
       if (const json* m = arg(e, "shared memory"); m && m->is_number_unsigned()) k["shared_mem_bytes"] = *m;
+      // The work of the op that launched it, when the op launched this kernel alone: for matrix
+      // products (mm, addmm, bmm, baddbmm) from the op's input dims and types (record_shapes=True),
+      // their FLOPs, dtype and least traffic; a `flops` the trace gives for the op takes
+      // precedence for the FLOPs.
+      if (const json* x = arg(e, "External id"); x && x->is_number_integer() && kernels_by_external[x->get<std::int64_t>()] == 1) {
+        if (auto op = op_by_external.find(x->get<std::int64_t>()); op != op_by_external.end()) {
+          const json& o = events[op->second];
+          // The matrices' type: addmm's and baddbmm's first input is the bias, the second a matrix.
+          const std::string& op_name = o["name"].get_ref<const std::string&>();
+          const std::size_t matrix = op_name == "aten::addmm" || op_name == "aten::baddbmm" ? 1 : 0;
+          const json* types = arg(o, "Input type");
+          const json* inputs = arg(o, "Input Dims");
+          const std::string_view dtype = types && types->is_array() && types->size() > matrix && (*types)[matrix].is_string()
+                                             ? torch_dtype((*types)[matrix].get_ref<const std::string&>())
+                                             : std::string_view();
+          std::optional<MatmulWork> product;
+          if (!dtype.empty() && inputs && inputs->is_array()) product = matmul_work(op_name, *inputs, dtype);
+          const json* flops = arg(o, "flops");
+          if (flops && flops->is_number() && flops->get<double>() > 0 && std::isfinite(flops->get<double>())) {
+            k["flops"] = flops->get<double>();
+          } else if (product) {
+            k["flops"] = product->flops;
+          }
+          if (product) {
+            k["dtype"] = std::string(dtype);
+            k["bytes"] = product->bytes;
+          }
+          if (k.contains("flops")) ++out.with_work;
+        }
+      }
     } else {
       ++out.copies;
       const bool memset = c == "gpu_memset";

@@ -27,6 +27,7 @@ struct TraceImport {
   std::size_t operators = 0, inferences = 0;
   std::size_t kernels = 0, copies = 0;  // copies include memsets
   std::size_t with_launch = 0;          // kernels and copies matched with their launch call
+  std::size_t with_work = 0;            // kernels given their op's FLOPs (PyTorch's with_flops)
 };
 
 // Where an import's events go: the run and model they are tagged with, and the wall-clock time

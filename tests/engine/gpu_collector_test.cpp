@@ -340,6 +340,10 @@ TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   EXPECT_DOUBLE_EQ(later["gpu_pcie_tx_bytes_per_second" + g0], 1024.0 * 1048576);
   EXPECT_FALSE(later.count("gpu_nvlink_rx_bytes_per_second" + g0));  // this GPU gave none
   EXPECT_FALSE(later.count(R"(gpu_dram_bandwidth_utilization_ratio{gpu="1",uuid="GPU-bbbb"})"));
+  // Held at 1386 of its 1980 MHz (its power limit): the peak scales with the SM clock.
+  write(std::string(kH100) + "0.gpm.5 40\n0.clock_sm 1386\n");
+  auto slower = pass(c, 1'300'000'000);
+  EXPECT_DOUBLE_EQ(slower["gpu_tensor_estimated_flops_per_second" + g0], 0.40 * 989.4e12 * 1386 / 1980);
 }
 
 TEST_F(GpuCollectorTest, ThrottleTimeAccumulatesPerReasonAndSetsTheThermalState) {

@@ -237,14 +237,16 @@ class Client:
         self._put(e)
 
     def kernel_timer(self, name: str, *, variant: Optional[str] = None, stream: Optional[str] = None,
-                     device: Optional[str] = None, tags: Optional[Mapping[str, str]] = None) -> "KernelTimer":
+                     device: Optional[str] = None, flops: Optional[float] = None, bytes: Optional[float] = None,
+                     dtype: Optional[str] = None, tags: Optional[Mapping[str, str]] = None) -> "KernelTimer":
         """Times the CUDA work queued inside ``with`` on the current stream with a pair of
         ``torch.cuda.Event``s. Nothing waits for the GPU: the sender reads the elapsed time
         once the end event has completed. The reported start is when the start event was
         queued (host clock); the duration is the GPU's, from event to event: for work shorter
         than its own launch that includes the wait for the launch (trace such work with
-        `perfscope run`)."""
-        return KernelTimer(self, name, variant, stream, device, tags)
+        `perfscope run`). ``flops``, ``bytes`` and ``dtype``: the work inside, as for ``kernel``."""
+        work = {key: value for key, value in (("flops", flops), ("bytes", bytes), ("dtype", dtype)) if value is not None}
+        return KernelTimer(self, name, variant, stream, device, tags, work)
 
     def run(self, name: str, *, tags: Optional[Mapping[str, str]] = None) -> "Run":
         """A named stretch of work (GET /api/v1/runs): reported when it starts and ends, and
@@ -547,9 +549,9 @@ class KernelTimer:
     __slots__ = ("_client", "_event", "_start", "_start_ns")
 
     def __init__(self, client: Client, name: str, variant: Optional[str], stream: Optional[str],
-                 device: Optional[str], tags: Optional[Mapping[str, str]]) -> None:
+                 device: Optional[str], tags: Optional[Mapping[str, str]], work: Mapping[str, Any]) -> None:
         self._client = client
-        self._event: Event = {"type": "kernel", "name": name}
+        self._event: Event = {"type": "kernel", "name": name, **work}
         if variant is not None: self._event["variant"] = variant
         if stream is not None: self._event["stream"] = stream
         if device is not None: self._event["device"] = device

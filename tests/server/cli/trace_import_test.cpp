@@ -214,6 +214,46 @@ TEST(TraceImport, PyTorchProfilerTraceBecomesKernelsWithLaunchCallsAndOperators)
   EXPECT_LE(run["start_ns"].get<std::int64_t>(), kernels.front()["start_ns"].get<std::int64_t>());
 }
 
+// A matrix product's kernel gets its op's work: 2·M·N·K FLOPs, the dtype of its matrices and
+// the least traffic (operands read once, result written once), worked out here from the shapes
+// the fixture's README gives; kernels of other ops get none.
+TEST(TraceImport, MatrixProductKernelsCarryTheirOpsWork) {
+  const json doc = read_fixture("pytorch/matmul_flops_trace.json");
+  auto r = import_trace(doc, {"mm-run", "mm", 0});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  struct Work {
+    double flops, bytes;
+    const char* dtype;
+  };
+  const std::map<std::string, Work> expected = {
+      {"nvjet_sm90_tst_64x8_64x16_2x4_h_bz_NNT", {2.0 * 256 * 512 * 128, 2.0 * (256 * 512 + 512 * 128 + 256 * 128), "bf16"}},
+      {"nvjet_sm90_hsh_64x8_64x16_1x4_h_bz_bias_TNT", {2.0 * 32 * 512 * 64, 2.0 * (64 + 32 * 512 + 512 * 64 + 32 * 64), "fp16"}},
+      {"nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", {2.0 * 4 * 64 * 32 * 16, 2.0 * 4 * (64 * 32 + 32 * 16 + 64 * 16), "bf16"}}};
+  std::map<std::string, int> seen;
+  std::size_t without = 0;
+  for (const json& k : of_type(*r, "kernel")) {
+    auto it = expected.find(k["name"]);
+    if (it == expected.end()) {
+      EXPECT_FALSE(k.contains("flops")) << k;  // the random-number kernels: no matrix product
+      ++without;
+      continue;
+    }
+    ++seen[it->first];
+    EXPECT_DOUBLE_EQ(k["flops"].get<double>(), it->second.flops) << k;
+    EXPECT_DOUBLE_EQ(k["bytes"].get<double>(), it->second.bytes) << k;
+    EXPECT_EQ(k["dtype"], it->second.dtype) << k;
+    KernelEvent e;
+    e.name = "k";
+    e.flops = k["flops"].get<double>();
+    e.dtype = k["dtype"];
+    EXPECT_TRUE(validate(e).ok());
+  }
+  EXPECT_EQ(seen, (std::map<std::string, int>{{expected.begin()->first, 3}, {std::next(expected.begin())->first, 3},
+                                              {std::prev(expected.end())->first, 3}}));
+  EXPECT_EQ(without, 7u);
+  EXPECT_EQ(r->with_work, 9u);
+}
+
 TEST(TraceImport, LongNamesAreClippedAsTracedOnesAre) {
   json doc = read_fixture("pytorch/recorded_trace.json");
   const std::size_t kernel = [&] {
