@@ -74,6 +74,12 @@ TEST(Monitor, WholeRecordsAreValidatedAndSinksSeeEverything) {
   EXPECT_EQ(m.record_kernel(bad).field(), "end_ns");
   KernelEvent good = bad;
   good.end_ns = 20;
+  // The work of the execution: a dtype the peak table does not name is refused by its field.
+  good.flops = 2.0 * 4096 * 4096 * 4096;
+  good.bytes = 3.0 * 4096 * 4096 * 2;
+  good.dtype = "fp4";
+  EXPECT_EQ(m.record_kernel(good).field(), "dtype");
+  good.dtype = "bf16";
   EXPECT_TRUE(m.record_kernel(good).ok());
   const TimestampNs before = now_ns();
   InferenceEvent request;
@@ -94,6 +100,10 @@ TEST(Monitor, WholeRecordsAreValidatedAndSinksSeeEverything) {
   for (const Event& e : seen) {
     if (const auto* i = std::get_if<InferenceEvent>(&e)) {
       EXPECT_GE(i->ts_ns, before) << "stamped on record";
+    }
+    if (const auto* k = std::get_if<KernelEvent>(&e); k && k->name == "k") {
+      EXPECT_EQ(k->flops, good.flops);
+      EXPECT_EQ(k->dtype, "bf16");
     }
   }
 }
