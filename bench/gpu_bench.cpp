@@ -2,6 +2,7 @@
 // CPU), with and without the GPM step (which runs when ≥ 100 ms passed since its last sample).
 // Needs a machine with an NVIDIA GPU; elsewhere it reports that and skips.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstring>
@@ -12,6 +13,13 @@
 #include "engine/gpu_collector.hpp"
 
 namespace {
+
+// CPU time of the whole process (every thread), in microseconds.
+double process_cpu_us() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 void run(benchmark::State& state, bool with_gpm) {
   perfscope::GpuCollector c;
@@ -56,6 +64,36 @@ void BM_GpuPassAt100ms(benchmark::State& state) {
   state.counters["readings"] = static_cast<double>(out.size());
 }
 BENCHMARK(BM_GpuPassAt100ms)->Unit(benchmark::kMicrosecond)->Iterations(2000);
+
+// As the server samples: passes 100 ms apart in real time, the processes read every 200 ms on the
+// collector's own thread (--gpu-process-interval-ms). The time is the sampler's pass alone;
+// cpu_us_per_pass is the CPU of every thread of the process (the worker's reads included) over
+// the run, per pass.
+void BM_GpuPassServer(benchmark::State& state) {
+  perfscope::GpuCollectorOptions o;
+  o.process_thread = true;
+  o.process_interval = std::chrono::milliseconds(200);
+  perfscope::GpuCollector c(o);
+  if (c.devices().empty()) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  std::vector<perfscope::Reading> out;
+  c.collect(perfscope::now_ns(), out);
+  const double cpu_before = process_cpu_us();
+  std::size_t process_readings = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    state.ResumeTiming();
+    out.clear();
+    c.collect(perfscope::now_ns(), out);
+    for (const auto& r : out) process_readings += r.key.name == "gpu_process_memory_bytes";
+  }
+  state.counters["cpu_us_per_pass"] = (process_cpu_us() - cpu_before) / static_cast<double>(state.iterations());
+  state.counters["process_readings_per_pass"] = static_cast<double>(process_readings) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_GpuPassServer)->Unit(benchmark::kMicrosecond)->Iterations(100);
 
 void BM_GpuPassWithGpm(benchmark::State& state) { run(state, true); }
 void BM_GpuPassWithoutGpm(benchmark::State& state) { run(state, false); }

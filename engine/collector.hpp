@@ -36,6 +36,10 @@ class Collector {
   // Appends this pass's readings. Called from one thread at a time (the sampler's).
   // Rates need two passes: the first pass emits levels and counters only.
   virtual void collect(TimestampNs now_ns, std::vector<Reading>& out) = 0;
+  // Appends the series that will get no more readings (a GPU process that ended), so the store
+  // can free their in-memory history; the database keeps it. Called after collect(), from the
+  // same thread.
+  virtual void take_retired(std::vector<SeriesKey>& /*out*/) {}
 };
 
 }  // namespace perfscope

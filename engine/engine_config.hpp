@@ -36,7 +36,9 @@ struct EngineConfig {
   bool enable_gpu_collector = true;
   std::string nvml_library;  // empty: the system's libnvidia-ml.so.1
   std::size_t gpu_process_series_limit = 2000;  // processes given series of their own
-  std::chrono::milliseconds gpu_process_interval{1000};  // how often GPU processes are read
+  // How often GPU processes are read (on the collector's process thread): the driver lists each
+  // process's SM share of its newest ~200 ms period only, so reads at 200 ms see all the time.
+  std::chrono::milliseconds gpu_process_interval{200};
   double power_target_watts = 0;  // > 0: alert when a GPU's power goes above it
   std::vector<GpuPeakOverride> gpu_peaks;  // --gpu-peak
   std::vector<analysis::DeviceTarget> device_targets;  // --device-target, first match wins

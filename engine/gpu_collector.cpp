@@ -1,25 +1,14 @@
 #include "engine/gpu_collector.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <set>
-#include <span>
 #include <unordered_map>
-
-#include "engine/proc_file.hpp"
 
 namespace perfscope {
 
 namespace {
-
-double ticks_per_second() {
-  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  return ticks;
-}
 
 constexpr TimestampNs kGpmMinIntervalNs = 100'000'000;  // GPM needs samples ≥ 100 ms apart
 constexpr TimestampNs kLostRetryNs = 5'000'000'000;
@@ -69,16 +58,11 @@ struct GpuCollector::Gpu {
   TimestampNs power_prev_ns = 0;
   std::optional<double> energy_since_processes_j;  // board energy since the processes were read
   TimestampNs processes_read_ns = 0;
-  unsigned long long util_last_seen_us = 0;  // the newest per-process utilization period read
   // MIG: on a GPU in MIG mode its processes are read per instance; an instance is found again
   // (after a lost GPU) by its parent's index and its slot.
   bool mig_mode = false;
   int mig_slot = -1;
   bool accounting = false;  // the driver keeps per-process accounting statistics
-  std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // that period's list, by pid
-  // Kept between reads, sized by the longest list seen: one driver call per read.
-  std::vector<nvml::ProcessInfo> process_buffer;
-  std::vector<nvml::ProcessUtilizationSample> util_buffer;
   double energy_j = -1;  // the newest energy reading
   TimestampNs energy_read_ns = 0;  // when the slow direct call last ran
   double sm_clock_hertz = 0;  // this pass's SM clock (0: unread), for the tensor estimate
@@ -100,10 +84,14 @@ GpuCollector::GpuCollector(GpuCollectorOptions options) : options_(std::move(opt
     nvml_version_ = text_of(buf, sizeof buf);
   }
   sources_.push_back({"nvml", true, lib_->path() + " (driver " + driver_ + ", NVML " + nvml_version_ + ")"});
+  process_reader_ = std::make_unique<GpuProcessReader>(
+      lib_->api(), GpuProcessOptions{options_.proc_root, options_.tracker, options_.process_series_limit});
   probe();
+  if (options_.process_thread) process_worker_ = std::make_unique<GpuProcessWorker>(*process_reader_);
 }
 
 GpuCollector::~GpuCollector() {
+  process_worker_.reset();  // joined before the library and the GPUs go
   if (!lib_) return;
   for (auto& g : gpus_) {
     if (lib_->api().gpm_sample_free) {
@@ -230,7 +218,7 @@ void GpuCollector::identify(Gpu& g) {
 
 std::vector<SourceStatus> GpuCollector::sources() const {
   std::vector<SourceStatus> out = sources_;
-  if (const auto refused = process_series_refused_.load(std::memory_order_relaxed); refused > 0) {
+  if (const auto refused = process_reader_ ? process_reader_->series_refused() : 0; refused > 0) {
     out.push_back({"processes", true,
                    "the limit of " + std::to_string(options_.process_series_limit) +
                        " processes with series of their own was reached: later processes keep their lifetime records "
@@ -301,6 +289,23 @@ std::vector<GpuDeviceInfo> GpuCollector::devices() const {
 }
 
 void GpuCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
+  // What the process worker read since the last pass, for GPUs still known.
+  if (process_worker_) {
+    for (GpuProcessResult& r : process_worker_->take()) {
+      auto g = std::find_if(gpus_.begin(), gpus_.end(), [&](const auto& x) { return x->info.uuid == r.uuid; });
+      if (g != gpus_.end()) apply(**g, std::move(r), out);
+    }
+  }
+  collect_devices(now_ns, out);
+  if (!process_jobs_.empty()) process_worker_->submit(std::exchange(process_jobs_, {}));
+}
+
+void GpuCollector::take_retired(std::vector<SeriesKey>& out) {
+  for (SeriesKey& k : retired_) out.push_back(std::move(k));
+  retired_.clear();
+}
+
+void GpuCollector::collect_devices(TimestampNs now_ns, std::vector<Reading>& out) {
   for (auto& g : gpus_) {
     if (g->lost) {
       if (now_ns < g->retry_at) {
@@ -469,184 +474,26 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   }
 }
 
-const GpuCollector::KnownProcess* GpuCollector::process_of(unsigned pid, TimestampNs now_ns) {
-  constexpr TimestampNs kRecheckNs = 1'000'000'000;
-  static const std::uint64_t page_bytes = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  auto it = processes_.find(pid);
-  if (it != processes_.end() && now_ns - it->second.checked_ns < kRecheckNs) return &it->second;
-  auto stat = read_small_file(options_.proc_root + "/" + std::to_string(pid) + "/stat");
-  auto start = stat ? parse_stat_start_ticks(*stat) : std::nullopt;
-  if (!start) {
-    if (it != processes_.end()) processes_.erase(it);
-    return nullptr;
-  }
-  if (it == processes_.end() || it->second.identity.start_ticks != *start) {
-    auto identity = read_process_identity(options_.proc_root, static_cast<int>(pid), 1024);
-    if (!identity.ok()) return nullptr;
-    if (processes_.size() >= 4096) processes_.clear();  // gone processes are never asked for again
-    it = processes_.insert_or_assign(pid, KnownProcess{std::move(*identity)}).first;
-  }
-  KnownProcess& k = it->second;
-  if (auto usage = parse_stat_usage(*stat)) {
-    k.cpu_ticks = usage->cpu_ticks;
-    k.rss_bytes = usage->rss_pages * page_bytes;
-  }
-  k.checked_ns = now_ns;
-  return &k;
-}
-
-namespace {
-
-// NVML's list calls, read with one call into a buffer kept from the last read; a second call
-// only when the list outgrew it (the driver then says how long it is). The documented pattern
-// — ask for the size, then read — makes every read two driver calls, and the per-process ones
-// are among the dearest NVML has (bench/gpu_bench NvmlCall). `count` is what was read.
-template <typename T, typename Call>
-int read_list(std::vector<T>& buffer, unsigned& count, Call call) {
-  if (buffer.empty()) buffer.resize(32);
-  count = static_cast<unsigned>(buffer.size());
-  int rc = call(buffer.data(), &count);
-  if (rc == nvml::kInsufficientSize) {
-    buffer.resize(count + 8);  // room for a few more appearing meanwhile
-    count = static_cast<unsigned>(buffer.size());
-    rc = call(buffer.data(), &count);
-  }
-  count = rc == nvml::kSuccess ? std::min<unsigned>(count, static_cast<unsigned>(buffer.size())) : 0;
-  return rc;
-}
-
-}  // namespace
-
-void GpuCollector::read_process_utilization(Gpu& g) {
-  const nvml::Api& a = lib_->api();
-  if (!a.process_utilization || g.unsupported.contains("process_utilization")) return;
-  unsigned count = 0;
-  const int rc = read_list(g.util_buffer, count, [&](nvml::ProcessUtilizationSample* buffer, unsigned* n) {
-    return a.process_utilization(g.handle, buffer, n, g.util_last_seen_us);
-  });
-  if (rc == nvml::kNotFound || (rc == nvml::kSuccess && count == 0)) return;  // nothing newer
-  if (!check(g, rc, "process_utilization")) return;
-  // The driver samples every ~200 ms and lists only the processes that used the GPU in that
-  // period: the newest period's list replaces the last one, and a process missing from it was
-  // at 0 (holding its older value would credit an intermittent process with its busy moments).
-  const std::span<const nvml::ProcessUtilizationSample> samples(g.util_buffer.data(), count);
-  unsigned long long newest = 0;
-  for (const auto& s : samples) newest = std::max(newest, s.timestamp_us);
-  g.util.clear();
-  for (const auto& s : samples) {
-    if (s.timestamp_us + 150'000 < newest) continue;  // an older period than the newest
-    auto [it, fresh] = g.util.try_emplace(s.pid, s);
-    if (!fresh && s.timestamp_us > it->second.timestamp_us) it->second = s;
-  }
-  g.util_last_seen_us = std::max(g.util_last_seen_us, newest);
-}
-
 void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
-  const nvml::Api& a = lib_->api();
-  if (!a.compute_processes || g.mig_mode) return;  // in MIG mode each instance reads its own
+  if (!lib_->api().compute_processes || g.mig_mode) return;  // in MIG mode each instance reads its own
   if (g.processes_read_ns > 0 && now_ns - g.processes_read_ns < options_.process_interval.count() * 1'000'000LL) return;
   g.processes_read_ns = now_ns;
-  // The constructor's probe pass (time 0) observes nothing.
-  auto observe = [&](const std::vector<GpuProcessReading>& readings) {
-    if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, g.info.uuid, g.info.index, g.energy_since_processes_j, readings);
-    g.energy_since_processes_j.reset();
-  };
-  unsigned count = 0;
-  const int rc = read_list(g.process_buffer, count, [&](nvml::ProcessInfo* buffer, unsigned* n) {
-    return a.compute_processes(g.handle, n, buffer);
-  });
-  if (!check(g, rc, "processes")) return;
-  if (count == 0) {
-    g.util.clear();
-    observe({});
+  GpuProcessJob job{g.handle, g.labels, g.info.uuid, g.info.index, g.accounting, g.energy_since_processes_j, now_ns};
+  g.energy_since_processes_j.reset();
+  // The probe pass and a collector without a worker read here; otherwise the worker reads and a
+  // later pass emits what it read.
+  if (process_worker_ && now_ns > 0) {
+    process_jobs_.push_back(std::move(job));
     return;
   }
-  const std::span<const nvml::ProcessInfo> procs(g.process_buffer.data(), count);
-  read_process_utilization(g);
-  const bool utilization = a.process_utilization && !g.unsupported.contains("process_utilization");
-  const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
-  std::set<unsigned> running;
-  std::vector<GpuProcessReading> readings;
-  struct ContainerSum {
-    std::string runtime;
-    double memory = 0, sm = 0, processes = 0;
-  };
-  std::map<std::string, ContainerSum> containers;  // by short id: bounded by the containers, not the processes
-  for (unsigned i = 0; i < count && i < procs.size(); ++i) {
-    const nvml::ProcessInfo& p = procs[i];
-    running.insert(p.pid);
-    const KnownProcess* who = process_of(p.pid, now_ns);
-    GpuProcessReading& reading = readings.emplace_back();
-    reading.visible = who != nullptr;
-    if (who) {
-      reading.identity = who->identity;
-      reading.cpu_seconds = static_cast<double>(who->cpu_ticks) / ticks_per_second();
-      reading.rss_bytes = static_cast<double>(who->rss_bytes);
-    } else {
-      reading.identity.pid = static_cast<int>(p.pid);
-    }
-    if (p.used_gpu_memory != ~0ULL) reading.memory_bytes = static_cast<double>(p.used_gpu_memory);
-    Labels l = g.labels;
-    l.emplace_back("pid", std::to_string(p.pid));
-    // A pid this procfs does not show lives in another pid namespace (or just ended).
-    l.emplace_back("command", who ? who->identity.command : "[not visible]");
-    if (who && who->identity.container.in_container()) l.emplace_back("container", who->identity.container.id.substr(0, 12));
-    sort_labels(l);
-    // A process absent from the newest period's list, or a list older than 2 s (nothing used the
-    // GPU since, so the driver has nothing newer to list), is at 0.
-    auto u = g.util.find(p.pid);
-    const bool recent = utilization && u != g.util.end() && g.util_last_seen_us + 2'000'000 >= now_us;
-    const nvml::ProcessUtilizationSample shares = recent ? u->second : nvml::ProcessUtilizationSample{};
-    if (utilization) reading.sm_ratio = shares.sm / 100.0;
-    if (who && who->identity.container.in_container()) {
-      ContainerSum& sum = containers[who->identity.container.id.substr(0, 12)];
-      sum.runtime = who->identity.container.runtime;
-      sum.memory += reading.memory_bytes;
-      sum.sm += shares.sm / 100.0;
-      sum.processes += 1;
-    }
-    // Series of its own while under the limit; the tracker records every process regardless.
-    std::string identity = format_labels(l);
-    if (!process_series_.contains(identity)) {
-      if (process_series_.size() >= options_.process_series_limit) {
-        process_series_refused_.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      process_series_.insert(std::move(identity));
-    }
-    if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
-      out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
-    }
-    if (utilization) {
-      for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
-                                   std::pair{"encoder", shares.encoder}, std::pair{"decoder", shares.decoder}}) {
-        Labels e = l;
-        e.emplace_back("engine", engine);
-        sort_labels(e);
-        out.push_back({SeriesKey("gpu_process_utilization_ratio", std::move(e)), value / 100.0});
-      }
-    }
-    // Where an administrator enabled accounting, the driver's own figures over the process's life.
-    if (nvml::AccountingStats stats{}; g.accounting && a.accounting_stats(g.handle, p.pid, &stats) == nvml::kSuccess) {
-      out.push_back({SeriesKey("gpu_process_accounting_utilization_ratio", l), stats.gpu_utilization / 100.0});
-      out.push_back({SeriesKey("gpu_process_accounting_max_memory_bytes", l), static_cast<double>(stats.max_memory_usage)});
-    }
-    if (who) {
-      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});
-      out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
-    }
-  }
-  for (const auto& [id, sum] : containers) {
-    Labels l = g.labels;
-    l.emplace_back("container", id);
-    l.emplace_back("runtime", sum.runtime);
-    sort_labels(l);
-    out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
-    out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
-    if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
-  }
-  std::erase_if(g.util, [&](const auto& entry) { return !running.contains(entry.first); });
-  observe(readings);
+  apply(g, process_reader_->read(job), out);
+}
+
+void GpuCollector::apply(Gpu& g, GpuProcessResult result, std::vector<Reading>& out) {
+  for (std::string& m : result.unsupported) g.unsupported.insert(std::move(m));
+  for (SeriesKey& k : result.retired) retired_.push_back(std::move(k));
+  if (result.lost) g.lost = true;
+  for (Reading& r : result.readings) out.push_back(std::move(r));
 }
 
 void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {

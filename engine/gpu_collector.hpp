@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/collector.hpp"
+#include "engine/gpu_process_reader.hpp"
 #include "engine/gpu_specs.hpp"
 #include "engine/process_identity.hpp"
 #include "engine/process_tracker.hpp"
@@ -42,9 +43,13 @@ struct GpuCollectorOptions {
   // their lifetime records (the tracker) but get no series.
   std::size_t process_series_limit = 2000;
   // How often the processes are read. NVML's per-process utilization call costs ~1.4 ms of CPU
-  // with 10 processes on an H100 (the driver's own work) and its process list ~0.2 ms: every
-  // pass would cost more than the rest of the pass; the driver's period is ~200 ms anyway.
+  // with 10 processes on an H100 (the driver's own work) and its process list ~0.1 ms; the
+  // driver keeps only its newest ~200 ms period of SM shares, so a read every 200 ms sees all of
+  // the time and one every second a fifth of it.
   std::chrono::milliseconds process_interval{1000};
+  // Read the processes on a thread of their own (the server does): the pass then emits the
+  // readings of the previous read. Off: read inside the pass (tests, benchmarks of the call).
+  bool process_thread = false;
   std::vector<GpuPeakOverride> peaks;  // --gpu-peak: figures over the table of known GPUs
 };
 
@@ -77,6 +82,7 @@ class GpuCollector final : public Collector {
   std::vector<MetricFamily> families() const override;
   std::vector<SourceStatus> sources() const override;
   void collect(TimestampNs now_ns, std::vector<Reading>& out) override;
+  void take_retired(std::vector<SeriesKey>& out) override;
 
   std::vector<GpuDeviceInfo> devices() const;
   std::string driver_version() const { return driver_; }
@@ -103,18 +109,10 @@ class GpuCollector final : public Collector {
   void identify(Gpu& g);
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  void collect_devices(TimestampNs now_ns, std::vector<Reading>& out);
+  // When due, the GPU's processes: read here, or queued for the worker.
   void collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
-  struct KnownProcess {
-    ProcessIdentity identity;
-    TimestampNs checked_ns = 0;  // when stat was last read
-    std::uint64_t cpu_ticks = 0;
-    std::uint64_t rss_bytes = 0;
-  };
-  // Who a GPU process is and what it costs the host (procfs), cached by pid and re-read once a
-  // second, its start time compared: a reused pid is a new process. Null when procfs does not
-  // show the pid.
-  const KnownProcess* process_of(unsigned pid, TimestampNs now_ns);
-  void read_process_utilization(Gpu& g);
+  void apply(Gpu& g, GpuProcessResult result, std::vector<Reading>& out);
   bool check(Gpu& g, int rc, const char* metric);
 
   const GpuCollectorOptions options_;
@@ -124,9 +122,10 @@ class GpuCollector final : public Collector {
   std::vector<std::unique_ptr<Gpu>> gpus_;  // sampler thread; identity fields copied under mu_
   mutable std::mutex mu_;
   std::vector<GpuDeviceInfo> infos_;  // guarded by mu_
-  std::unordered_map<unsigned, KnownProcess> processes_;  // sampler thread
-  std::unordered_set<std::string> process_series_;       // sampler thread: label sets with series
-  std::atomic<std::uint64_t> process_series_refused_{0};  // passes of processes left without series
+  std::unique_ptr<GpuProcessReader> process_reader_;  // null without NVML
+  std::vector<GpuProcessJob> process_jobs_;            // sampler thread: this pass's jobs
+  std::vector<SeriesKey> retired_;                     // sampler thread: series of ended processes
+  std::unique_ptr<GpuProcessWorker> process_worker_;   // null: processes read in the pass
 };
 
 }  // namespace perfscope

@@ -38,6 +38,9 @@ std::shared_ptr<const SampleBatch> Sampler::sample_once() {
   batch->values.reserve(readings_.size());
   for (const Reading& r : readings_) batch->values.emplace_back(store_.intern(r.key), r.value);
   store_.append(*batch);
+  retired_.clear();
+  for (auto& collector : collectors_) collector->take_retired(retired_);
+  for (const SeriesKey& key : retired_) store_.release(key);
   passes_.fetch_add(1, std::memory_order_relaxed);
   std::shared_ptr<const SampleBatch> shared = std::move(batch);
   for (const BatchSink& sink : sinks_) sink(shared);

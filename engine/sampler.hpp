@@ -52,6 +52,7 @@ class Sampler {
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::vector<BatchSink> sinks_;
   std::vector<Reading> readings_;  // reused between passes
+  std::vector<SeriesKey> retired_;  // reused between passes
 
   std::thread thread_;
   std::mutex mu_;

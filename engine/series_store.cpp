@@ -82,6 +82,13 @@ std::size_t SeriesStore::series_count() const {
   return entries_.size();
 }
 
+void SeriesStore::release(const SeriesKey& key) {
+  const std::string canonical = key.canonical();
+  std::lock_guard lock(mu_);
+  auto it = by_canonical_.find(canonical);
+  if (it != by_canonical_.end()) entries_[it->second].ring = SampleRing(capacity_);
+}
+
 void SeriesStore::append(SeriesId id, TimestampNs ts_ns, double value) {
   std::lock_guard lock(mu_);
   if (id < entries_.size()) entries_[id].ring.push({ts_ns, value});

@@ -93,6 +93,10 @@ class SeriesStore {
   std::vector<SeriesSnapshot> list() const;
   std::size_t series_count() const;
 
+  // Frees the in-memory history of a series that will get no more samples (its id and key stay;
+  // a sample that does come later starts a new ring). Unknown keys are ignored.
+  void release(const SeriesKey& key);
+
   void append(SeriesId id, TimestampNs ts_ns, double value);
   void append(const SampleBatch& batch);
   SeriesRange read(SeriesId id, TimestampNs from_ns, TimestampNs to_ns) const;

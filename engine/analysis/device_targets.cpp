@@ -57,11 +57,6 @@ TargetCheck budget_check(std::string figure, const char* unit, double scale, con
 
 }  // namespace
 
-bool DeviceTarget::empty() const {
-  return !min_tflops && !target_tflops && !min_gb_per_second && !target_gb_per_second && !memory_budget_bytes &&
-         !power_budget_watts;
-}
-
 const DeviceTarget* target_for(const std::vector<DeviceTarget>& targets, std::string_view index, std::string_view uuid,
                                std::string_view name) {
   for (const DeviceTarget& t : targets) {

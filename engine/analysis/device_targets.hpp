@@ -22,7 +22,11 @@ struct DeviceTarget {
   std::optional<double> min_gb_per_second, target_gb_per_second;
   std::optional<double> memory_budget_bytes;  // peak memory used should stay within
   std::optional<double> power_budget_watts;   // mean power should stay within
-  bool empty() const;
+  // No figure given (inline: the command-line parser checks it without the analysis library).
+  bool empty() const {
+    return !min_tflops && !target_tflops && !min_gb_per_second && !target_gb_per_second && !memory_budget_bytes &&
+           !power_budget_watts;
+  }
 };
 
 // The first target of `targets` that selects the GPU, or null.

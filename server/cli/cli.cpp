@@ -379,8 +379,9 @@ CommandLineParser::Table::Table() {
                     "Path of the NVML library to load (default: libnvidia-ml.so.1 from the system)")
       ->envname("PERFSCOPE_NVML_LIBRARY");
   serve->add_option("--gpu-process-interval-ms", t.gpu_process_ms,
-                    "How often GPU processes (their memory, SM share and host cost) are read; the driver's per-process "
-                    "call costs ~1.4 ms with 10 processes")
+                    "How often GPU processes (their memory, SM share and host cost) are read, on a thread of their "
+                    "own; the driver keeps one SM-share period of ~200 ms, so a longer interval sees part of the time. "
+                    "The driver's per-process call costs ~1.4 ms with 10 processes")
       ->envname("PERFSCOPE_GPU_PROCESS_INTERVAL_MS")->check(CLI::Range(10, 600000))->capture_default_str();
   serve->add_option("--gpu-process-series-limit", c.engine.gpu_process_series_limit,
                     "GPU processes given series of their own for the server's life; later ones keep only their "

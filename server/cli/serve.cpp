@@ -122,6 +122,7 @@ Status Server::Impl::start() {
     gpu_options.process_interval = config.engine.gpu_process_interval;
     gpu_options.tracker = &processes;
     gpu_options.peaks = config.engine.gpu_peaks;
+    gpu_options.process_thread = true;  // the driver's per-process calls stay out of the sampler's pass
     auto gpu = std::make_unique<GpuCollector>(gpu_options);
     gpus = gpu.get();
     for (const SourceStatus& s : gpu->sources()) {

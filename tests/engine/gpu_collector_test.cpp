@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
+#include <thread>
 
 #include "support/temp_dir.hpp"
 
@@ -277,6 +279,51 @@ TEST_F(GpuCollectorTest, TheTrackerKeepsEveryProcessPastItsEnd) {
   EXPECT_EQ(running[0].key, "1234-555000");
   EXPECT_EQ(running[0].identity.container.runtime, "docker");
   EXPECT_NEAR(running[0].energy_joules, 250.5 * 0.8 + 250.5, 1e-9);
+}
+
+TEST_F(GpuCollectorTest, AnEndedProcessesSeriesAreRetiredForTheStoreToFree) {
+  write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
+  GpuCollector c(options());
+  pass(c, 1'000'000'000);
+  std::vector<SeriesKey> retired;
+  c.take_retired(retired);
+  EXPECT_TRUE(retired.empty());
+  std::string script = std::string(kH100) + "0.proc_util 1234:80:10:0:0@1900000\n";
+  script.replace(script.find("0.procs 1234:1048576,4321:2048"), 30, "0.procs 1234:1048576");
+  write(script);
+  auto m = pass(c, 2'000'000'000);
+  c.take_retired(retired);
+  // Every series 4321 had (memory, the four engines' shares, and the accounting and host ones it
+  // might have had), none of 1234's, which still reads.
+  std::set<std::string> keys;
+  for (const SeriesKey& k : retired) keys.insert(k.canonical());
+  const std::string l = R"(command="[not visible]",gpu="0",pid="4321",uuid="GPU-aaaa")";
+  EXPECT_TRUE(keys.contains("gpu_process_memory_bytes{" + l + "}"));
+  EXPECT_TRUE(keys.contains(R"(gpu_process_utilization_ratio{command="[not visible]",engine="sm",gpu="0",pid="4321",uuid="GPU-aaaa"})"));
+  for (const std::string& k : keys) EXPECT_EQ(k.find("1234"), std::string::npos) << k;
+  EXPECT_EQ(keys.size(), 9u);
+  EXPECT_FALSE(m.contains("gpu_process_memory_bytes{" + l + "}"));
+  c.take_retired(retired = {});
+  EXPECT_TRUE(retired.empty());  // taken once
+}
+
+// The server's way: the processes read on the collector's own thread, a later pass emitting them.
+TEST_F(GpuCollectorTest, ProcessesReadOnTheirOwnThreadReachALaterPass) {
+  write(std::string(kH100) + "0.proc_util 1234:80:10:0:0@900000,4321:20:5:0:0@900000\n");
+  ProcessTracker tracker;
+  GpuCollectorOptions o = options();
+  o.tracker = &tracker;
+  o.process_thread = true;
+  GpuCollector c(o);
+  std::map<std::string, double> seen;
+  for (int i = 1; i <= 200 && !seen.contains(R"(gpu_process_memory_bytes{command="[not visible]",gpu="0",pid="4321",uuid="GPU-aaaa"})"); ++i) {
+    for (const auto& [k, v] : pass(c, i * 100'000'000LL)) seen[k] = v;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_DOUBLE_EQ(seen[R"(gpu_process_memory_bytes{command="[not visible]",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 2048);
+  EXPECT_DOUBLE_EQ(seen[R"(gpu_process_utilization_ratio{command="[not visible]",engine="sm",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 0.20);
+  EXPECT_TRUE(seen.contains("gpu_utilization_ratio{gpu=\"0\",uuid=\"GPU-aaaa\"}"));
+  EXPECT_EQ(tracker.running().size(), 2u);
 }
 
 TEST_F(GpuCollectorTest, ProcessesAreReadOnceAnIntervalAndTheEnergyBetweenAddsUp) {

@@ -45,6 +45,26 @@ TEST(SeriesStore, ReadReturnsRangeAndOldestHeld) {
   EXPECT_EQ(snap->held, 5u);
 }
 
+TEST(SeriesStore, AReleasedSeriesKeepsItsIdAndFreesItsSamples) {
+  SeriesStore store(5);
+  const SeriesKey key("gpu_process_memory_bytes", {{"pid", "7"}});
+  SeriesId id = store.intern(key);
+  SeriesId other = store.intern(SeriesKey("m", {}));
+  for (int i = 0; i < 8; ++i) {
+    store.append(id, 100 + i, i);
+    store.append(other, 100 + i, i);
+  }
+  store.release(key);
+  store.release(SeriesKey("never_seen", {}));  // ignored
+  EXPECT_EQ(store.snapshot(id)->held, 0u);
+  EXPECT_FALSE(store.snapshot(id)->latest);
+  EXPECT_FALSE(store.read(id, 0, 1000).oldest_held);  // all of it from the database now
+  EXPECT_EQ(store.snapshot(other)->held, 5u);
+  EXPECT_EQ(store.intern(key), id);
+  store.append(id, 200, 1);  // a sample after all: a new ring
+  EXPECT_EQ(store.snapshot(id)->held, 1u);
+}
+
 TEST(SeriesStore, BatchAppendsEverySeriesAtOneTime) {
   SeriesStore store(10);
   SampleBatch batch{42, {{store.intern(SeriesKey("a", {})), 1.0}, {store.intern(SeriesKey("b", {})), 2.0}}};

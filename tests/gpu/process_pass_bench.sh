@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What per-process attribution costs a sampling pass on a real GPU: bench/gpu_bench's passes
 # back to back (WithoutGpm: every pass reads the processes once the interval passed) and 100 ms
-# apart in the collector's clock (At100ms: the processes read once a second, GPM when due),
+# apart in the collector's clock (At100ms: the processes read once a second, GPM when due), and
+# as the server samples (PassServer: 100 ms apart in real time, the processes read every 200 ms
+# on the collector's own thread; its cpu_us_per_pass counts every thread),
 # with no compute process on the GPU, then with 10 idle PyTorch processes holding memory on it,
 # alternated twice, and with the processes, the driver calls a read of them makes, one by one.
 # Prints the benchmark lines.
@@ -9,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bench=${1:-build/release/bench/gpu_bench}
-run() { "$bench" --benchmark_filter="WithoutGpm|At100ms" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null | grep -E "_(median|mean)"; }
+run() { "$bench" --benchmark_filter="WithoutGpm|At100ms|PassServer" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true 2>/dev/null | grep -E "_(median|mean)"; }
 for round in 1 2; do
   echo "round $round: no GPU process"
   run
