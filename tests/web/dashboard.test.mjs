@@ -247,6 +247,64 @@ test('one cursor moves over every live chart', async () => {
   await page.close();
 });
 
+test('one time range for every chart: picked, zoomed by a drag, kept in the URL and restored', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  const queries = [];
+  page.on('request', (r) => { if (r.url().includes('/api/v1/series/query')) queries.push(decodeURIComponent(r.url())); });
+  await page.goto(baseUrl + '/?range=15m');
+  await page.waitForFunction(() => window.perfscope.charts.cpu.plot && window.perfscope.charts.cpu.xs.length >= 3, null,
+                             { timeout: 20000 });
+  assert.equal(await page.evaluate(() => window.perfscope.range.seconds), 900);
+  assert.equal(await page.inputValue('[data-testid=range-pick]'), '15m');
+  assert.ok(queries.some((q) => q.includes('from=now-900s')), 'history asked for the last 15 minutes');
+  // Another preset: the URL says so, the history is asked again.
+  queries.length = 0;
+  await page.selectOption('[data-testid=range-pick]', '1h');
+  await page.waitForFunction(() => window.location.search.includes('range=1h'));
+  await page.waitForFunction(() => window.perfscope.charts.cpu.xs.length >= 3, null, { timeout: 10000 });
+  assert.ok(queries.some((q) => q.includes('from=now-3600s')), 'history asked for the last hour');
+  // Drag across the CPU chart: every chart shows that span, the range stops following the stream.
+  const over = await page.locator('#chart-cpu .u-over').boundingBox();
+  await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(over.x + over.width * 0.9, over.y + over.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => !window.perfscope.range.live, null, { timeout: 5000 });
+  await page.waitForFunction(() => window.perfscope.charts.mem.plot && window.perfscope.charts.mem.plot.scales.x.min != null);
+  const picked = await page.evaluate(() => {
+    const { range, charts } = window.perfscope;
+    return { from: range.fixed.from, to: range.fixed.to, search: window.location.search,
+             scales: ['cpu', 'mem', 'load', 'proc'].map((k) => [charts[k].plot.scales.x.min, charts[k].plot.scales.x.max]) };
+  });
+  assert.ok(picked.to > picked.from, JSON.stringify(picked));
+  for (const [min, max] of picked.scales) {
+    assert.ok(Math.abs(min - picked.from) < 1e-3 && Math.abs(max - picked.to) < 1e-3, `every chart on the span: ${JSON.stringify(picked)}`);
+  }
+  assert.match(picked.search, /from=\d+&to=\d+/);
+  assert.equal(await page.isVisible('[data-testid=range-live]'), true);
+  // A fixed span ignores the stream: no point past its end appears.
+  const before = await page.evaluate(() => window.perfscope.charts.cpu.xs.length);
+  await page.waitForTimeout(500);
+  assert.equal(await page.evaluate(() => window.perfscope.charts.cpu.xs.length), before);
+  // The link restores the span in a new page.
+  const link = page.url();
+  const again = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await again.goto(link);
+  await again.waitForFunction(() => window.perfscope.charts.cpu.plot && window.perfscope.charts.cpu.plot.scales.x.min != null,
+                              null, { timeout: 20000 });
+  const restored = await again.evaluate(() => [window.perfscope.range.live, window.perfscope.charts.cpu.plot.scales.x.min,
+                                               window.perfscope.charts.cpu.plot.scales.x.max]);
+  assert.equal(restored[0], false);
+  assert.ok(Math.abs(restored[1] - picked.from) < 0.01 && Math.abs(restored[2] - picked.to) < 0.01, JSON.stringify(restored));
+  await again.close();
+  // Back to live: the preset returns, and the stream moves the charts again.
+  await page.click('[data-testid=range-live]');
+  await page.waitForFunction(() => window.perfscope.range.live && window.location.search.includes('range=1h'));
+  const xs = await page.evaluate(() => window.perfscope.charts.cpu.xs.length);
+  await page.waitForFunction((n) => window.perfscope.charts.cpu.xs.length > n, xs, { timeout: 10000 });
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

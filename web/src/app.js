@@ -2,7 +2,8 @@
 // the REST history, then feeds them the passes /api/v1/stream pushes. No build step and no
 // CDN: the server embeds and serves these modules. `window.perfscope` exposes the charts and
 // the shared state to the browser tests.
-import { WINDOW_S } from './lib/live_chart.js';
+import { LiveChart } from './lib/live_chart.js';
+import { TimeRange } from './lib/time_range.js';
 import { canonical } from './lib/format.js';
 import { auth, fetchJson } from './lib/api.js';
 import { connectStream } from './lib/stream.js';
@@ -15,6 +16,10 @@ import { createProcessesView } from './views/processes.js';
 import { wireExports } from './views/exports.js';
 
 const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, reconnects: 0, ws: null };
+// The time range of every chart, from the URL (?range=1h, or ?from=&to= in ms for a picked span).
+const range = new TimeRange();
+LiveChart.range = range;
+LiveChart.onZoom = (from, to) => range.setFixed(from, to);
 const charts = hostCharts();
 const gpus = createGpuView({ refill: () => prefill().catch(() => {}) });
 Object.assign(charts, gpus.charts);
@@ -29,7 +34,7 @@ const events = createEventsView({
 });
 charts.alloc = events.charts.alloc;
 state.gpu = gpus.view;
-window.perfscope = { charts, state };
+window.perfscope = { charts, state, range };
 window.perfscopeAuth = auth;
 
 // The chart that draws a series, with the series added to it on first sight.
@@ -50,10 +55,11 @@ async function loadInfo() {
   } catch (e) { /* the stream state shows connectivity; info is decoration */ }
 }
 
-// Pre-fills every chart with the last WINDOW_S seconds from the REST history.
+// Fills every chart with the time range's history from the REST API (downsampled by the server
+// to about 1200 points).
 async function prefill() {
   const results = await Promise.all(families.map((name) =>
-    fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&from=now-${WINDOW_S}s&max_points=1200`)
+    fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&${range.query()}&max_points=1200`)
       .catch(() => ({ series: [] }))));
   const perChart = new Map();
   for (const r of results) {
@@ -87,6 +93,22 @@ function onSamples(msg) {
   state.dropped = msg.dropped;
   document.getElementById('updated').textContent = 'updated ' + new Date(msg.ts_ns / 1e6).toLocaleTimeString();
 }
+
+// The range picker in the header, and what a change of range does: every chart refilled.
+function showRange() {
+  const pick = document.getElementById('range-pick');
+  pick.value = range.live ? range.preset : 'fixed';
+  document.getElementById('range-live').hidden = range.live;
+  state.rangeChanges = (state.rangeChanges || 0) + 1;
+}
+document.getElementById('range-pick').addEventListener('change', (e) => range.setPreset(e.target.value));
+document.getElementById('range-live').addEventListener('click', () => range.goLive());
+range.onChange(() => {
+  showRange();
+  for (const c of Object.values(charts)) if (c !== charts.alloc) c.clear();  // alloc: the events view refills it
+  prefill().catch(() => {});
+});
+showRange();
 
 window.addEventListener('resize', () => Object.values(charts).forEach((c) => c.resize()));
 setInterval(analysis.refresh, 10000);

@@ -1,8 +1,9 @@
-// LiveChart: one uPlot chart over a fixed set of series, pre-filled from the REST history and
-// appended to by the stream, keeping the last WINDOW_S seconds; plus the shared axes.
+// LiveChart: one uPlot chart over a fixed set of series, pre-filled from the REST history at the
+// dashboard's time range and appended to by the stream while the range is live; dragging across
+// any chart picks a fixed span for all of them (LiveChart.onZoom); plus the shared axes.
 /* global uPlot */
 
-export const WINDOW_S = 300;  // seconds of history kept on screen
+export const WINDOW_S = 300;  // seconds the event panels summarize (their own "last 5 minutes")
 export const CURSOR_SYNC_KEY = 'perfscope-time';
 export const PALETTE = ['#73bf69', '#f2cc0c', '#5794f2', '#ff780a', '#b877d9', '#37872d', '#fade2a', '#8ab8ff',
   '#f2495c', '#1f60c4', '#ca95e5', '#c4162a'];
@@ -10,6 +11,11 @@ export const PALETTE = ['#73bf69', '#f2cc0c', '#5794f2', '#ff780a', '#b877d9', '
 // One chart: a fixed set of series, rows aligned by timestamp (a sampling pass stamps all
 // its samples with one time, so live rows line up exactly).
 export class LiveChart {
+  // Set by the dashboard: its TimeRange (lib/time_range.js), and what a drag across a chart does
+  // with the span picked (seconds since the epoch).
+  static range = null;
+  static onZoom = null;
+
   constructor(el, { families, seriesFor, scales, axes }) {
     this.el = el;
     this.families = families;      // family names this chart shows
@@ -64,8 +70,9 @@ export class LiveChart {
       scales: Object.assign({ x: { time: true } }, this.scales),
       legend: { live: true },
       // One cursor for every live chart: hovering a time on one shows the same time, and each
-      // chart's values at it, on all of them.
-      cursor: { sync: { key: CURSOR_SYNC_KEY } },
+      // chart's values at it, on all of them. A drag picks a span for every chart (setSelect
+      // below), not a zoom of this one.
+      cursor: { sync: { key: CURSOR_SYNC_KEY }, drag: { x: true, y: false, setScale: false } },
       series: [{}].concat(order.map((i) => ({
         label: this.defs[i].label,
         scale: this.defs[i].scale,
@@ -76,7 +83,12 @@ export class LiveChart {
         paths: this.defs[i].paths,
       }))),
       axes: this.axes,
-      hooks: { draw: [(u) => {
+      hooks: { setSelect: [(u) => {
+        if (u.select.width < 4) return;
+        const from = u.posToVal(u.select.left, 'x'), to = u.posToVal(u.select.left + u.select.width, 'x');
+        u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+        if (LiveChart.onZoom) LiveChart.onZoom(from, to);
+      }], draw: [(u) => {
         const ctx = u.ctx;
         ctx.save();
         ctx.strokeStyle = '#f2495c';
@@ -93,6 +105,15 @@ export class LiveChart {
       }] },
     };
     this.plot = new uPlot(opts, this.data(), this.el);
+    this.frame();
+  }
+
+  // A fixed range shows exactly its span, whatever the data covers; a live one follows the data.
+  frame() {
+    const range = LiveChart.range;
+    if (!this.plot || !range || range.live) return;
+    const [from, to] = range.bounds();
+    this.plot.setScale('x', { min: from, max: to });
   }
 
   data() { return [this.xs].concat(this.cols); }
@@ -113,11 +134,17 @@ export class LiveChart {
     this.cols = this.keys.map((_, c) => times.map((t) => rows.get(t)[c]));
     this.trim();
     if (this.plot) this.plot.setData(this.data());
+    this.frame();
   }
 
-  // One live pass: {key: value}. Passes older than what is drawn are ignored.
+  // One live pass: {key: value}. Passes older than what is drawn are ignored, and all of them
+  // while the range is fixed. Over long ranges one pass a 1200th of the range is kept (the
+  // history is downsampled to about as many points).
   append(t, values) {
-    if (this.xs.length && t <= this.xs[this.xs.length - 1]) return;
+    const range = LiveChart.range;
+    if (range && !range.live) return;
+    const spacing = range && range.seconds > 1200 ? range.seconds / 1200 : 0;
+    if (this.xs.length && t <= this.xs[this.xs.length - 1] + spacing) return;
     let any = false;
     const row = this.keys.map((k) => {
       if (k in values) { any = true; return values[k]; }
@@ -131,13 +158,23 @@ export class LiveChart {
   }
 
   trim() {
-    const cutoff = Date.now() / 1000 - WINDOW_S;
+    const range = LiveChart.range;
+    if (range && !range.live) return;
+    const cutoff = Date.now() / 1000 - (range ? range.seconds : WINDOW_S);
     let n = 0;
     while (n < this.xs.length && this.xs[n] < cutoff) n++;
     if (n > 0) {
       this.xs.splice(0, n);
       this.cols.forEach((c) => c.splice(0, n));
     }
+  }
+
+  // Forgets the data, keeps the series (a new time range refills it).
+  clear() {
+    this.xs = [];
+    this.cols = this.keys.map(() => []);
+    this.marks = [];
+    if (this.plot) this.plot.setData(this.data());
   }
 
   // Forgets every series (the GPU charts, when another GPU is picked).

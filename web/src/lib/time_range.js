@@ -1,0 +1,67 @@
+// The dashboard's one time range, shared by every chart and kept in the URL so that a reload or
+// a shared link shows the same: live (the last 5 m … 7 d, charts following the stream) or a
+// fixed span (from a drag-to-zoom on any chart; the stream no longer moves it). Listeners are
+// told of every change.
+export const PRESETS = { '5m': 300, '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
+const DEFAULT_PRESET = '5m';
+
+export class TimeRange {
+  constructor(search = window.location.search) {
+    this.listeners = [];
+    const p = new URLSearchParams(search);
+    const from = Number(p.get('from')), to = Number(p.get('to'));
+    this.preset = PRESETS[p.get('range')] ? p.get('range') : DEFAULT_PRESET;
+    // A fixed span: from and to in milliseconds since the epoch, as the URL holds them.
+    this.fixed = Number.isFinite(from) && Number.isFinite(to) && p.has('from') && to > from ? { from: from / 1000, to: to / 1000 } : null;
+  }
+
+  get live() { return this.fixed === null; }
+
+  // Seconds shown: the preset's, or the fixed span's.
+  get seconds() { return this.fixed ? this.fixed.to - this.fixed.from : PRESETS[this.preset]; }
+
+  // [from, to] in seconds since the epoch, now.
+  bounds(now = Date.now() / 1000) {
+    return this.fixed ? [this.fixed.from, this.fixed.to] : [now - PRESETS[this.preset], now];
+  }
+
+  // The history query's time parameters for this range.
+  query() {
+    if (!this.fixed) return `from=now-${PRESETS[this.preset]}s`;
+    return `from=${Math.round(this.fixed.from * 1e9)}&to=${Math.round(this.fixed.to * 1e9)}`;
+  }
+
+  onChange(fn) { this.listeners.push(fn); }
+
+  setPreset(name) {
+    if (!PRESETS[name]) return;
+    this.preset = name;
+    this.fixed = null;
+    this.changed();
+  }
+
+  // A span picked on a chart (seconds since the epoch): the range stops following the stream.
+  setFixed(from, to) {
+    if (!(to > from)) return;
+    this.fixed = { from, to };
+    this.changed();
+  }
+
+  goLive() {
+    this.fixed = null;
+    this.changed();
+  }
+
+  changed() {
+    const p = new URLSearchParams(window.location.search);
+    p.delete('range'); p.delete('from'); p.delete('to');
+    if (this.fixed) {
+      p.set('from', String(Math.round(this.fixed.from * 1000)));
+      p.set('to', String(Math.round(this.fixed.to * 1000)));
+    } else {
+      p.set('range', this.preset);
+    }
+    window.history.replaceState(null, '', `${window.location.pathname}?${p}${window.location.hash}`);
+    for (const fn of this.listeners) fn(this);
+  }
+}
