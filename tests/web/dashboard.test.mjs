@@ -305,6 +305,36 @@ test('one time range for every chart: picked, zoomed by a drag, kept in the URL 
   await page.close();
 });
 
+test('views in the header show their panels, and the URL keeps the view with the range', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await page.goto(baseUrl + '/?view=gpu&range=1h');
+  await page.waitForSelector('[data-testid=gpus]', { state: 'visible', timeout: 20000 });
+  assert.equal(await page.isVisible('[data-testid=kernels-table]'), false);
+  assert.equal(await page.isVisible('[data-testid=chart-cpu]'), false);
+  assert.equal(await page.isVisible('[data-testid=targets-table]'), true);  // a panel of several views
+  assert.match(await page.textContent('[data-testid=views] a.current'), /GPU/);
+  await page.click('[data-testid=views] a[data-view-link=kernels]');
+  await page.waitForSelector('[data-testid=kernels-table]', { state: 'visible' });
+  assert.equal(await page.isVisible('[data-testid=gpus]'), false);
+  const search = await page.evaluate(() => window.location.search);
+  assert.match(search, /view=kernels/);
+  assert.match(search, /range=1h/);  // the range stays in the URL beside the view
+  await page.reload();
+  await page.waitForSelector('[data-testid=kernels-table]', { state: 'visible', timeout: 20000 });
+  assert.equal(await page.isVisible('[data-testid=gpus]'), false);
+  assert.equal(await page.evaluate(() => window.perfscope.range.preset), '1h');
+  // Host: its charts at their full width once shown.
+  await page.click('[data-testid=views] a[data-view-link=host]');
+  await page.waitForFunction(() => {
+    const c = window.perfscope.charts.cpu;
+    return c.plot && Math.abs(c.plot.width - Math.max(300, c.el.clientWidth)) < 2;
+  }, null, { timeout: 10000 });
+  assert.equal(await page.isVisible('[data-testid=chart-cpu]'), true);
+  await page.click('[data-testid=views] a[data-view-link=overview]');
+  assert.doesNotMatch(await page.evaluate(() => window.location.search), /view=/);
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

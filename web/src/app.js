@@ -4,6 +4,7 @@
 // the shared state to the browser tests.
 import { LiveChart } from './lib/live_chart.js';
 import { TimeRange } from './lib/time_range.js';
+import { initViews } from './lib/views.js';
 import { canonical } from './lib/format.js';
 import { auth, fetchJson } from './lib/api.js';
 import { connectStream } from './lib/stream.js';
@@ -34,7 +35,9 @@ const events = createEventsView({
 });
 charts.alloc = events.charts.alloc;
 state.gpu = gpus.view;
-window.perfscope = { charts, state, range };
+// The view in the URL (?view=gpu): its panels shown, the charts among them sized again.
+const views = initViews({ onShow: () => requestAnimationFrame(() => Object.values(charts).forEach((c) => c.resize())) });
+window.perfscope = { charts, state, range, views };
 window.perfscopeAuth = auth;
 
 // The chart that draws a series, with the series added to it on first sight.

@@ -1,0 +1,33 @@
+// The dashboard's views: every panel names the views it belongs to (data-view="gpu energy"), the
+// navigation in the header picks one, and the URL keeps it (?view=gpu, beside the time range)
+// so a reload or a shared link opens the same view. Overview shows every panel.
+export const VIEWS = ['overview', 'host', 'gpu', 'kernels', 'memory', 'serving', 'operators', 'energy', 'analysis',
+  'processes', 'runs'];
+
+export function initViews({ onShow }) {
+  const nav = document.getElementById('views');
+  const state = { view: 'overview' };
+  function apply(view, push) {
+    state.view = VIEWS.includes(view) ? view : 'overview';
+    for (const el of document.querySelectorAll('[data-view]')) {
+      const member = state.view === 'overview' || el.dataset.view.split(' ').includes(state.view);
+      el.classList.toggle('off-view', !member);
+    }
+    for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
+    if (push) {
+      const p = new URLSearchParams(window.location.search);
+      if (state.view === 'overview') p.delete('view'); else p.set('view', state.view);
+      const query = p.toString();
+      window.history.replaceState(null, '', `${window.location.pathname}${query ? '?' + query : ''}${window.location.hash}`);
+    }
+    if (onShow) onShow(state.view);  // charts shown after being hidden take their width again
+  }
+  nav.addEventListener('click', (e) => {
+    const a = e.target.closest('a[data-view-link]');
+    if (!a) return;
+    e.preventDefault();
+    apply(a.dataset.viewLink, true);
+  });
+  apply(new URLSearchParams(window.location.search).get('view'), false);
+  return state;
+}
