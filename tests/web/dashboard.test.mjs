@@ -335,6 +335,37 @@ test('views in the header show their panels, and the URL keeps the view with the
   await page.close();
 });
 
+test('a kernel row opens the kernel: launch configurations, newest executions, kept in the URL', async () => {
+  // Three executions of 2, 4 and 6 ms with one launch configuration, on stream 9.
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [2, 4, 6].map((d, i) => ({ type: 'kernel', name: 'detail_kernel', stream: '9',
+    start_ns: now - (100 - i * 20) * 1e6, end_ns: now - (100 - i * 20 - d) * 1e6, grid: [64, 1, 1], block: [256, 1, 1],
+    registers_per_thread: 32, launch_start_ns: now - (101 - i * 20) * 1e6, launch_end_ns: now - (100.5 - i * 20) * 1e6 })));
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/?view=kernels');
+  const row = '[data-testid=kernels-table] tr[data-kernel="detail_kernel"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  await page.click(row);
+  await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible' });
+  assert.equal(await page.textContent('#kd-name'), 'detail_kernel');
+  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), /^3 executions · total 12\.000 ms · avg 4\.000 ms \(min 2\.000, max 6\.000\)/);
+  assert.match(await page.textContent('[data-testid=kernel-detail-configs] tbody'), /64×1×1\s*256×1×1\s*–\s*32\s*3/);
+  await page.waitForFunction(() => document.querySelectorAll('#kd-records tbody tr').length === 3);
+  const first = await page.textContent('#kd-records tbody tr:first-child');
+  assert.match(first, /6\.000 ms/);  // newest first
+  assert.match(first, /0 · 9/);
+  assert.match(first, /0\.500 ms/);  // launch delay: start − launch call end
+  assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:detail_kernel');
+  assert.match(await page.evaluate(() => window.location.search), /kernel=detail_kernel/);
+  await page.reload();
+  await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible', timeout: 20000 });
+  assert.equal(await page.textContent('#kd-name'), 'detail_kernel');
+  await page.click('[data-testid=kernel-detail-close]');
+  assert.equal(await page.isVisible('[data-testid=kernel-detail]'), false);
+  assert.doesNotMatch(await page.evaluate(() => window.location.search), /kernel=/);
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

@@ -56,6 +56,56 @@ export function createEventsView({ state, onData }) {
       rooflineCell(k) +
       `<td>${esc(k.variants.join(', '))}</td></tr>`).join('');
   }
+  // Drill-down: a kernel row opens its page — summary, launch configurations, its place on the
+  // roofline, its newest executions — and its distribution in the latency panel. The URL keeps
+  // it (?kernel=NAME).
+  const detail = { name: new URLSearchParams(window.location.search).get('kernel') };
+  function setKernelParam(name) {
+    const p = new URLSearchParams(window.location.search);
+    if (name) p.set('kernel', name); else p.delete('kernel');
+    const q = p.toString();
+    window.history.replaceState(null, '', `${window.location.pathname}${q ? '?' + q : ''}${window.location.hash}`);
+  }
+  async function showKernel(name) {
+    detail.name = name;
+    setKernelParam(name);
+    const panel = document.getElementById('kernel-detail');
+    const k = kernels.rows.find((r) => r.name === name);
+    if (!name || !k) { panel.hidden = true; return; }
+    panel.hidden = false;
+    document.getElementById('kd-name').textContent = name;
+    const place = (k.roofline || []).find((p) => p.bound);
+    document.getElementById('kd-summary').textContent = `${fmtSI(k.count)} executions · total ${ms(k.total_ms)} ms · ` +
+      `avg ${ms(k.avg_ms)} ms (min ${ms(k.min_ms)}, max ${ms(k.max_ms)}) · ${(k.share * 100).toFixed(1)}% of kernel time` +
+      (k.variants.length ? ` · variants ${k.variants.join(', ')}` : '') +
+      (k.achieved_tflops != null ? ` · ${fmtSI(k.achieved_tflops)} TFLOP/s` : '') +
+      (place ? ` · ${place.bound}-bound on GPU ${place.device}, ${(place.fraction_of_attainable * 100).toFixed(0)}% of attainable` : '');
+    const dims = (d) => d.join('×');
+    document.querySelector('#kd-configs tbody').innerHTML = k.launch_configs.length
+      ? k.launch_configs.map((c) => `<tr><td>${dims(c.grid)}</td><td>${dims(c.block)}</td>` +
+        `<td class="num">${c.shared_mem_bytes == null ? '–' : fmtBytes(c.shared_mem_bytes)}</td>` +
+        `<td class="num">${c.registers_per_thread == null ? '–' : c.registers_per_thread}</td><td class="num">${fmtSI(c.count)}</td></tr>`).join('')
+      : '<tr class="empty"><td colspan="5">No launch configuration reported.</td></tr>';
+    const subject = document.getElementById('pct-subject');
+    if ([...subject.options].some((o) => o.value === 'kernel:' + name)) {
+      subject.value = 'kernel:' + name;
+      subject.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+    try {
+      const r = await fetchJson(`/api/v1/kernels/${encodeURIComponent(name)}/records?limit=20`);
+      if (detail.name !== name) return;  // another kernel was picked meanwhile
+      document.querySelector('#kd-records tbody').innerHTML = r.records.map((e) =>
+        `<tr><td>${new Date(e.end_ns / 1e6).toLocaleTimeString()}</td><td class="num">${ms(e.duration_ms)} ms</td>` +
+        `<td>${esc(e.device)}${e.stream ? ' · ' + esc(e.stream) : ''}</td><td>${esc(e.variant || '')}</td>` +
+        `<td class="num">${e.launch_end_ns == null ? '–' : ms((e.start_ns - e.launch_end_ns) / 1e6) + ' ms'}</td></tr>`).join('');
+    } catch (e) { /* the summary stands; the records come on the next pick */ }
+  }
+  document.querySelector('#kernels-table tbody').addEventListener('click', (e) => {
+    const row = e.target.closest('tr[data-kernel]');
+    if (row) showKernel(row.dataset.kernel);
+  });
+  document.getElementById('kd-close').addEventListener('click', () => showKernel(null));
+
   document.querySelectorAll('#kernels-table th').forEach((th) => th.addEventListener('click', () => {
     const key = th.dataset.key;
     kernels.ascending = kernels.sortKey === key ? !kernels.ascending : key === 'name';
@@ -105,6 +155,7 @@ export function createEventsView({ state, onData }) {
       document.getElementById('kernels-summary').textContent =
         k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
       renderKernels();
+      if (detail.name && document.getElementById('kernel-detail').hidden) showKernel(detail.name);  // from the URL
       allocChart.fill({ allocated: m.timeline.points.map((p) => [p[0] / 1e9, p[1]]) });
       document.getElementById('memory-summary').textContent = m.allocation_count
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
