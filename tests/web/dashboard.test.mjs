@@ -264,12 +264,15 @@ test('one time range for every chart: picked, zoomed by a drag, kept in the URL 
   await page.waitForFunction(() => window.perfscope.charts.cpu.xs.length >= 3, null, { timeout: 10000 });
   assert.ok(queries.some((q) => q.includes('from=now-3600s')), 'history asked for the last hour');
   // Drag across the CPU chart: every chart shows that span, the range stops following the stream.
+  const prefills = await page.evaluate(() => window.perfscope.state.prefills || 0);
   const over = await page.locator('#chart-cpu .u-over').boundingBox();
   await page.mouse.move(over.x + over.width * 0.5, over.y + over.height / 2);
   await page.mouse.down();
   await page.mouse.move(over.x + over.width * 0.9, over.y + over.height / 2, { steps: 5 });
   await page.mouse.up();
   await page.waitForFunction(() => !window.perfscope.range.live, null, { timeout: 5000 });
+  // The span's history has arrived (the refill after the change).
+  await page.waitForFunction((n) => (window.perfscope.state.prefills || 0) > n, prefills, { timeout: 10000 });
   await page.waitForFunction(() => window.perfscope.charts.mem.plot && window.perfscope.charts.mem.plot.scales.x.min != null);
   const picked = await page.evaluate(() => {
     const { range, charts } = window.perfscope;

@@ -78,6 +78,7 @@ async function prefill() {
     }
   }
   for (const [chart, byKey] of perChart) chart.fill(byKey);
+  state.prefills = (state.prefills || 0) + 1;  // the browser tests wait on it
 }
 
 function onSamples(msg) {
