@@ -5,6 +5,7 @@
 namespace perfscope::analysis {
 
 void KernelWork::add(const KernelEvent& series, std::uint64_t count, std::int64_t total_ns) {
+  if (total_ns <= 0) return;  // work done in no measurable time says nothing of a rate
   const double n = static_cast<double>(count), ns = static_cast<double>(total_ns);
   if (series.flops) {
     flops += *series.flops * n;

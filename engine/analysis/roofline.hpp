@@ -21,7 +21,8 @@ struct KernelWork {
   double bytes = 0, bytes_ns = 0;
   double paired_flops = 0, paired_bytes = 0, paired_ns = 0;  // executions that reported both
 
-  // `count` executions of `series` (its flops/bytes are per execution) taking `total_ns`.
+  // `count` executions of `series` (its flops/bytes are per execution) taking `total_ns`;
+  // executions of no measurable time (start = end) are left out, work and time alike.
   void add(const KernelEvent& series, std::uint64_t count, std::int64_t total_ns);
   void merge(const KernelWork& other);
   bool empty() const { return flops_ns == 0 && bytes_ns == 0; }

@@ -32,7 +32,7 @@ json roofline_entry(const std::string& device, const an::KernelWork& work, const
     e["unavailable"] = std::move(why);
     return e;
   };
-  if (!work.arithmetic_intensity()) return unavailable("no execution reported both flops and bytes");
+  if (!work.arithmetic_intensity()) return unavailable("no execution of measurable duration reported both flops and bytes");
   auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const GpuDeviceInfo& d) { return d.index == device; });
   if (gpu == gpus.end()) return unavailable("device " + device + " is not a GPU this server reads through NVML");
   const auto [dram, dram_source] = dram_ceiling(*gpu);
@@ -44,7 +44,9 @@ json roofline_entry(const std::string& device, const an::KernelWork& work, const
   std::optional<double> peak = gpu->spec ? peak_tflops(*gpu->spec, dtypes[0]) : std::nullopt;
   if (!peak) return unavailable("no " + dtypes[0] + " peak known for " + gpu->name + ": give it with --gpu-peak");
   const an::Ceilings ceilings{*peak * 1e12, dram};
-  const an::RooflinePoint p = *an::place_on_roofline(work, ceilings);
+  const std::optional<an::RooflinePoint> placed = an::place_on_roofline(work, ceilings);
+  if (!placed) return unavailable("no execution of measurable duration reported both flops and bytes");
+  const an::RooflinePoint& p = *placed;
   e.update({{"model", gpu->spec->model}, {"dtype", dtypes[0]}, {"peak_tflops", *peak},
             {"peak_gb_per_second", dram / 1e9}, {"peak_source", {{"compute", gpu->spec->source}, {"dram", dram_source}}},
             {"ridge_flops_per_byte", ceilings.ridge()}, {"arithmetic_intensity", p.intensity},

@@ -53,6 +53,12 @@ TEST(Roofline, BelowTheRidgeAKernelIsMemoryBound) {
   KernelWork flops_only;
   flops_only.add(worked(1e9, std::nullopt), 1, 1'000'000);
   EXPECT_FALSE(place_on_roofline(flops_only, h100));
+  KernelWork instant;  // executions of no measurable duration (start = end): no rate, no place
+  instant.add(worked(1e9, 1e6), 3, 0);
+  EXPECT_TRUE(instant.empty());
+  EXPECT_FALSE(instant.arithmetic_intensity());
+  EXPECT_FALSE(instant.flops_per_second());
+  EXPECT_FALSE(place_on_roofline(instant, h100));
 }
 
 TEST(DeviceTargets, TheFirstTargetThatSelectsTheGpuApplies) {

@@ -104,6 +104,10 @@ TEST_F(DeviceTargetTest, KernelsOnTheRooflineAndTheGpuAgainstItsTargets) {
                         kernel("fp8_gemm", 2, R"(,"flops":1e12,"bytes":1e9,"dtype":"fp8")") +
                         kernel("untyped", 3, R"(,"flops":1e9,"bytes":1e9)"));
   ASSERT_EQ(r.status, 200) << r.body;
+  // Executions of no measurable duration that report their work: no rate and no place, no crash.
+  r = post_events(R"({"type":"kernel","name":"instant","device":"0","start_ns":)" + std::to_string(t) + R"(,"end_ns":)" +
+                  std::to_string(t) + R"(,"flops":1e9,"bytes":1e6,"dtype":"bf16"})" + "\n");
+  ASSERT_EQ(r.status, 200) << r.body;
   Reply bad = post_events(kernel("k", 4, R"(,"flops":1,"dtype":"fp4")"));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body_json()["error"]["field"], "dtype") << bad.body;
@@ -117,7 +121,9 @@ TEST_F(DeviceTargetTest, KernelsOnTheRooflineAndTheGpuAgainstItsTargets) {
   std::map<std::string, json> k;
   const json kernels = get("/api/v1/kernels?window=1m").body_json();
   for (const json& row : kernels["kernels"]) k[row["name"]] = row;
-  ASSERT_EQ(k.size(), 4u) << kernels;
+  ASSERT_EQ(k.size(), 5u) << kernels;
+  EXPECT_TRUE(k["instant"]["achieved_tflops"].is_null());
+  EXPECT_TRUE(k["instant"]["roofline"].empty());  // no work of measurable duration: no roofline entry
   const json& gemm = k["gemm"]["roofline"][0];
   EXPECT_EQ(gemm["device"], "0");
   EXPECT_EQ(gemm["dtype"], "bf16");
