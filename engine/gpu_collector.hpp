@@ -19,8 +19,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_set>
-#include <atomic>
 #include <chrono>
 #include <unordered_map>
 #include <vector>
@@ -28,7 +26,6 @@
 #include "engine/collector.hpp"
 #include "engine/gpu_process_reader.hpp"
 #include "engine/gpu_specs.hpp"
-#include "engine/process_identity.hpp"
 #include "engine/process_tracker.hpp"
 #include "engine/nvml.hpp"
 

@@ -412,13 +412,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     json row = {{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ms}, {"avg_ms", s.avg_ms()},
                 {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}};
     // Where the kernel reported its work: its rates and its place on the roofline.
-    if (!s.work.empty()) {
-      auto per = [](std::optional<double> v, double unit) { return v ? json(*v / unit) : json(nullptr); };
-      row["achieved_tflops"] = per(s.work.flops_per_second(), 1e12);
-      row["achieved_gb_per_second"] = per(s.work.bytes_per_second(), 1e9);
-      row["arithmetic_intensity"] = per(s.work.arithmetic_intensity(), 1);
-      row["roofline"] = kernel_roofline_json(s, gpus);
-    }
+    if (!s.work.empty()) add_kernel_work(row, s, gpus);
     k.push_back(std::move(row));
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", kernels->size()}, {"top", k}};

@@ -71,9 +71,10 @@ nlohmann::json window_json(const TimeWindow& w);
 Result<db::EventScope> scope_of(const HttpRequest& request);
 // The most points a chart query may ask for (max_points).
 inline constexpr std::size_t kMaxMaxPoints = 100000;
-// device_efficiency.cpp. A kernel's place on the roofline of each device it ran on (an entry
-// with `unavailable` saying why where it has none).
-nlohmann::json kernel_roofline_json(const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
+// device_efficiency.cpp. A kernel's work into `row`: achieved_tflops, achieved_gb_per_second and
+// arithmetic_intensity (null where no execution reported it) and its place on the roofline of
+// each device it ran on (an entry with `unavailable` saying why where it has none).
+void add_kernel_work(nlohmann::json& row, const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
 // Per GPU: its peaks, what the window achieved (kernels' reported work, else GPM's figures;
 // NVML's memory and power) and the checks against its --device-target; the worst ratio to a
 // minimum goes into `inputs` (device_target_of_minimum_worst) for the bottleneck rules.

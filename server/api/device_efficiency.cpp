@@ -14,7 +14,8 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-json or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+// A figure in `unit`s, or null where there is none.
+json or_null(const std::optional<double>& v, double unit = 1) { return v ? json(*v / unit) : json(nullptr); }
 
 // The DRAM ceiling of a GPU: the config's figure when one was given, else NVML's (max memory
 // clock × bus width), else the datasheet's; and which it was.
@@ -77,10 +78,15 @@ json achieved_json(const std::optional<an::Achieved>& a) {
 
 }  // namespace
 
-json kernel_roofline_json(const db::KernelSummary& k, const std::vector<GpuDeviceInfo>& gpus) {
-  json out = json::array();
-  for (const auto& [device, work] : k.work_by_device) out.push_back(roofline_entry(device, work, k.dtypes, gpus));
-  return out;
+void add_kernel_work(json& row, const db::KernelSummary& k, const std::vector<GpuDeviceInfo>& gpus) {
+  row["achieved_tflops"] = or_null(k.work.flops_per_second(), 1e12);
+  row["achieved_gb_per_second"] = or_null(k.work.bytes_per_second(), 1e9);
+  row["arithmetic_intensity"] = or_null(k.work.arithmetic_intensity());
+  json places = json::array();
+  if (!k.work.empty()) {
+    for (const auto& [device, work] : k.work_by_device) places.push_back(roofline_entry(device, work, k.dtypes, gpus));
+  }
+  row["roofline"] = std::move(places);
 }
 
 json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus, const std::vector<an::DeviceTarget>& targets,

@@ -36,17 +36,12 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
       cfg["registers_per_thread"] = c.registers_per_thread ? json(*c.registers_per_thread) : json(nullptr);
       configs.push_back(std::move(cfg));
     }
-    // Achieved rates over the executions that reported their work; null when none did.
-    const auto rate = [](std::optional<double> per_second, double unit) { return per_second ? json(*per_second / unit) : json(nullptr); };
-    const bool worked = !k.work.empty();
-    out.push_back({{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
-                   {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
-                   {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
-                   {"devices", k.devices}, {"launch_configs", configs},
-                   {"achieved_tflops", rate(k.work.flops_per_second(), 1e12)},
-                   {"achieved_gb_per_second", rate(k.work.bytes_per_second(), 1e9)},
-                   {"arithmetic_intensity", rate(k.work.arithmetic_intensity(), 1)}, {"dtypes", k.dtypes},
-                   {"roofline", worked ? kernel_roofline_json(k, gpus) : json::array()}});
+    json row = {{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
+                {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
+                {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
+                {"devices", k.devices}, {"launch_configs", configs}, {"dtypes", k.dtypes}};
+    add_kernel_work(row, k, gpus);  // achieved rates over the executions that reported their work
+    out.push_back(std::move(row));
   }
   return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
 }

@@ -40,6 +40,11 @@ std::string parse_listen(const std::string& text, ServerConfig& out) {
   return {};
 }
 
+// A list option's value refused: the message quotes the whole value, the field names the option.
+Status bad_spec(const std::string& spec, const std::string& why, const char* option) {
+  return Status::invalid_argument("'" + spec + "': " + why, option);
+}
+
 // `HEAD,key=value,…`, the form of the list options (--scrape, --gpu-peak, --device-target): the
 // head and the pairs, or why not (the message names the whole spec).
 struct ListSpec {
@@ -55,7 +60,7 @@ Result<ListSpec> split_list_spec(const std::string& spec, const char* option) {
     const std::size_t comma = spec.find(',', start + 1);
     const std::string part = spec.substr(start + 1, comma == std::string::npos ? std::string::npos : comma - start - 1);
     const std::size_t eq = part.find('=');
-    if (eq == std::string::npos) return Status::invalid_argument("'" + spec + "': expected key=value, got '" + part + "'", option);
+    if (eq == std::string::npos) return bad_spec(spec, "expected key=value, got '" + part + "'", option);
     out.items.emplace_back(part.substr(0, eq), part.substr(eq + 1));
     start = comma;
   }
@@ -66,7 +71,7 @@ Result<double> positive_number(const std::string& spec, const std::string& key, 
   double v = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc() || end != value.data() + value.size() || !(v > 0) || !std::isfinite(v)) {
-    return Status::invalid_argument("'" + spec + "': " + key + " must be a positive number, got '" + value + "'", option);
+    return bad_spec(spec, key + " must be a positive number, got '" + value + "'", option);
   }
   return v;
 }
@@ -77,15 +82,15 @@ Result<GpuPeakOverride> parse_gpu_peak(const std::string& spec) {
   if (!list.ok()) return list.status();
   GpuPeakOverride o;
   o.match = list->head;
-  if (o.match.empty()) return Status::invalid_argument("'" + spec + "': name a part of the GPU's name first, e.g. 'H100 NVL'", "gpu-peak");
+  if (o.match.empty()) return bad_spec(spec, "name a part of the GPU's name first, e.g. 'H100 NVL'", "gpu-peak");
   for (const auto& [key, value] : list->items) {
     if (key == "model") {
       o.model = value;
       continue;
     }
     if (key != "dram_gb_per_second" && !is_data_type(key)) {
-      return Status::invalid_argument("'" + spec + "': unknown key '" + key + "' (model, dram_gb_per_second, or a data type: " +
-                                      data_type_list() + ")", "gpu-peak");
+      return bad_spec(spec, "unknown key '" + key + "' (model, dram_gb_per_second, or a data type: " + data_type_list() + ")",
+                      "gpu-peak");
     }
     auto v = positive_number(spec, key, value, "gpu-peak");
     if (!v.ok()) return v.status();
@@ -93,7 +98,7 @@ Result<GpuPeakOverride> parse_gpu_peak(const std::string& spec) {
     else o.tflops.emplace_back(key, *v);
   }
   if (o.tflops.empty() && o.dram_bytes_per_second == 0 && o.model.empty()) {
-    return Status::invalid_argument("'" + spec + "': give at least one figure, e.g. bf16=835", "gpu-peak");
+    return bad_spec(spec, "give at least one figure, e.g. bf16=835", "gpu-peak");
   }
   return o;
 }
@@ -106,12 +111,12 @@ Result<analysis::DeviceTarget> parse_device_target(const std::string& spec) {
   analysis::DeviceTarget t;
   t.match = list->head;
   if (t.match.empty()) {
-    return Status::invalid_argument("'" + spec + "': name the GPUs first: *, an index, a UUID or a part of the name", "device-target");
+    return bad_spec(spec, "name the GPUs first: *, an index, a UUID or a part of the name", "device-target");
   }
   for (const auto& [key, value] : list->items) {
     if (key == "memory_budget") {
       auto bytes = parse_byte_size(value);
-      if (!bytes.ok() || *bytes == 0) return Status::invalid_argument("'" + spec + "': memory_budget must be a size, e.g. 60GiB", "device-target");
+      if (!bytes.ok() || *bytes == 0) return bad_spec(spec, "memory_budget must be a size, e.g. 60GiB", "device-target");
       t.memory_budget_bytes = static_cast<double>(*bytes);
       continue;
     }
@@ -122,19 +127,19 @@ Result<analysis::DeviceTarget> parse_device_target(const std::string& spec) {
                                    : key == "power_budget_watts"   ? &t.power_budget_watts
                                                                    : nullptr;
     if (!field) {
-      return Status::invalid_argument("'" + spec + "': unknown key '" + key + "' (min_tflops, target_tflops, min_gb_per_second, "
-                                      "target_gb_per_second, memory_budget, power_budget_watts)", "device-target");
+      return bad_spec(spec, "unknown key '" + key + "' (min_tflops, target_tflops, min_gb_per_second, "
+                      "target_gb_per_second, memory_budget, power_budget_watts)", "device-target");
     }
     auto v = positive_number(spec, key, value, "device-target");
     if (!v.ok()) return v.status();
     *field = *v;
   }
-  if (t.empty()) return Status::invalid_argument("'" + spec + "': give at least one figure, e.g. min_tflops=300", "device-target");
+  if (t.empty()) return bad_spec(spec, "give at least one figure, e.g. min_tflops=300", "device-target");
   if (t.min_tflops && t.target_tflops && *t.min_tflops > *t.target_tflops) {
-    return Status::invalid_argument("'" + spec + "': min_tflops is above target_tflops", "device-target");
+    return bad_spec(spec, "min_tflops is above target_tflops", "device-target");
   }
   if (t.min_gb_per_second && t.target_gb_per_second && *t.min_gb_per_second > *t.target_gb_per_second) {
-    return Status::invalid_argument("'" + spec + "': min_gb_per_second is above target_gb_per_second", "device-target");
+    return bad_spec(spec, "min_gb_per_second is above target_gb_per_second", "device-target");
   }
   return t;
 }
@@ -144,7 +149,7 @@ Result<analysis::DeviceTarget> parse_device_target(const std::string& spec) {
 Result<ScrapeTarget> parse_scrape_target(const std::string& spec) {
   ScrapeTarget t;
   auto bad = [&](const std::string& why) {
-    return Status::invalid_argument("'" + spec + "': " + why, "scrape");
+    return bad_spec(spec, why, "scrape");
   };
   auto list = split_list_spec(spec, "scrape");
   if (!list.ok()) return list.status();

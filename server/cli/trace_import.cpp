@@ -343,7 +343,9 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       // products (mm, addmm, bmm, baddbmm) from the op's input dims and types (record_shapes=True),
       // their FLOPs, dtype and least traffic; a `flops` the trace gives for the op takes
       // precedence for the FLOPs.
-      if (const json* x = arg(e, "External id"); x && x->is_number_integer() && kernels_by_external[x->get<std::int64_t>()] == 1) {
+      const json* x = arg(e, "External id");
+      const auto launched = x && x->is_number_integer() ? kernels_by_external.find(x->get<std::int64_t>()) : kernels_by_external.end();
+      if (launched != kernels_by_external.end() && launched->second == 1) {
         if (auto op = op_by_external.find(x->get<std::int64_t>()); op != op_by_external.end()) {
           const json& o = events[op->second];
           // The matrices' type: addmm's and baddbmm's first input is the bias, the second a matrix.

@@ -2,6 +2,8 @@
 // a shared link shows the same: live (the last 5 m … 7 d, charts following the stream) or a
 // fixed span (from a drag-to-zoom on any chart; the stream no longer moves it). Listeners are
 // told of every change.
+import { setSearchParams } from './url.js';
+
 export const PRESETS = { '5m': 300, '15m': 900, '1h': 3600, '6h': 21600, '24h': 86400, '7d': 604800 };
 const DEFAULT_PRESET = '5m';
 
@@ -53,15 +55,9 @@ export class TimeRange {
   }
 
   changed() {
-    const p = new URLSearchParams(window.location.search);
-    p.delete('range'); p.delete('from'); p.delete('to');
-    if (this.fixed) {
-      p.set('from', String(Math.round(this.fixed.from * 1000)));
-      p.set('to', String(Math.round(this.fixed.to * 1000)));
-    } else {
-      p.set('range', this.preset);
-    }
-    window.history.replaceState(null, '', `${window.location.pathname}?${p}${window.location.hash}`);
+    setSearchParams(this.fixed
+      ? { range: null, from: Math.round(this.fixed.from * 1000), to: Math.round(this.fixed.to * 1000) }
+      : { range: this.preset, from: null, to: null });
     for (const fn of this.listeners) fn(this);
   }
 }

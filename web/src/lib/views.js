@@ -1,6 +1,8 @@
 // The dashboard's views: every panel names the views it belongs to (data-view="gpu energy"), the
 // navigation in the header picks one, and the URL keeps it (?view=gpu, beside the time range)
 // so a reload or a shared link opens the same view. Overview shows every panel.
+import { setSearchParams } from './url.js';
+
 export const VIEWS = ['overview', 'host', 'gpu', 'kernels', 'memory', 'serving', 'operators', 'energy', 'analysis',
   'processes', 'runs'];
 
@@ -14,12 +16,7 @@ export function initViews({ onShow }) {
       el.classList.toggle('off-view', !member);
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
-    if (push) {
-      const p = new URLSearchParams(window.location.search);
-      if (state.view === 'overview') p.delete('view'); else p.set('view', state.view);
-      const query = p.toString();
-      window.history.replaceState(null, '', `${window.location.pathname}${query ? '?' + query : ''}${window.location.hash}`);
-    }
+    if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view });
     if (onShow) onShow(state.view);  // charts shown after being hidden take their width again
   }
   nav.addEventListener('click', (e) => {

@@ -5,6 +5,7 @@
 import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtSI, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
+import { setSearchParams } from '../lib/url.js';
 
 // `onData(kernels, models)` runs after each refresh (the analysis view's pickers).
 export function createEventsView({ state, onData }) {
@@ -60,15 +61,9 @@ export function createEventsView({ state, onData }) {
   // roofline, its newest executions — and its distribution in the latency panel. The URL keeps
   // it (?kernel=NAME).
   const detail = { name: new URLSearchParams(window.location.search).get('kernel') };
-  function setKernelParam(name) {
-    const p = new URLSearchParams(window.location.search);
-    if (name) p.set('kernel', name); else p.delete('kernel');
-    const q = p.toString();
-    window.history.replaceState(null, '', `${window.location.pathname}${q ? '?' + q : ''}${window.location.hash}`);
-  }
   async function showKernel(name) {
     detail.name = name;
-    setKernelParam(name);
+    setSearchParams({ kernel: name || null });
     const panel = document.getElementById('kernel-detail');
     const k = kernels.rows.find((r) => r.name === name);
     if (!name || !k) { panel.hidden = true; return; }
