@@ -35,7 +35,7 @@ std::string exposition(int models) {
 
 void BM_ScrapeParseConvertStore(benchmark::State& state) {
   const std::string text = exposition(static_cast<int>(state.range(0)));
-  perfscope::server::ScrapeSeries series({"vllm", "127.0.0.1:8000", {}}, 1'000'000);
+  perfscope::server::ScrapeSeries series({"vllm", "127.0.0.1:8000", {}}, 1'000'000, 1'000'000);
   perfscope::SeriesStore store(1000);
   perfscope::TimestampNs ts = 1'700'000'000'000'000'000;
   std::size_t lines = 0;

@@ -504,14 +504,14 @@ Result<std::vector<std::pair<std::string, std::int64_t>>> EventReader::table_cou
   auto conn = pool_.lease();
   if (!conn.ok()) return conn.status();
   std::vector<std::pair<std::string, std::int64_t>> out;
-  // Kernels are counted inside their chunks.
+  // Kernels and samples are counted inside their chunks.
   const std::pair<const char*, const char*> counts[] = {
       {"kernels", "SELECT IFNULL(SUM(count), 0) FROM kernel_chunks"},
       {"memory_events", "SELECT COUNT(*) FROM memory_events"},
       {"command_buffers", "SELECT COUNT(*) FROM command_buffers"},
       {"inference", "SELECT COUNT(*) FROM inference"},
       {"operators", "SELECT COUNT(*) FROM operators"},
-      {"samples", "SELECT COUNT(*) FROM samples"},
+      {"samples", "SELECT IFNULL(SUM(count), 0) FROM sample_chunks"},
   };
   for (const auto& [table, sql] : counts) {
     auto stmt = (*conn)->prepare(sql);

@@ -10,6 +10,7 @@
 #include "db/event_reader.hpp"
 #include "db/kernel_chunks.hpp"
 #include "db/rollups.hpp"
+#include "db/sample_chunks.hpp"
 #include "db/writer.hpp"
 #include "engine/analysis/serving.hpp"
 
@@ -36,7 +37,7 @@ Result<std::optional<TimestampNs>> oldest_raw(Connection& conn) {
                       " UNION ALL SELECT MIN(ts_ns) FROM inference"
                       " UNION ALL SELECT MIN(end_ns) FROM command_buffers"
                       " UNION ALL SELECT MIN(ts_ns) FROM operators"
-                      " UNION ALL SELECT MIN((SELECT MIN(ts_ns) FROM samples WHERE series_id = series.id)) FROM series)");
+                      " UNION ALL SELECT MIN((SELECT MIN(start_ns) FROM sample_chunks WHERE series_id = series.id)) FROM series)");
 }
 
 // Runs a prepared DELETE; returns the rows it removed.
@@ -122,6 +123,8 @@ Status retire_command_buffers(Connection& conn, TimestampNs cutoff, RollupAccumu
   return delete_before(conn, "DELETE FROM command_buffers WHERE end_ns < ?1", cutoff, r.raw_rows_deleted);
 }
 
+// Chunks that start before the cutoff: their samples before it rolled up, the chunk deleted,
+// and what it held from the cutoff on stored again as a chunk of its own.
 Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
   std::vector<std::int64_t> ids;
   {
@@ -129,25 +132,47 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
     if (!series.ok()) return series.status();
     if (Status s = series->for_each_row([&](Statement& row) { ids.push_back(row.column_int64(0)); }); !s.ok()) return s;
   }
-  auto rows = conn.prepare("SELECT ts_ns, value FROM samples WHERE series_id = ?2 AND ts_ns < ?1");
-  auto del = conn.prepare("DELETE FROM samples WHERE series_id = ?2 AND ts_ns < ?1");
-  if (!rows.ok()) return rows.status();
+  auto del = conn.prepare("DELETE FROM sample_chunks WHERE series_id = ?1 AND start_ns < ?2");
+  auto insert = conn.prepare("INSERT INTO sample_chunks(series_id, start_ns, count, data) VALUES(?1, ?2, ?3, ?4)");
   if (!del.ok()) return del.status();
+  if (!insert.ok()) return insert.status();
+  SampleChunkReader chunks(conn);
+  std::vector<Sample> samples, rest;
   for (std::int64_t id : ids) {
     const std::string key = std::to_string(id);
-    rows->bind(1, cutoff).bind(2, id);
-    Status s = rows->for_each_row([&](Statement& row) {
-      acc.add(rollup_source::kSeries, key, "", row.column_int64(0), row.column_double(1));
-      ++r.values_rolled_up;
+    rest.clear();
+    std::uint64_t retired = 0;
+    Status s = chunks.for_each_chunk(id, TimeRange{INT64_MIN, cutoff - 1}, [&](const SampleChunkReader::ChunkRow& c) {
+      samples.clear();
+      if (Status d = chunks.decode(c.start_ns, c.count, c.data, samples); !d.ok()) return d;
+      for (const Sample& x : samples) {
+        if (x.ts_ns < cutoff) {
+          acc.add(rollup_source::kSeries, key, "", x.ts_ns, x.value);
+          ++retired;
+        } else {
+          rest.push_back(x);
+        }
+      }
+      return Status();
     });
-    rows->reset();
+    // A corrupt chunk stops retention before anything is deleted: nothing goes unrolled.
     if (!s.ok()) return s;
-    del->bind(1, cutoff).bind(2, id);
+    if (retired == 0) continue;
+    r.values_rolled_up += retired;
+    del->bind(1, id).bind(2, cutoff);
     auto n = delete_rows(conn, *del);
     if (!n.ok()) return n.status();
-    r.raw_rows_deleted += *n;
+    r.raw_rows_deleted += retired;
+    if (!rest.empty()) {
+      const std::string data = encode_samples(rest, nullptr, {}).data;
+      Status w = insert->bind(1, id).bind(2, rest.front().ts_ns).bind(3, static_cast<std::int64_t>(rest.size()))
+                     .bind_blob(4, data).run();
+      if (!w.ok()) return w;
+    }
   }
-  return Status();
+  // Pass chunks wholly before the cutoff: every chunk on them has gone.
+  std::uint64_t passes_deleted = 0;
+  return delete_before(conn, "DELETE FROM sample_passes WHERE end_ns < ?1", cutoff, passes_deleted);
 }
 
 // Freed allocations and their frees, both older than the cutoff; live allocations stay.
@@ -322,6 +347,7 @@ bool RetentionTask::step() {
       [this, result](Connection& conn) {
         auto r = retention_step(conn, policy_, now_ns());
         if (!r.ok()) return r.status();
+        if (r->raw_rows_deleted > 0) writer_.reopen_sample_chunks();
         *result = *r;
         return Status();
       },

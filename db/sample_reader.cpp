@@ -1,6 +1,9 @@
 #include "db/sample_reader.hpp"
 
+#include <algorithm>
+
 #include "db/rollups.hpp"
+#include "db/sample_chunks.hpp"
 
 namespace perfscope::db {
 
@@ -16,8 +19,7 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare("SELECT id, name, labels, unit, type, help FROM series ORDER BY name, labels");
   if (!stmt.ok()) return stmt.status();
-  auto latest = (*conn)->prepare("SELECT ts_ns, value FROM samples WHERE series_id = ?1 ORDER BY ts_ns DESC LIMIT 1");
-  if (!latest.ok()) return latest.status();
+  SampleChunkReader chunks(**conn);
   std::vector<StoredSeries> out;
   Status latest_status;
   Status st = stmt->for_each_row([&](Statement& r) {
@@ -29,12 +31,10 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
     s.family = MetricFamily{s.key.name, r.column_text(3),
                             r.column_text(4) == "counter" ? MetricType::kCounter : MetricType::kGauge,
                             r.column_text(5)};
-    if (with_latest) {
-      latest->bind(1, s.db_id);
-      auto l = latest->step();
-      if (!l.ok()) latest_status = l.status();
-      if (l.ok() && *l) s.latest = Sample{latest->column_int64(0), latest->column_double(1)};
-      latest->reset();
+    if (with_latest && latest_status.ok()) {
+      auto l = chunks.latest(s.db_id);
+      if (l.ok()) s.latest = *l;
+      else latest_status = l.status();
     }
     out.push_back(std::move(s));
   });
@@ -46,23 +46,41 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
 Result<std::int64_t> SampleReader::count(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
   auto conn = lease();
   if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare("SELECT COUNT(*) FROM samples WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3");
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns);
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  return stmt->column_int64(0);
+  return SampleChunkReader(**conn).count(db_id, TimeRange{from_ns, to_ns});
 }
 
 Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
   auto conn = lease();
   if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
-      "SELECT ts_ns, value FROM samples WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3 ORDER BY ts_ns");
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns);
   std::vector<Sample> out;
-  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(Sample{r.column_int64(0), r.column_double(1)}); });
+  Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
+    out.insert(out.end(), part.begin(), part.end());
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
+                                                       TimestampNs width_ns) const {
+  auto conn = lease();
+  if (!conn.ok()) return conn.status();
+  // Samples arrive in time order: one pass, a bucket at a time.
+  std::vector<Bucket> out;
+  std::int64_t index = -1;
+  Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
+    for (const Sample& x : part) {
+      const std::int64_t i = (x.ts_ns - from_ns) / width_ns;
+      if (i != index || out.empty()) {
+        out.push_back(Bucket{x.ts_ns, x.value, x.value, 0, 0});
+        index = i;
+      }
+      Bucket& b = out.back();
+      b.min = std::min(b.min, x.value);
+      b.max = std::max(b.max, x.value);
+      b.sum += x.value;
+      ++b.count;
+    }
+  });
   if (!s.ok()) return s;
   return out;
 }
@@ -76,20 +94,6 @@ Bucket bucket_row(const Statement& r) {
 }
 
 }  // namespace
-
-Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
-                                                       TimestampNs width_ns) const {
-  auto conn = lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
-      "SELECT MIN(ts_ns), MIN(value), MAX(value), TOTAL(value), COUNT(*) FROM samples "
-      "WHERE series_id = ?1 AND ts_ns BETWEEN ?2 AND ?3 GROUP BY (ts_ns - ?2) / ?4 ORDER BY 1");
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, db_id).bind(2, from_ns).bind(3, to_ns).bind(4, width_ns);
-  std::vector<Bucket> out;
-  if (Status s = stmt->for_each_row([&](Statement& r) { out.push_back(bucket_row(r)); }); !s.ok()) return s;
-  return out;
-}
 
 Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                               TimestampNs width_ns) const {

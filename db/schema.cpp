@@ -4,14 +4,18 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "db/kernel_chunks.hpp"
+#include "db/sample_chunks.hpp"
 
 namespace perfscope::db {
 namespace {
 
 Status kernels_into_chunks(Connection& conn);
+Status samples_into_chunks(Connection& conn);
 Status enable_incremental_vacuum(Connection& conn);
 
 // One schema step: SQL, then optionally code that moves data the SQL cannot. A step that
@@ -21,6 +25,9 @@ struct Migration {
   const char* sql;
   Status (*convert)(Connection&) = nullptr;
   bool rebuilds_tables = false;
+  // Runs before the step's transaction, in transactions of its own: work too large for one,
+  // done so that an interrupted run resumes where it stopped.
+  Status (*prepare)(Connection&) = nullptr;
 };
 
 // Append-only: never edit a released step; add a new one.
@@ -237,6 +244,25 @@ const std::array kMigrations = {
       DROP TABLE kernel_series;
       ALTER TABLE kernel_series_next RENAME TO kernel_series;
     )sql", nullptr, true},
+    // 11: sampled series in encoded chunks (db/sample_chunks.hpp), the sampler's pass times
+    // stored once for every series sampled on them.
+    Migration{R"sql(
+      CREATE TABLE sample_passes (
+        start_ns INTEGER PRIMARY KEY,
+        end_ns   INTEGER NOT NULL,
+        count    INTEGER NOT NULL,
+        data     BLOB NOT NULL
+      );
+      CREATE TABLE sample_chunks (
+        series_id INTEGER NOT NULL REFERENCES series(id),
+        start_ns  INTEGER NOT NULL,
+        count     INTEGER NOT NULL,
+        data      BLOB NOT NULL,
+        PRIMARY KEY (series_id, start_ns)
+      ) WITHOUT ROWID;
+    )sql"},
+    // 12: the sample rows, moved into chunks before this step in bounded transactions, go.
+    Migration{"DROP TABLE samples;", nullptr, false, samples_into_chunks},
 };
 
 Status copy_kernel_rows(Connection& conn) {
@@ -300,6 +326,46 @@ Status kernels_into_chunks(Connection& conn) {
   }
   if (Status s = copy_kernel_rows(conn); !s.ok()) return s;  // its statements are finalized here
   return conn.exec("DROP TABLE kernels");
+}
+
+// Sample rows into chunks (explicit times: which rows were one sampling pass is not known),
+// 100,000 rows per transaction, each batch's rows deleted as it commits: a run cut short
+// resumes with what is left, and nothing is in both places or neither.
+Status samples_into_chunks(Connection& conn) {
+  constexpr std::int64_t kBatchRows = 100'000;
+  const SampleChunkLimits limits;
+  for (;;) {
+    Transaction tx(conn);
+    if (!tx.begin_status().ok()) return tx.begin_status();
+    std::vector<std::pair<std::int64_t, std::vector<Sample>>> batch;
+    {
+      auto rows = conn.prepare("SELECT series_id, ts_ns, value FROM samples ORDER BY series_id, ts_ns LIMIT ?1");
+      if (!rows.ok()) return rows.status();
+      rows->bind(1, kBatchRows);
+      Status s = rows->for_each_row([&](Statement& r) {
+        const std::int64_t id = r.column_int64(0);
+        if (batch.empty() || batch.back().first != id) batch.emplace_back(id, std::vector<Sample>{});
+        batch.back().second.push_back({r.column_int64(1), r.column_double(2)});
+      });
+      if (!s.ok()) return s;
+    }
+    if (batch.empty()) return Status();
+    auto insert = conn.prepare("INSERT INTO sample_chunks(series_id, start_ns, count, data) VALUES(?1, ?2, ?3, ?4)");
+    auto remove = conn.prepare("DELETE FROM samples WHERE series_id = ?1 AND ts_ns <= ?2");
+    if (!insert.ok()) return insert.status();
+    if (!remove.ok()) return remove.status();
+    for (const auto& [id, samples] : batch) {
+      for (std::size_t i = 0; i < samples.size(); i += limits.max_samples) {
+        const auto part = std::span<const Sample>(samples).subspan(i, std::min(limits.max_samples, samples.size() - i));
+        const std::string data = encode_samples(part, nullptr, {}).data;
+        Status s = insert->bind(1, id).bind(2, part.front().ts_ns).bind(3, static_cast<std::int64_t>(part.size()))
+                       .bind_blob(4, data).run();
+        if (!s.ok()) return s;
+      }
+      if (Status s = remove->bind(1, id).bind(2, samples.back().ts_ns).run(); !s.ok()) return s;
+    }
+    if (Status s = tx.commit(); !s.ok()) return s;
+  }
 }
 
 }  // namespace
@@ -379,6 +445,9 @@ Status migrate(Connection& conn) {
   }
   for (int v = current; v < schema_version(); ++v) {
     const Migration& step = kMigrations[static_cast<std::size_t>(v)];
+    if (step.prepare) {
+      if (Status s = step.prepare(conn); !s.ok()) return s;
+    }
     // Outside any transaction, where the pragma takes effect; back on whatever happens.
     if (step.rebuilds_tables) {
       if (Status s = conn.exec("PRAGMA foreign_keys = OFF"); !s.ok()) return s;

@@ -4,14 +4,16 @@
 
 #include "db/kernel_chunks.hpp"
 #include "db/run_store.hpp"
+#include "db/sample_chunks.hpp"
 #include "db/schema.hpp"
 
 namespace perfscope::db {
 
 struct Writer::Statements {
-  Statement insert_series, select_series, insert_sample;
+  Statement insert_series, select_series;
   Statement memory, command_buffer, inference, op;
   std::unique_ptr<KernelChunkWriter> kernels;
+  std::unique_ptr<SampleChunkWriter> samples;
 };
 
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
@@ -32,7 +34,6 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
        "ON CONFLICT(name, labels) DO UPDATE SET unit = excluded.unit, type = excluded.type, help = excluded.help",
        &st->insert_series},
       {"SELECT id FROM series WHERE name = ?1 AND labels = ?2", &st->select_series},
-      {"INSERT OR REPLACE INTO samples(series_id, ts_ns, value) VALUES(?1, ?2, ?3)", &st->insert_sample},
       {"INSERT INTO memory_events(op, address, size_bytes, kind, tag, device, ts_ns, tags) "
        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
        &st->memory},
@@ -52,6 +53,9 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
   auto kernels = KernelChunkWriter::prepare(*conn);
   if (!kernels.ok()) return kernels.status();
   st->kernels = std::move(*kernels);
+  auto samples = SampleChunkWriter::prepare(*conn);
+  if (!samples.ok()) return samples.status();
+  st->samples = std::move(*samples);
   std::unique_ptr<Writer> writer(new Writer(std::move(*conn), std::move(st), store, memory, options));
   if (Status s = writer->rebuild_memory(); !s.ok()) return s;
   writer->thread_ = std::thread([w = writer.get()] { w->run(); });
@@ -145,6 +149,10 @@ void Writer::run_tasks(std::deque<Item>& items) {
     Status s = tx.begin_status();
     if (s.ok()) s = t->task(conn_);
     if (s.ok()) s = tx.commit();
+    if (reopen_samples_) {
+      st_->samples->reset();
+      reopen_samples_ = false;
+    }
     t->done(s);  // a failed task rolls back as the transaction goes out of scope
   }
 }
@@ -193,6 +201,7 @@ void Writer::run() {
     if (!s.ok()) {
       db_ids_.clear();  // rolled back: series rows inserted in that transaction are gone
       st_->kernels->reset();
+      st_->samples->reset();
       (void)rebuild_memory();  // and so are its memory events
     }
     for (Item& item : work) {
@@ -281,7 +290,7 @@ Status Writer::write_event(Event& event) {
           store_.append(id, e.ts_ns, e.value);
           auto db_id = db_series_id(id);
           if (!db_id.ok()) return db_id.status();
-          return st_->insert_sample.bind(1, *db_id).bind(2, e.ts_ns).bind(3, e.value).run();
+          return st_->samples->add_sample(*db_id, e.ts_ns, e.value);
         }
       },
       event);
@@ -306,15 +315,14 @@ Status Writer::write(std::deque<Item>& items) {
   if (!tx.begin_status().ok()) return tx.begin_status();
   for (Item& item : items) {
     if (auto* pass = std::get_if<std::shared_ptr<const SampleBatch>>(&item)) {
+      if (Status s = st_->samples->begin_pass((*pass)->ts_ns); !s.ok()) return s;
       for (const auto& [id, value] : (*pass)->values) {
         // A collector reading that is not a number (a GPU counter before its first interval)
-        // would be stored as NULL and fail the whole commit, applications' events included.
+        // is no sample: the series simply has none at this pass.
         if (!std::isfinite(value)) continue;
         auto db_id = db_series_id(id);
         if (!db_id.ok()) return db_id.status();
-        if (Status s = st_->insert_sample.bind(1, *db_id).bind(2, (*pass)->ts_ns).bind(3, value).run(); !s.ok()) {
-          return s;
-        }
+        if (Status s = st_->samples->add_pass_sample(*db_id, value); !s.ok()) return s;
       }
     } else if (auto* batch = std::get_if<EventBatch>(&item)) {
       for (Event& e : batch->events) {
@@ -323,6 +331,7 @@ Status Writer::write(std::deque<Item>& items) {
     }
   }
   if (Status s = st_->kernels->flush(); !s.ok()) return s;
+  if (Status s = st_->samples->flush(); !s.ok()) return s;
   return tx.commit();
 }
 

@@ -72,6 +72,9 @@ class Writer {
   // other than events (A/B test definitions, administration).
   using Task = std::function<Status(Connection&)>;
   void run_task(Task task, Completion done);
+  // From inside a task that changed stored sample chunks (retention): the open chunks the
+  // writer holds start anew once the task is done, so none is written over what it changed.
+  void reopen_sample_chunks() { reopen_samples_ = true; }
   // Blocks until everything queued so far is committed (tests, shutdown).
   void flush();
   void stop();
@@ -106,6 +109,7 @@ class Writer {
   MemoryTracker& memory_;
   const WriterOptions options_;
   std::unordered_map<SeriesId, std::int64_t> db_ids_;  // writer thread only
+  bool reopen_samples_ = false;                        // writer thread only
 
   mutable std::mutex mu_;
   std::condition_variable wake_, flushed_;

@@ -1,0 +1,820 @@
+#include "db/sample_codec.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+
+namespace perfscope::db {
+namespace {
+
+// ---- bits ----
+
+class BitWriter {
+ public:
+  void put(std::uint64_t bits, int n) {  // the low n bits of `bits`, n in 0..64
+    if (n == 0) return;
+    if (n < 64) bits &= (std::uint64_t{1} << n) - 1;
+    const int room = 64 - used_;
+    if (n < room) {
+      acc_ = (acc_ << n) | bits;
+      used_ += n;
+      return;
+    }
+    // Fill the accumulator, emit it, keep the rest.
+    const int rest = n - room;
+    acc_ = room == 64 ? (bits >> rest) : (acc_ << room) | (bits >> rest);
+    for (int i = 7; i >= 0; --i) out_.push_back(static_cast<char>(acc_ >> (i * 8)));
+    acc_ = rest == 0 ? 0 : bits & ((std::uint64_t{1} << rest) - 1);
+    used_ = rest;
+  }
+  void bit(bool b) { put(b ? 1 : 0, 1); }
+  std::size_t bits() const { return out_.size() * 8 + static_cast<std::size_t>(used_); }
+  std::string finish() && {
+    int n = used_;
+    std::uint64_t acc = used_ == 0 ? 0 : acc_ << (64 - used_);
+    for (int i = 7; n > 0; --i, n -= 8) out_.push_back(static_cast<char>(acc >> (i * 8)));
+    return std::move(out_);
+  }
+  void reserve(std::size_t bytes) { out_.reserve(bytes); }
+
+ private:
+  std::string out_;
+  std::uint64_t acc_ = 0;
+  int used_ = 0;
+};
+
+class BitReader {
+ public:
+  explicit BitReader(std::string_view data) : data_(data) {}
+  bool get(int n, std::uint64_t& out) {  // n in 0..64
+    if (n == 0) {
+      out = 0;
+      return true;
+    }
+    if (pos_ + static_cast<std::size_t>(n) > data_.size() * 8) return false;
+    std::uint64_t v = 0;
+    int left = n;
+    while (left > 0) {
+      const std::size_t byte = pos_ / 8;
+      const int offset = static_cast<int>(pos_ % 8);
+      const int take = std::min(8 - offset, left);
+      const auto b = static_cast<unsigned char>(data_[byte]);
+      const unsigned part = (b >> (8 - offset - take)) & ((1u << take) - 1);
+      v = (take == 64 ? 0 : v << take) | part;
+      pos_ += static_cast<std::size_t>(take);
+      left -= take;
+    }
+    out = v;
+    return true;
+  }
+  bool bit(bool& out) {
+    std::uint64_t v = 0;
+    if (!get(1, v)) return false;
+    out = v != 0;
+    return true;
+  }
+  // Only zero padding may follow the last field.
+  bool at_end() const {
+    if (data_.size() * 8 - pos_ >= 8) return false;
+    if (pos_ % 8 == 0) return true;
+    const auto b = static_cast<unsigned char>(data_.back());
+    return (b & ((1u << (8 - pos_ % 8)) - 1)) == 0;
+  }
+
+ private:
+  std::string_view data_;
+  std::size_t pos_ = 0;
+};
+
+std::uint64_t zigzag(std::int64_t v) { return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63); }
+std::int64_t unzigzag(std::uint64_t v) { return static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+std::uint64_t bits_of(double v) { return std::bit_cast<std::uint64_t>(v); }
+bool same(double a, double b) { return bits_of(a) == bits_of(b); }
+
+// Small signed integers (pass indices and gaps, a ratio's numerator above its denominator),
+// zigzagged, in buckets of 0/3/7/13/20/32/64 bits after a unary prefix (0, 10, 110, …,
+// 1111110).
+struct Bucket {
+  std::uint64_t prefix;
+  int prefix_bits;
+  int payload_bits;
+};
+constexpr std::array<Bucket, 7> kBuckets = {{{0b0, 1, 0},
+                                             {0b10, 2, 3},
+                                             {0b110, 3, 7},
+                                             {0b1110, 4, 13},
+                                             {0b11110, 5, 20},
+                                             {0b111110, 6, 32},
+                                             {0b1111110, 7, 64}}};
+
+void put_signed(BitWriter& w, std::int64_t v) {
+  const std::uint64_t z = zigzag(v);
+  for (const Bucket& b : kBuckets) {
+    if (b.payload_bits == 64 || (b.payload_bits == 0 ? z == 0 : z < (std::uint64_t{1} << b.payload_bits))) {
+      w.put(b.prefix, b.prefix_bits);
+      w.put(z, b.payload_bits);
+      return;
+    }
+  }
+}
+
+bool get_plain_signed(BitReader& r, std::int64_t& v) {
+  std::size_t ones = 0;
+  bool b = false;
+  while (ones < kBuckets.size()) {
+    if (!r.bit(b)) return false;
+    if (!b) break;
+    ++ones;
+  }
+  if (ones == kBuckets.size()) return false;  // no such prefix
+  std::uint64_t z = 0;
+  if (!r.get(kBuckets[ones].payload_bits, z)) return false;
+  v = unzigzag(z);
+  return true;
+}
+
+// Rice codes for streams of integers of a typical size (differences of counters, timestamps'
+// jitter): a parameter k per stream (6 bits), then per value its zigzagged bits above k in
+// unary (at most 7 ones and a zero), then its k low bits. Eight ones mark an outlier (a burst,
+// a stall): a zero bit and the value in the bucket code above, or a one bit and a raw double
+// (an escaped value).
+constexpr int kRiceMaxUnary = 8;
+// The parameter that says the stream is in the bucket code instead (mostly zeros with
+// changes of a few bits: a zero costs one bit there, k + 1 in Rice), seven ones escaping.
+constexpr int kBucketStream = 63;
+
+std::uint64_t bucket_bits(std::uint64_t z) {
+  for (const Bucket& b : kBuckets) {
+    if (b.payload_bits == 64 || (b.payload_bits == 0 ? z == 0 : z < (std::uint64_t{1} << b.payload_bits))) {
+      return static_cast<std::uint64_t>(b.prefix_bits + b.payload_bits);
+    }
+  }
+  return 71;
+}
+
+int rice_parameter(std::span<const std::uint64_t> zz) {
+  if (zz.empty()) return 0;
+  // Around the median's width: the first value of a stream (a counter's whole value) is
+  // stored whole whatever k is, and must not pull k up.
+  std::vector<std::uint64_t> sorted(zz.begin(), zz.end());
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+  const int guess = static_cast<int>(std::bit_width(sorted[sorted.size() / 2]));
+  int best = 0;
+  std::uint64_t best_bits = UINT64_MAX;
+  for (int k = std::max(0, guess - 3); k <= std::min(63, guess + 2); ++k) {
+    std::uint64_t bits = 0;
+    for (std::uint64_t z : zz) {
+      const std::uint64_t q = z >> k;
+      bits += q < kRiceMaxUnary ? q + 1 + static_cast<std::uint64_t>(k) : kRiceMaxUnary + 1 + bucket_bits(z);
+    }
+    if (bits < best_bits) best = k, best_bits = bits;
+  }
+  std::uint64_t bucket = 0;
+  for (std::uint64_t z : zz) bucket += bucket_bits(z);
+  return bucket < best_bits ? kBucketStream : best;
+}
+
+void put_rice(BitWriter& w, int k, std::int64_t v) {
+  if (k == kBucketStream) return put_signed(w, v);
+  const std::uint64_t z = zigzag(v);
+  const std::uint64_t q = z >> k;
+  if (q < kRiceMaxUnary) {
+    w.put((std::uint64_t{1} << (q + 1)) - 2, static_cast<int>(q) + 1);  // q ones, a zero
+    w.put(z, k);
+    return;
+  }
+  w.put((std::uint64_t{1} << kRiceMaxUnary) - 1, kRiceMaxUnary);
+  w.bit(false);
+  put_signed(w, v);
+}
+void put_rice_escape(BitWriter& w, int k, double v) {
+  if (k == kBucketStream) {
+    w.put((std::uint64_t{1} << kBuckets.size()) - 1, static_cast<int>(kBuckets.size()));
+  } else {
+    w.put((std::uint64_t{1} << kRiceMaxUnary) - 1, kRiceMaxUnary);
+    w.bit(true);
+  }
+  w.put(bits_of(v), 64);
+}
+bool get_rice(BitReader& r, int k, std::int64_t& v, bool& escaped, std::uint64_t& raw) {
+  if (k == kBucketStream) {
+    std::size_t ones = 0;
+    bool one = false;
+    while (ones < kBuckets.size()) {
+      if (!r.bit(one)) return false;
+      if (!one) break;
+      ++ones;
+    }
+    escaped = ones == kBuckets.size();
+    if (escaped) return r.get(64, raw);
+    std::uint64_t z = 0;
+    if (!r.get(kBuckets[ones].payload_bits, z)) return false;
+    v = unzigzag(z);
+    return true;
+  }
+  std::uint64_t q = 0;
+  bool b = false;
+  while (q < kRiceMaxUnary) {
+    if (!r.bit(b)) return false;
+    if (!b) break;
+    ++q;
+  }
+  escaped = false;
+  std::uint64_t z = 0;
+  if (q == kRiceMaxUnary) {
+    if (!r.bit(escaped)) return false;
+    if (escaped) return r.get(64, raw);
+    return get_plain_signed(r, v);
+  } else {
+    std::uint64_t low = 0;
+    if (!r.get(k, low)) return false;
+    z = (k == 64 ? 0 : q << k) | low;
+  }
+  v = unzigzag(z);
+  return true;
+}
+bool get_plain_rice(BitReader& r, int k, std::int64_t& v) {
+  bool escaped = false;
+  std::uint64_t raw = 0;
+  return get_rice(r, k, v, escaped, raw) && !escaped;
+}
+bool get_rice_parameter(BitReader& r, int& k) {
+  std::uint64_t v = 0;
+  if (!r.get(6, v)) return false;
+  k = static_cast<int>(v);
+  return true;
+}
+
+// ---- scales ----
+
+struct Scale {
+  bool divide;  // value = N / factor, else N × factor
+  double factor;
+};
+constexpr std::array<Scale, 9> kScales = {{{false, 1},
+                                          {true, 10},
+                                          {true, 100},
+                                          {true, 1000},
+                                          {true, 1e6},
+                                          {true, 1e9},
+                                          {false, 1024},
+                                          {false, 4096},
+                                          {false, 1e6}}};
+// Rates divide by these before the elapsed seconds (a counter of ticks, of milli-units).
+constexpr std::array<std::uint8_t, 3> kRateScales = {0, 2, 3};
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+double scaled_value(const Scale& s, std::int64_t n) {
+  const auto d = static_cast<double>(n);
+  return s.divide ? d / s.factor : d * s.factor;
+}
+std::optional<std::int64_t> scaled_integer(const Scale& s, double v) {
+  const double x = s.divide ? v * s.factor : v / s.factor;
+  if (!(std::fabs(x) < kMaxExactInteger)) return std::nullopt;
+  const auto n = static_cast<std::int64_t>(std::llround(x));
+  for (std::int64_t c : {n, n - 1, n + 1}) {
+    if (same(scaled_value(s, c), v)) return c;
+  }
+  return std::nullopt;
+}
+
+double rate_value(const Scale& s, std::int64_t n, std::int64_t dt_ns) {
+  // As a collector computes it: the increase (over the scale) over the seconds elapsed.
+  const double dt_s = static_cast<double>(dt_ns) / 1e9;
+  return (s.divide ? static_cast<double>(n) / s.factor : static_cast<double>(n)) / dt_s;
+}
+std::optional<std::int64_t> rate_integer(const Scale& s, double v, std::int64_t dt_ns) {
+  if (dt_ns <= 0) return std::nullopt;
+  const double x = v * (static_cast<double>(dt_ns) / 1e9) * (s.divide ? s.factor : 1.0);
+  if (!(std::fabs(x) < kMaxExactInteger)) return std::nullopt;
+  const auto n = static_cast<std::int64_t>(std::llround(x));
+  for (std::int64_t c : {n, n - 1, n + 1}) {
+    if (same(rate_value(s, c, dt_ns), v)) return c;
+  }
+  return std::nullopt;
+}
+
+constexpr std::int64_t kMaxDenominator = std::int64_t{1} << 24;
+
+// p / q equal to v bit for bit with q ≤ 2^24, preferring a q near prev_q (so the differences
+// of a series of fractions of one total stay zero).
+bool ratio_of(double v, std::int64_t prev_q, std::int64_t& p, std::int64_t& q) {
+  if (!(v >= 0) || v > 1e9 || std::signbit(v)) return false;
+  if (v == 0) {
+    p = 0;
+    q = std::max<std::int64_t>(prev_q, 1);
+    return true;
+  }
+  // Continued fraction convergents h/k of v, each checked exactly.
+  double x = v;
+  std::int64_t h1 = 1, h2 = 0, k1 = 0, k2 = 1;
+  for (int i = 0; i < 64; ++i) {
+    const double a = std::floor(x);
+    if (a > 1e12) break;
+    const auto ai = static_cast<std::int64_t>(a);
+    constexpr std::int64_t kMaxNumerator = std::int64_t{1} << 40;
+    if ((k1 > 0 && ai > kMaxDenominator / k1) || (h1 > 0 && ai > kMaxNumerator / h1)) break;
+    const std::int64_t h = ai * h1 + h2, k = ai * k1 + k2;
+    if (k > kMaxDenominator || h > kMaxNumerator) break;
+    if (same(static_cast<double>(h) / static_cast<double>(k), v)) {
+      std::int64_t m = prev_q > 0 ? std::max<std::int64_t>(1, (prev_q + k / 2) / k) : 1;
+      if (m * k > kMaxDenominator) m = 1;
+      p = h * m;
+      q = k * m;
+      return true;
+    }
+    h2 = h1, h1 = h, k2 = k1, k1 = k;
+    const double frac = x - a;
+    if (frac <= 0) break;
+    x = 1 / frac;
+  }
+  return false;
+}
+
+// ---- timestamps ----
+
+void put_explicit_times(BitWriter& w, std::span<const TimestampNs> times) {
+  if (times.empty()) return;
+  w.put(static_cast<std::uint64_t>(times[0]), 64);
+  if (times.size() == 1) return;
+  std::vector<std::int64_t> dods;
+  std::vector<std::uint64_t> zz;
+  dods.reserve(times.size());
+  zz.reserve(times.size());
+  std::int64_t prev_delta = 0;
+  for (std::size_t i = 1; i < times.size(); ++i) {
+    const std::int64_t delta = wrap_sub(times[i], times[i - 1]);
+    dods.push_back(wrap_sub(delta, prev_delta));
+    zz.push_back(zigzag(dods.back()));
+    prev_delta = delta;
+  }
+  const int k = rice_parameter(zz);
+  w.put(static_cast<std::uint64_t>(k), 6);
+  for (std::int64_t d : dods) put_rice(w, k, d);
+}
+bool get_explicit_times(BitReader& r, std::size_t count, std::vector<TimestampNs>& out) {
+  if (count == 0) return true;
+  std::uint64_t first = 0;
+  if (!r.get(64, first)) return false;
+  out.push_back(static_cast<TimestampNs>(first));
+  if (count == 1) return true;
+  int k = 0;
+  if (!get_rice_parameter(r, k)) return false;
+  std::int64_t prev_delta = 0;
+  for (std::size_t i = 1; i < count; ++i) {
+    std::int64_t dod = 0;
+    if (!get_plain_rice(r, k, dod)) return false;
+    prev_delta = wrap_add(prev_delta, dod);
+    out.push_back(wrap_add(out.back(), prev_delta));
+  }
+  return true;
+}
+
+void put_pass_indices(BitWriter& w, std::span<const std::uint32_t> index) {
+  if (index.empty()) return;
+  put_signed(w, index[0]);
+  for (std::size_t i = 1; i < index.size(); ++i) {
+    const std::uint32_t gap = index[i] - index[i - 1] - 1;
+    w.bit(gap != 0);
+    if (gap != 0) put_signed(w, static_cast<std::int64_t>(gap) - 1);
+  }
+}
+
+// ---- values ----
+
+// Gorilla's XOR coding: '0' same as before; '10' meaningful bits inside the previous window;
+// '11', 5 bits of leading zeros, 6 bits of length − 1, the bits.
+void put_xor(BitWriter& w, std::span<const Sample> samples) {
+  if (samples.empty()) return;
+  std::uint64_t prev = bits_of(samples[0].value);
+  w.put(prev, 64);
+  int lead_w = -1, trail_w = 0;
+  for (std::size_t i = 1; i < samples.size(); ++i) {
+    const std::uint64_t cur = bits_of(samples[i].value);
+    const std::uint64_t x = cur ^ prev;
+    prev = cur;
+    if (x == 0) {
+      w.bit(false);
+      continue;
+    }
+    const int lead = std::min(std::countl_zero(x), 31);
+    const int trail = std::countr_zero(x);
+    if (lead_w >= 0 && lead >= lead_w && trail >= trail_w) {
+      w.put(0b10, 2);
+      w.put(x >> trail_w, 64 - lead_w - trail_w);
+      continue;
+    }
+    const int len = 64 - lead - trail;
+    w.put(0b11, 2);
+    w.put(static_cast<std::uint64_t>(lead), 5);
+    w.put(static_cast<std::uint64_t>(len - 1), 6);
+    w.put(x >> trail, len);
+    lead_w = lead;
+    trail_w = trail;
+  }
+}
+bool get_xor(BitReader& r, std::size_t count, std::vector<double>& out) {
+  if (count == 0) return true;
+  std::uint64_t prev = 0;
+  if (!r.get(64, prev)) return false;
+  out.push_back(std::bit_cast<double>(prev));
+  int lead_w = -1, trail_w = 0;
+  for (std::size_t i = 1; i < count; ++i) {
+    bool b = false;
+    if (!r.bit(b)) return false;
+    if (b) {
+      if (!r.bit(b)) return false;
+      std::uint64_t x = 0;
+      if (b) {
+        std::uint64_t lead = 0, len = 0;
+        if (!r.get(5, lead) || !r.get(6, len)) return false;
+        ++len;
+        if (lead + len > 64) return false;
+        lead_w = static_cast<int>(lead);
+        trail_w = static_cast<int>(64 - lead - len);
+      } else if (lead_w < 0) {
+        return false;  // a window reused before any was set
+      }
+      if (!r.get(64 - lead_w - trail_w, x)) return false;
+      prev ^= trail_w == 64 ? 0 : x << trail_w;
+    }
+    out.push_back(std::bit_cast<double>(prev));
+  }
+  return true;
+}
+
+// The interval before sample i: from the previous pass, or the previous sample.
+std::optional<std::int64_t> interval_before(std::span<const Sample> samples, const PassTimes* passes,
+                                            std::span<const std::uint32_t> pass_index, std::size_t i) {
+  if (passes) {
+    const std::uint32_t p = pass_index[i];
+    if (p > 0) return wrap_sub(passes->times[p], passes->times[p - 1]);
+    if (passes->before) return wrap_sub(passes->times[0], *passes->before);
+    return std::nullopt;
+  }
+  if (i == 0) return std::nullopt;
+  return wrap_sub(samples[i].ts_ns, samples[i - 1].ts_ns);
+}
+
+// The integers of a scaled, rate or ratio chunk, coded against the previous ones.
+class IntegerCoder {
+ public:
+  explicit IntegerCoder(int order) : order_(order) {}
+  // order 0: N itself; 1: first differences; 2: second differences.
+  std::int64_t code(std::int64_t n) {
+    const std::int64_t d = wrap_sub(n, prev_);
+    std::int64_t c = n;
+    if (order_ == 1) c = d;
+    if (order_ == 2) c = wrap_sub(d, prev_d_);
+    prev_d_ = d;
+    prev_ = n;
+    return c;
+  }
+
+ private:
+  int order_;
+  std::int64_t prev_ = 0, prev_d_ = 0;
+};
+
+class IntegerDecoder {
+ public:
+  explicit IntegerDecoder(int order) : order_(order) {}
+  std::int64_t next(std::int64_t code) {
+    std::int64_t n = code;
+    if (order_ == 1) n = wrap_add(prev_, code);
+    if (order_ == 2) n = wrap_add(prev_, wrap_add(prev_d_, code));
+    prev_d_ = wrap_sub(n, prev_);
+    prev_ = n;
+    return n;
+  }
+
+ private:
+  int order_;
+  std::int64_t prev_ = 0, prev_d_ = 0;
+};
+
+// One value of an integer coding: its code, or escaped; a ratio's numerator beside.
+struct IntegerEntry {
+  bool escaped = false;
+  std::int64_t code = 0;
+  double raw = 0;
+  std::int64_t p = 0, q = 0;
+};
+
+// Writes the values under `coding`; returns how many were escaped.
+std::size_t put_values(BitWriter& w, const ChunkCoding& coding, std::span<const Sample> samples, const PassTimes* passes,
+                       std::span<const std::uint32_t> pass_index) {
+  if (coding.values == ValueCoding::kXor) {
+    put_xor(w, samples);
+    return 0;
+  }
+  std::vector<IntegerEntry> entries(samples.size());
+  const Scale& s = kScales[coding.scale];
+  IntegerCoder ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
+  std::int64_t prev_q = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    IntegerEntry& e = entries[i];
+    std::optional<std::int64_t> n;
+    if (coding.values == ValueCoding::kScaled) {
+      n = scaled_integer(s, samples[i].value);
+    } else if (coding.values == ValueCoding::kRate) {
+      auto dt = interval_before(samples, passes, pass_index, i);
+      if (dt) n = rate_integer(s, samples[i].value, *dt);
+    } else if (ratio_of(samples[i].value, prev_q, e.p, e.q)) {
+      n = wrap_sub(e.q, prev_q);
+      prev_q = e.q;
+    }
+    if (!n) {
+      e.escaped = true;
+      e.raw = samples[i].value;
+      continue;
+    }
+    e.code = coding.values == ValueCoding::kRatio ? *n : ints.code(*n);
+  }
+  std::vector<std::uint64_t> zz;
+  zz.reserve(entries.size());
+  std::size_t escapes = 0;
+  for (const IntegerEntry& e : entries) {
+    if (e.escaped) ++escapes;
+    else zz.push_back(zigzag(e.code));
+  }
+  const int k = rice_parameter(zz);
+  w.put(static_cast<std::uint64_t>(k), 6);
+  for (const IntegerEntry& e : entries) {
+    if (e.escaped) {
+      put_rice_escape(w, k, e.raw);
+      continue;
+    }
+    put_rice(w, k, e.code);
+    if (coding.values != ValueCoding::kRatio) continue;
+    w.bit(e.p > e.q);
+    if (e.p > e.q) {
+      put_signed(w, e.p - e.q - 1);
+    } else {
+      w.put(static_cast<std::uint64_t>(e.p), std::bit_width(static_cast<std::uint64_t>(e.q)));
+    }
+  }
+  return escapes;
+}
+
+bool get_values(BitReader& r, const ChunkCoding& coding, std::span<const TimestampNs> times, const PassTimes* passes,
+                std::span<const std::uint32_t> pass_index, std::vector<double>& out) {
+  const std::size_t count = times.size();
+  if (coding.values == ValueCoding::kXor) return get_xor(r, count, out);
+  if (coding.scale >= kScales.size()) return false;
+  const Scale& s = kScales[coding.scale];
+  IntegerDecoder ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
+  std::int64_t prev_q = 0;
+  int k = 0;
+  if (!get_rice_parameter(r, k)) return false;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::int64_t code = 0;
+    bool escaped = false;
+    std::uint64_t raw = 0;
+    if (!get_rice(r, k, code, escaped, raw)) return false;
+    if (escaped) {
+      out.push_back(std::bit_cast<double>(raw));
+      continue;
+    }
+    switch (coding.values) {
+      case ValueCoding::kScaled:
+        out.push_back(scaled_value(s, ints.next(code)));
+        break;
+      case ValueCoding::kRate: {
+        std::int64_t dt = 0;
+        if (passes) {
+          const std::uint32_t p = pass_index[i];
+          if (p > 0) dt = wrap_sub(passes->times[p], passes->times[p - 1]);
+          else if (passes->before) dt = wrap_sub(passes->times[0], *passes->before);
+          else return false;
+        } else {
+          if (i == 0) return false;
+          dt = wrap_sub(times[i], times[i - 1]);
+        }
+        out.push_back(rate_value(s, ints.next(code), dt));
+        break;
+      }
+      case ValueCoding::kRatio: {
+        const std::int64_t q = wrap_add(prev_q, code);
+        if (q <= 0 || q > kMaxDenominator) return false;
+        prev_q = q;
+        bool above = false;
+        if (!r.bit(above)) return false;
+        std::int64_t p = 0;
+        if (above) {
+          if (!get_plain_signed(r, p) || p < 0 || p > (std::int64_t{1} << 50)) return false;
+          p += q + 1;
+        } else {
+          std::uint64_t bits = 0;
+          if (!r.get(std::bit_width(static_cast<std::uint64_t>(q)), bits)) return false;
+          p = static_cast<std::int64_t>(bits);
+        }
+        out.push_back(static_cast<double>(p) / static_cast<double>(q));
+        break;
+      }
+      case ValueCoding::kXor:
+        return false;
+    }
+  }
+  return true;
+}
+
+// Bits the first differences of these integers cost, roughly: what picks a scale.
+std::size_t difference_bits(std::span<const std::int64_t> ns) {
+  std::size_t bits = 0;
+  for (std::size_t i = 1; i < ns.size(); ++i) bits += 1 + std::bit_width(zigzag(wrap_sub(ns[i], ns[i - 1])));
+  return bits;
+}
+
+// The codings worth trying for these values: XOR, and of the scaled, rate and ratio codings
+// those that fit all but one value in eight, each with the scale whose integers vary least.
+std::vector<ChunkCoding> candidate_codings(std::span<const Sample> samples, const PassTimes* passes,
+                                           std::span<const std::uint32_t> pass_index) {
+  std::vector<ChunkCoding> out = {{ValueCoding::kXor, 0, 0}};
+  const std::size_t n = samples.size();
+  if (n < 2) return out;
+  const std::size_t need = n - n / 8;
+  std::vector<std::int64_t> ints;
+  ints.reserve(n);
+  // fn(i) → the integer of sample i under a scale, or nullopt; the best scale's index.
+  auto best_scale = [&](auto scales, auto&& integer_of) -> std::optional<std::uint8_t> {
+    std::optional<std::uint8_t> best;
+    std::size_t best_bits = 0;
+    for (std::uint8_t si : scales) {
+      ints.clear();
+      for (std::size_t i = 0; i < n && ints.size() + (n - i) >= need; ++i) {
+        if (auto v = integer_of(kScales[si], i)) ints.push_back(*v);
+      }
+      if (ints.size() < need) continue;
+      const std::size_t bits = difference_bits(ints);
+      if (!best || bits < best_bits) best = si, best_bits = bits;
+    }
+    return best;
+  };
+  std::array<std::uint8_t, kScales.size()> all_scales{};
+  for (std::uint8_t i = 0; i < all_scales.size(); ++i) all_scales[i] = i;
+  if (auto si = best_scale(all_scales, [&](const Scale& s, std::size_t i) { return scaled_integer(s, samples[i].value); })) {
+    out.push_back({ValueCoding::kScaled, 0, *si});
+    out.push_back({ValueCoding::kScaled, 1, *si});
+  }
+  if (auto si = best_scale(kRateScales, [&](const Scale& s, std::size_t i) -> std::optional<std::int64_t> {
+        auto dt = interval_before(samples, passes, pass_index, i);
+        return dt ? rate_integer(s, samples[i].value, *dt) : std::nullopt;
+      })) {
+    out.push_back({ValueCoding::kRate, 0, *si});
+    out.push_back({ValueCoding::kRate, 1, *si});
+  }
+  std::size_t fit = 0;
+  std::int64_t p = 0, q = 0;
+  for (std::size_t i = 0; i < n && fit + (n - i) >= need; ++i) fit += ratio_of(samples[i].value, q, p, q) ? 1 : 0;
+  if (fit >= need) out.push_back({ValueCoding::kRatio, 0, 0});
+  return out;
+}
+
+bool consecutive(std::span<const std::uint32_t> index) {
+  for (std::size_t i = 1; i < index.size(); ++i) {
+    if (index[i] != index[i - 1] + 1) return false;
+  }
+  return true;
+}
+bool constant(std::span<const Sample> samples) {
+  for (const Sample& s : samples) {
+    if (!same(s.value, samples[0].value)) return false;
+  }
+  return true;
+}
+
+EncodedChunk encode_with(const ChunkCoding& coding, std::span<const Sample> samples, const PassTimes* passes,
+                         std::span<const std::uint32_t> pass_index) {
+  BitWriter w;
+  w.reserve(samples.size() * 2 + 16);
+  // Flags: on passes; on every pass from the first (no gap bits); one value throughout.
+  const bool every = passes && consecutive(pass_index);
+  const bool one_value = !samples.empty() && constant(samples);
+  w.put((passes ? 1u : 0u) | (every ? 2u : 0u) | (one_value ? 4u : 0u), 8);
+  w.put(static_cast<std::uint64_t>(coding.values) | (std::uint64_t{coding.order} << 2) |
+            (std::uint64_t{coding.scale} << 3),
+        8);
+  if (passes) {
+    put_pass_indices(w, every ? pass_index.first(std::min<std::size_t>(1, pass_index.size())) : pass_index);
+  } else {
+    std::vector<TimestampNs> times;
+    times.reserve(samples.size());
+    for (const Sample& s : samples) times.push_back(s.ts_ns);
+    put_explicit_times(w, times);
+  }
+  EncodedChunk out;
+  out.coding = coding;
+  if (one_value) {
+    w.put(bits_of(samples[0].value), 64);
+  } else {
+    out.escapes = put_values(w, coding, samples, passes, pass_index);
+  }
+  out.data = std::move(w).finish();
+  return out;
+}
+
+}  // namespace
+
+EncodedChunk encode_samples(std::span<const Sample> samples, const PassTimes* passes,
+                            std::span<const std::uint32_t> pass_index, std::optional<ChunkCoding> coding) {
+  if (coding || (!samples.empty() && constant(samples))) {
+    return encode_with(coding.value_or(ChunkCoding{}), samples, passes, pass_index);
+  }
+  EncodedChunk best;
+  for (const ChunkCoding& c : candidate_codings(samples, passes, pass_index)) {
+    EncodedChunk e = encode_with(c, samples, passes, pass_index);
+    if (best.data.empty() || e.data.size() < best.data.size()) best = std::move(e);
+  }
+  return best;
+}
+
+bool chunk_on_passes(std::string_view data) { return !data.empty() && (static_cast<unsigned char>(data[0]) & 1); }
+
+Status decode_samples(std::string_view data, std::size_t count, const PassTimes* passes, std::vector<Sample>& out) {
+  auto corrupt = [] { return Status::internal("a sample chunk in the database is corrupt"); };
+  if (data.size() < 2) return count == 0 ? Status() : corrupt();
+  const auto layout = static_cast<unsigned char>(data[0]);
+  const auto c = static_cast<unsigned char>(data[1]);
+  if ((layout & ~7u) != 0 || (c & 0x80) != 0) return corrupt();
+  const bool on_passes = layout & 1, every = layout & 2, one_value = layout & 4;
+  if (every && !on_passes) return corrupt();
+  if (on_passes && !passes) return Status::internal("a sample chunk's sampling passes are missing");
+  ChunkCoding coding{static_cast<ValueCoding>(c & 3), static_cast<std::uint8_t>((c >> 2) & 1),
+                     static_cast<std::uint8_t>((c >> 3) & 15)};
+  BitReader r(data.substr(2));
+  std::vector<TimestampNs> times;
+  std::vector<std::uint32_t> index;
+  times.reserve(count);
+  if (on_passes) {
+    index.reserve(count);
+    std::int64_t first = 0;
+    if (count > 0) {
+      if (!get_plain_signed(r, first) || first < 0 || static_cast<std::size_t>(first) >= passes->times.size()) {
+        return corrupt();
+      }
+      index.push_back(static_cast<std::uint32_t>(first));
+    }
+    for (std::size_t i = 1; i < count; ++i) {
+      bool gap = false;
+      std::int64_t g = -1;
+      if (!every && (!r.bit(gap) || (gap && !get_plain_signed(r, g)))) return corrupt();
+      const std::uint64_t next = std::uint64_t{index.back()} + 2 + static_cast<std::uint64_t>(g);
+      if (g < -1 || next >= passes->times.size()) return corrupt();
+      index.push_back(static_cast<std::uint32_t>(next));
+    }
+    for (std::uint32_t i : index) times.push_back(passes->times[i]);
+  } else if (!get_explicit_times(r, count, times)) {
+    return corrupt();
+  }
+  std::vector<double> values;
+  values.reserve(count);
+  if (one_value && count > 0) {
+    std::uint64_t bits = 0;
+    if (!r.get(64, bits)) return corrupt();
+    values.assign(count, std::bit_cast<double>(bits));
+  } else if (!get_values(r, coding, times, on_passes ? passes : nullptr, index, values)) {
+    return corrupt();
+  }
+  if (values.size() != count || !r.at_end()) return corrupt();
+  out.reserve(out.size() + count);
+  for (std::size_t i = 0; i < count; ++i) out.push_back(Sample{times[i], values[i]});
+  return Status();
+}
+
+std::string encode_pass_times(const PassTimes& passes) {
+  BitWriter w;
+  w.bit(passes.before.has_value());
+  std::vector<TimestampNs> all;
+  all.reserve(passes.times.size() + 1);
+  if (passes.before) all.push_back(*passes.before);
+  all.insert(all.end(), passes.times.begin(), passes.times.end());
+  put_explicit_times(w, all);
+  return std::move(w).finish();
+}
+
+Status decode_pass_times(std::string_view data, std::size_t count, PassTimes& out) {
+  BitReader r(data);
+  bool has_before = false;
+  std::vector<TimestampNs> all;
+  if (!r.bit(has_before) || !get_explicit_times(r, count + (has_before ? 1 : 0), all) || !r.at_end()) {
+    return Status::internal("a sampling pass chunk in the database is corrupt");
+  }
+  out.before.reset();
+  std::size_t first = 0;
+  if (has_before) {
+    out.before = all[0];
+    first = 1;
+  }
+  out.times.assign(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  return Status();
+}
+
+}  // namespace perfscope::db
