@@ -1,6 +1,7 @@
 #include "db/sample_chunks.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 namespace perfscope::db {
@@ -60,7 +61,19 @@ struct SampleChunkWriter::Open {
   TimestampNs limit_ns = INT64_MAX;         // the next stored chunk's start: it ends before
   std::optional<ChunkCoding> coding;        // kept while open; chosen anew when it closes
   bool dirty = false;
+  bool one_value = true;  // every sample has the first one's value, to the bit
 };
+
+namespace {
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+// After an insertion anywhere: whether the chunk still holds one value.
+void recheck_one_value(std::vector<Sample>& samples, bool& one_value) {
+  one_value = std::all_of(samples.begin(), samples.end(), [&](const Sample& x) { return same_bits(x.value, samples.front().value); });
+}
+
+}  // namespace
 
 struct SampleChunkWriter::Statements {
   Statement upsert_chunk, delete_chunk, at_or_before, after, upsert_passes, pass_chunk_for;
@@ -102,7 +115,8 @@ SampleChunkWriter::SampleChunkWriter(Connection& conn, std::unique_ptr<Statement
 SampleChunkWriter::~SampleChunkWriter() = default;
 
 bool SampleChunkWriter::full(const Open& open) const {
-  return open.samples.size() >= limits_.max_samples ||
+  const std::size_t n = open.samples.size();
+  return (n >= limits_.max_samples && !open.one_value) || n >= limits_.max_passes ||
          open.samples.back().ts_ns - open.samples.front().ts_ns >= limits_.max_span_ns;
 }
 
@@ -111,7 +125,7 @@ Status SampleChunkWriter::begin_pass(TimestampNs ts_ns) {
   // Pass chunks never overlap: a clock stepped back makes its passes' samples explicit.
   pass_valid_ = ts_ns > newest_pass_ns_;
   if (!pass_valid_) return Status();
-  if (!passes_.times.empty() && (passes_.times.size() >= limits_.max_samples ||
+  if (!passes_.times.empty() && (passes_.times.size() >= limits_.max_passes ||
                                  ts_ns - passes_.times.front() >= limits_.max_span_ns)) {
     if (Status s = close_pass_chunk(); !s.ok()) return s;
   }
@@ -178,6 +192,7 @@ Status SampleChunkWriter::add_pass_sample(std::int64_t series_id, double value) 
   if (!o->on_passes || ts >= o->limit_ns || (!o->samples.empty() && ts <= o->samples.back().ts_ns)) {
     return add_sample(series_id, ts, value);
   }
+  o->one_value = o->one_value && (o->samples.empty() || same_bits(value, o->samples.front().value));
   o->samples.push_back({ts, value});
   o->index.push_back(static_cast<std::uint32_t>(passes_.times.size() - 1));
   o->dirty = true;
@@ -209,6 +224,7 @@ Status SampleChunkWriter::add_sample(std::int64_t series_id, TimestampNs ts_ns, 
     const bool on_a_pass = o->on_passes && std::any_of(o->samples.begin(), o->samples.end(),
                                                        [&](const Sample& s) { return s.ts_ns == ts_ns; });
     insert_sample(o->samples, {ts_ns, value});
+    recheck_one_value(o->samples, o->one_value);
     if (!on_a_pass) {
       // A time of its own: the chunk keeps explicit times from now on.
       o->on_passes = false;
@@ -274,6 +290,7 @@ Status SampleChunkWriter::merge_into_stored(std::int64_t series_id, TimestampNs 
   if (o && !o->samples.empty() && ts_ns < o->samples.front().ts_ns &&
       (!*after || (*after)->start_ns >= o->samples.front().ts_ns)) {
     insert_sample(o->samples, sample);
+    recheck_one_value(o->samples, o->one_value);
     o->on_passes = false;
     o->index.clear();
     o->coding.reset();

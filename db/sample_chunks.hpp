@@ -35,8 +35,13 @@
 
 namespace perfscope::db {
 
+// A chunk closes at 120 samples or a 2-minute span, whichever comes first — except one whose
+// samples are all one value (a total, a limit, an idle counter: a dozen bytes however long),
+// which grows to max_passes. Pass chunks close at max_passes or the span: 2 minutes of passes
+// at 100 ms, shared by every series.
 struct SampleChunkLimits {
   std::size_t max_samples = 120;
+  std::size_t max_passes = 1200;
   TimestampNs max_span_ns = 120'000'000'000;
 };
 

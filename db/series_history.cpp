@@ -77,7 +77,14 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     TimestampNs db_to = memory.oldest_held ? std::min(q.to_ns, *memory.oldest_held - 1) : q.to_ns;
     bool use_db = reader_ && l.db_id && db_to >= q.from_ns;
     std::int64_t db_count = 0;
-    if (use_db) {
+    // Raw whatever the count (the analysis gauges): read at once rather than count, then read.
+    std::optional<std::vector<Sample>> all_rows;
+    if (use_db && q.max_points == SIZE_MAX) {
+      auto rows = reader_->read(*l.db_id, q.from_ns, db_to);
+      if (!rows.ok()) return rows.status();
+      db_count = static_cast<std::int64_t>(rows->size());
+      all_rows = std::move(*rows);
+    } else if (use_db) {
       auto n = reader_->count(*l.db_id, q.from_ns, db_to);
       if (!n.ok()) return n.status();
       db_count = *n;
@@ -95,7 +102,9 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     const bool rolled_up = use_db && q.from_ns < cutoff && q.max_points != SIZE_MAX;
 
     if (!rolled_up && data.from_memory + data.from_database <= q.max_points) {
-      if (db_count > 0) {
+      if (all_rows) {
+        data.samples = std::move(*all_rows);
+      } else if (db_count > 0) {
         auto rows = reader_->read(*l.db_id, q.from_ns, db_to);
         if (!rows.ok()) return rows.status();
         data.samples = std::move(*rows);

@@ -51,7 +51,9 @@ struct GpuCollector::Gpu {
   unsigned long long prev_reasons = 0;
   bool have_reasons = false;
   TimestampNs prev_ns = 0;
-  std::array<double, kReasons.size()> throttle_seconds{};
+  // Nanoseconds each reason was active: an integer sum (exact, and stored as a few bits a pass,
+  // where a sum of doubles carries a full mantissa).
+  std::array<std::int64_t, kReasons.size()> throttle_ns{};
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
@@ -446,11 +448,11 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   unsigned long long reasons = 0;
   const bool have_reasons = a.clock_event_reasons && check(g, a.clock_event_reasons(g.handle, &reasons), "clock_event_reasons");
   if (have_reasons) {
-    const double dt = g.prev_ns > 0 && now_ns > g.prev_ns ? static_cast<double>(now_ns - g.prev_ns) / 1e9 : 0;
+    const TimestampNs dt = g.prev_ns > 0 && now_ns > g.prev_ns ? now_ns - g.prev_ns : 0;
     for (std::size_t i = 0; i < kReasons.size(); ++i) {
-      if (g.have_reasons && (g.prev_reasons & kReasons[i].first)) g.throttle_seconds[i] += dt;
+      if (g.have_reasons && (g.prev_reasons & kReasons[i].first)) g.throttle_ns[i] += dt;
       emit("gpu_throttle_active", (reasons & kReasons[i].first) ? 1 : 0, {{"reason", kReasons[i].second}});
-      emit("gpu_throttle_seconds_total", g.throttle_seconds[i], {{"reason", kReasons[i].second}});
+      emit("gpu_throttle_seconds_total", static_cast<double>(g.throttle_ns[i]) / 1e9, {{"reason", kReasons[i].second}});
     }
     g.prev_reasons = reasons;
     g.have_reasons = true;
