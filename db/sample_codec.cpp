@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 namespace perfscope::db {
 namespace {
@@ -46,37 +47,63 @@ class BitWriter {
 
 class BitReader {
  public:
-  explicit BitReader(std::string_view data) : data_(data) {}
+  explicit BitReader(std::string_view data) : data_(data), bits_(data.size() * 8) {}
   bool get(int n, std::uint64_t& out) {  // n in 0..64
     if (n == 0) {
       out = 0;
       return true;
     }
-    if (pos_ + static_cast<std::size_t>(n) > data_.size() * 8) return false;
-    std::uint64_t v = 0;
-    int left = n;
-    while (left > 0) {
-      const std::size_t byte = pos_ / 8;
-      const int offset = static_cast<int>(pos_ % 8);
-      const int take = std::min(8 - offset, left);
-      const auto b = static_cast<unsigned char>(data_[byte]);
-      const unsigned part = (b >> (8 - offset - take)) & ((1u << take) - 1);
-      v = (take == 64 ? 0 : v << take) | part;
-      pos_ += static_cast<std::size_t>(take);
-      left -= take;
+    if (pos_ + static_cast<std::size_t>(n) > bits_) return false;
+    if (n > 56) {  // two reads: one load below covers at most 57 bits past a byte boundary
+      std::uint64_t high = 0, low = 0;
+      get(n - 32, high);
+      get(32, low);
+      out = (high << 32) | low;
+      return true;
     }
-    out = v;
+    const std::size_t byte = pos_ / 8;
+    const int offset = static_cast<int>(pos_ % 8);
+    std::uint64_t window = 0;
+    if (byte + 8 <= data_.size()) {
+      std::memcpy(&window, data_.data() + byte, 8);
+      if constexpr (std::endian::native == std::endian::little) window = __builtin_bswap64(window);
+    } else {
+      for (std::size_t i = 0; i < 8; ++i) {
+        window = (window << 8) | (byte + i < data_.size() ? static_cast<unsigned char>(data_[byte + i]) : 0u);
+      }
+    }
+    out = (window << offset) >> (64 - n);
+    pos_ += static_cast<std::size_t>(n);
+    return true;
+  }
+  // The next 56 bits, at the top of the result (zeros past the end); nothing consumed.
+  std::uint64_t peek() const {
+    const std::size_t byte = pos_ / 8;
+    std::uint64_t window = 0;
+    if (byte + 8 <= data_.size()) {
+      std::memcpy(&window, data_.data() + byte, 8);
+      if constexpr (std::endian::native == std::endian::little) window = __builtin_bswap64(window);
+    } else {
+      for (std::size_t i = 0; i < 8; ++i) {
+        window = (window << 8) | (byte + i < data_.size() ? static_cast<unsigned char>(data_[byte + i]) : 0u);
+      }
+    }
+    return (window << (pos_ % 8)) & ~std::uint64_t{0xFF};
+  }
+  bool skip(std::size_t n) {
+    if (pos_ + n > bits_) return false;
+    pos_ += n;
     return true;
   }
   bool bit(bool& out) {
-    std::uint64_t v = 0;
-    if (!get(1, v)) return false;
-    out = v != 0;
+    if (pos_ >= bits_) return false;
+    out = (static_cast<unsigned char>(data_[pos_ / 8]) >> (7 - pos_ % 8)) & 1;
+    ++pos_;
     return true;
   }
   // Only zero padding may follow the last field.
   bool at_end() const {
-    if (data_.size() * 8 - pos_ >= 8) return false;
+    if (bits_ - pos_ >= 8) return false;
     if (pos_ % 8 == 0) return true;
     const auto b = static_cast<unsigned char>(data_.back());
     return (b & ((1u << (8 - pos_ % 8)) - 1)) == 0;
@@ -84,6 +111,7 @@ class BitReader {
 
  private:
   std::string_view data_;
+  std::size_t bits_;
   std::size_t pos_ = 0;
 };
 
@@ -219,13 +247,10 @@ bool get_rice(BitReader& r, int k, std::int64_t& v, bool& escaped, std::uint64_t
     v = unzigzag(z);
     return true;
   }
-  std::uint64_t q = 0;
-  bool b = false;
-  while (q < kRiceMaxUnary) {
-    if (!r.bit(b)) return false;
-    if (!b) break;
-    ++q;
-  }
+  // The unary part at once: the ones leading the next bits.
+  const auto q = static_cast<std::uint64_t>(std::min(std::countl_one(r.peek()), kRiceMaxUnary));
+  if (!r.skip(q)) return false;
+  if (q < kRiceMaxUnary && !r.skip(1)) return false;  // its terminating zero
   escaped = false;
   std::uint64_t z = 0;
   if (q == kRiceMaxUnary) {
@@ -750,8 +775,13 @@ Status decode_samples(std::string_view data, std::size_t count, const PassTimes*
   ChunkCoding coding{static_cast<ValueCoding>(c & 3), static_cast<std::uint8_t>((c >> 2) & 1),
                      static_cast<std::uint8_t>((c >> 3) & 15)};
   BitReader r(data.substr(2));
-  std::vector<TimestampNs> times;
-  std::vector<std::uint32_t> index;
+  // Scratch kept per thread: a history query decodes thousands of chunks in a row.
+  thread_local std::vector<TimestampNs> times;
+  thread_local std::vector<std::uint32_t> index;
+  thread_local std::vector<double> values;
+  times.clear();
+  index.clear();
+  values.clear();
   times.reserve(count);
   if (on_passes) {
     index.reserve(count);
@@ -774,7 +804,6 @@ Status decode_samples(std::string_view data, std::size_t count, const PassTimes*
   } else if (!get_explicit_times(r, count, times)) {
     return corrupt();
   }
-  std::vector<double> values;
   values.reserve(count);
   if (one_value && count > 0) {
     std::uint64_t bits = 0;

@@ -66,13 +66,18 @@ Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, Times
   if (!conn.ok()) return conn.status();
   // Samples arrive in time order: one pass, a bucket at a time.
   std::vector<Bucket> out;
-  std::int64_t index = -1;
+  TimestampNs bucket_end = from_ns;  // the current bucket holds times before this
   Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
     for (const Sample& x : part) {
-      const std::int64_t i = (x.ts_ns - from_ns) / width_ns;
-      if (i != index || out.empty()) {
+      if (x.ts_ns >= bucket_end || out.empty()) {
+        const std::int64_t i = (x.ts_ns - from_ns) / width_ns;
+        // Saturating: a range reaching the ends of time must not overflow.
+        const auto room = static_cast<std::uint64_t>(INT64_MAX) - static_cast<std::uint64_t>(from_ns);
+        const auto next = static_cast<std::uint64_t>(i + 1);
+        bucket_end = next > room / static_cast<std::uint64_t>(width_ns)
+                         ? INT64_MAX
+                         : static_cast<TimestampNs>(static_cast<std::uint64_t>(from_ns) + next * static_cast<std::uint64_t>(width_ns));
         out.push_back(Bucket{x.ts_ns, x.value, x.value, 0, 0});
-        index = i;
       }
       Bucket& b = out.back();
       b.min = std::min(b.min, x.value);

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-(( ${#targets[@]} )) || targets=(event_decoder query subscription config access exposition trace_import)
+(( ${#targets[@]} )) || targets=(event_decoder query subscription config access exposition trace_import sample_chunk)
 mkdir -p build/fuzz/findings
 for target in "${targets[@]}"; do
   scratch=$(mktemp -d)

@@ -1,5 +1,9 @@
-// History queries of one sampled series (issue 21), chunks against the row-per-sample table
-// they replaced. One database holds 24 hours of three series sampled every 100 ms (a
+// Sampled series in chunks against the row-per-sample table they replaced (issue 21): the
+// writer's cost per sample, and history queries of one series.
+//   - writing: 25 host-like series (counters, their rates, busy ratios, memory, constants) a
+//     pass at a time, a commit every 10 passes (1 s at 100 ms) — chunks as the writer stores
+//     them, against one INSERT per sample into the old table.
+// History queries: One database holds 24 hours of three series sampled every 100 ms (a
 // counter's rate as the host collector computes it, the counter itself, a busy ratio of
 // jiffies), written through the chunk writer with a commit every second; a second file holds
 // the same samples as rows of the old `samples` table, queried with the SQL the old reader ran.
@@ -147,6 +151,78 @@ void rows(benchmark::State& state, TimestampNs span, bool buckets) {
 void BM_Rows24hBuckets(benchmark::State& state) { rows(state, kDay, true); }
 void BM_Rows15mRaw(benchmark::State& state) { rows(state, 900'000'000'000, false); }
 void BM_Rows1hGauge(benchmark::State& state) { rows(state, 3'600'000'000'000, false); }
+
+// 25 series of one pass: what the host collector's series look like to the writer.
+struct HostLike {
+  std::mt19937_64 rng{3};
+  std::poisson_distribution<int> switches{2500}, busy{9};
+  double counters[3] = {1e9, 5e8, 7e7};
+  double pages = 2e6;
+  TimestampNs prev = kBase;
+  void pass(TimestampNs t, double out[25]) {
+    const double dt_s = static_cast<double>(t - prev) / 1e9;
+    prev = t;
+    for (int c = 0; c < 3; ++c) {
+      const double increase = switches(rng) >> c;
+      counters[c] += increase;
+      out[c] = counters[c];
+      out[3 + c] = increase / dt_s;
+      const double ticks = static_cast<double>(18 + rng() % 5);
+      out[6 + c] = std::min(ticks, static_cast<double>(busy(rng))) / ticks;
+    }
+    pages += static_cast<double>(static_cast<int>(rng() % 9) - 4);
+    out[9] = pages * 4096;
+    out[10] = 16e9 - out[9];
+    out[11] = static_cast<double>(rng() % 300) / 100;  // a load average
+    for (int i = 12; i < 25; ++i) out[i] = 1e9 * i;  // totals, limits: constant
+  }
+};
+
+void write_passes(benchmark::State& state, bool chunks) {
+  const auto dir = std::filesystem::temp_directory_path() / ("perfscope-write-bench-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / (chunks ? "c.db" : "r.db")).string();
+  std::filesystem::remove(path);
+  auto conn = Connection::open(path);
+  if (!conn.ok() || !migrate(*conn).ok()) return state.SkipWithError("open failed");
+  for (int i = 1; i <= 25; ++i) (void)conn->exec(("INSERT INTO series(id, name, labels) VALUES (" + std::to_string(i) + ", 's" + std::to_string(i) + "', '')").c_str());
+  (void)conn->exec("CREATE TABLE samples (series_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL, value REAL NOT NULL, "
+                   "PRIMARY KEY (series_id, ts_ns)) WITHOUT ROWID");
+  auto writer = SampleChunkWriter::prepare(*conn);
+  auto insert = conn->prepare("INSERT OR REPLACE INTO samples(series_id, ts_ns, value) VALUES(?1, ?2, ?3)");
+  if (!writer.ok() || !insert.ok()) return state.SkipWithError("prepare failed");
+  HostLike gen;
+  double values[25];
+  TimestampNs t = kBase;
+  std::uint64_t samples = 0;
+  for (auto _ : state) {
+    (void)conn->exec("BEGIN");
+    for (int pass = 0; pass < 10; ++pass) {  // one commit interval at 100 ms
+      t += 100'000'000 + static_cast<TimestampNs>(gen.rng() % 80'000);
+      gen.pass(t, values);
+      if (chunks) (void)(*writer)->begin_pass(t);
+      for (int s = 0; s < 25; ++s) {
+        if (chunks) {
+          (void)(*writer)->add_pass_sample(s + 1, values[s]);
+        } else {
+          (void)insert->bind(1, std::int64_t{s + 1}).bind(2, t).bind(3, values[s]).run();
+        }
+      }
+      samples += 25;
+    }
+    if (chunks) (void)(*writer)->flush();
+    (void)conn->exec("COMMIT");
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(samples));
+  state.counters["ns_per_sample"] = benchmark::Counter(static_cast<double>(samples), benchmark::Counter::kIsRate |
+                                                                                         benchmark::Counter::kInvert);
+  std::filesystem::remove_all(dir);
+}
+
+void BM_WriteChunks(benchmark::State& state) { write_passes(state, true); }
+void BM_WriteRows(benchmark::State& state) { write_passes(state, false); }
+BENCHMARK(BM_WriteChunks)->Unit(benchmark::kMicrosecond)->MinTime(3);
+BENCHMARK(BM_WriteRows)->Unit(benchmark::kMicrosecond)->MinTime(3);
 
 BENCHMARK(BM_Chunks24hBuckets)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Rows24hBuckets)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
