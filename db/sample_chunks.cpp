@@ -371,6 +371,16 @@ struct SampleChunkReader::Statements {
 SampleChunkReader::SampleChunkReader(Connection& conn) : conn_(conn), st_(std::make_unique<Statements>()) {}
 SampleChunkReader::~SampleChunkReader() = default;
 
+Result<std::optional<SampleChunkReader::Row>> SampleChunkReader::one_row(Statement& st, const std::string& sql,
+                                                                         std::int64_t key) {
+  if (Status s = prepare_once(st, sql); !s.ok()) return s;
+  st.bind(1, key);
+  auto row = step_chunk(st);
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<Row>();
+  return std::optional<Row>(Row{(*row)->start_ns, (*row)->end_ns, (*row)->count, std::move((*row)->data)});
+}
+
 Status SampleChunkReader::prepare_once(Statement& st, const std::string& sql) {
   if (prepared_.contains(&st)) return Status();
   auto s = prepare_sql(conn_, sql);
@@ -382,13 +392,9 @@ Status SampleChunkReader::prepare_once(Statement& st, const std::string& sql) {
 
 Status SampleChunkReader::passes_for(TimestampNs chunk_start) {
   if (passes_start_ && chunk_start >= *passes_start_ && chunk_start <= passes_end_) return Status();
-  if (Status s = prepare_once(st_->pass_chunk_for, std::string("SELECT ") + kPassColumns +
-                                                         " FROM sample_passes WHERE start_ns <= ?1 ORDER BY start_ns DESC LIMIT 1");
-      !s.ok()) {
-    return s;
-  }
-  st_->pass_chunk_for.bind(1, chunk_start);
-  auto p = step_chunk(st_->pass_chunk_for);
+  auto p = one_row(st_->pass_chunk_for,
+                   std::string("SELECT ") + kPassColumns + " FROM sample_passes WHERE start_ns <= ?1 ORDER BY start_ns DESC LIMIT 1",
+                   chunk_start);
   if (!p.ok()) return p.status();
   if (!*p) return Status::internal("a sample chunk's sampling passes are missing");
   passes_start_.reset();
@@ -487,13 +493,9 @@ Result<std::int64_t> SampleChunkReader::count(std::int64_t series_id, const Time
 }
 
 Result<std::optional<Sample>> SampleChunkReader::latest(std::int64_t series_id) {
-  if (Status s = prepare_once(st_->latest, std::string("SELECT ") + kChunkColumns +
-                                                " FROM sample_chunks WHERE series_id = ?1 ORDER BY start_ns DESC LIMIT 1");
-      !s.ok()) {
-    return s;
-  }
-  st_->latest.bind(1, series_id);
-  auto c = step_chunk(st_->latest);
+  auto c = one_row(st_->latest,
+                   std::string("SELECT ") + kChunkColumns + " FROM sample_chunks WHERE series_id = ?1 ORDER BY start_ns DESC LIMIT 1",
+                   series_id);
   if (!c.ok()) return c.status();
   if (!*c) return std::optional<Sample>();
   std::vector<Sample> samples;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -122,6 +123,13 @@ class SampleChunkReader {
   struct Statements;
   Status passes_for(TimestampNs chunk_start);
   Status prepare_once(Statement& st, const std::string& sql);
+  struct Row {
+    TimestampNs start_ns = 0, end_ns = 0;
+    std::int64_t count = 0;
+    std::string data;
+  };
+  // The one row `sql` (prepared into st once) gives with ?1 bound to key, if any.
+  Result<std::optional<Row>> one_row(Statement& st, const std::string& sql, std::int64_t key);
 
   Connection& conn_;
   std::unique_ptr<Statements> st_;

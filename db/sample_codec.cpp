@@ -61,35 +61,12 @@ class BitReader {
       out = (high << 32) | low;
       return true;
     }
-    const std::size_t byte = pos_ / 8;
-    const int offset = static_cast<int>(pos_ % 8);
-    std::uint64_t window = 0;
-    if (byte + 8 <= data_.size()) {
-      std::memcpy(&window, data_.data() + byte, 8);
-      if constexpr (std::endian::native == std::endian::little) window = __builtin_bswap64(window);
-    } else {
-      for (std::size_t i = 0; i < 8; ++i) {
-        window = (window << 8) | (byte + i < data_.size() ? static_cast<unsigned char>(data_[byte + i]) : 0u);
-      }
-    }
-    out = (window << offset) >> (64 - n);
+    out = (window() << (pos_ % 8)) >> (64 - n);
     pos_ += static_cast<std::size_t>(n);
     return true;
   }
   // The next 56 bits, at the top of the result (zeros past the end); nothing consumed.
-  std::uint64_t peek() const {
-    const std::size_t byte = pos_ / 8;
-    std::uint64_t window = 0;
-    if (byte + 8 <= data_.size()) {
-      std::memcpy(&window, data_.data() + byte, 8);
-      if constexpr (std::endian::native == std::endian::little) window = __builtin_bswap64(window);
-    } else {
-      for (std::size_t i = 0; i < 8; ++i) {
-        window = (window << 8) | (byte + i < data_.size() ? static_cast<unsigned char>(data_[byte + i]) : 0u);
-      }
-    }
-    return (window << (pos_ % 8)) & ~std::uint64_t{0xFF};
-  }
+  std::uint64_t peek() const { return (window() << (pos_ % 8)) & ~std::uint64_t{0xFF}; }
   bool skip(std::size_t n) {
     if (pos_ + n > bits_) return false;
     pos_ += n;
@@ -110,6 +87,21 @@ class BitReader {
   }
 
  private:
+  // The 8 bytes from the current byte on, big-endian (zeros past the end).
+  std::uint64_t window() const {
+    const std::size_t byte = pos_ / 8;
+    std::uint64_t w = 0;
+    if (byte + 8 <= data_.size()) {
+      std::memcpy(&w, data_.data() + byte, 8);
+      if constexpr (std::endian::native == std::endian::little) w = __builtin_bswap64(w);
+      return w;
+    }
+    for (std::size_t i = 0; i < 8; ++i) {
+      w = (w << 8) | (byte + i < data_.size() ? static_cast<unsigned char>(data_[byte + i]) : 0u);
+    }
+    return w;
+  }
+
   std::string_view data_;
   std::size_t bits_;
   std::size_t pos_ = 0;
@@ -488,39 +480,28 @@ std::optional<std::int64_t> interval_before(std::span<const Sample> samples, con
   return wrap_sub(samples[i].ts_ns, samples[i - 1].ts_ns);
 }
 
-// The integers of a scaled, rate or ratio chunk, coded against the previous ones.
-class IntegerCoder {
+// The integers of a scaled, rate or ratio chunk, coded against the previous ones: order 0,
+// N itself; 1, first differences; 2, second differences. One state serves both directions.
+class IntegerDifferences {
  public:
-  explicit IntegerCoder(int order) : order_(order) {}
-  // order 0: N itself; 1: first differences; 2: second differences.
+  explicit IntegerDifferences(int order) : order_(order) {}
   std::int64_t code(std::int64_t n) {
     const std::int64_t d = wrap_sub(n, prev_);
-    std::int64_t c = n;
-    if (order_ == 1) c = d;
-    if (order_ == 2) c = wrap_sub(d, prev_d_);
-    prev_d_ = d;
-    prev_ = n;
+    const std::int64_t c = order_ == 0 ? n : order_ == 1 ? d : wrap_sub(d, prev_d_);
+    advance(n);
     return c;
   }
-
- private:
-  int order_;
-  std::int64_t prev_ = 0, prev_d_ = 0;
-};
-
-class IntegerDecoder {
- public:
-  explicit IntegerDecoder(int order) : order_(order) {}
-  std::int64_t next(std::int64_t code) {
-    std::int64_t n = code;
-    if (order_ == 1) n = wrap_add(prev_, code);
-    if (order_ == 2) n = wrap_add(prev_, wrap_add(prev_d_, code));
-    prev_d_ = wrap_sub(n, prev_);
-    prev_ = n;
+  std::int64_t value(std::int64_t code) {
+    const std::int64_t n = order_ == 0 ? code : order_ == 1 ? wrap_add(prev_, code) : wrap_add(prev_, wrap_add(prev_d_, code));
+    advance(n);
     return n;
   }
 
  private:
+  void advance(std::int64_t n) {
+    prev_d_ = wrap_sub(n, prev_);
+    prev_ = n;
+  }
   int order_;
   std::int64_t prev_ = 0, prev_d_ = 0;
 };
@@ -542,7 +523,7 @@ std::size_t put_values(BitWriter& w, const ChunkCoding& coding, std::span<const 
   }
   std::vector<IntegerEntry> entries(samples.size());
   const Scale& s = kScales[coding.scale];
-  IntegerCoder ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
+  IntegerDifferences ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
   std::int64_t prev_q = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     IntegerEntry& e = entries[i];
@@ -595,7 +576,7 @@ bool get_values(BitReader& r, const ChunkCoding& coding, std::span<const Timesta
   if (coding.values == ValueCoding::kXor) return get_xor(r, count, out);
   if (coding.scale >= kScales.size()) return false;
   const Scale& s = kScales[coding.scale];
-  IntegerDecoder ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
+  IntegerDifferences ints(coding.values == ValueCoding::kScaled ? (coding.order == 0 ? 1 : 2) : coding.order);
   std::int64_t prev_q = 0;
   int k = 0;
   if (!get_rice_parameter(r, k)) return false;
@@ -610,7 +591,7 @@ bool get_values(BitReader& r, const ChunkCoding& coding, std::span<const Timesta
     }
     switch (coding.values) {
       case ValueCoding::kScaled:
-        out.push_back(scaled_value(s, ints.next(code)));
+        out.push_back(scaled_value(s, ints.value(code)));
         break;
       case ValueCoding::kRate: {
         std::int64_t dt = 0;
@@ -623,7 +604,7 @@ bool get_values(BitReader& r, const ChunkCoding& coding, std::span<const Timesta
           if (i == 0) return false;
           dt = wrap_sub(times[i], times[i - 1]);
         }
-        out.push_back(rate_value(s, ints.next(code), dt));
+        out.push_back(rate_value(s, ints.value(code), dt));
         break;
       }
       case ValueCoding::kRatio: {
