@@ -544,6 +544,67 @@ test('an anomaly alert on the stream marks the chart of its series', async () =>
   await page.close();
 });
 
+const background = (page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+
+test('a light and a dark theme follow the system; the header button picks one, and a reload keeps it', async () => {
+  const dark = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+  await dark.goto(baseUrl + '/');
+  assert.equal(await background(dark), 'rgb(17, 18, 23)');
+  await dark.close();
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/');
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  assert.match(await page.textContent('[data-testid=theme]'), /system/);
+  await page.waitForFunction(() => window.perfscope.charts.cpu.xs.length >= 3, null, { timeout: 15000 });
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-light.png') });
+  // system → light (the same here) → dark, over the system's light.
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /light/);
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /dark/);
+  assert.equal(await background(page), 'rgb(17, 18, 23)');
+  await page.reload();
+  assert.equal(await background(page), 'rgb(17, 18, 23)');
+  assert.match(await page.textContent('[data-testid=theme]'), /dark/);
+  // Back to the system's.
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /system/);
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the overview fits a phone 390 px wide: no sideways scrolling, charts drawn within the screen', async () => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/?view=overview');
+  await page.waitForFunction(() => {
+    const c = window.perfscope.charts.cpu;
+    return c.plot && c.xs.length >= 5 && c.cols[0].some((v) => v !== null);
+  }, null, { timeout: 15000 });
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'the CPU chart is drawn');
+  const layout = await page.evaluate(() => ({
+    width: window.innerWidth,
+    scroll: document.documentElement.scrollWidth,
+    canvases: [...document.querySelectorAll('canvas')].filter((c) => c.offsetParent !== null)
+      .map((c) => c.getBoundingClientRect().right),
+    views: document.querySelector('[data-testid=views]').getBoundingClientRect().right,
+  }));
+  assert.ok(layout.scroll <= layout.width, `the page is ${layout.scroll} px wide on a ${layout.width} px screen`);
+  assert.ok(layout.canvases.length > 0);
+  for (const right of layout.canvases) assert.ok(right <= layout.width + 0.5, `a chart ends at ${right} px`);
+  assert.ok(layout.views <= layout.width + 0.5);
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-phone.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('the connection state shows a lost server and reconnection', async () => {
   const page = await browser.newPage();
   await page.goto(baseUrl + '/');

@@ -5,6 +5,7 @@
 import { LiveChart } from './lib/live_chart.js';
 import { TimeRange } from './lib/time_range.js';
 import { initViews } from './lib/views.js';
+import { initTheme } from './lib/theme.js';
 import { canonical } from './lib/format.js';
 import { auth, fetchJson } from './lib/api.js';
 import { connectStream } from './lib/stream.js';
@@ -16,6 +17,7 @@ import { createRunsView } from './views/runs.js';
 import { createProcessesView } from './views/processes.js';
 import { wireExports } from './views/exports.js';
 
+initTheme(document.getElementById('theme'));
 const state = { connection: 'connecting', messages: 0, dropped: 0, attempts: 0, reconnects: 0, ws: null };
 // The time range of every chart, from the URL (?range=1h, or ?from=&to= in ms for a picked span).
 const range = new TimeRange();

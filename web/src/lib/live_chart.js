@@ -183,11 +183,13 @@ export class LiveChart {
     if (this.plot) { this.plot.destroy(); this.plot = null; }
   }
 
-  resize() { if (this.plot) this.plot.setSize({ width: Math.max(300, this.el.clientWidth), height: 240 }); }
+  resize() { if (this.plot) this.plot.setSize({ width: Math.max(200, this.el.clientWidth), height: 240 }); }
 }
 
+// Axis text and grid readable on the light and the dark theme alike (grey, the grid translucent).
+const AXIS = '#8e8e8e', GRID = 'rgba(142, 142, 142, 0.25)';
 export const axis = (fmt, extra) => Object.assign({
-  stroke: '#8e8e8e', grid: { stroke: '#2c3235', width: 1 }, ticks: { stroke: '#2c3235' }, size: 70,
+  stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID }, size: 70,
   values: (u, vals) => vals.map(fmt),
 }, extra || {});
-export const timeAxis = { stroke: '#8e8e8e', grid: { stroke: '#2c3235', width: 1 }, ticks: { stroke: '#2c3235' } };
+export const timeAxis = { stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID } };
