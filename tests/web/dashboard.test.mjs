@@ -544,6 +544,28 @@ test('an anomaly alert on the stream marks the chart of its series', async () =>
   await page.close();
 });
 
+test('every view in the header opens and is saved as a screenshot', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/');
+  const views = await page.$$eval('[data-view-link]', (links) => links.map((a) => a.dataset.viewLink));
+  assert.ok(views.length >= 10, `views: ${views}`);
+  mkdirSync(artifacts, { recursive: true });
+  for (const view of views) {
+    await page.goto(`${baseUrl}/?view=${view}`);
+    await page.waitForFunction(() => window.perfscope && window.perfscope.state.connection === 'live', null, { timeout: 15000 });
+    // Its link marked current, and something of it on the screen.
+    assert.equal(await page.getAttribute(`[data-view-link=${view}]`, 'class'), 'current', view);
+    const shown = await page.$$eval('[data-view]', (els) => els.filter((e) => e.offsetParent !== null).length);
+    assert.ok(shown > 0, `view ${view} shows a panel`);
+    await page.waitForTimeout(300);  // a few live passes drawn
+    await page.screenshot({ path: path.join(artifacts, `view-${view}.png`) });
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 const background = (page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
 
 test('a light and a dark theme follow the system; the header button picks one, and a reload keeps it', async () => {
