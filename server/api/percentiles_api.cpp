@@ -6,6 +6,7 @@
 #include "engine/analysis/rollup.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api.hpp"
+#include "server/api/query_time.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"
@@ -159,6 +160,18 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   }
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
+  // step=DURATION: percentiles of each slice of the window as well (at most 1,000 slices).
+  const std::string step_text = param(request, "step");
+  std::optional<TimestampNs> step;
+  if (!step_text.empty()) {
+    auto ns = parse_duration_ns(step_text, "step");
+    if (!ns.ok()) return status_response(ns.status());
+    if (*ns <= 0) return error_response(400, "invalid_argument", "'step' must be a positive duration", "step");
+    if ((w->to_ns - w->from_ns) / *ns >= 1000) {
+      return error_response(400, "invalid_argument", "'step' would cut the window into more than 1,000 slices", "step");
+    }
+    step = *ns;
+  }
 
   // Models: reported requests, else a scraped server's histograms (source=events|scrape picks one).
   const std::string source = param(request, "source");
@@ -239,6 +252,29 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   if (compliance) {
     out["sla"] = {{"target_ms", compliance->target}, {"violations", compliance->violations},
                   {"compliance_rate", compliance->compliance_rate}};
+  }
+  // Percentiles over time: the window in slices of `step`, each answered from its own raw values.
+  if (!step_text.empty()) {
+    json slices = json::array();
+    for (TimestampNs from = w->from_ns; from <= w->to_ns; from += *step) {
+      const TimestampNs to = std::min(w->to_ns, from + *step - 1);
+      auto part = load_distribution(ctx_, sel, {from, to}, /*with_rollups=*/false);
+      if (!part.ok()) return status_response(part.status());
+      std::vector<double>& v = part->raw;
+      json slice = {{"from_ns", from}, {"to_ns", to}, {"count", v.size()}};
+      if (sla) {
+        const an::SlaCompliance c = an::sla_compliance(v, *sla);
+        slice["sla_compliance_rate"] = v.empty() ? json(nullptr) : json(c.compliance_rate);
+      }
+      const std::vector<double> sp = v.empty() ? std::vector<double>{} : an::percentiles(v, *qs, *convention);
+      json sp_json = json::object();
+      for (std::size_t i = 0; i < qs->size(); ++i) sp_json[an::percentile_key((*qs)[i])] = sp.empty() ? json(nullptr) : json(sp[i]);
+      slice["percentiles"] = std::move(sp_json);
+      slices.push_back(std::move(slice));
+      if (to == w->to_ns) break;
+    }
+    out["step_ns"] = *step;
+    out["over_time"] = std::move(slices);
   }
   out["warnings"] = warnings;
   return json_response(200, out);

@@ -82,6 +82,50 @@ TEST_F(AnalysisApiTest, PercentilesOfInferenceFieldsAndTpot) {
   EXPECT_EQ(get("/api/v1/percentiles?model=llm").body_json()["count"], 3);
 }
 
+TEST_F(AnalysisApiTest, PercentilesOverTimeSliceTheWindow) {
+  // Six seconds of requests, slower in the second half; TTFT over 2 s slices against an SLO.
+  for (int batch = 0; batch < 6; ++batch) {
+    std::string body;
+    for (int i = batch * 10; i < batch * 10 + 10; ++i) {
+      const long long ts = 1'000'000'000LL + i * 100'000'000LL;
+      const int ttft = i < 30 ? 10 + i % 5 : 40 + i % 5;
+      body += R"({"type":"inference","model":"llm","latency_ms":100,"ttft_ms":)" + std::to_string(ttft) +
+              R"(,"output_tokens":8,"ts_ns":)" + std::to_string(ts) + "}\n";
+    }
+    Reply posted = post("/api/v1/events", body, "application/x-ndjson");
+    ASSERT_EQ(posted.status, 200u) << posted.body;
+  }
+  json r = get("/api/v1/percentiles?model=llm&field=ttft_ms&q=50,99&from=1000000000&to=6999999999&step=2s&sla_ms=30")
+               .body_json();
+  EXPECT_EQ(r["count"], 60);
+  EXPECT_EQ(r["step_ns"], 2'000'000'000LL);
+  const json& slices = r["over_time"];
+  ASSERT_EQ(slices.size(), 3u);
+  EXPECT_EQ(slices[0]["from_ns"], 1'000'000'000LL);
+  EXPECT_EQ(slices[0]["to_ns"], 2'999'999'999LL);
+  EXPECT_EQ(slices[2]["to_ns"], 6'999'999'999LL);
+  EXPECT_EQ(slices[0]["count"], 20);
+  EXPECT_EQ(slices[1]["count"], 20);
+  EXPECT_EQ(slices[2]["count"], 20);
+  // Nearest rank of 10..14 repeated: p50 12; the last slice is all over the SLO.
+  EXPECT_DOUBLE_EQ(slices[0]["percentiles"]["p50"].get<double>(), 12);
+  EXPECT_DOUBLE_EQ(slices[2]["percentiles"]["p50"].get<double>(), 42);
+  EXPECT_DOUBLE_EQ(slices[0]["sla_compliance_rate"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(slices[1]["sla_compliance_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(slices[2]["sla_compliance_rate"].get<double>(), 0.0);
+  // An empty slice says so with nulls.
+  json empty = get("/api/v1/percentiles?model=llm&field=ttft_ms&from=7000000000&to=8999999999&step=1s").body_json();
+  ASSERT_EQ(empty["over_time"].size(), 2u);
+  EXPECT_EQ(empty["over_time"][0]["count"], 0);
+  EXPECT_TRUE(empty["over_time"][0]["percentiles"]["p50"].is_null());
+  // Bad steps name the field.
+  for (const char* q : {"step=0s", "step=abc", "step=1ns"}) {
+    Reply bad = get(std::string("/api/v1/percentiles?model=llm&from=0&to=8000000000&") + q);
+    EXPECT_EQ(bad.status, 400u) << q;
+    EXPECT_EQ(bad.body_json()["error"]["field"], "step") << q;
+  }
+}
+
 TEST_F(AnalysisApiTest, BadPercentileQueriesNameTheirField) {
   auto field = [&](const std::string& q) {
     Reply r = get("/api/v1/percentiles?" + q);
