@@ -544,6 +544,55 @@ test('an anomaly alert on the stream marks the chart of its series', async () =>
   await page.close();
 });
 
+test('a model row opens its TTFT percentiles over time against its SLO, kept in the URL', async () => {
+  // Two minutes of requests of one model: TTFT 20 ms, then 80 ms in the last 40 seconds.
+  const now = Date.now() * 1e6;
+  const events = [];
+  for (let i = 0; i < 120; i++) {
+    const ts = now - (120 - i) * 1e9;
+    events.push({ type: 'inference', model: 'slo-model', ts_ns: ts, latency_ms: 300, ttft_ms: i < 80 ? 20 : 80,
+                  output_tokens: 16 });
+  }
+  await postEvents(baseUrl, events);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/?view=serving');
+  await page.click('[data-testid=inference-table] tr[data-model="slo-model"]', { timeout: 20000 });
+  await page.selectOption('[data-testid=model-detail-field]', 'ttft_ms');
+  await page.fill('[data-testid=model-detail-slo]', '50');
+  await page.dispatchEvent('[data-testid=model-detail-slo]', 'change');
+  await page.waitForFunction(() => window.perfscope.state.modelDetail.field === 'ttft_ms' &&
+    window.perfscope.state.modelDetail.slo === 50, null, { timeout: 15000 });
+  const slices = await page.evaluate(() => window.perfscope.state.modelDetail.slices);
+  const filled = slices.filter((s) => s.count > 0);
+  assert.ok(filled.length >= 10, `${filled.length} slices hold requests`);
+  // Early slices all within the SLO at 20 ms, the last ones none.
+  assert.equal(filled[0].percentiles.p50, 20);
+  assert.equal(filled[0].sla_compliance_rate, 1);
+  assert.equal(filled[filled.length - 1].percentiles.p99, 80);
+  assert.equal(filled[filled.length - 1].sla_compliance_rate, 0);
+  assert.match(await page.textContent('[data-testid=model-detail-summary]'), /120 requests .* 66\.7% within the SLO \(40 over\)/);
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]') > 30, 'the p50 line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', [0xf2, 0x49, 0x5c]) > 30, 'the SLO line is drawn');
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('model'), 'slo-model');
+  assert.equal(url.searchParams.get('field'), 'ttft_ms');
+  assert.equal(url.searchParams.get('slo'), '50');
+  // A reload (a shared link) opens the same.
+  await page.reload();
+  await page.waitForFunction(() => window.perfscope.state.modelDetail.loads > 0, null, { timeout: 15000 });
+  assert.equal(await page.isHidden('[data-testid=model-detail]'), false);
+  assert.equal(await page.inputValue('[data-testid=model-detail-field]'), 'ttft_ms');
+  assert.equal(await page.evaluate(() => window.perfscope.state.modelDetail.slo), 50);
+  mkdirSync(artifacts, { recursive: true });
+  await page.locator('[data-testid=model-detail]').screenshot({ path: path.join(artifacts, 'model-detail.png') });
+  await page.click('[data-testid=model-detail-close]');
+  assert.equal(new URL(page.url()).searchParams.get('model'), null);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('every view in the header opens and is saved as a screenshot', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
   const errors = [];

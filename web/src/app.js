@@ -15,6 +15,7 @@ import { createEventsView } from './views/events.js';
 import { createAnalysisView } from './views/analysis.js';
 import { createRunsView } from './views/runs.js';
 import { createProcessesView } from './views/processes.js';
+import { createModelDetail } from './views/model_detail.js';
 import { wireExports } from './views/exports.js';
 
 initTheme(document.getElementById('theme'));
@@ -36,6 +37,7 @@ const events = createEventsView({
   onData: (kernels, models) => { analysis.onEvents(kernels, models); runs.refresh(); },
 });
 charts.alloc = events.charts.alloc;
+createModelDetail({ state });
 state.gpu = gpus.view;
 // The view in the URL (?view=gpu): its panels shown, the charts among them sized again.
 const views = initViews({ onShow: () => requestAnimationFrame(() => Object.values(charts).forEach((c) => c.resize())) });
