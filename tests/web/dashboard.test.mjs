@@ -359,6 +359,11 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   assert.match(first, /0 · 9/);
   assert.match(first, /0\.500 ms/);  // launch delay: start − launch call end
   assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:detail_kernel');
+  // Its durations over the time range: the slices holding them, the p50 line drawn.
+  await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0, null, { timeout: 15000 });
+  const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices.filter((x) => x.count > 0));
+  assert.equal(slices.reduce((n, x) => n + x.count, 0), 3);
+  assert.ok(await drawnPixels(page, '[data-testid=kernel-detail-chart]') > 0, 'the p50 line is drawn');
   assert.match(await page.evaluate(() => window.location.search), /kernel=detail_kernel/);
   await page.reload();
   await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible', timeout: 20000 });

@@ -6,6 +6,7 @@ import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtSI, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
+import { PercentilesOverTime } from '../lib/percentiles_over_time.js';
 
 // `onData(kernels, models)` runs after each refresh (the analysis view's pickers).
 export function createEventsView({ state, onData }) {
@@ -61,6 +62,16 @@ export function createEventsView({ state, onData }) {
   // roofline, its newest executions — and its distribution in the latency panel. The URL keeps
   // it (?kernel=NAME).
   const detail = { name: new URLSearchParams(window.location.search).get('kernel') };
+  const durations = new PercentilesOverTime(document.getElementById('kd-chart'));
+  state.kernelDetail = { loads: 0, slices: [] };
+  // Its durations' percentiles over the dashboard's range: a trend, a regression, a burst.
+  async function loadDurations(name) {
+    try {
+      const r = await durations.load(`kernel=${encodeURIComponent(name)}`);
+      if (detail.name === name) state.kernelDetail = { loads: state.kernelDetail.loads + 1, slices: r.over_time };
+    } catch (e) { /* drawn on the next pick or range change */ }
+  }
+  LiveChart.range.onChange(() => { if (detail.name && !document.getElementById('kernel-detail').hidden) loadDurations(detail.name); });
   async function showKernel(name) {
     detail.name = name;
     setSearchParams({ kernel: name || null });
@@ -81,6 +92,7 @@ export function createEventsView({ state, onData }) {
         `<td class="num">${c.shared_mem_bytes == null ? '–' : fmtBytes(c.shared_mem_bytes)}</td>` +
         `<td class="num">${c.registers_per_thread == null ? '–' : c.registers_per_thread}</td><td class="num">${fmtSI(c.count)}</td></tr>`).join('')
       : '<tr class="empty"><td colspan="5">No launch configuration reported.</td></tr>';
+    loadDurations(name);
     const subject = document.getElementById('pct-subject');
     if ([...subject.options].some((o) => o.value === 'kernel:' + name)) {
       subject.value = 'kernel:' + name;

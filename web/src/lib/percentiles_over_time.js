@@ -1,0 +1,67 @@
+// Percentiles over the dashboard's time range (p50, p90, p99 per slice, as /api/v1/percentiles
+// answers with step=), drawn as lines, with an SLO line when one is given. Used by the model
+// and the kernel drill-downs.
+/* global uPlot */
+import { LiveChart, axis, timeAxis } from './live_chart.js';
+import { fmtDuration } from './format.js';
+import { fetchJson } from './api.js';
+
+export const QS = [50, 90, 99];
+const COLORS = { 50: '#73bf69', 90: '#f2cc0c', 99: '#ff780a' };
+const SLICES = 60;
+
+export class PercentilesOverTime {
+  constructor(el) {
+    this.el = el;
+    this.plot = null;
+    window.addEventListener('resize', () => { if (this.plot) this.plot.setSize({ width: this.width(), height: 240 }); });
+  }
+
+  width() { return Math.max(200, this.el.clientWidth); }
+
+  // selector: the query's subject (`model=…&field=…`, `kernel=…`); resolves to the answer.
+  async load(selector, slo = 0) {
+    const [from, to] = LiveChart.range.bounds();
+    const step = Math.max(1, Math.ceil((to - from) / SLICES));
+    let url = `/api/v1/percentiles?${selector}&q=${QS.join(',')}&from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
+      `&step=${step}s`;
+    if (slo > 0) url += `&sla_ms=${slo}`;
+    const r = await fetchJson(url);
+    this.draw(r, slo);
+    return r;
+  }
+
+  draw(r, slo) {
+    const xs = r.over_time.map((s) => (s.from_ns + s.to_ns) / 2e9);
+    const cols = QS.map((q) => r.over_time.map((s) => s.percentiles['p' + q] ?? null));
+    if (this.plot) this.plot.destroy();
+    this.plot = new uPlot({
+      width: this.width(), height: 240,
+      scales: { x: { time: true }, ms: { range: (u, min, max) => [0, Math.max(max, slo || 0, 1e-3) * 1.1] } },
+      series: [{}, ...QS.map((q) => ({ label: 'p' + q, scale: 'ms', stroke: COLORS[q], width: 2,
+        value: (u, v) => (v == null ? '–' : fmtDuration(v)) }))],
+      axes: [timeAxis, axis(fmtDuration, { scale: 'ms' })],
+      hooks: { draw: [(u) => {
+        if (!(slo > 0)) return;
+        const y = u.valToPos(slo, 'ms', true);
+        const ctx = u.ctx;
+        ctx.save();
+        ctx.strokeStyle = '#f2495c';
+        ctx.setLineDash([6, 4]);
+        ctx.lineWidth = 1.5;
+        ctx.beginPath();
+        ctx.moveTo(u.bbox.left, y);
+        ctx.lineTo(u.bbox.left + u.bbox.width, y);
+        ctx.stroke();
+        ctx.fillStyle = '#f2495c';
+        ctx.fillText(`SLO ${fmtDuration(slo)}`, u.bbox.left + 4, y - 4);
+        ctx.restore();
+      }] },
+    }, [xs, ...cols], this.el);
+  }
+}
+
+// "p50 … · p90 … · p99 …" of a whole-range answer.
+export function percentilesText(r) {
+  return QS.map((q) => `p${q} ${r.percentiles['p' + q] == null ? '–' : fmtDuration(r.percentiles['p' + q])}`).join(' · ');
+}
