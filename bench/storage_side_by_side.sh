@@ -73,7 +73,8 @@ report = {
                    "bytes_per_sample": prom_bytes / prom_samples if prom_samples else None,
                    "chunk_bytes_per_sample": prom_chunk_bytes / prom_samples if prom_samples else None},
     "perfscope": {k: p[k] for k in ("series", "samples", "file_bytes", "wal_bytes_after_checkpoint", "bytes_per_sample",
-                                    "chunk_tables_bytes_per_sample", "encoded_bytes_per_sample")},
+                                    "chunk_tables_bytes_per_sample", "series_and_chunk_tables_bytes_per_sample",
+                                    "encoded_bytes_per_sample")},
 }
 json.dump(report, open(f"{out}/side_by_side.json", "w"), indent=1)
 print(json.dumps(report, indent=1))

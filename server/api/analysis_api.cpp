@@ -96,12 +96,31 @@ void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) 
   }
 }
 
+// The series a rule's input is read from, as a /api/v1/series/query selector: where the
+// dashboard's drill-down finds a finding's evidence over time.
+const std::map<std::string, std::string>& evidence_series() {
+  static const std::map<std::string, std::string> m = {
+      {"gpu_utilization_avg", kGpuUtilization},
+      {"gpu_dram_bandwidth_utilization_avg", kGpuDramUtilization},
+      {"host_cpu_utilization_avg", std::string(kHostCpu) + R"({cpu="total"})"},
+      {"gpu_memory_used_ratio_peak", kGpuMemoryUsed},
+      {"gpu_thermal_throttle_seconds", kGpuThrottle},
+      {"gpu_power_cap_throttle_seconds", kGpuThrottle},
+  };
+  return m;
+}
+
 json findings_json(const std::vector<an::Finding>& findings) {
   json b = json::array();
   for (const auto& f : findings) {
+    json series = json::object();
+    for (const auto& [input, value] : f.evidence) {
+      if (auto it = evidence_series().find(input); it != evidence_series().end()) series[input] = it->second;
+    }
     json row = {{"id", f.id}, {"title", f.title}, {"status", f.status},
                 {"severity", f.severity ? json(an::to_string(*f.severity)) : json(nullptr)},
-                {"evidence", f.evidence}, {"thresholds", f.thresholds}, {"recommendations", f.recommendations}};
+                {"evidence", f.evidence}, {"evidence_series", series}, {"thresholds", f.thresholds},
+                {"recommendations", f.recommendations}};
     if (!f.reason.empty()) row["reason"] = f.reason;
     b.push_back(std::move(row));
   }

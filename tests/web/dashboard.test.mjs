@@ -598,6 +598,33 @@ test('a model row opens its TTFT percentiles over time against its SLO, kept in 
   await page.close();
 });
 
+test('a finding opens its evidence: the series it was read from, over the analysed window, kept in the URL', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/?view=analysis');
+  // The stand-in GPU 0 reads DRAM bandwidth at 61 %: the rule is evaluated, its evidence that series.
+  const button = '[data-testid=evidence-memory_bandwidth_bound]';
+  await page.waitForSelector(button, { timeout: 20000 });
+  const finding = await page.evaluate(() => window.perfscope.state.analysis.bottlenecks.find((f) => f.id === 'memory_bandwidth_bound'));
+  assert.deepEqual(finding.evidence_series, { gpu_dram_bandwidth_utilization_avg: 'gpu_dram_bandwidth_utilization_ratio' });
+  await page.click(button);
+  await page.waitForFunction(() => window.perfscope.state.findingEvidence.loads > 0, null, { timeout: 15000 });
+  const series = await page.evaluate(() => window.perfscope.state.findingEvidence.series);
+  assert.ok(series.length >= 1 && series.every((s) => s.name === 'gpu_dram_bandwidth_utilization_ratio' && s.points > 0),
+            JSON.stringify(series));
+  assert.match(await page.textContent('[data-testid=finding-evidence-summary]'), /gpu_dram_bandwidth_utilization_avg 61\.0%/);
+  assert.ok(await drawnPixels(page, '[data-testid=finding-evidence-chart]') > 30, 'the series is drawn');
+  assert.equal(new URL(page.url()).searchParams.get('finding'), 'memory_bandwidth_bound');
+  await page.reload();
+  await page.waitForFunction(() => window.perfscope.state.findingEvidence.loads > 0, null, { timeout: 20000 });
+  assert.equal(await page.isHidden('[data-testid=finding-evidence]'), false);
+  await page.click('[data-testid=finding-evidence-close]');
+  assert.equal(new URL(page.url()).searchParams.get('finding'), null);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('every view in the header opens and is saved as a screenshot', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
   const errors = [];

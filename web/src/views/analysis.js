@@ -1,7 +1,8 @@
 // Analysis view: anomaly markers on the charts, percentiles of a kernel or model against an
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
-import { WINDOW_S, axis } from '../lib/live_chart.js';
+import { PALETTE, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
+import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 
@@ -166,9 +167,61 @@ export function createAnalysisView({ state, charts }) {
       return `<li class="${f.status === 'not_evaluated' ? 'not-evaluated' : ''}" data-rule="${esc(f.id)}" data-status="${f.status}">` +
         `<span class="sev sev-${sev}">${f.status === 'not_evaluated' ? 'n/a' : esc(sev)}</span>${esc(f.title)}` +
         (f.status === 'not_evaluated' ? ` <span class="muted">(${esc(f.reason)})</span>` : evidence ? ` <span class="muted">${esc(evidence)}</span>` : '') +
+        (Object.keys(f.evidence_series || {}).length
+          ? ` <button type="button" class="link" data-evidence="${esc(f.id)}" data-testid="evidence-${esc(f.id)}">evidence ▸</button>` : '') +
         `${recs}</li>`;
     }).join('');
   }
+
+  // Drill-down: a finding's evidence as the series it was read from, over the analysed window.
+  // The URL keeps it (?finding=ID).
+  const evidence = { id: new URLSearchParams(window.location.search).get('finding'), plot: null };
+  state.findingEvidence = { loads: 0, series: [] };
+  async function showEvidence(id) {
+    evidence.id = id;
+    setSearchParams({ finding: id || null });
+    const panel = document.getElementById('finding-evidence');
+    const f = (state.analysis ? state.analysis.bottlenecks : []).find((x) => x.id === id);
+    if (!id || !f) { panel.hidden = true; return; }
+    panel.hidden = false;
+    document.getElementById('fe-title').textContent = f.title;
+    const selectors = [...new Set(Object.values(f.evidence_series))];
+    const answers = await Promise.all(selectors.map((sel) => {
+      const brace = sel.indexOf('{');
+      let q = `name=${encodeURIComponent(brace < 0 ? sel : sel.slice(0, brace))}`;
+      for (const [, k, v] of sel.matchAll(/(\w+)="([^"]*)"/g)) q += `&${k}=${encodeURIComponent(v)}`;
+      return fetchJson(`/api/v1/series/query?${q}&from=now-300s&max_points=300`).catch(() => ({ series: [] }));
+    }));
+    if (evidence.id !== id) return;
+    const series = answers.flatMap((a) => a.series);
+    const times = [...new Set(series.flatMap((s) => s.points.map((p) => p[0] / 1e9)))].sort((a, b) => a - b);
+    const index = new Map(times.map((t, i) => [t, i]));
+    const cols = series.map((s) => {
+      const col = new Array(times.length).fill(null);
+      const v = s.downsampled ? s.columns.indexOf('avg') : 1;
+      for (const p of s.points) col[index.get(p[0] / 1e9)] = p[v];
+      return col;
+    });
+    const label = (s) => s.name + (Object.keys(s.labels).length
+      ? '{' + Object.entries(s.labels).filter(([k]) => k !== 'uuid').map(([k, v]) => `${k}=${v}`).join(',') + '}' : '');
+    document.getElementById('fe-summary').textContent = Object.entries(f.evidence)
+      .map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(' · ') + ` — from ${selectors.join(', ')}`;
+    const el = document.getElementById('fe-chart');
+    if (evidence.plot) evidence.plot.destroy();
+    evidence.plot = new uPlot({
+      width: Math.max(200, el.clientWidth), height: 240,
+      series: [{}, ...series.map((s, i) => ({ label: label(s), stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true,
+        scale: s.name, value: (u, x) => (x == null ? '–' : fmtEvidence(s.name, x)) }))],
+      axes: [timeAxis, ...[...new Set(series.map((s) => s.name))].map((name, i) =>
+        axis((x) => fmtEvidence(name, x), { scale: name, side: i ? 1 : 3, grid: { show: i === 0 } }))],
+    }, [times, ...cols], el);
+    state.findingEvidence = { loads: state.findingEvidence.loads + 1, series: series.map((s) => ({ name: s.name, points: s.points.length })) };
+  }
+  document.getElementById('bottlenecks').addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-evidence]');
+    if (b) showEvidence(b.dataset.evidence);
+  });
+  document.getElementById('fe-close').addEventListener('click', () => showEvidence(null));
   // Energy per model (the analysis document's `energy`): what serving cost in joules.
   function renderEnergy(e) {
     if (!e) return;
@@ -216,6 +269,7 @@ export function createAnalysisView({ state, charts }) {
       const a = await fetchJson('/api/v1/analysis?window=5m');
       state.analysis = a;
       renderBottlenecks(a.bottlenecks);
+      if (evidence.id && document.getElementById('finding-evidence').hidden) showEvidence(evidence.id);  // from the URL
       renderEnergy(a.energy);
       renderTargets(a.devices);
     } catch (e) { /* retried on the next tick */ }
