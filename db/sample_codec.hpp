@@ -18,9 +18,12 @@
 // A collector's derived values are the costly ones as doubles (52 bits of mantissa each time
 // they change) and cheap as the integers they were computed from.
 //
-// Layout: byte 0 — bit 0: timestamps on passes; other bits reserved (0). Byte 1 — bits 0–1
+// Layout: byte 0 — bit 0: timestamps on passes; bit 1: on every pass from the first (no gap
+// bits); bit 2: one value throughout (stored once); other bits reserved (0). Byte 1 — bits 0–1
 // value coding, bit 2 order, bits 3–6 scale index. Then the bit stream, most significant bit
-// first, zero-padded to a byte.
+// first, zero-padded to a byte: the first pass's index and the gaps (on passes) or the first
+// time and Rice-coded delta-of-deltas (explicit); then the values (XOR, or a 6-bit Rice
+// parameter and the integers, 63 meaning the bucket code).
 //
 // Pure functions; thread-safe.
 #pragma once
