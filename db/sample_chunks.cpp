@@ -225,8 +225,9 @@ Status SampleChunkWriter::add_sample(std::int64_t series_id, TimestampNs ts_ns, 
                                                        [&](const Sample& s) { return s.ts_ns == ts_ns; });
     insert_sample(o->samples, {ts_ns, value});
     recheck_one_value(o->samples, o->one_value);
-    if (!on_a_pass) {
-      // A time of its own: the chunk keeps explicit times from now on.
+    if (o->on_passes && !on_a_pass) {
+      // A time of its own: the chunk keeps explicit times from now on (its value coding is
+      // chosen again when it is next written).
       o->on_passes = false;
       o->index.clear();
       o->coding.reset();
