@@ -7,7 +7,9 @@ import path from 'node:path';
 
 // `nvmlScript`: the stand-in NVML's script text, or null for no GPU collector input.
 // `dataDir`: the caller's data directory (kept on stop); by default a fresh one, removed.
-export async function startPerfscope({ args = [], nvmlScript = null, label = 'test', dataDir: given = null } = {}) {
+// `listen`: host:port (default a free loopback port): a restart on the same address.
+export async function startPerfscope({ args = [], nvmlScript = null, label = 'test', dataDir: given = null,
+                                       listen = '127.0.0.1:0' } = {}) {
   const dataDir = given || mkdtempSync(path.join(tmpdir(), `perfscope-${label}-`));
   const env = { ...process.env };
   const extra = [];
@@ -18,7 +20,7 @@ export async function startPerfscope({ args = [], nvmlScript = null, label = 'te
     extra.push('--nvml-library', process.env.PERFSCOPE_FAKE_NVML);
   }
   const proc = spawn(process.env.PERFSCOPE_BIN,
-                     ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, ...extra, ...args],
+                     ['serve', '--listen', listen, '--data-dir', dataDir, ...extra, ...args],
                      { stdio: ['ignore', 'pipe', 'inherit'], env });
   const exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {

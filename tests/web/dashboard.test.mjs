@@ -4,7 +4,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 
@@ -720,3 +721,45 @@ test('the connection state shows a lost server and reconnection', async () => {
   assert.match(await page.textContent('[data-testid=connection]'), /reconnecting|offline/);
   await page.close();
 });
+
+test('after a server restart every view reconnects, fills the gap from history and goes on live', async () => {
+  // A server of its own on a fixed address, so that its successor answers where the pages look.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-restart-'));
+  const first = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'restart', dataDir });
+  const address = new URL(first.url).host;
+  let second = null;
+  const pages = [];
+  try {
+    const views = ['overview', 'host', 'gpu', 'kernels', 'memory', 'serving', 'operators', 'energy', 'analysis',
+                   'processes', 'runs'];
+    for (const view of views) {
+      const page = await browser.newPage({ viewport: { width: 1024, height: 700 } });
+      await page.goto(`${first.url}/?view=${view}`);
+      await page.waitForFunction(() => window.perfscope && window.perfscope.state.connection === 'live', null, { timeout: 20000 });
+      pages.push({ view, page });
+    }
+    await first.stop();
+    for (const { page } of pages) {
+      await page.waitForFunction(() => ['reconnecting', 'offline'].includes(window.perfscope.state.connection), null,
+                                 { timeout: 10000 });
+    }
+    const before = await Promise.all(pages.map(({ page }) => page.evaluate(() => ({
+      messages: window.perfscope.state.messages, prefills: window.perfscope.state.prefills || 0 }))));
+    second = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'restart',
+                                    dataDir, listen: address });
+    for (const [i, { view, page }] of pages.entries()) {
+      // Back live (the backoff is at most 10 s), the missed stretch read from history, samples flowing.
+      await page.waitForFunction((b) => window.perfscope.state.connection === 'live' &&
+        (window.perfscope.state.prefills || 0) > b.prefills && window.perfscope.state.messages > b.messages + 3,
+      before[i], { timeout: 30000 });
+      assert.equal(await page.getAttribute(`[data-view-link=${view}]`, 'class'), 'current', view);
+      assert.equal(await page.textContent('[data-testid=connection]'), 'live', view);
+    }
+  } finally {
+    for (const { page } of pages) await page.close();
+    if (second) await second.stop();
+    else await first.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
