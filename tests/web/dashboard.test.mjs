@@ -568,9 +568,10 @@ test('a model row opens its TTFT percentiles over time against its SLO, kept in 
   await page.selectOption('[data-testid=model-detail-field]', 'ttft_ms');
   await page.fill('[data-testid=model-detail-slo]', '50');
   await page.dispatchEvent('[data-testid=model-detail-slo]', 'change');
-  await page.waitForFunction(() => window.perfscope.state.modelDetail.field === 'ttft_ms' &&
-    window.perfscope.state.modelDetail.slo === 50, null, { timeout: 15000 });
-  const slices = await page.evaluate(() => window.perfscope.state.modelDetail.slices);
+  const slices = await (await page.waitForFunction(() => {
+    const d = window.perfscope.state.modelDetail;
+    return d.field === 'ttft_ms' && d.slo === 50 && d.slices.some((x) => x.sla_compliance_rate != null) && d.slices;
+  }, null, { timeout: 15000 })).jsonValue();
   const filled = slices.filter((s) => s.count > 0);
   assert.ok(filled.length >= 10, `${filled.length} slices hold requests`);
   // Early slices all within the SLO at 20 ms, the last ones none.

@@ -19,14 +19,17 @@ export class PercentilesOverTime {
 
   width() { return Math.max(200, this.el.clientWidth); }
 
-  // selector: the query's subject (`model=…&field=…`, `kernel=…`); resolves to the answer.
+  // selector: the query's subject (`model=…&field=…`, `kernel=…`); resolves to the answer, or
+  // to null when a later load was asked for meanwhile (its answer is the one drawn).
   async load(selector, slo = 0) {
+    const seq = this.seq = (this.seq || 0) + 1;
     const [from, to] = LiveChart.range.bounds();
     const step = Math.max(1, Math.ceil((to - from) / SLICES));
     let url = `/api/v1/percentiles?${selector}&q=${QS.join(',')}&from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
       `&step=${step}s`;
     if (slo > 0) url += `&sla_ms=${slo}`;
     const r = await fetchJson(url);
+    if (seq !== this.seq) return null;
     this.draw(r, slo);
     return r;
   }

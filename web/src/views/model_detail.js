@@ -25,6 +25,7 @@ export function createModelDetail({ state }) {
     if (detail.version) selector += `&version=${encodeURIComponent(detail.version)}`;
     try {
       const r = await chart.load(selector, slo);
+      if (!r) return;  // a newer load answers
       const within = r.sla ? ` · ${(r.sla.compliance_rate * 100).toFixed(1)}% within the SLO (${r.sla.violations} over)` : '';
       document.getElementById('md-summary').textContent = r.count
         ? `${r.count} requests in the range · ${percentilesText(r)}${within}`
