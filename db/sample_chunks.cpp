@@ -7,13 +7,6 @@
 namespace perfscope::db {
 namespace {
 
-// A row of sample_chunks (end_ns 0: not stored, the last sample's time) or of sample_passes.
-struct StoredChunk {
-  TimestampNs start_ns = 0, end_ns = 0;
-  std::int64_t count = 0;
-  std::string data;
-};
-
 constexpr const char* kChunkColumns = "start_ns, 0, count, data";
 constexpr const char* kPassColumns = "start_ns, end_ns, count, data";
 
@@ -34,18 +27,15 @@ Result<std::optional<StoredChunk>> step_chunk(Statement& st) {
 
 Result<Statement> prepare_sql(Connection& conn, const std::string& sql) { return conn.prepare(sql.c_str()); }
 
-// Inserts s in time order into samples; the same time keeps the new value. True when it
-// went anywhere but the end.
-bool insert_sample(std::vector<Sample>& samples, const Sample& s) {
+// Inserts s in time order into samples; the same time keeps the new value.
+void insert_sample(std::vector<Sample>& samples, const Sample& s) {
   auto it = std::lower_bound(samples.begin(), samples.end(), s.ts_ns,
                              [](const Sample& a, TimestampNs t) { return a.ts_ns < t; });
   if (it != samples.end() && it->ts_ns == s.ts_ns) {
     it->value = s.value;
-    return false;
+  } else {
+    samples.insert(it, s);
   }
-  const bool at_end = it == samples.end();
-  samples.insert(it, s);
-  return !at_end;
 }
 
 }  // namespace
@@ -76,13 +66,12 @@ void recheck_one_value(std::vector<Sample>& samples, bool& one_value) {
 }  // namespace
 
 struct SampleChunkWriter::Statements {
-  Statement upsert_chunk, delete_chunk, at_or_before, after, upsert_passes, pass_chunk_for;
+  Statement upsert_chunk, delete_chunk, at_or_before, after, upsert_passes;
 };
 
 Result<std::unique_ptr<SampleChunkWriter>> SampleChunkWriter::prepare(Connection& conn, SampleChunkLimits limits) {
   auto st = std::make_unique<Statements>();
   const std::string columns = kChunkColumns;
-  const std::string pass_columns = kPassColumns;
   const std::pair<std::string, Statement*> sql[] = {
       {"INSERT OR REPLACE INTO sample_chunks(series_id, start_ns, count, data) VALUES(?1, ?2, ?3, ?4)",
        &st->upsert_chunk},
@@ -92,8 +81,6 @@ Result<std::unique_ptr<SampleChunkWriter>> SampleChunkWriter::prepare(Connection
       {"SELECT " + columns + " FROM sample_chunks WHERE series_id = ?1 AND start_ns > ?2 ORDER BY start_ns LIMIT 1",
        &st->after},
       {"INSERT OR REPLACE INTO sample_passes(start_ns, end_ns, count, data) VALUES(?1, ?2, ?3, ?4)", &st->upsert_passes},
-      {"SELECT " + pass_columns + " FROM sample_passes WHERE start_ns <= ?1 ORDER BY start_ns DESC LIMIT 1",
-       &st->pass_chunk_for},
   };
   for (const auto& [text, out] : sql) {
     auto s = prepare_sql(conn, text);
@@ -110,7 +97,7 @@ Result<std::unique_ptr<SampleChunkWriter>> SampleChunkWriter::prepare(Connection
 }
 
 SampleChunkWriter::SampleChunkWriter(Connection& conn, std::unique_ptr<Statements> st, SampleChunkLimits limits)
-    : conn_(conn), st_(std::move(st)), limits_(limits) {}
+    : st_(std::move(st)), stored_(conn), limits_(limits) {}
 
 SampleChunkWriter::~SampleChunkWriter() = default;
 
@@ -241,20 +228,10 @@ Status SampleChunkWriter::add_sample(std::int64_t series_id, TimestampNs ts_ns, 
   return merge_into_stored(series_id, ts_ns, value);
 }
 
-Status SampleChunkWriter::decode_stored(TimestampNs start_ns, std::int64_t count, std::string_view data,
-                                        std::vector<Sample>& out) {
-  if (!chunk_on_passes(data)) return decode_samples(data, static_cast<std::size_t>(count), nullptr, out);
+Status SampleChunkWriter::decode_stored(const StoredChunk& c, std::vector<Sample>& out) {
   // On the open pass chunk (held here, newer than its row), or on a stored one.
-  if (!passes_.times.empty() && start_ns >= passes_.times.front()) {
-    return decode_samples(data, static_cast<std::size_t>(count), &passes_, out);
-  }
-  st_->pass_chunk_for.bind(1, start_ns);
-  auto p = step_chunk(st_->pass_chunk_for);
-  if (!p.ok()) return p.status();
-  if (!*p) return Status::internal("a sample chunk's sampling passes are missing");
-  PassTimes passes;
-  if (Status s = decode_pass_times((*p)->data, static_cast<std::size_t>((*p)->count), passes); !s.ok()) return s;
-  return decode_samples(data, static_cast<std::size_t>(count), &passes, out);
+  const bool on_open_passes = !passes_.times.empty() && c.start_ns >= passes_.times.front();
+  return stored_.decode(c.start_ns, c.count, c.data, out, on_open_passes ? &passes_ : nullptr);
 }
 
 Result<bool> SampleChunkWriter::stored_spans(std::int64_t series_id, TimestampNs ts_ns) {
@@ -263,7 +240,7 @@ Result<bool> SampleChunkWriter::stored_spans(std::int64_t series_id, TimestampNs
   if (!before.ok()) return before.status();
   if (!*before) return false;
   std::vector<Sample> samples;
-  if (Status s = decode_stored((*before)->start_ns, (*before)->count, (*before)->data, samples); !s.ok()) return s;
+  if (Status s = decode_stored(**before, samples); !s.ok()) return s;
   return !samples.empty() && samples.back().ts_ns >= ts_ns;
 }
 
@@ -277,7 +254,7 @@ Status SampleChunkWriter::merge_into_stored(std::int64_t series_id, TimestampNs 
   if (!before.ok()) return before.status();
   const bool is_open_row = *before && o && o->stored_start == (*before)->start_ns;
   if (*before && !is_open_row) {
-    if (Status s = decode_stored((*before)->start_ns, (*before)->count, (*before)->data, samples); !s.ok()) return s;
+    if (Status s = decode_stored(**before, samples); !s.ok()) return s;
     if ((!samples.empty() && ts_ns <= samples.back().ts_ns) ||
         (*before)->count < static_cast<std::int64_t>(limits_.max_samples)) {
       insert_sample(samples, sample);
@@ -301,7 +278,7 @@ Status SampleChunkWriter::merge_into_stored(std::int64_t series_id, TimestampNs 
   if (*after && !(o && o->stored_start == (*after)->start_ns) &&
       (*after)->count < static_cast<std::int64_t>(limits_.max_samples)) {
     samples.clear();
-    if (Status s = decode_stored((*after)->start_ns, (*after)->count, (*after)->data, samples); !s.ok()) return s;
+    if (Status s = decode_stored(**after, samples); !s.ok()) return s;
     insert_sample(samples, sample);
     return rewrite_stored(series_id, (*after)->start_ns, std::move(samples));
   }
@@ -372,14 +349,10 @@ struct SampleChunkReader::Statements {
 SampleChunkReader::SampleChunkReader(Connection& conn) : conn_(conn), st_(std::make_unique<Statements>()) {}
 SampleChunkReader::~SampleChunkReader() = default;
 
-Result<std::optional<SampleChunkReader::Row>> SampleChunkReader::one_row(Statement& st, const std::string& sql,
-                                                                         std::int64_t key) {
+Result<std::optional<StoredChunk>> SampleChunkReader::one_row(Statement& st, const std::string& sql, std::int64_t key) {
   if (Status s = prepare_once(st, sql); !s.ok()) return s;
   st.bind(1, key);
-  auto row = step_chunk(st);
-  if (!row.ok()) return row.status();
-  if (!*row) return std::optional<Row>();
-  return std::optional<Row>(Row{(*row)->start_ns, (*row)->end_ns, (*row)->count, std::move((*row)->data)});
+  return step_chunk(st);
 }
 
 Status SampleChunkReader::prepare_once(Statement& st, const std::string& sql) {
@@ -406,9 +379,8 @@ Status SampleChunkReader::passes_for(TimestampNs chunk_start) {
 }
 
 Status SampleChunkReader::decode(TimestampNs start_ns, std::int64_t count, std::string_view data,
-                                 std::vector<Sample>& out) {
-  const PassTimes* passes = nullptr;
-  if (chunk_on_passes(data)) {
+                                 std::vector<Sample>& out, const PassTimes* passes) {
+  if (chunk_on_passes(data) && !passes) {
     if (Status s = passes_for(start_ns); !s.ok()) return s;
     passes = &passes_;
   }

@@ -46,8 +46,56 @@ struct SampleChunkLimits {
   TimestampNs max_span_ns = 120'000'000'000;
 };
 
+// A row of sample_chunks (end_ns 0: not stored — the last sample's time) or of sample_passes.
+struct StoredChunk {
+  TimestampNs start_ns = 0, end_ns = 0;
+  std::int64_t count = 0;
+  std::string data;
+};
+
+// Reads chunks back. Blocks on SQLite.
+class SampleChunkReader {
+ public:
+  explicit SampleChunkReader(Connection& conn);
+  ~SampleChunkReader();
+
+  // fn(samples) with the samples of [range] in time order, a chunk's worth at a time.
+  Status scan(std::int64_t series_id, const TimeRange& range, const std::function<void(std::span<const Sample>)>& fn);
+  // Samples in the range, counting whole chunks without decoding them.
+  Result<std::int64_t> count(std::int64_t series_id, const TimeRange& range);
+  Result<std::optional<Sample>> latest(std::int64_t series_id);
+
+  // A chunk row as stored (data valid during the callback only).
+  struct ChunkRow {
+    TimestampNs start_ns = 0;
+    std::int64_t count = 0;
+    std::string_view data;
+  };
+  // fn(row) for the rows that reach into the range, in time order; stops at an error.
+  Status for_each_chunk(std::int64_t series_id, const TimeRange& range, const std::function<Status(const ChunkRow&)>& fn);
+  // Appends the chunk's samples to out; a chunk on passes is decoded on `passes` when given
+  // (the writer's open pass chunk, newer than its row), else on its stored pass chunk.
+  Status decode(TimestampNs start_ns, std::int64_t count, std::string_view data, std::vector<Sample>& out,
+                const PassTimes* passes = nullptr);
+
+ private:
+  struct Statements;
+  Status passes_for(TimestampNs chunk_start);
+  Status prepare_once(Statement& st, const std::string& sql);
+  // The one row `sql` (prepared into st once) gives with ?1 bound to key, if any.
+  Result<std::optional<StoredChunk>> one_row(Statement& st, const std::string& sql, std::int64_t key);
+
+  Connection& conn_;
+  std::unique_ptr<Statements> st_;
+  std::optional<TimestampNs> passes_start_;  // the pass chunk held in passes_
+  TimestampNs passes_end_ = 0;
+  PassTimes passes_;
+  std::unordered_set<const Statement*> prepared_;
+};
+
 class SampleChunkWriter {
  public:
+  // conn must outlive the writer (it reads stored chunks back on it).
   static Result<std::unique_ptr<SampleChunkWriter>> prepare(Connection& conn, SampleChunkLimits limits = {});
   ~SampleChunkWriter();
 
@@ -78,14 +126,14 @@ class SampleChunkWriter {
   Status write_pass_chunk();
   Status open_chunk(std::int64_t series_id, TimestampNs first_ns, Open*& out);
   Status merge_into_stored(std::int64_t series_id, TimestampNs ts_ns, double value);
-  Status decode_stored(TimestampNs start_ns, std::int64_t count, std::string_view data, std::vector<Sample>& out);
+  Status decode_stored(const StoredChunk& c, std::vector<Sample>& out);
   // Whether the stored chunk starting at or before ts_ns reaches it.
   Result<bool> stored_spans(std::int64_t series_id, TimestampNs ts_ns);
   Status rewrite_stored(std::int64_t series_id, TimestampNs old_start, std::vector<Sample> samples);
   bool full(const Open& open) const;
 
-  Connection& conn_;
   std::unique_ptr<Statements> st_;
+  SampleChunkReader stored_;  // decodes stored chunks (a late sample's merge)
   const SampleChunkLimits limits_;
   PassTimes passes_;                 // the open pass chunk
   bool pass_valid_ = false;          // the current pass is one of passes_
@@ -96,47 +144,6 @@ class SampleChunkWriter {
   Stats stats_;
 };
 
-// Reads chunks back. Blocks on SQLite.
-class SampleChunkReader {
- public:
-  explicit SampleChunkReader(Connection& conn);
-  ~SampleChunkReader();
 
-  // fn(samples) with the samples of [range] in time order, a chunk's worth at a time.
-  Status scan(std::int64_t series_id, const TimeRange& range, const std::function<void(std::span<const Sample>)>& fn);
-  // Samples in the range, counting whole chunks without decoding them.
-  Result<std::int64_t> count(std::int64_t series_id, const TimeRange& range);
-  Result<std::optional<Sample>> latest(std::int64_t series_id);
-
-  // A chunk row as stored (data valid during the callback only).
-  struct ChunkRow {
-    TimestampNs start_ns = 0;
-    std::int64_t count = 0;
-    std::string_view data;
-  };
-  // fn(row) for the rows that reach into the range, in time order; stops at an error.
-  Status for_each_chunk(std::int64_t series_id, const TimeRange& range, const std::function<Status(const ChunkRow&)>& fn);
-  // Appends the chunk's samples to out.
-  Status decode(TimestampNs start_ns, std::int64_t count, std::string_view data, std::vector<Sample>& out);
-
- private:
-  struct Statements;
-  Status passes_for(TimestampNs chunk_start);
-  Status prepare_once(Statement& st, const std::string& sql);
-  struct Row {
-    TimestampNs start_ns = 0, end_ns = 0;
-    std::int64_t count = 0;
-    std::string data;
-  };
-  // The one row `sql` (prepared into st once) gives with ?1 bound to key, if any.
-  Result<std::optional<Row>> one_row(Statement& st, const std::string& sql, std::int64_t key);
-
-  Connection& conn_;
-  std::unique_ptr<Statements> st_;
-  std::optional<TimestampNs> passes_start_;  // the pass chunk held in passes_
-  TimestampNs passes_end_ = 0;
-  PassTimes passes_;
-  std::unordered_set<const Statement*> prepared_;
-};
 
 }  // namespace perfscope::db

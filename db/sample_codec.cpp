@@ -134,18 +134,23 @@ constexpr std::array<Bucket, 7> kBuckets = {{{0b0, 1, 0},
                                              {0b111110, 6, 32},
                                              {0b1111110, 7, 64}}};
 
-void put_signed(BitWriter& w, std::int64_t v) {
-  const std::uint64_t z = zigzag(v);
+// The smallest bucket z fits.
+const Bucket& bucket_of(std::uint64_t z) {
   for (const Bucket& b : kBuckets) {
-    if (b.payload_bits == 64 || (b.payload_bits == 0 ? z == 0 : z < (std::uint64_t{1} << b.payload_bits))) {
-      w.put(b.prefix, b.prefix_bits);
-      w.put(z, b.payload_bits);
-      return;
-    }
+    if (b.payload_bits == 0 ? z == 0 : b.payload_bits == 64 || z < (std::uint64_t{1} << b.payload_bits)) return b;
   }
+  return kBuckets.back();
 }
 
-bool get_plain_signed(BitReader& r, std::int64_t& v) {
+void put_signed(BitWriter& w, std::int64_t v) {
+  const std::uint64_t z = zigzag(v);
+  const Bucket& b = bucket_of(z);
+  w.put(b.prefix, b.prefix_bits);
+  w.put(z, b.payload_bits);
+}
+
+// A bucket-coded value, or `escaped` when the prefix is all ones (no bucket has it).
+bool get_bucket(BitReader& r, std::int64_t& v, bool& escaped) {
   std::size_t ones = 0;
   bool b = false;
   while (ones < kBuckets.size()) {
@@ -153,11 +158,17 @@ bool get_plain_signed(BitReader& r, std::int64_t& v) {
     if (!b) break;
     ++ones;
   }
-  if (ones == kBuckets.size()) return false;  // no such prefix
+  escaped = ones == kBuckets.size();
+  if (escaped) return true;
   std::uint64_t z = 0;
   if (!r.get(kBuckets[ones].payload_bits, z)) return false;
   v = unzigzag(z);
   return true;
+}
+
+bool get_plain_signed(BitReader& r, std::int64_t& v) {
+  bool escaped = false;
+  return get_bucket(r, v, escaped) && !escaped;
 }
 
 // Rice codes for streams of integers of a typical size (differences of counters, timestamps'
@@ -171,12 +182,8 @@ constexpr int kRiceMaxUnary = 8;
 constexpr int kBucketStream = 63;
 
 std::uint64_t bucket_bits(std::uint64_t z) {
-  for (const Bucket& b : kBuckets) {
-    if (b.payload_bits == 64 || (b.payload_bits == 0 ? z == 0 : z < (std::uint64_t{1} << b.payload_bits))) {
-      return static_cast<std::uint64_t>(b.prefix_bits + b.payload_bits);
-    }
-  }
-  return 71;
+  const Bucket& b = bucket_of(z);
+  return static_cast<std::uint64_t>(b.prefix_bits + b.payload_bits);
 }
 
 int rice_parameter(std::span<const std::uint64_t> zz) {
@@ -225,19 +232,8 @@ void put_rice_escape(BitWriter& w, int k, double v) {
 }
 bool get_rice(BitReader& r, int k, std::int64_t& v, bool& escaped, std::uint64_t& raw) {
   if (k == kBucketStream) {
-    std::size_t ones = 0;
-    bool one = false;
-    while (ones < kBuckets.size()) {
-      if (!r.bit(one)) return false;
-      if (!one) break;
-      ++ones;
-    }
-    escaped = ones == kBuckets.size();
-    if (escaped) return r.get(64, raw);
-    std::uint64_t z = 0;
-    if (!r.get(kBuckets[ones].payload_bits, z)) return false;
-    v = unzigzag(z);
-    return true;
+    if (!get_bucket(r, v, escaped)) return false;
+    return !escaped || r.get(64, raw);
   }
   // The unary part at once: the ones leading the next bits.
   const auto q = static_cast<std::uint64_t>(std::min(std::countl_one(r.peek()), kRiceMaxUnary));
@@ -467,9 +463,11 @@ bool get_xor(BitReader& r, std::size_t count, std::vector<double>& out) {
   return true;
 }
 
-// The interval before sample i: from the previous pass, or the previous sample.
-std::optional<std::int64_t> interval_before(std::span<const Sample> samples, const PassTimes* passes,
-                                            std::span<const std::uint32_t> pass_index, std::size_t i) {
+// The interval before sample i: from the previous pass, or the previous sample (time_at(j):
+// sample j's time). What a rate's divisor was, for the encoder and the decoder alike.
+template <typename TimeAt>
+std::optional<std::int64_t> interval_before(const PassTimes* passes, std::span<const std::uint32_t> pass_index,
+                                            std::size_t i, TimeAt&& time_at) {
   if (passes) {
     const std::uint32_t p = pass_index[i];
     if (p > 0) return wrap_sub(passes->times[p], passes->times[p - 1]);
@@ -477,7 +475,11 @@ std::optional<std::int64_t> interval_before(std::span<const Sample> samples, con
     return std::nullopt;
   }
   if (i == 0) return std::nullopt;
-  return wrap_sub(samples[i].ts_ns, samples[i - 1].ts_ns);
+  return wrap_sub(time_at(i), time_at(i - 1));
+}
+std::optional<std::int64_t> interval_before(std::span<const Sample> samples, const PassTimes* passes,
+                                            std::span<const std::uint32_t> pass_index, std::size_t i) {
+  return interval_before(passes, pass_index, i, [&](std::size_t j) { return samples[j].ts_ns; });
 }
 
 // The integers of a scaled, rate or ratio chunk, coded against the previous ones: order 0,
@@ -594,17 +596,9 @@ bool get_values(BitReader& r, const ChunkCoding& coding, std::span<const Timesta
         out.push_back(scaled_value(s, ints.value(code)));
         break;
       case ValueCoding::kRate: {
-        std::int64_t dt = 0;
-        if (passes) {
-          const std::uint32_t p = pass_index[i];
-          if (p > 0) dt = wrap_sub(passes->times[p], passes->times[p - 1]);
-          else if (passes->before) dt = wrap_sub(passes->times[0], *passes->before);
-          else return false;
-        } else {
-          if (i == 0) return false;
-          dt = wrap_sub(times[i], times[i - 1]);
-        }
-        out.push_back(rate_value(s, ints.value(code), dt));
+        const auto dt = interval_before(passes, pass_index, i, [&](std::size_t j) { return times[j]; });
+        if (!dt) return false;  // the encoder escapes a value without an interval
+        out.push_back(rate_value(s, ints.value(code), *dt));
         break;
       }
       case ValueCoding::kRatio: {

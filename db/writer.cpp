@@ -53,10 +53,11 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
   auto kernels = KernelChunkWriter::prepare(*conn);
   if (!kernels.ok()) return kernels.status();
   st->kernels = std::move(*kernels);
-  auto samples = SampleChunkWriter::prepare(*conn);
-  if (!samples.ok()) return samples.status();
-  st->samples = std::move(*samples);
   std::unique_ptr<Writer> writer(new Writer(std::move(*conn), std::move(st), store, memory, options));
+  // On the writer's own connection: the chunk writer keeps it (to read stored chunks back).
+  auto samples = SampleChunkWriter::prepare(writer->conn_);
+  if (!samples.ok()) return samples.status();
+  writer->st_->samples = std::move(*samples);
   if (Status s = writer->rebuild_memory(); !s.ok()) return s;
   writer->thread_ = std::thread([w = writer.get()] { w->run(); });
   return writer;
