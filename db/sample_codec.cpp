@@ -271,15 +271,19 @@ struct Scale {
   bool divide;  // value = N / factor, else N × factor
   double factor;
 };
-constexpr std::array<Scale, 9> kScales = {{{false, 1},
-                                          {true, 10},
-                                          {true, 100},
-                                          {true, 1000},
-                                          {true, 1e6},
-                                          {true, 1e9},
-                                          {false, 1024},
-                                          {false, 4096},
-                                          {false, 1e6}}};
+// Indices are stored in chunks: new scales go at the end (at most 16).
+constexpr std::array<Scale, 12> kScales = {{{false, 1},
+                                           {true, 10},
+                                           {true, 100},
+                                           {true, 1000},
+                                           {true, 1e6},
+                                           {true, 1e9},
+                                           {false, 1024},
+                                           {false, 4096},
+                                           {false, 1e6},
+                                           {true, 1e4},     // a ratio to 0.01 %
+                                           {false, 1e9},    // GB/s
+                                           {false, 1e12}}};  // TFLOP/s
 // Rates divide by these before the elapsed seconds (a counter of ticks, of milli-units).
 constexpr std::array<std::uint8_t, 3> kRateScales = {0, 2, 3};
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
@@ -635,6 +639,7 @@ std::size_t difference_bits(std::span<const std::int64_t> ns) {
 
 // The codings worth trying for these values: XOR, and of the scaled, rate and ratio codings
 // those that fit all but one value in eight, each with the scale whose integers vary least.
+static_assert(kScales.size() <= 16, "the scale index has 4 bits");
 std::vector<ChunkCoding> candidate_codings(std::span<const Sample> samples, const PassTimes* passes,
                                            std::span<const std::uint32_t> pass_index) {
   std::vector<ChunkCoding> out = {{ValueCoding::kXor, 0, 0}};

@@ -11,7 +11,7 @@
 // (the value's raw 64 bits) sample by sample:
 //  - xor: Gorilla's XOR against the previous value (any double);
 //  - scaled: an integer N with the value = N × M or N / D (bytes, counts, percent / 100,
-//    milliwatts / 1000, microseconds / 1e6, MHz × 1e6), N coded by first or second differences;
+//    milliwatts / 1000, microseconds / 1e6, MHz × 1e6, a ratio to 0.01 %, GB/s, TFLOP/s), N coded by first or second differences;
 //  - rate: N / D over the seconds since the previous pass — the value a collector computes as
 //    a counter's increase over the elapsed time, coded by N itself or its differences;
 //  - ratio: p / q for small integers (a busy fraction of jiffies), q coded by its difference.

@@ -1,6 +1,7 @@
 #include "engine/gpu_collector.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -14,25 +15,52 @@ constexpr TimestampNs kGpmMinIntervalNs = 100'000'000;  // GPM needs samples ≥
 constexpr TimestampNs kLostRetryNs = 5'000'000'000;
 constexpr TimestampNs kEnergyIntervalNs = 10'000'000'000;
 
-// GPM metric ids and what they become.
+// GPM metric ids and what they become, recorded at a fixed resolution.
+//
+// NVML computes each GPM metric afresh as a double over the window between two samples, so
+// every read carries a full 52-bit mantissa of which only the first few digits mean anything:
+// the window's start and end are not aligned with the SM's own counters, and an H100 under a
+// steady GEMM moved by tenths of a percent from read to read. Stored as given, those digits
+// cost 6-8 bytes a sample, three quarters of a GPU's stored bytes (bench/RESULTS.md, issue 21).
+// So they are recorded on a grid well below that noise and below what tools display
+// (nvidia-smi prints integer percent and MB/s): a ratio to 0.0001 (0.01 percentage point),
+// PCIe and NVLink traffic to 1 MB/s. The value seen live, exported and stored is the same one.
 struct GpmMetricDef {
   unsigned id;
   const char* family;
-  double scale;  // percent → ratio, MiB/s → bytes/s
+  double scale;       // percent → ratio, MiB/s → bytes/s
+  double resolution;  // the recorded value is a whole multiple of this
 };
+constexpr double kRatioResolution = 1e-4;
+constexpr double kTrafficResolution = 1e6;
 constexpr GpmMetricDef kGpmMetrics[] = {
-    {2, "gpu_sm_utilization_ratio", 0.01},
-    {3, "gpu_sm_occupancy_ratio", 0.01},
-    {5, "gpu_tensor_activity_ratio", 0.01},
-    {10, "gpu_dram_bandwidth_utilization_ratio", 0.01},
-    {11, "gpu_fp64_activity_ratio", 0.01},
-    {12, "gpu_fp32_activity_ratio", 0.01},
-    {13, "gpu_fp16_activity_ratio", 0.01},
-    {20, "gpu_pcie_tx_bytes_per_second", 1048576.0},
-    {21, "gpu_pcie_rx_bytes_per_second", 1048576.0},
-    {60, "gpu_nvlink_rx_bytes_per_second", 1048576.0},
-    {61, "gpu_nvlink_tx_bytes_per_second", 1048576.0},
+    {2, "gpu_sm_utilization_ratio", 0.01, kRatioResolution},
+    {3, "gpu_sm_occupancy_ratio", 0.01, kRatioResolution},
+    {5, "gpu_tensor_activity_ratio", 0.01, kRatioResolution},
+    {10, "gpu_dram_bandwidth_utilization_ratio", 0.01, kRatioResolution},
+    {11, "gpu_fp64_activity_ratio", 0.01, kRatioResolution},
+    {12, "gpu_fp32_activity_ratio", 0.01, kRatioResolution},
+    {13, "gpu_fp16_activity_ratio", 0.01, kRatioResolution},
+    {20, "gpu_pcie_tx_bytes_per_second", 1048576.0, kTrafficResolution},
+    {21, "gpu_pcie_rx_bytes_per_second", 1048576.0, kTrafficResolution},
+    {60, "gpu_nvlink_rx_bytes_per_second", 1048576.0, kTrafficResolution},
+    {61, "gpu_nvlink_tx_bytes_per_second", 1048576.0, kTrafficResolution},
 };
+// The two estimates derived from them: DRAM bytes/s to 1 GB/s (0.03 % of an H100's peak; the
+// utilization they come from has steps of 0.01 % of it), tensor FLOP/s to 1 TFLOP/s (0.1 % of
+// an H100's peak, for an estimate that reads ~6 % low).
+constexpr double kDramBandwidthResolution = 1e9;
+constexpr double kTensorFlopsResolution = 1e12;
+
+// A whole multiple of `resolution`, computed as the store's scaled coding decodes it (N / 1/r
+// for steps below one, N × r above), so the value goes to disk as the integer N.
+double on_grid(double value, double resolution) {
+  if (resolution < 1) {
+    const double per_unit = std::round(1 / resolution);
+    return std::round(value * per_unit) / per_unit;
+  }
+  return std::round(value / resolution) * resolution;
+}
 
 std::string text_of(const char* buf, std::size_t n) { return std::string(buf, strnlen(buf, n)); }
 
@@ -516,11 +544,11 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
           g.unsupported.insert(kGpmMetrics[i].family);
           continue;
         }
-        const double value = req.metrics[i].value * kGpmMetrics[i].scale;
+        const double value = on_grid(req.metrics[i].value * kGpmMetrics[i].scale, kGpmMetrics[i].resolution);
         out.push_back({SeriesKey(kGpmMetrics[i].family, g.labels), value});
         if (kGpmMetrics[i].id == 10 && g.info.peak_dram_bandwidth_bytes_per_second > 0) {
           out.push_back({SeriesKey("gpu_dram_bandwidth_bytes_per_second", g.labels),
-                         value * g.info.peak_dram_bandwidth_bytes_per_second});
+                         on_grid(value * g.info.peak_dram_bandwidth_bytes_per_second, kDramBandwidthResolution)});
         }
         // Tensor activity is busy time of any tensor pipe, whatever its data type: against the
         // BF16/FP16 peak, an estimate (FP8 work at full activity would read as half its rate).
@@ -533,7 +561,7 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
                                          ? std::min(1.0, g.sm_clock_hertz / g.info.max_sm_clock_hertz)
                                          : 1.0;
           out.push_back({SeriesKey("gpu_tensor_estimated_flops_per_second", g.labels),
-                         value * g.info.spec->bf16_tensor * 1e12 * clock_share});
+                         on_grid(value * g.info.spec->bf16_tensor * 1e12 * clock_share, kTensorFlopsResolution)});
         }
       }
     }

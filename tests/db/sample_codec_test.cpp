@@ -79,7 +79,7 @@ TEST(SampleCodec, CollectorValuesCostLessThanTheirDoubles) {
   std::mt19937_64 rng(11);
   PassTimes passes = jittered_passes(120, rng, kBase);
   const std::vector<std::uint32_t> index = every_pass(passes.times.size());
-  std::vector<Sample> counter, rate, ratio, percent, memory, noisy;
+  std::vector<Sample> counter, rate, ratio, percent, memory, noisy, activity, bandwidth, flops;
   double total = 1'234'567'890, mem_pages = 2'000'000;
   std::poisson_distribution<int> switches(2500), busy(9);
   for (std::size_t i = 0; i < passes.times.size(); ++i) {
@@ -98,13 +98,19 @@ TEST(SampleCodec, CollectorValuesCostLessThanTheirDoubles) {
     mem_pages += static_cast<double>(static_cast<int>(rng() % 9) - 4);
     memory.push_back({t, 4096.0 * mem_pages});
     noisy.push_back({t, std::normal_distribution<double>(0.5, 0.1)(rng)});
+    // The GPU collector's GPM readings on their grids: a ratio to 0.01 %, GB/s, TFLOP/s.
+    const double busy_share = std::round(std::normal_distribution<double>(0.95, 0.002)(rng) * 1e4) / 1e4;
+    activity.push_back({t, busy_share});
+    bandwidth.push_back({t, std::round(busy_share * 3352.32e9 / 1e9) * 1e9});
+    flops.push_back({t, std::round(busy_share * 989.4e12 / 1e12) * 1e12});
   }
   auto size_of = [&](const std::vector<Sample>& s, std::optional<ChunkCoding> c = {}) {
     return round_trip(s, &passes, index, c).data.size();
   };
   const ChunkCoding xor_only{ValueCoding::kXor, 0, 0};
   const std::pair<const char*, const std::vector<Sample>*> series[] = {
-      {"counter", &counter}, {"rate", &rate}, {"ratio", &ratio}, {"percent", &percent}, {"memory", &memory}};
+      {"counter", &counter}, {"rate", &rate},           {"ratio", &ratio}, {"percent", &percent},
+      {"memory", &memory},   {"activity", &activity}, {"bandwidth", &bandwidth}, {"flops", &flops}};
   for (const auto& [name, s] : series) {
     EXPECT_LT(size_of(*s) * 10, size_of(*s, xor_only) * 7) << name;
   }
@@ -112,6 +118,12 @@ TEST(SampleCodec, CollectorValuesCostLessThanTheirDoubles) {
   EXPECT_EQ(round_trip(ratio, &passes, index).coding.values, ValueCoding::kRatio);
   EXPECT_NE(round_trip(percent, &passes, index).coding.values, ValueCoding::kXor);
   EXPECT_EQ(round_trip(rate, &passes, index).escapes, 0u);
+  for (const auto* grid : {&activity, &bandwidth, &flops}) {
+    const EncodedChunk e = round_trip(*grid, &passes, index);
+    EXPECT_EQ(e.coding.values, ValueCoding::kScaled);
+    EXPECT_EQ(e.escapes, 0u);
+    EXPECT_LT(e.data.size(), grid->size() * 3 / 2);  // about 20 steps of noise: under 12 bits each
+  }
   // Noise is what it is: XOR, never worse than XOR alone.
   EXPECT_LE(size_of(noisy), size_of(noisy, xor_only));
   // A series on every pass with one value throughout: its first pass and its value.

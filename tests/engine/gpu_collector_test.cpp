@@ -378,19 +378,33 @@ TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   EXPECT_FALSE(soon.count("gpu_dram_bandwidth_utilization_ratio" + g0));
   auto later = pass(c, 1'150'000'000);
   EXPECT_DOUBLE_EQ(later["gpu_dram_bandwidth_utilization_ratio" + g0], 0.83);
-  EXPECT_DOUBLE_EQ(later["gpu_dram_bandwidth_bytes_per_second" + g0], 0.83 * 2619e6 * 5120 / 8 * 2);
+  // 0.83 of the H100's 3,352.32 GB/s, to the GB/s.
+  EXPECT_EQ(later["gpu_dram_bandwidth_bytes_per_second" + g0], 2782e9);
   EXPECT_DOUBLE_EQ(later["gpu_sm_utilization_ratio" + g0], 0.91);
   // GPU 0 is an H100 SXM by its name: tensor activity × its 989.4 TFLOP/s BF16 peak, an estimate.
   EXPECT_DOUBLE_EQ(later["gpu_tensor_activity_ratio" + g0], 0.40);
-  EXPECT_DOUBLE_EQ(later["gpu_tensor_estimated_flops_per_second" + g0], 0.40 * 989.4e12);
+  EXPECT_EQ(later["gpu_tensor_estimated_flops_per_second" + g0], 396e12);  // 395.76, to the TFLOP/s
   EXPECT_DOUBLE_EQ(later["gpu_sm_occupancy_ratio" + g0], 0.475);
-  EXPECT_DOUBLE_EQ(later["gpu_pcie_tx_bytes_per_second" + g0], 1024.0 * 1048576);
+  EXPECT_EQ(later["gpu_pcie_tx_bytes_per_second" + g0], 1074e6);  // 1024 MiB/s, to the MB/s
   EXPECT_FALSE(later.count("gpu_nvlink_rx_bytes_per_second" + g0));  // this GPU gave none
   EXPECT_FALSE(later.count(R"(gpu_dram_bandwidth_utilization_ratio{gpu="1",uuid="GPU-bbbb"})"));
   // Held at 1386 of its 1980 MHz (its power limit): the peak scales with the SM clock.
   write(std::string(kH100) + "0.gpm.5 40\n0.clock_sm 1386\n");
   auto slower = pass(c, 1'300'000'000);
-  EXPECT_DOUBLE_EQ(slower["gpu_tensor_estimated_flops_per_second" + g0], 0.40 * 989.4e12 * 1386 / 1980);
+  EXPECT_EQ(slower["gpu_tensor_estimated_flops_per_second" + g0], 277e12);  // 0.40 × 989.4 × 1386 / 1980
+}
+
+// NVML's GPM doubles carry noise in every digit; they are recorded on a fixed grid, exactly as
+// the store's scaled coding decodes them (so they go to disk as small integers).
+TEST_F(GpuCollectorTest, GpmValuesAreRecordedOnTheirGrid) {
+  write(std::string(kH100) + "0.gpm.2 95.547583111573209\n0.gpm.12 0.0049999\n0.gpm.21 12.3456789\n");
+  GpuCollector c(options());
+  const std::string g0 = R"({gpu="0",uuid="GPU-aaaa"})";
+  pass(c, 1'000'000'000);
+  auto m = pass(c, 1'200'000'000);
+  EXPECT_EQ(m["gpu_sm_utilization_ratio" + g0], 9555.0 / 1e4);
+  EXPECT_EQ(m["gpu_fp32_activity_ratio" + g0], 0.0);  // 0.00005 %: below the grid
+  EXPECT_EQ(m["gpu_pcie_rx_bytes_per_second" + g0], 13e6);  // 12.35 MiB/s = 12.95 MB/s
 }
 
 TEST_F(GpuCollectorTest, ThrottleTimeAccumulatesPerReasonAndSetsTheThermalState) {
