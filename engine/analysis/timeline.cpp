@@ -1,4 +1,5 @@
 #include "engine/analysis/timeline.hpp"
+#include "engine/analysis/timeline_view.hpp"
 
 #include <algorithm>
 #include <map>
@@ -118,13 +119,10 @@ class BusyUnion {
     if (const TimestampNs gap = all_.add(k.start_ns, k.end_ns); gap > 0 && !same_window) {
       untraced_ += gap;  // between two windows: nobody watched
     } else if (gap > 0) {
-      // The GPU waited for the host when the launch call began after the earlier work ended.
-      if (k.launch_start_ns != kNoLaunch && k.launch_start_ns > k.start_ns - gap) {
-        host_wait_ += gap;
-      } else if (gap <= o.kernel_wait_max_ns) {
-        kernel_wait_ += gap;
-      } else {
-        other_ += gap;
+      switch (gap_cause(k, gap, o.kernel_wait_max_ns)) {
+        case GapCause::kHostWait: host_wait_ += gap; break;
+        case GapCause::kKernelWait: kernel_wait_ += gap; break;
+        default: other_ += gap; break;
       }
       ++gaps_;
     }

@@ -221,6 +221,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == "/api/v1/analysis") return analysis(request);
   if (request.path == "/api/v1/report") return report(request);
   if (request.path == "/api/v1/trace") return trace(request);
+  if (request.path == "/api/v1/timeline") return timeline(request);
   if (request.path == "/api/v1/regressions") return regressions(request);
   if (request.path == "/api/v1/anomalies") return anomalies(request);
   if (request.path == "/api/v1/alerts") return alerts(request);

@@ -146,6 +146,8 @@ class Api final : public RequestHandler {
   HttpResponse csv_table(const HttpRequest& request) const;
   // trace_api.cpp
   HttpResponse trace(const HttpRequest& request) const;
+  // timeline_api.cpp
+  HttpResponse timeline(const HttpRequest& request) const;
   // metrics_api.cpp
   HttpResponse metrics(const HttpRequest& request) const;
 

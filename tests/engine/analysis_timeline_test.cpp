@@ -11,6 +11,7 @@
 #include "engine/analysis/change_points.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/timeline.hpp"
+#include "engine/analysis/timeline_view.hpp"
 #include "engine/analysis/trend.hpp"
 #include "engine/anomaly_monitor.hpp"
 #include "engine/gpu_alerts.hpp"
@@ -542,6 +543,121 @@ TEST(GpuAlerts, PowerTargetAndThermalThrottlingOncePerExcursion) {
   EXPECT_EQ(alerts.recent(0, 10).size(), 3u);
   GpuAlerts no_target(store, std::nullopt);
   EXPECT_TRUE(no_target.observe(SampleBatch{1, {{power, 5000}}}).empty());
+}
+
+// The drawn timeline: raw executions in start order with the gap before each and its cause.
+TEST(TimelineView, RawExecutionsCarryTheirGapAndItsCause) {
+  KernelTrace t;
+  t.names = {"gemm", "norm"};
+  t.devices = {"0"};
+  t.streams = {"7"};
+  // Out of order on purpose. [100,200], then [200,300] touching it (no gap); [5000,6000]
+  // launched at 4000, after 300 ended → host_wait; [9000,9500] launched before 6000 → other.
+  t.kernels = {{5000, 6000, 4000, 4100, 1, 0, 0},
+               {100, 200, 10, 50, 0, 0, 0},
+               {9000, 9500, 5500, 5600, 0, 0, 0},
+               {200, 300, 150, 160, 1, 0, 0}};
+  const TimelineView v = timeline_view(t, {0, 10'000});
+  ASSERT_TRUE(v.raw);
+  EXPECT_EQ(v.events, 4u);
+  ASSERT_EQ(v.tracks.size(), 1u);
+  const TimelineTrack& s = v.tracks[0];
+  ASSERT_EQ(s.events.size(), 4u);
+  EXPECT_EQ(s.events[0].start_ns, 100);
+  EXPECT_EQ(s.events[0].gap, GapCause::kNone);
+  EXPECT_EQ(s.events[1].gap, GapCause::kNone);  // touches the one before: no gap
+  EXPECT_EQ(s.events[2].gap, GapCause::kHostWait);
+  EXPECT_EQ(s.events[2].gap_ns, 4700);
+  EXPECT_EQ(s.events[2].launch_start_ns, 4000);
+  EXPECT_EQ(s.events[3].gap, GapCause::kOther);
+  EXPECT_EQ(s.events[3].gap_ns, 3000);
+  EXPECT_EQ(s.busy_ns, 100 + 100 + 1000 + 500);
+  EXPECT_EQ(s.host_wait_ns, 4700);
+  EXPECT_EQ(s.other_idle_ns, 3000);
+  // A gap of at most a microsecond between kernels is back to back.
+  t.kernels = {{0, 100, kNoLaunch, kNoLaunch, 0, 0, 0}, {600, 700, kNoLaunch, kNoLaunch, 0, 0, 0}};
+  EXPECT_EQ(timeline_view(t, {0, 1000}).tracks[0].events[1].gap, GapCause::kKernelWait);
+}
+
+// Zoomed out: buckets of busy time (clipped), counts by start, the kernel with most time, and
+// idle time by cause spread over the buckets it covers; executions outside the window left out.
+TEST(TimelineView, AggregatedBucketsSumTimeByCause) {
+  KernelTrace t;
+  t.names = {"gemm", "norm"};
+  t.devices = {"0", "1"};
+  t.streams = {"a", "b"};
+  t.kernels = {{0, 150, kNoLaunch, kNoLaunch, 0, 0, 0},       // bucket 0 (100) and half of 1
+               {160, 190, 140, 145, 1, 0, 0},                 // bucket 1 after 10 ns: kernel_wait
+               {390, 400, 100, 110, 1, 0, 0},                 // 190 → 390 launched early: kernel_wait
+               {700, 800, 500, 520, 0, 0, 0},                 // gap 300 (400 → 700): host_wait
+               {2000, 2100, kNoLaunch, kNoLaunch, 0, 1, 1}};  // another device, outside the window
+  TimelineViewOptions o{0, 1000, 10, /*max_raw=*/1};
+  const TimelineView v = timeline_view(t, o);
+  ASSERT_FALSE(v.raw);
+  EXPECT_EQ(v.bucket_ns, 100);
+  EXPECT_EQ(v.events, 4u);
+  ASSERT_EQ(v.tracks.size(), 1u);  // device 1 has nothing in the window
+  const TimelineBuckets& b = v.tracks[0].buckets;
+  ASSERT_EQ(b.busy_ns.size(), 10u);
+  EXPECT_EQ(b.busy_ns[0], 100);
+  EXPECT_EQ(b.busy_ns[1], 50 + 30);
+  EXPECT_EQ(b.busy_ns[3], 10);
+  EXPECT_EQ(b.busy_ns[7], 100);
+  EXPECT_EQ(b.count[0], 1u);
+  EXPECT_EQ(b.count[1], 1u);
+  EXPECT_EQ(b.count[7], 1u);
+  EXPECT_EQ(b.top[0], 0);
+  EXPECT_EQ(b.top[1], 0);  // gemm's 50 ns beat norm's 30
+  EXPECT_EQ(b.top[3], 1);
+  EXPECT_EQ(b.top[5], -1);
+  // Idle not waiting for the host: 150 → 160 in bucket 1, then 190 → 390 (10 in 1, 100 in 2, 90 in 3).
+  EXPECT_EQ(b.other_idle_ns[1], 10 + 10);
+  EXPECT_EQ(b.other_idle_ns[2], 100);
+  EXPECT_EQ(b.other_idle_ns[3], 90);
+  // host wait 400 → 700.
+  EXPECT_EQ(b.host_wait_ns[4], 100);
+  EXPECT_EQ(b.host_wait_ns[5], 100);
+  EXPECT_EQ(b.host_wait_ns[6], 100);
+  EXPECT_EQ(b.launch_ns[1], 5 + 10);  // [140,145] and [100,110]
+  EXPECT_EQ(b.launch_ns[5], 20);
+  EXPECT_EQ(v.tracks[0].host_wait_ns, 300);
+}
+
+// Summed over a stream, the drawn gaps are the timeline analysis' idle breakdown.
+TEST(TimelineView, GapsAgreeWithTheTimelineAnalysis) {
+  std::mt19937_64 rng(5);
+  KernelTrace t;
+  t.names = {"a", "b", "c"};
+  t.devices = {"0"};
+  t.streams = {"s"};
+  TimestampNs at = 1000;
+  for (int i = 0; i < 2000; ++i) {
+    const TimestampNs gap = static_cast<TimestampNs>(rng() % 3000);
+    const TimestampNs dur = 1 + static_cast<TimestampNs>(rng() % 5000);
+    const bool late = rng() % 3 == 0;  // launched after the GPU went idle
+    const TimestampNs call = late ? at + gap / 2 : at - 2000;
+    at += gap;
+    t.kernels.push_back({at, at + dur, call, call + 100, static_cast<std::uint32_t>(rng() % 3), 0, 0});
+    at += dur;
+  }
+  std::shuffle(t.kernels.begin(), t.kernels.end(), rng);
+  const QueueTimeline q = analyze_timeline(t)[1];
+  const TimelineView raw = timeline_view(t, {0, at + 1, 1000, 1'000'000});
+  const TimelineView agg = timeline_view(t, {0, at + 1, 997, 0});
+  ASSERT_TRUE(raw.raw);
+  ASSERT_FALSE(agg.raw);
+  for (const TimelineView* v : {&raw, &agg}) {
+    EXPECT_NEAR(static_cast<double>(v->tracks[0].host_wait_ns) / 1e6, q.idle_host_wait_ms, 1e-9);
+    EXPECT_NEAR(static_cast<double>(v->tracks[0].other_idle_ns) / 1e6, q.idle_kernel_wait_ms + q.idle_other_ms, 1e-9);
+    EXPECT_NEAR(static_cast<double>(v->tracks[0].busy_ns) / 1e6, q.busy_ms, 1e-9);
+  }
+  TimestampNs host_wait = 0, busy = 0;
+  for (std::size_t i = 0; i < 997; ++i) {
+    host_wait += agg.tracks[0].buckets.host_wait_ns[i];
+    busy += agg.tracks[0].buckets.busy_ns[i];
+  }
+  EXPECT_EQ(host_wait, agg.tracks[0].host_wait_ns);
+  EXPECT_EQ(busy, agg.tracks[0].busy_ns);
 }
 
 }  // namespace

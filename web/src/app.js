@@ -16,6 +16,8 @@ import { createAnalysisView } from './views/analysis.js';
 import { createRunsView } from './views/runs.js';
 import { createProcessesView } from './views/processes.js';
 import { createModelDetail } from './views/model_detail.js';
+import { createTimelineView } from './views/timeline.js';
+import { createAlertsView } from './views/alerts.js';
 import { wireExports } from './views/exports.js';
 
 initTheme(document.getElementById('theme'));
@@ -40,8 +42,16 @@ charts.alloc = events.charts.alloc;
 createModelDetail({ state });
 state.gpu = gpus.view;
 // The view in the URL (?view=gpu): its panels shown, the charts among them sized again.
-const views = initViews({ onShow: () => requestAnimationFrame(() => Object.values(charts).forEach((c) => c.resize())) });
-window.perfscope = { charts, state, range, views };
+const timeline = createTimelineView({ range });
+const alerts = createAlertsView({ state, range });
+const views = initViews({
+  onShow: (view) => {
+    requestAnimationFrame(() => Object.values(charts).forEach((c) => c.resize()));
+    timeline.show(view === 'timeline');
+    alerts.show(view === 'alerts');
+  },
+});
+window.perfscope = { charts, state, range, views, timeline };
 window.perfscopeAuth = auth;
 
 // The chart that draws a series, with the series added to it on first sight.
@@ -118,7 +128,10 @@ range.onChange(() => {
 });
 showRange();
 
-window.addEventListener('resize', () => Object.values(charts).forEach((c) => c.resize()));
+window.addEventListener('resize', () => {
+  Object.values(charts).forEach((c) => c.resize());
+  if (views.view === 'timeline') timeline.show(true);
+});
 setInterval(analysis.refresh, 10000);
 analysis.refresh();
 gpus.load();

@@ -317,12 +317,62 @@ TEST_F(AnalysisApiTest, ReportAndTraceRefuseBadParametersByName) {
       {"/api/v1/report?format=html&auto_refresh=true&refresh_interval_ms=5", "refresh_interval_ms"},
       {"/api/v1/report?window=fortnight", "window"},
       {"/api/v1/trace?max_events=-1", "max_events"},
+      {"/api/v1/timeline?buckets=0", "buckets"},
+      {"/api/v1/timeline?max_raw=lots", "max_raw"},
+      {"/api/v1/timeline?from=2000&to=1000", "from"},
+      {"/api/v1/timeline?from=2000&to=2000", "to"},
   };
   for (const auto& [path, field] : cases) {
     Reply r = get(path);
     EXPECT_EQ(r.status, 400u) << path;
     EXPECT_EQ(r.body_json()["error"]["field"], field) << path << ": " << r.body;
   }
+}
+
+// The timeline at the level of detail asked: raw executions with launch calls and gap causes
+// relative to an exact origin, or buckets when the window holds more than max_raw.
+TEST_F(AnalysisApiTest, TimelineIsRawWhenFewAndBucketedWhenMany) {
+  const long long t0 = 1'700'000'000'123'456'789LL;  // beyond a double's exact integers
+  auto kernel = [&](const char* name, const char* stream, long long start, long long end, long long call) {
+    return R"({"type":"kernel","name":")" + std::string(name) + R"(","device":"0","stream":")" + stream +
+           R"(","start_ns":)" + std::to_string(t0 + start) + R"(,"end_ns":)" + std::to_string(t0 + end) +
+           R"(,"launch_start_ns":)" + std::to_string(t0 + call) + R"(,"launch_end_ns":)" +
+           std::to_string(t0 + call + 3000) + "}\n";
+  };
+  std::string body = kernel("gemm", "7", 0, 10'000, -5000) + kernel("norm", "7", 10'000, 12'000, 1000) +
+                     kernel("gemm", "7", 50'000, 60'000, 40'000) + kernel("copy", "9", 5000, 8000, 0);
+  ASSERT_EQ(post("/api/v1/events", body, "application/x-ndjson").status, 200u);
+  const std::string window = "from=" + std::to_string(t0) + "&to=" + std::to_string(t0 + 100'000);
+  json raw = get("/api/v1/timeline?" + window).body_json();
+  EXPECT_EQ(raw["mode"], "raw");
+  EXPECT_EQ(raw["origin"], std::to_string(t0));
+  EXPECT_EQ(raw["events"], 4);
+  ASSERT_EQ(raw["tracks"].size(), 2u);
+  const json& s7 = raw["tracks"][0];
+  EXPECT_EQ(s7["stream"], "7");
+  EXPECT_EQ(s7["start"], json({0, 10'000, 50'000}));
+  EXPECT_EQ(s7["end"], json({10'000, 12'000, 60'000}));
+  EXPECT_EQ(s7["launch_start"], json({-5000, 1000, 40'000}));
+  const auto names = raw["names"].get<std::vector<std::string>>();
+  EXPECT_EQ(names[s7["name"][1].get<std::size_t>()], "norm");
+  // 12,000 → 50,000: the launch call began at 40,000, after the GPU went idle.
+  EXPECT_EQ(raw["gap_causes"][s7["gap"][2].get<std::size_t>()], "host_wait");
+  EXPECT_EQ(s7["gap_ns"][2], 38'000);
+  EXPECT_EQ(s7["host_wait_ns"], 38'000);
+  EXPECT_EQ(s7["busy_ns"], 22'000);
+
+  json agg = get("/api/v1/timeline?" + window + "&max_raw=2&buckets=10").body_json();
+  EXPECT_EQ(agg["mode"], "aggregate");
+  EXPECT_EQ(agg["bucket_ns"], 10'000);
+  const json& a7 = agg["tracks"][0];
+  EXPECT_EQ(a7["busy"][0], 10'000);
+  EXPECT_EQ(a7["busy"][1], 2000);
+  EXPECT_EQ(a7["count"][5], 1);
+  EXPECT_EQ(names[a7["top"][5].get<std::size_t>()], "gemm");
+  EXPECT_EQ(a7["host_wait"][2], 10'000);
+  EXPECT_EQ(a7["top"][8], -1);
+  // A device picked: only its tracks; nothing there is an empty answer, not an error.
+  EXPECT_EQ(get("/api/v1/timeline?" + window + "&device=3").body_json()["tracks"].size(), 0u);
 }
 
 TEST_F(AnalysisApiTest, LiveHtmlReportRefreshesItselfWhenAsked) {

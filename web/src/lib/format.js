@@ -27,8 +27,10 @@ export const fmtSI = (v) => {
 export const fmtDuration = (v) => {
   if (v == null || Number.isNaN(Number(v))) return '–';
   v = Number(v);
-  if (Math.abs(v) < 1) return (v * 1000).toPrecision(3) + ' µs';
-  if (Math.abs(v) < 1000) return v.toPrecision(3) + ' ms';
+  // A unit is used while its three digits stay under 1000 (0.99996 ms is 1.00 ms, not 1.00e+3 µs).
+  const under = (x) => Math.abs(Number(x.toPrecision(3))) < 1000;
+  if (under(v * 1000)) return (v * 1000).toPrecision(3) + ' µs';
+  if (under(v)) return v.toPrecision(3) + ' ms';
   return (v / 1000).toPrecision(3) + ' s';
 };
 // A figure of an analysis' evidence, by the unit its name ends in (the server's naming:

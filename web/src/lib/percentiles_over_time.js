@@ -1,6 +1,7 @@
 // Percentiles over the dashboard's time range (p50, p90, p99 per slice, as /api/v1/percentiles
-// answers with step=), drawn as lines, with an SLO line when one is given. Used by the model
-// and the kernel drill-downs.
+// answers with step=), drawn as lines, with an SLO line when one is given, and the subject's
+// change points (GET /api/v1/regressions over the same range, one interval a slice) marked
+// where they happened. Used by the model and the kernel drill-downs.
 /* global uPlot */
 import { LiveChart, axis, timeAxis } from './live_chart.js';
 import { fmtDuration } from './format.js';
@@ -28,10 +29,26 @@ export class PercentilesOverTime {
     let url = `/api/v1/percentiles?${selector}&q=${QS.join(',')}&from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
       `&step=${step}s`;
     if (slo > 0) url += `&sla_ms=${slo}`;
-    const r = await fetchJson(url);
+    const [r, changes] = await Promise.all([fetchJson(url), this.changePoints(selector, from, to, step)]);
     if (seq !== this.seq) return null;
+    this.changes = changes;
     this.draw(r, slo);
     return r;
+  }
+
+  // The change points of this kernel (or model's latency) in the range; none when unavailable.
+  async changePoints(selector, from, to, step) {
+    const p = new URLSearchParams(selector);
+    const field = p.get('field') || 'latency_ms';
+    if (p.has('model') && field !== 'latency_ms') return [];  // found for latency alone
+    try {
+      const r = await fetchJson(`/api/v1/regressions?from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
+        `&interval=${step}s`);
+      return r.regressions.filter((c) => (p.has('kernel') ? c.kernel === p.get('kernel')
+        : c.model != null && (c.model === p.get('model') || c.model.startsWith(p.get('model') + '@'))));
+    } catch (e) {
+      return [];
+    }
   }
 
   draw(r, slo) {
@@ -45,9 +62,23 @@ export class PercentilesOverTime {
         value: (u, v) => (v == null ? '–' : fmtDuration(v)) }))],
       axes: [timeAxis, axis(fmtDuration, { scale: 'ms' })],
       hooks: { draw: [(u) => {
+        const ctx = u.ctx;
+        for (const c of this.changes || []) {  // dashed at the change, its size beside
+          const x = u.valToPos(c.at_ns / 1e9, 'x', true);
+          ctx.save();
+          ctx.strokeStyle = c.direction === 'regression' ? '#f2495c' : '#73bf69';
+          ctx.setLineDash([2, 3]);
+          ctx.beginPath();
+          ctx.moveTo(x, u.bbox.top);
+          ctx.lineTo(x, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          ctx.fillStyle = ctx.strokeStyle;
+          ctx.fillText(`${c.statistic} ${c.change >= 0 ? '+' : ''}${(c.change * 100).toFixed(0)}%`, x + 3,
+                       u.bbox.top + (c.statistic === 'p50' ? 12 : 26));
+          ctx.restore();
+        }
         if (!(slo > 0)) return;
         const y = u.valToPos(slo, 'ms', true);
-        const ctx = u.ctx;
         ctx.save();
         ctx.strokeStyle = '#f2495c';
         ctx.setLineDash([6, 4]);

@@ -3,8 +3,8 @@
 // so a reload or a shared link opens the same view. Overview shows every panel.
 import { setSearchParams } from './url.js';
 
-export const VIEWS = ['overview', 'host', 'gpu', 'kernels', 'memory', 'serving', 'operators', 'energy', 'analysis',
-  'processes', 'runs'];
+export const VIEWS = ['overview', 'host', 'gpu', 'kernels', 'timeline', 'memory', 'serving', 'operators', 'energy',
+  'analysis', 'processes', 'runs', 'alerts'];
 
 export function initViews({ onShow }) {
   const nav = document.getElementById('views');
@@ -12,12 +12,14 @@ export function initViews({ onShow }) {
   function apply(view, push) {
     state.view = VIEWS.includes(view) ? view : 'overview';
     for (const el of document.querySelectorAll('[data-view]')) {
-      const member = state.view === 'overview' || el.dataset.view.split(' ').includes(state.view);
+      // Overview shows every panel but those of a view of their own (data-not-overview).
+      const member = (state.view === 'overview' && !el.hasAttribute('data-not-overview')) ||
+        el.dataset.view.split(' ').includes(state.view);
       el.classList.toggle('off-view', !member);
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
     if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view });
-    if (onShow) onShow(state.view);  // charts shown after being hidden take their width again
+    if (onShow) onShow(state.view);  // charts shown after being hidden take their width again; views load
   }
   nav.addEventListener('click', (e) => {
     const a = e.target.closest('a[data-view-link]');

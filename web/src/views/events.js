@@ -68,7 +68,9 @@ export function createEventsView({ state, onData }) {
   async function loadDurations(name) {
     try {
       const r = await durations.load(`kernel=${encodeURIComponent(name)}`);
-      if (r && detail.name === name) state.kernelDetail = { loads: state.kernelDetail.loads + 1, slices: r.over_time };
+      if (r && detail.name === name) {
+        state.kernelDetail = { loads: state.kernelDetail.loads + 1, slices: r.over_time, changes: durations.changes };
+      }
     } catch (e) { /* drawn on the next pick or range change */ }
   }
   LiveChart.range.onChange(() => { if (detail.name && !document.getElementById('kernel-detail').hidden) loadDurations(detail.name); });

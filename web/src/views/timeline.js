@@ -1,0 +1,482 @@
+// Timeline view: a canvas track view of the kernel executions of a time window or a run, per
+// device and stream, with each device's launch calls (host) above its streams, lines from a
+// launch call to its kernel, and the idle gaps coloured by cause (waiting for the host / other).
+// Drag pans, the wheel zooms around the pointer down to microseconds, a double click returns to
+// the dashboard's range. Level of detail comes from the server (GET /api/v1/timeline): buckets
+// of busy time when the window holds many executions, raw executions when few; the view asks
+// again a moment after it moves, for three widths around what is shown, and draws what it has
+// meanwhile, so panning never waits on the network. The window and the run are kept in the URL
+// (?tl_from=&tl_to= in ns, ?tl_run=).
+import { esc, fmtDuration, fmtSI } from '../lib/format.js';
+import { fetchJson } from '../lib/api.js';
+import { setSearchParams } from '../lib/url.js';
+
+const LABEL_W = 132;       // px for track names
+const AXIS_H = 22;
+const LAUNCH_H = 14;       // a device's launch-call row
+const STREAM_H = 30;       // a stream's row: kernels above, idle gaps in the band below
+const GAP_BAND = 6;
+const MIN_SPAN_NS = 1000;  // zoomed in to a microsecond across the view at most
+const REFETCH_MS = 120;
+const LINK_LIMIT = 400;    // launch→kernel lines drawn for every execution when at most this many show
+const COPY_COLOR = '#5794f2', SET_COLOR = '#8ab8ff', HOST_WAIT = 'rgba(242, 73, 92, 0.85)', OTHER_IDLE = 'rgba(142, 142, 142, 0.35)';
+
+// A stable colour per kernel name (hue from its hash); copies and memsets their own.
+const colors = new Map();
+function colorOf(name) {
+  if (/^memcpy/i.test(name)) return COPY_COLOR;
+  if (/^memset/i.test(name)) return SET_COLOR;
+  let c = colors.get(name);
+  if (!c) {
+    let h = 2166136261;
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+    c = `hsl(${(h >>> 0) % 360}, 55%, 55%)`;
+    colors.set(name, c);
+  }
+  return c;
+}
+
+// The first index whose value is ≥ x in an ascending array.
+function lowerBound(arr, x) {
+  let lo = 0, hi = arr.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (arr[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// "+1.25 ms" style tick text for an offset in ns.
+const fmtNs = (ns) => fmtDuration(ns / 1e6);
+// A CUDA device by its ordinal ("GPU 0"); other devices (a CPU stand-in) by their own name.
+const deviceName = (d) => (/^\d+$/.test(d) ? `GPU ${d}` : d);
+
+export function createTimelineView({ range }) {
+  const canvas = document.getElementById('timeline-canvas');
+  const tip = document.getElementById('timeline-tip');
+  const info = document.getElementById('timeline-info');
+  const runPick = document.getElementById('timeline-run');
+  const empty = document.getElementById('timeline-empty');
+  const ctx = canvas.getContext('2d');
+  // Times are Number ns relative to `base` (a BigInt epoch ns), exact to the nanosecond.
+  const st = {
+    base: null, a: 0, b: 0, data: null, shift: 0, layout: [], hover: null, shown: false, seq: 0,
+    loads: 0, frames: [], maxRaw: null, run: new URLSearchParams(window.location.search).get('tl_run') || '',
+  };
+  let timer = null, frame = 0;
+
+  // The window from the URL, else the dashboard's range.
+  function initialWindow() {
+    const p = new URLSearchParams(window.location.search);
+    if (/^\d+$/.test(p.get('tl_from') || '') && /^\d+$/.test(p.get('tl_to') || '')) {
+      const from = BigInt(p.get('tl_from')), to = BigInt(p.get('tl_to'));
+      if (to > from) return [from, to];
+    }
+    return null;
+  }
+  function toRange() {
+    const [from, to] = range.bounds();
+    st.base = BigInt(Math.round(from * 1e3)) * 1000000n;
+    st.a = 0;
+    st.b = Math.round((to - from) * 1e9);
+  }
+  function setWindow(from, to) {  // BigInt epoch ns
+    st.base = from;
+    st.a = 0;
+    st.b = Number(to - from);
+  }
+  const abs = (rel) => st.base + BigInt(Math.round(rel));
+
+  function keepInUrl() {
+    setSearchParams({ tl_from: st.run ? null : abs(st.a).toString(), tl_to: st.run ? null : abs(st.b).toString(),
+      tl_run: st.run || null });
+  }
+
+  // Asks for three widths around the view at about a bucket per pixel.
+  async function load() {
+    const seq = ++st.seq;
+    const w = st.b - st.a;
+    const width = Math.max(100, canvas.clientWidth - LABEL_W);
+    let q = `buckets=${Math.min(20000, width * 3)}` + (st.maxRaw != null ? `&max_raw=${st.maxRaw}` : '') +
+      (st.run ? `&run=${encodeURIComponent(st.run)}` : '');
+    if (!st.run || st.data) q += `&from=${abs(st.a - w)}&to=${abs(st.b + w)}`;  // else the whole run
+    let r;
+    try {
+      r = await fetchJson(`/api/v1/timeline?${q}`);
+    } catch (e) {
+      if (seq === st.seq) info.textContent = `Timeline unavailable: ${e.message}`;
+      return;
+    }
+    if (seq !== st.seq) return;  // a newer answer is on its way
+    st.loads++;
+    if (st.run && !st.data) {  // a whole run: its own span
+      setWindow(BigInt(r.origin), BigInt(r.origin) + BigInt(r.span_ns));
+    }
+    st.data = prepare(r);
+    st.shift = Number(BigInt(r.origin) - st.base);
+    draw();
+  }
+  function scheduleLoad() {
+    clearTimeout(timer);
+    timer = setTimeout(load, REFETCH_MS);
+  }
+  // Whether the data in hand covers the view at its detail.
+  function covered() {
+    const d = st.data;
+    if (!d) return false;
+    const from = d.from + st.shift, to = d.from + d.span + st.shift;
+    if (st.a < from || st.b > to) return false;
+    if (d.raw) return true;
+    const perPx = (st.b - st.a) / Math.max(1, canvas.clientWidth - LABEL_W);
+    return d.bucket <= perPx * 1.5;
+  }
+
+  // The answer laid out: per device a launch row, then its streams.
+  function prepare(r) {
+    const devices = new Map();
+    for (const t of r.tracks) {
+      if (!devices.has(t.device)) devices.set(t.device, []);
+      devices.get(t.device).push(t);
+    }
+    if (r.mode === 'raw') for (const t of r.tracks) t.names = t.name.map((i) => r.names[i]);
+    return { raw: r.mode === 'raw', from: 0, span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
+      causes: r.gap_causes };
+  }
+
+  function resize() {
+    const dpr = window.devicePixelRatio || 1;
+    let rows = 0;
+    if (st.data) for (const tracks of st.data.devices.values()) rows += LAUNCH_H + tracks.length * STREAM_H;
+    const h = AXIS_H + Math.max(rows, 60) + 4;
+    const w = canvas.clientWidth;
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+      canvas.style.height = h + 'px';
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    return [w, h];
+  }
+
+  function draw() {
+    cancelAnimationFrame(frame);
+    frame = requestAnimationFrame(paint);
+  }
+
+  // Each frame's start and the time its painting took (kept for the bench, at most 2000).
+  function paint(now) {
+    if (!st.shown) return;
+    const t0 = performance.now();
+    paintTracks();
+    if (st.frames.length < 2000) st.frames.push({ at: now, ms: performance.now() - t0 });
+  }
+
+  function paintTracks() {
+    const [w, h] = resize();
+    const css = getComputedStyle(document.documentElement);
+    const text = css.getPropertyValue('--text').trim() || '#ddd';
+    const muted = css.getPropertyValue('--muted').trim() || '#888';
+    const border = css.getPropertyValue('--border').trim() || '#333';
+    ctx.clearRect(0, 0, w, h);
+    ctx.font = '11px system-ui, sans-serif';
+    const plotW = w - LABEL_W;
+    const span = st.b - st.a;
+    const x = (t) => LABEL_W + ((t - st.a) / span) * plotW;
+    drawAxis(w, plotW, span, text, muted, border);
+    const d = st.data;
+    st.layout = [];
+    empty.hidden = !d || d.events > 0;
+    if (!d) return;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL_W, AXIS_H, plotW, h - AXIS_H);
+    ctx.clip();
+    let y = AXIS_H;
+    let visible = 0;
+    for (const [device, tracks] of d.devices) {
+      const launchY = y;
+      st.layout.push({ kind: 'launch', device, y, h: LAUNCH_H, tracks });
+      y += LAUNCH_H;
+      for (const t of tracks) {
+        st.layout.push({ kind: 'stream', device, track: t, y, h: STREAM_H });
+        visible += d.raw ? drawRaw(t, y, x, launchY) : drawBuckets(t, y, x, launchY);
+        y += STREAM_H;
+      }
+    }
+    if (d.raw && visible <= LINK_LIMIT) drawLinks(x, 'rgba(140,140,140,0.5)');
+    if (st.hover && st.hover.raw) drawLink(st.hover.track, st.hover.i, st.hover.launchY, st.hover.y, x, text);
+    ctx.restore();
+    // Track names.
+    ctx.fillStyle = text;
+    for (const row of st.layout) {
+      ctx.fillStyle = row.kind === 'launch' ? muted : text;
+      const label = `${deviceName(row.device)} · ${row.kind === 'launch' ? 'launch calls' : 'stream ' + row.track.stream}`;
+      ctx.fillText(label, 4, row.y + (row.kind === 'launch' ? 11 : 17), LABEL_W - 8);
+      ctx.strokeStyle = border;
+      ctx.beginPath();
+      ctx.moveTo(0, row.y + row.h - 0.5);
+      ctx.lineTo(w, row.y + row.h - 0.5);
+      ctx.stroke();
+    }
+    info.textContent = `${fmtSI(d.events)} executions in ${fmtNs(d.span)} · showing ${fmtNs(span)}` +
+      ` · ${d.raw ? 'each execution' : `buckets of ${fmtNs(d.bucket)}`}`;
+  }
+
+  function drawAxis(w, plotW, span, text, muted, border) {
+    ctx.fillStyle = muted;
+    // Ticks at 1, 2 or 5 × 10^k ns, about every 110 px.
+    const raw = (span / plotW) * 110;
+    const pow = 10 ** Math.floor(Math.log10(raw));
+    const step = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw);
+    ctx.strokeStyle = border;
+    for (let t = Math.ceil(st.a / step) * step; t <= st.b; t += step) {
+      const px = LABEL_W + ((t - st.a) / span) * plotW;
+      ctx.beginPath();
+      ctx.moveTo(px + 0.5, AXIS_H - 6);
+      ctx.lineTo(px + 0.5, AXIS_H);
+      ctx.stroke();
+      ctx.fillText(t === Math.ceil(st.a / step) * step && t - st.a < step / 100 ? '0' : '+' + fmtNs(t - st.a), px + 3, 12);
+    }
+    ctx.fillStyle = text;
+    const start = new Date(Number(abs(st.a) / 1000000n));
+    ctx.fillText(start.toLocaleTimeString(), 4, 12);
+  }
+
+  // Raw executions: sub-pixel ones merged into one-pixel columns; the gap before each in the
+  // band below by cause; launch calls in the device's row.
+  function drawRaw(t, y, x, launchY) {
+    const s = st.shift;
+    const first = Math.max(0, lowerBound(t.end, st.a - s));
+    let last = first;
+    let lastCol = -1;
+    for (let i = first; i < t.start.length; i++) {
+      const start = t.start[i] + s;
+      if (start > st.b) break;
+      last = i;
+      const x0 = x(start), x1 = x(t.end[i] + s);
+      if (t.gap[i] === 1 || t.gap[i] === 3) {
+        const g0 = x(start - t.gap_ns[i]);
+        ctx.fillStyle = t.gap[i] === 1 ? HOST_WAIT : OTHER_IDLE;
+        ctx.fillRect(g0, y + STREAM_H - GAP_BAND - 1, Math.max(1, x0 - g0), GAP_BAND);
+      }
+      if (x1 - x0 < 1) {
+        const col = Math.floor(x0);
+        if (col === lastCol) continue;
+        lastCol = col;
+        ctx.fillStyle = colorOf(t.names[i]);
+        ctx.fillRect(col, y + 3, 1, STREAM_H - GAP_BAND - 6);
+      } else {
+        ctx.fillStyle = colorOf(t.names[i]);
+        ctx.fillRect(x0, y + 3, Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0)), STREAM_H - GAP_BAND - 6);
+        if (x1 - x0 > 40) {
+          ctx.fillStyle = '#111';
+          ctx.fillText(t.names[i], Math.max(x0, LABEL_W) + 3, y + 15, x1 - Math.max(x0, LABEL_W) - 6);
+        }
+      }
+      const ls = t.launch_start[i], le = t.launch_end[i];
+      if (ls != null && le != null) {
+        const l0 = x(ls + s), l1 = x(le + s);
+        ctx.fillStyle = 'rgba(184, 119, 217, 0.8)';
+        ctx.fillRect(l0, launchY + 3, Math.max(1, l1 - l0), LAUNCH_H - 6);
+      }
+    }
+    return t.start.length ? last - first + 1 : 0;
+  }
+
+  function drawLink(t, i, launchY, y, x, color) {
+    const le = t.launch_end[i];
+    if (le == null) return;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(x(le + st.shift), launchY + LAUNCH_H - 3);
+    ctx.lineTo(x(t.start[i] + st.shift), y + 3);
+    ctx.stroke();
+  }
+  function drawLinks(x, color) {
+    for (const row of st.layout) {
+      if (row.kind !== 'stream') continue;
+      const launch = st.layout.find((r) => r.kind === 'launch' && r.device === row.device);
+      const t = row.track;
+      const first = lowerBound(t.end, st.a - st.shift);
+      for (let i = first; i < t.start.length && t.start[i] + st.shift <= st.b; i++) drawLink(t, i, launch.y, row.y, x, color);
+    }
+  }
+
+  // Buckets: a column per bucket, its height the busy share, its colour the kernel that took
+  // most of it; host wait and other idle in the band below; launch-call share in the device's row.
+  function drawBuckets(t, y, x, launchY) {
+    const d = st.data;
+    const n = t.busy.length;
+    const barH = STREAM_H - GAP_BAND - 6;
+    const first = Math.max(0, Math.floor((st.a - st.shift) / d.bucket) - 1);
+    const lastB = Math.min(n - 1, Math.ceil((st.b - st.shift) / d.bucket));
+    let drawn = 0;
+    for (let i = first; i <= lastB; i++) {
+      const t0 = i * d.bucket + st.shift;
+      const x0 = x(t0), x1 = x(t0 + d.bucket);
+      const bw = Math.max(1, x1 - x0);
+      const busy = t.busy[i] / d.bucket;
+      if (busy > 0) {
+        const bh = Math.max(1, busy * barH);
+        ctx.fillStyle = t.top[i] >= 0 ? colorOf(d.names[t.top[i]]) : '#888';
+        ctx.fillRect(x0, y + 3 + barH - bh, bw, bh);
+        drawn += t.count[i];
+      }
+      const hw = t.host_wait[i] / d.bucket, oi = t.other_idle[i] / d.bucket;
+      if (hw > 0) {
+        ctx.fillStyle = HOST_WAIT;
+        ctx.globalAlpha = Math.min(1, 0.25 + hw);
+        ctx.fillRect(x0, y + STREAM_H - GAP_BAND - 1, bw, GAP_BAND);
+        ctx.globalAlpha = 1;
+      } else if (oi > 0) {
+        ctx.fillStyle = OTHER_IDLE;
+        ctx.fillRect(x0, y + STREAM_H - GAP_BAND - 1, bw, GAP_BAND);
+      }
+      if (t.launch[i] > 0) {
+        const lh = Math.max(1, Math.min(1, t.launch[i] / d.bucket) * (LAUNCH_H - 4));
+        ctx.fillStyle = 'rgba(184, 119, 217, 0.8)';
+        ctx.fillRect(x0, launchY + LAUNCH_H - 2 - lh, bw, lh);
+      }
+    }
+    return drawn;
+  }
+
+  // What is under the pointer: an execution (raw) or a bucket.
+  function hit(px, py) {
+    const d = st.data;
+    if (!d || px < LABEL_W) return null;
+    const row = st.layout.find((r) => r.kind === 'stream' && py >= r.y && py < r.y + r.h);
+    if (!row) return null;
+    const t = row.track;
+    const plotW = canvas.clientWidth - LABEL_W;
+    const time = st.a + ((px - LABEL_W) / plotW) * (st.b - st.a) - st.shift;
+    const launch = st.layout.find((r) => r.kind === 'launch' && r.device === row.device);
+    if (d.raw) {
+      const slack = ((st.b - st.a) / plotW) * 2;  // two pixels either side
+      let i = lowerBound(t.end, time - slack);
+      if (i >= t.start.length || t.start[i] > time + slack) return null;
+      return { raw: true, track: t, i, y: row.y, launchY: launch.y };
+    }
+    const i = Math.floor(time / d.bucket);
+    if (i < 0 || i >= t.busy.length) return null;
+    return { raw: false, track: t, i, y: row.y, launchY: launch.y };
+  }
+
+  function describe(hv) {
+    const d = st.data, t = hv.track, i = hv.i;
+    const where = `${esc(deviceName(t.device))} · stream ${esc(t.stream)}`;
+    if (hv.raw) {
+      const dur = t.end[i] - t.start[i];
+      const rows = [`<b>${esc(t.names[i])}</b>`, where, `duration ${fmtNs(dur)}`, `starts at +${fmtNs(t.start[i] + st.shift - st.a)}`];
+      if (t.launch_start[i] != null && t.launch_end[i] != null) {
+        rows.push(`launch call ${fmtNs(t.launch_end[i] - t.launch_start[i])}, launch delay ${fmtNs(Math.max(0, t.start[i] - t.launch_end[i]))}`);
+      }
+      if (t.gap_ns[i] > 0) rows.push(`idle ${fmtNs(t.gap_ns[i])} before it: ${d.causes[t.gap[i]].replace('_', ' ')}`);
+      return rows.join('<br>');
+    }
+    const pct = (v) => ((v / d.bucket) * 100).toFixed(1) + '%';
+    return [`<b>${fmtNs(d.bucket)} at +${fmtNs(i * d.bucket + st.shift - st.a)}</b>`, where,
+      `busy ${pct(t.busy[i])} · ${fmtSI(t.count[i])} started`,
+      t.top[i] >= 0 ? `mostly ${esc(d.names[t.top[i]])}` : 'no kernel',
+      `waiting for the host ${pct(t.host_wait[i])} · other idle ${pct(t.other_idle[i])}`].join('<br>');
+  }
+
+  // Pointer: drag pans, wheel zooms around the pointer, double click goes back to the range.
+  let drag = null;
+  canvas.addEventListener('mousedown', (e) => {
+    drag = { x: e.clientX, a: st.a, b: st.b };
+    e.preventDefault();
+  });
+  window.addEventListener('mousemove', (e) => {
+    const r = canvas.getBoundingClientRect();
+    if (drag) {
+      const perPx = (drag.b - drag.a) / Math.max(1, r.width - LABEL_W);
+      const dt = (e.clientX - drag.x) * perPx;
+      st.a = drag.a - dt;
+      st.b = drag.b - dt;
+      moved();
+      return;
+    }
+    if (!st.shown || e.clientY < r.top || e.clientY > r.bottom || e.clientX < r.left || e.clientX > r.right) {
+      if (st.hover) { st.hover = null; tip.hidden = true; draw(); }
+      return;
+    }
+    st.hover = hit(e.clientX - r.left, e.clientY - r.top);
+    tip.hidden = !st.hover;
+    if (st.hover) {
+      tip.innerHTML = describe(st.hover);
+      tip.style.left = Math.min(e.clientX - r.left + 12, r.width - 260) + 'px';
+      tip.style.top = (e.clientY - r.top + 14) + 'px';
+    }
+    draw();
+  });
+  window.addEventListener('mouseup', () => { drag = null; });
+  canvas.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    const r = canvas.getBoundingClientRect();
+    const f = Math.min(1, Math.max(0, (e.clientX - r.left - LABEL_W) / (r.width - LABEL_W)));
+    zoom(Math.pow(1.0015, e.deltaY), f);
+  }, { passive: false });
+  canvas.addEventListener('dblclick', () => { st.run = ''; runPick.value = ''; toRange(); st.data = null; moved(); });
+  function zoom(factor, at = 0.5) {
+    const span = st.b - st.a;
+    const next = Math.max(MIN_SPAN_NS, span * factor);
+    const pivot = st.a + span * at;
+    st.a = pivot - (pivot - st.a) * (next / span);
+    st.b = st.a + next;
+    moved();
+  }
+  document.getElementById('timeline-zoom-in').addEventListener('click', () => zoom(0.5));
+  document.getElementById('timeline-zoom-out').addEventListener('click', () => zoom(2));
+  function moved() {
+    draw();
+    keepInUrl();
+    if (!covered()) scheduleLoad();
+  }
+
+  // Runs: a run's executions over its own span.
+  async function loadRuns() {
+    try {
+      const runs = (await fetchJson('/api/v1/runs?limit=50')).runs || [];
+      runPick.innerHTML = '<option value="">the time range</option>' +
+        runs.map((r) => `<option value="${esc(r.name)}">run ${esc(r.name)}</option>`).join('');
+      runPick.value = runs.some((r) => r.name === st.run) ? st.run : '';
+    } catch (e) { /* the picker keeps the time range */ }
+  }
+  runPick.addEventListener('change', () => {
+    st.run = runPick.value;
+    st.data = null;
+    if (!st.run) toRange();
+    keepInUrl();
+    load();
+  });
+  range.onChange(() => {
+    if (st.run) return;
+    toRange();
+    st.data = null;
+    if (st.shown) moved();
+  });
+
+  const fromUrl = initialWindow();
+  if (fromUrl) setWindow(...fromUrl); else toRange();
+
+  return {
+    state: st,
+    // The view shown or left: it loads only while shown.
+    show(on) {
+      st.shown = on;
+      if (!on) { tip.hidden = true; return; }
+      loadRuns();
+      if (!covered()) load(); else draw();
+    },
+    setWindow(from, to) { setWindow(BigInt(from), BigInt(to)); st.data = null; moved(); },
+    pan(px) {
+      const dt = (px * (st.b - st.a)) / Math.max(1, canvas.clientWidth - LABEL_W);
+      st.a -= dt;
+      st.b -= dt;
+      moved();
+    },
+    zoom,
+  };
+}
