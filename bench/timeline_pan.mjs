@@ -74,7 +74,9 @@ try {
                                { timeout: 120_000 });
     const row = { round };
     // [label, window width in ns or null for the whole trace, pixels a frame]
-    for (const [label, width, step] of [['whole trace', null, 6], ['50 ms', 50_000_000n, 6], ['40 µs', 40_000n, 6]]) {
+    // 12 px a frame: 2,160 px in 3 s, past the width either side of the view that an answer covers, so
+    // the view asks the server again while it pans.
+    for (const [label, width, step] of [['whole trace', null, 12], ['50 ms', 50_000_000n, 12], ['40 µs', 40_000n, 12]]) {
       if (width !== null) {
         const from = t0 + span / 3n;
         await page.evaluate(([a, b]) => window.perfscope.timeline.setWindow(a, b), [String(from), String(from + width)]);

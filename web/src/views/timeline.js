@@ -17,7 +17,7 @@ const LAUNCH_H = 14;       // a device's launch-call row
 const STREAM_H = 30;       // a stream's row: kernels above, idle gaps in the band below
 const GAP_BAND = 6;
 const MIN_SPAN_NS = 1000;  // zoomed in to a microsecond across the view at most
-const REFETCH_MS = 120;
+const REFETCH_MS = 120;    // at most one question to the server this often
 const LINK_LIMIT = 400;    // launch→kernel lines drawn for every execution when at most this many show
 const COPY_COLOR = '#5794f2', SET_COLOR = '#8ab8ff', HOST_WAIT = 'rgba(242, 73, 92, 0.85)', OTHER_IDLE = 'rgba(142, 142, 142, 0.35)';
 
@@ -63,7 +63,7 @@ export function createTimelineView({ range }) {
     base: null, a: 0, b: 0, data: null, shift: 0, layout: [], hover: null, shown: false, seq: 0,
     loads: 0, frames: [], maxRaw: null, run: new URLSearchParams(window.location.search).get('tl_run') || '',
   };
-  let timer = null, frame = 0;
+  let timer = null, frame = 0, inFlight = false, pending = false, lastStart = 0;
 
   // The window from the URL, else the dashboard's range.
   function initialWindow() {
@@ -95,6 +95,19 @@ export function createTimelineView({ range }) {
   // Asks for three widths around the view at about a bucket per pixel.
   async function load() {
     const seq = ++st.seq;
+    inFlight = true;
+    lastStart = performance.now();
+    try {
+      await answer(seq);
+    } finally {
+      inFlight = false;
+      if (pending) {  // the view moved on meanwhile
+        pending = false;
+        if (!covered()) scheduleLoad();
+      }
+    }
+  }
+  async function answer(seq) {
     const w = st.b - st.a;
     const width = Math.max(100, canvas.clientWidth - LABEL_W);
     let q = `buckets=${Math.min(20000, width * 3)}` + (st.maxRaw != null ? `&max_raw=${st.maxRaw}` : '') +
@@ -116,9 +129,12 @@ export function createTimelineView({ range }) {
     st.shift = Number(BigInt(r.origin) - st.base);
     draw();
   }
+  // At most one question in flight and one every REFETCH_MS, so a long drag keeps asking as it
+  // goes (a pause alone would leave it blank past what was loaded).
   function scheduleLoad() {
+    if (inFlight) { pending = true; return; }
     clearTimeout(timer);
-    timer = setTimeout(load, REFETCH_MS);
+    timer = setTimeout(load, Math.max(0, REFETCH_MS - (performance.now() - lastStart)));
   }
   // Whether the data in hand covers the view at its detail.
   function covered() {
