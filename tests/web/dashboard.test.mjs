@@ -550,6 +550,24 @@ test('an anomaly alert on the stream marks the chart of its series', async () =>
   await page.close();
 });
 
+test('the anomalies of the time range are marked on their series when the charts fill from history', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const at = (Date.now() - 60e3) * 1e6;  // a minute ago: inside the default 5 minutes
+  // The server's answer for the range, with one anomaly planted (the sampler's are chance).
+  await page.route(/\/api\/v1\/anomalies/, async (route) => {
+    const r = await route.fetch();
+    const body = await r.json();
+    body.anomalies.push({ ts_ns: at, series: 'host_memory_used_bytes', name: 'host_memory_used_bytes', labels: {},
+      value: 9e9, score: 14.2, center: 1e9 });
+    await route.fulfill({ response: r, json: body });
+  });
+  await page.goto(baseUrl + '/?view=host');
+  await page.waitForFunction(() => window.perfscope && window.perfscope.state.prefills > 0, null, { timeout: 20000 });
+  assert.ok(await page.evaluate((t) => window.perfscope.charts.mem.marks.includes(t), at / 1e9), 'the memory chart is marked');
+  assert.ok(!(await page.evaluate((t) => window.perfscope.charts.cpu.marks.includes(t), at / 1e9)), 'only the chart of that series');
+  await page.close();
+});
+
 test('a model row opens its TTFT percentiles over time against its SLO, kept in the URL', async () => {
   // Two minutes of requests of one model: TTFT 20 ms, then 80 ms in the last 40 seconds.
   const now = Date.now() * 1e6;

@@ -10,12 +10,25 @@ import { apiFetch, fetchJson } from '../lib/api.js';
 export function createAnalysisView({ state, charts }) {
   state.alerts = [];
   state.percentiles = null;
+  // An anomaly marked on the chart that draws its series (once: history and stream may both tell).
+  function markAnomaly(a) {
+    const t = a.ts_ns / 1e9;
+    for (const chart of Object.values(charts)) {
+      if (chart.keys.includes(a.series) && !chart.marks.includes(t)) chart.mark(t);
+    }
+  }
   function onAlert(msg) {
     state.alerts.push(msg);
     if (state.alerts.length > 500) state.alerts.shift();
-    for (const chart of Object.values(charts)) {
-      if (chart.keys.includes(msg.series)) chart.mark(msg.ts_ns / 1e9);
-    }
+    markAnomaly(msg);
+  }
+  // The anomalies of the time range, after the charts were filled from its history.
+  async function markHistory(query) {
+    try {
+      const r = await fetchJson(`/api/v1/anomalies?${query}`);
+      r.anomalies.forEach(markAnomaly);
+      state.anomalyMarks = (state.anomalyMarks || 0) + r.anomalies.length;
+    } catch (e) { /* marks are decoration; the alerts view says what failed */ }
   }
 
   // A/B pickers: the variants seen of each kernel.
@@ -281,5 +294,5 @@ export function createAnalysisView({ state, charts }) {
     refreshPercentiles();
   }
 
-  return { onAlert, onEvents, refresh: refreshAnalysis };
+  return { onAlert, markHistory, onEvents, refresh: refreshAnalysis };
 }
