@@ -26,9 +26,15 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   sqlite3_busy_timeout(raw, 5000);
   // A 64 MiB page cache and memory-mapped reads keep index pages of a growing database
   // in memory instead of re-reading them with a syscall per page (measured in bench/db_bench).
+  // A new file gets 2 KiB pages (before WAL mode, which fixes the size; an existing file keeps
+  // its own): every table and index takes at least a page, 32 of them in an hour's idle store,
+  // and the sampled series' chunks are 100–300 bytes, so 4 KiB pages cost half a byte a sample
+  // over ten minutes of one GPU; a vacuumed copy of such a store took 0.79 bytes a sample with
+  // 2 KiB pages, 1.01 with 4 KiB and 1.04 with 1 KiB, where chunks spill into overflow pages
+  // (bench/RESULTS.md, issue 21).
   const char* pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
-                                  : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
-                                    "PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456;";
+                                  : "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456;";
   if (Status s = conn.exec(pragmas); !s.ok()) return s;
   return conn;
 }

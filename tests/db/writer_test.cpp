@@ -55,6 +55,38 @@ TEST(Writer, RefusesCorruptAndForeignFilesWithoutChangingThem) {
   EXPECT_TRUE(check_database_file(dir.file("ours.db")).ok());
 }
 
+// A new database gets small pages (every table costs one at least); a file made with 4 KiB
+// pages by an older perfscope keeps them and opens as before.
+TEST(Writer, NewFilesTakeTwoKibPagesOldOnesKeepTheirs) {
+  TempDir dir;
+  SeriesStore store(10);
+  MemoryTracker memory;
+  auto page_size = [](const std::string& path) {
+    auto c = Connection::open(path, /*read_only=*/true);
+    EXPECT_TRUE(c.ok());
+    auto q = c->prepare("PRAGMA page_size");
+    EXPECT_TRUE(q.ok());
+    auto row = q->step();
+    EXPECT_TRUE(row.ok() && *row);
+    return q->column_int64(0);
+  };
+  ASSERT_TRUE(Writer::open(dir.file("new.db"), store, memory).ok());
+  EXPECT_EQ(page_size(dir.file("new.db")), 2048);
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.file("old.db").c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, "PRAGMA page_size=4096; PRAGMA journal_mode=WAL; PRAGMA auto_vacuum=INCREMENTAL", nullptr,
+                           nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+    auto conn = Connection::open(dir.file("old.db"));  // the file exists: its size is fixed by now
+    ASSERT_TRUE(conn.ok());
+    ASSERT_TRUE(migrate(*conn).ok());
+  }
+  auto w = Writer::open(dir.file("old.db"), store, memory);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(page_size(dir.file("old.db")), 4096);
+}
+
 TEST(Writer, RoundTripThroughAFileAndAReopen) {
   TempDir dir;
   const std::string path = dir.file("p.db");

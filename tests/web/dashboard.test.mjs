@@ -689,7 +689,9 @@ test('the timeline draws kernels per stream, zooms from buckets to executions, p
   await page.goto(`${baseUrl}/?view=timeline&tl_from=${t0 - 1000n}&tl_to=${end}`);
   await page.waitForFunction(() => window.perfscope && window.perfscope.timeline.state.loads > 0, null, { timeout: 20000 });
   await page.evaluate(() => { const t = window.perfscope.timeline; t.state.maxRaw = 1000; t.state.data = null; t.zoom(1); });
-  await page.waitForFunction(() => { const d = window.perfscope.timeline.state.data; return d && !d.raw; }, null, { timeout: 10000 });
+  // An answer in hand and painted (the rows are laid out as they are drawn).
+  await page.waitForFunction(() => { const s = window.perfscope.timeline.state; return s.data && !s.data.raw && s.layout.length > 1; },
+                             null, { timeout: 10000 });
   const rows = await page.evaluate(() => window.perfscope.timeline.state.layout.map((r) => `${r.kind} ${r.device} ${r.track ? r.track.stream : ''}`.trim()));
   assert.deepEqual(rows, ['launch 0', 'stream 0 7', 'stream 0 9']);
   assert.equal(await page.evaluate(() => window.perfscope.timeline.state.data.events), 3030);
@@ -712,14 +714,16 @@ test('the timeline draws kernels per stream, zooms from buckets to executions, p
   const span0 = await page.evaluate(() => window.perfscope.timeline.state.b - window.perfscope.timeline.state.a);
   await page.mouse.move(box.x + 140 + (box.width - 140) / 2, box.y + 40);
   for (let i = 0; i < 8; i++) { await page.mouse.wheel(0, -400); await page.waitForTimeout(30); }
-  await page.waitForFunction(() => { const d = window.perfscope.timeline.state.data; return d && d.raw; }, null, { timeout: 10000 });
+  await page.waitForFunction(() => { const s = window.perfscope.timeline.state; return s.data && s.data.raw && s.layout.length > 1; },
+                             null, { timeout: 10000 });
   const span1 = await page.evaluate(() => window.perfscope.timeline.state.b - window.perfscope.timeline.state.a);
   assert.ok(span1 < span0 / 10, `zoomed in: ${span0} → ${span1} ns`);
 
   // To the host wait, and a hover over the kernel after it.
   const wait = events.filter((e) => e.stream === '7')[1500];
   await page.evaluate(([a, b]) => window.perfscope.timeline.setWindow(a, b), [String(wait.start_ns - 300000n), String(wait.start_ns + 100000n)]);
-  await page.waitForFunction(() => { const s = window.perfscope.timeline.state; return s.data && s.data.raw && s.a === 0; }, null, { timeout: 10000 });
+  await page.waitForFunction(() => { const s = window.perfscope.timeline.state; return s.data && s.data.raw && s.a === 0 && s.layout.length > 1; },
+                             null, { timeout: 10000 });
   const at = await page.evaluate(() => { const s = window.perfscope.timeline.state; return (300000 + 3000) / (s.b - s.a); });
   const row7 = await page.evaluate(() => window.perfscope.timeline.state.layout[1].y);
   await page.mouse.move(box.x + 132 + at * (box.width - 132), box.y + row7 + 10);
