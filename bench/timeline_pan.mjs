@@ -1,7 +1,7 @@
 // The timeline view with a million kernels (issue 23), in real headless Chromium: a server with
 // 1,000,000 executions of launch-bound decoding (kernels of 3-9 µs about every 12 µs on one
 // stream, each launched ahead by the host, a 1 ms host wait every 500 kernels as between
-// tokens, and a copy every 100 kernels on a second stream) — 12 s of GPU time. The view opens
+// tokens, and a copy every 100 kernels on a second stream) — about 11 s of it. The view opens
 // on all of it, then pans for PAN_SECONDS at each of three zooms: the whole trace (buckets),
 // 50 ms (executions one by one, new ones asked for as the view moves) and 40 µs. Panning is
 // driven from inside the page, one step per animation frame, as a drag moves the view; each
