@@ -575,19 +575,29 @@ HttpResponse Api::regressions(const HttpRequest& request) const {
     o.min_change = d;
   }
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
-  // Subjects: every kernel name (durations) and every model/version (latency).
+  // Subjects: every kernel name (durations) and every model/version (latency); or only the
+  // kernel or model asked for (a drill-down's chart), the other kind not read at all.
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  auto trace = ctx_.events->kernel_trace(range, *scope);
-  if (!trace.ok()) return status_response(trace.status());
-  for (const auto& k : trace->kernels) {
-    subjects[{"kernel", trace->names[k.name]}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
+  const std::string only_kernel = param(request, "kernel"), only_model = param(request, "model");
+  const bool every_subject = only_kernel.empty() && only_model.empty();
+  if (every_subject || !only_kernel.empty()) {
+    auto trace = ctx_.events->kernel_trace(range, *scope);
+    if (!trace.ok()) return status_response(trace.status());
+    for (const auto& k : trace->kernels) {
+      const std::string& name = trace->names[k.name];
+      if (!only_kernel.empty() && name != only_kernel) continue;
+      subjects[{"kernel", name}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
+    }
   }
-  auto requests = ctx_.events->inference_events(range, *scope);
-  if (!requests.ok()) return status_response(requests.status());
-  for (const auto& r : *requests) {
-    subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);
+  if (every_subject || !only_model.empty()) {
+    auto requests = ctx_.events->inference_events(range, *scope);
+    if (!requests.ok()) return status_response(requests.status());
+    for (const auto& r : *requests) {
+      if (!only_model.empty() && r.model != only_model) continue;
+      subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);
+    }
   }
   json found = json::array();
   std::size_t examined = 0;

@@ -302,6 +302,11 @@ TEST_F(AnalysisApiTest, RegressionsFindAPlantedStepPerInterval) {
   EXPECT_EQ(p50["direction"], "regression");
   EXPECT_EQ(p50["at_ns"], 1'000'000'000'000LL + 30 * 1'000'000'000LL);
   EXPECT_NEAR(p50["change"].get<double>(), 0.2, 0.03);
+  // Asked for one subject, the others are not examined.
+  EXPECT_EQ(get("/api/v1/regressions?window=all&interval=1s&kernel=gemm").body_json()["regressions"], r["regressions"]);
+  json other = get("/api/v1/regressions?window=all&interval=1s&kernel=other").body_json();
+  EXPECT_EQ(other["subjects"], 0);
+  EXPECT_EQ(get("/api/v1/regressions?window=all&interval=1s&model=m").body_json()["subjects"], 0);
   EXPECT_EQ(get("/api/v1/regressions?interval=0s").status, 400u);
   EXPECT_EQ(get("/api/v1/regressions?min_change=-1").body_json()["error"]["field"], "min_change");
   json a = get("/api/v1/anomalies").body_json();

@@ -41,11 +41,11 @@ export class PercentilesOverTime {
     const p = new URLSearchParams(selector);
     const field = p.get('field') || 'latency_ms';
     if (p.has('model') && field !== 'latency_ms') return [];  // found for latency alone
+    const subject = p.has('kernel') ? `kernel=${encodeURIComponent(p.get('kernel'))}` : `model=${encodeURIComponent(p.get('model'))}`;
     try {
-      const r = await fetchJson(`/api/v1/regressions?from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
+      const r = await fetchJson(`/api/v1/regressions?${subject}&from=${Math.round(from * 1e9)}&to=${Math.round(to * 1e9)}` +
         `&interval=${step}s`);
-      return r.regressions.filter((c) => (p.has('kernel') ? c.kernel === p.get('kernel')
-        : c.model != null && (c.model === p.get('model') || c.model.startsWith(p.get('model') + '@'))));
+      return r.regressions;
     } catch (e) {
       return [];
     }

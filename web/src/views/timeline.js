@@ -140,8 +140,7 @@ export function createTimelineView({ range }) {
   function covered() {
     const d = st.data;
     if (!d) return false;
-    const from = d.from + st.shift, to = d.from + d.span + st.shift;
-    if (st.a < from || st.b > to) return false;
+    if (st.a < st.shift || st.b > st.shift + d.span) return false;  // the answer spans [shift, shift + span]
     if (d.raw) return true;
     const perPx = (st.b - st.a) / Math.max(1, canvas.clientWidth - LABEL_W);
     return d.bucket <= perPx * 1.5;
@@ -155,7 +154,7 @@ export function createTimelineView({ range }) {
       devices.get(t.device).push(t);
     }
     if (r.mode === 'raw') for (const t of r.tracks) t.names = t.name.map((i) => r.names[i]);
-    return { raw: r.mode === 'raw', from: 0, span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
+    return { raw: r.mode === 'raw', span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
       causes: r.gap_causes };
   }
 
