@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <unordered_set>
 
 #include "server/client/client.hpp"
 #include "server/scrape/scrape_series.hpp"
@@ -16,7 +17,9 @@ struct ScrapeCollector::Target {
   std::unique_ptr<ScrapeSeries> series;
   std::size_t declared = 0;  // families of `series` already declared to the store
   // Guarded by the collector's mutex:
-  std::vector<Reading> pending;  // the newest scrape's readings, until a pass takes them
+  // Readings not yet taken by a sampling pass: the newest value of every series scraped since
+  // the last pass (a busy sampler may miss a scrape; a series first seen in it still arrives).
+  std::vector<Reading> pending;
   bool up = false;
   std::string last_error = "not scraped yet";
   double last_duration_ms = 0;
@@ -60,6 +63,26 @@ ScrapeCollector::~ScrapeCollector() {
   for (std::thread& t : threads_) t.join();
 }
 
+namespace {
+
+// Folds a newer scrape into readings no pass has taken yet: its values replace those of the
+// same series, and series only the older scrape had are kept.
+void merge_pending(std::vector<Reading>& pending, std::vector<Reading> newer) {
+  if (pending.empty()) {
+    pending = std::move(newer);
+    return;
+  }
+  std::unordered_set<std::string> fresh;
+  fresh.reserve(newer.size());
+  for (const Reading& r : newer) fresh.insert(r.key.canonical());
+  for (Reading& r : pending) {
+    if (!fresh.contains(r.key.canonical())) newer.push_back(std::move(r));
+  }
+  pending = std::move(newer);
+}
+
+}  // namespace
+
 void ScrapeCollector::run(Target& target) {
   if (!target.url) return;  // reported by sources(); nothing to scrape
   HttpPoster http(*target.url, target.config.timeout);
@@ -102,7 +125,7 @@ void ScrapeCollector::run(Target& target) {
     target.last_duration_ms = ms;
     target.up = error.empty();
     if (error.empty()) {
-      target.pending = std::move(readings);
+      merge_pending(target.pending, std::move(readings));
       target.last_samples = samples;
       target.dropped_last = target.series->dropped_last();
       target.dropped_total = target.series->dropped_total();

@@ -48,7 +48,9 @@ before(async () => {
   const base = `http://127.0.0.1:${port}`;
   scraper = await startPerfscope({
     label: 'scrape',
-    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', '--sampling-interval-ms', '100',
+    // The sampler takes scrapes at half their pace, as a busy one does: every series a scrape
+    // brings must still arrive (the churn target shows only new series in each scrape).
+    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', '--sampling-interval-ms', '450',
            '--scrape', `${base}/metrics,job=vllm,interval=200ms,label.node=a`,
            '--scrape', 'http://127.0.0.1:1/metrics,job=down,interval=200ms,timeout=100ms',
            '--scrape', `${base}/broken,job=broken,interval=200ms`,
