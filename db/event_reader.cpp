@@ -10,6 +10,15 @@
 
 namespace perfscope::db {
 
+namespace {
+// Sums of durations held as they are stored (int64 ns): stored rows are bounded, but a
+// database of any age must not make a read wrap; a sum past 292 years is shown as that.
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? (b > 0 ? INT64_MAX : INT64_MIN) : out;
+}
+}  // namespace
+
 Tags EventScope::wanted_tags() const {
   Tags wanted = tags;
   if (!run.empty()) wanted.emplace_back("run", run);
@@ -74,7 +83,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
       corrupt |= !unpack_kernel_chunk_in_range(r.column_blob(c0 + 6), r.column_int64(c0), range, [&](const KernelTiming& t) {
         std::int64_t d = t.end_ns - t.start_ns;
         ++count;
-        total += d;
+        total = saturating_add(total, d);
         mn = std::min(mn, d);
         mx = std::max(mx, d);
       });
@@ -82,7 +91,7 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
     if (count == 0) return;
     Acc& a = by_name[series.name];
     a.count += count;
-    a.total_ns += total;
+    a.total_ns = saturating_add(a.total_ns, total);
     a.min_ns = std::min(a.min_ns, mn);
     a.max_ns = std::max(a.max_ns, mx);
     if (series.flops || series.bytes) {
@@ -461,7 +470,7 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   // over every event did the same several times slower). Module statics are not allocations
   // (is_module_static).
   auto before = (*conn)->prepare(
-      (std::string("SELECT IFNULL(SUM(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END), 0) FROM memory_events ") +
+      (std::string("SELECT TOTAL(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END) FROM memory_events ") +
       ("WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
        scope.tag_filter("tags", 3).sql)).c_str());
   if (!before.ok()) return before.status();
@@ -469,7 +478,9 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   before->bind(1, scope.device).bind(2, range.from_ns);
   filter.bind(*before, 3);
   if (auto row = before->step(); !row.ok()) return row.status();
-  std::int64_t running = before->column_int64(0);
+  // In floating point: sizes a database of any age holds cannot make the sum fail (SQLite's
+  // SUM stops with "integer overflow") or wrap.
+  double running = before->column_double(0);
   auto stmt = (*conn)->prepare(
       (std::string("SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events ") +
       ("WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
@@ -480,8 +491,8 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   window_filter.bind(*stmt, 4);
   std::vector<AllocatedPoint> all;
   Status s = stmt->for_each_row([&](Statement& r) {
-    running += r.column_int64(1);
-    all.push_back({r.column_int64(0), static_cast<double>(running)});
+    running += static_cast<double>(r.column_int64(1));
+    all.push_back({r.column_int64(0), running});
   });
   if (!s.ok()) return s;
   if (all.size() <= max_points || max_points == 0) return all;

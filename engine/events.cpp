@@ -45,6 +45,16 @@ namespace {
 
 constexpr std::size_t kMaxText = kMaxEventText;
 constexpr std::size_t kMaxTags = 32;
+// Bounds that keep every later sum and difference in range, whatever a batch holds: a
+// timestamp below 2^62 ns (the year 2116) leaves room for any window arithmetic; no kernel,
+// copy or request lasts more than a week (the bound duration_ms has always had), so 15,000 of
+// them still sum within 64 bits; an allocation is at most 2^50 bytes (1 PiB).
+constexpr TimestampNs kMaxTimestampNs = TimestampNs{1} << 62;
+constexpr std::int64_t kMaxSpanNs = std::int64_t{7} * 24 * 3600 * 1'000'000'000;
+constexpr double kMaxSpanMs = 7.0 * 24 * 3600 * 1e3;
+constexpr std::uint64_t kMaxAllocationBytes = std::uint64_t{1} << 50;
+// Metric names and label or tag keys are identifiers, not text: no real one comes near this.
+constexpr std::size_t kMaxNameBytes = 200;
 
 Status bad(std::string field, std::string message) {
   return Status::invalid_argument(field + ": " + message, field);
@@ -58,18 +68,40 @@ Status check_text(const std::string& value, const char* field, bool required) {
 
 Status check_time(TimestampNs ts, const char* field) {
   if (ts < 0) return bad(field, "must be nanoseconds since the Unix epoch (>= 0)");
+  if (ts > kMaxTimestampNs) return bad(field, "must be at most 2^62 (nanoseconds since the Unix epoch)");
   return Status();
 }
 
-Status check_ms(double v, const char* field) {
+// `end` no earlier than `start` and at most a week after it.
+Status check_span(TimestampNs start, TimestampNs end, const char* end_field, const char* start_field) {
+  if (end < start) return bad(end_field, std::string("is before ") + start_field);
+  if (end - start > kMaxSpanNs) return bad(end_field, std::string("is more than a week after ") + start_field);
+  return Status();
+}
+
+Status check_name(std::string_view name, const std::string& field) {
+  if (name.size() > kMaxNameBytes) return bad(field, "names are at most " + std::to_string(kMaxNameBytes) + " bytes");
+  return Status();
+}
+
+// A non-negative amount (flops, bytes moved).
+Status check_amount(double v, const char* field) {
   if (!std::isfinite(v)) return bad(field, "must be a finite number");
   if (v < 0) return bad(field, "must not be negative");
+  return Status();
+}
+
+// A duration in milliseconds: an amount of at most a week.
+Status check_ms(double v, const char* field) {
+  if (Status s = check_amount(v, field); !s.ok()) return s;
+  if (v > kMaxSpanMs) return bad(field, "must be at most 604800000 (a week)");
   return Status();
 }
 
 Status check_tags(const Tags& tags) {
   if (tags.size() > kMaxTags) return bad("tags", "at most " + std::to_string(kMaxTags) + " tags");
   for (const auto& [k, v] : tags) {
+    if (Status s = check_name(k, "tags"); !s.ok()) return s;
     if (!is_valid_label_name(k)) return bad("tags." + k, "tag names must match [a-zA-Z_][a-zA-Z0-9_]*");
     if (v.size() > kMaxText) return bad("tags." + k, "is longer than " + std::to_string(kMaxText) + " bytes");
   }
@@ -85,17 +117,21 @@ Status validate(const KernelEvent& e) {
   if (Status s = check_text(e.stream, "stream", false); !s.ok()) return s;
   if (Status s = check_time(e.start_ns, "start_ns"); !s.ok()) return s;
   if (Status s = check_time(e.end_ns, "end_ns"); !s.ok()) return s;
-  if (e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
-  if (e.launch_start_ns && e.launch_start_ns < 0) return bad("launch_start_ns", "must be >= 0");
-  if (e.launch_end_ns && e.launch_end_ns < 0) return bad("launch_end_ns", "must be >= 0");
-  if (e.launch_end_ns && e.launch_start_ns && *e.launch_end_ns < *e.launch_start_ns) {
-    return bad("launch_end_ns", "is before launch_start_ns");
+  if (Status s = check_span(e.start_ns, e.end_ns, "end_ns", "start_ns"); !s.ok()) return s;
+  if (e.launch_start_ns) {
+    if (Status s = check_time(*e.launch_start_ns, "launch_start_ns"); !s.ok()) return s;
+  }
+  if (e.launch_end_ns) {
+    if (Status s = check_time(*e.launch_end_ns, "launch_end_ns"); !s.ok()) return s;
+  }
+  if (e.launch_end_ns && e.launch_start_ns) {
+    if (Status s = check_span(*e.launch_start_ns, *e.launch_end_ns, "launch_end_ns", "launch_start_ns"); !s.ok()) return s;
   }
   if (e.flops) {
-    if (Status s = check_ms(*e.flops, "flops"); !s.ok()) return s;
+    if (Status s = check_amount(*e.flops, "flops"); !s.ok()) return s;
   }
   if (e.bytes) {
-    if (Status s = check_ms(*e.bytes, "bytes"); !s.ok()) return s;
+    if (Status s = check_amount(*e.bytes, "bytes"); !s.ok()) return s;
   }
   if (!e.dtype.empty() && !is_data_type(e.dtype)) return bad("dtype", "must be one of " + data_type_list());
   return check_tags(e.tags);
@@ -107,6 +143,7 @@ Status validate(const MemoryEvent& e) {
   if (Status s = check_text(e.device, "device", true); !s.ok()) return s;
   if (Status s = check_time(e.ts_ns, "ts_ns"); !s.ok()) return s;
   if (e.op == MemoryOp::kAlloc && e.size_bytes == 0) return bad("size_bytes", "an allocation needs a positive size");
+  if (e.size_bytes > kMaxAllocationBytes) return bad("size_bytes", "must be at most 2^50 (1 PiB)");
   return check_tags(e.tags);
 }
 
@@ -115,9 +152,10 @@ Status validate(const CommandBufferEvent& e) {
   if (Status s = check_text(e.queue, "queue", true); !s.ok()) return s;
   if (Status s = check_text(e.device, "device", true); !s.ok()) return s;
   if (Status s = check_time(e.enqueue_ns, "enqueue_ns"); !s.ok()) return s;
+  if (Status s = check_time(e.end_ns, "end_ns"); !s.ok()) return s;
   if (e.submit_ns < e.enqueue_ns) return bad("submit_ns", "is before enqueue_ns");
   if (e.start_ns < e.submit_ns) return bad("start_ns", "is before submit_ns");
-  if (e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  if (Status s = check_span(e.enqueue_ns, e.end_ns, "end_ns", "enqueue_ns"); !s.ok()) return s;
   return check_tags(e.tags);
 }
 
@@ -156,8 +194,10 @@ Status validate(const OperatorEvent& e) {
 }
 
 Status validate(const SampleEvent& e) {
+  if (Status s = check_name(e.metric, "metric"); !s.ok()) return s;
   if (!is_valid_metric_name(e.metric)) return bad("metric", "must match [a-zA-Z_:][a-zA-Z0-9_:]*");
   for (const auto& [k, v] : e.labels) {
+    if (Status s = check_name(k, "labels"); !s.ok()) return s;
     if (!is_valid_label_name(k)) return bad("labels." + k, "label names must match [a-zA-Z_][a-zA-Z0-9_]*");
     if (v.size() > kMaxText) return bad("labels." + k, "is longer than " + std::to_string(kMaxText) + " bytes");
   }
@@ -178,7 +218,10 @@ Status validate(const RunEvent& e) {
     if (pid <= 0) return bad("pids", "process ids are positive");
   }
   if (Status s = check_time(e.start_ns, "start_ns"); !s.ok()) return s;
-  if (e.end_ns && *e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  if (e.end_ns) {
+    if (Status s = check_time(*e.end_ns, "end_ns"); !s.ok()) return s;
+    if (*e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
+  }
   if (Status s = check_text(e.kinds, "kinds", false); !s.ok()) return s;
   if (e.trace_window_ns.has_value() != e.trace_every_ns.has_value()) {
     return bad(e.trace_window_ns ? "trace_every_ns" : "trace_window_ns", "trace_window_ns and trace_every_ns come together");

@@ -4,6 +4,22 @@
 
 namespace perfscope {
 
+bool SampleRing::push(Sample s) {
+  const bool late = !buf_.empty() && s.ts_ns < at(buf_.size() - 1).ts_ns;
+  if (late && buf_.size() == capacity_ && s.ts_ns < at(0).ts_ns) return false;
+  if (buf_.size() < capacity_) {
+    buf_.push_back(s);
+  } else {
+    buf_[head_] = s;
+    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+  }
+  if (late) {
+    // Moves back to its place; equal timestamps keep their arrival order.
+    for (std::size_t i = buf_.size() - 1; i > 0 && at(i - 1).ts_ns > at(i).ts_ns; --i) std::swap(at(i - 1), at(i));
+  }
+  return true;
+}
+
 std::size_t SampleRing::lower_bound(TimestampNs ts) const {
   std::size_t lo = 0, hi = buf_.size();
   while (lo < hi) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/series.hpp"
@@ -33,24 +34,19 @@ class SampleRing {
  public:
   explicit SampleRing(std::size_t capacity) : capacity_(capacity) {}
 
-  // Appends a sample; one older than the newest held is refused (false): the ring stays in
-  // time order so ranges can be found by binary search. Older samples live in the database.
-  bool push(Sample s) {
-    if (!buf_.empty() && s.ts_ns < at(buf_.size() - 1).ts_ns) return false;
-    if (buf_.size() < capacity_) {
-      buf_.push_back(s);
-      return true;
-    }
-    buf_[head_] = s;
-    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
-    return true;
-  }
+  // Adds a sample in time order. Producers send late and interleaved samples (jitter, several
+  // producers of one series), and reads take everything from the oldest held sample on from
+  // memory, so a sample newer than that must be held, in its place: it is inserted (cost: the
+  // samples it moves past, a few for jitter). When the ring is full, the oldest sample gives
+  // way; a sample older than every held one is refused (false): the database serves it.
+  bool push(Sample s);
   std::size_t size() const { return buf_.size(); }
   // i-th oldest sample, 0 <= i < size().
   const Sample& at(std::size_t i) const {
     std::size_t j = head_ + i;
     return buf_[j >= buf_.size() ? j - buf_.size() : j];
   }
+  Sample& at(std::size_t i) { return const_cast<Sample&>(std::as_const(*this).at(i)); }
   // Index of the first sample with ts_ns >= ts (size() if none); samples are time-ordered.
   std::size_t lower_bound(TimestampNs ts) const;
 

@@ -366,7 +366,12 @@ AbResult compare(std::span<const double> a, std::span<const double> b, const AbO
   r.b = summarize(b);
   r.speedup = r.b.mean_ms != 0 ? r.a.mean_ms / r.b.mean_ms : 0;
   if (!a.empty() && !b.empty()) {
-    r.speedup_ci95 = bootstrap_speedup_ci(a, b, o.bootstrap_resamples, o.seed);
+    const double fit = kBootstrapDrawBudget / static_cast<double>(a.size() + b.size());
+    r.bootstrap_resamples_used =
+        fit >= static_cast<double>(o.bootstrap_resamples)
+            ? o.bootstrap_resamples
+            : std::min(o.bootstrap_resamples, std::max(kMinBootstrapResamples, static_cast<std::size_t>(fit)));
+    r.speedup_ci95 = bootstrap_speedup_ci(a, b, r.bootstrap_resamples_used, o.seed);
     r.mann_whitney = mann_whitney_u(a, b);
     r.welch = welch_t_test(a, b);
     r.hodges_lehmann_shift_ms = hodges_lehmann_shift(a, b);

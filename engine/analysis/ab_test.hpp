@@ -64,6 +64,13 @@ struct SampleSummary {
   double mean_ms = 0, median_ms = 0, std_ms = 0, p99_ms = 0;
 };
 
+// The most draws one bootstrap may take (resamples × samples of both sides, about a
+// nanosecond each): an evaluation of 500,000 executions a side with 100,000 resamples would
+// otherwise run for minutes and hold a worker. Up to 50,000 samples in all, 10,000 resamples
+// fit; beyond, the resamples shrink to fit, never below kMinBootstrapResamples.
+inline constexpr double kBootstrapDrawBudget = 5e8;
+inline constexpr std::size_t kMinBootstrapResamples = 1000;
+
 struct AbOptions {
   double alpha = 0.05;
   double min_effect = 0.02;  // smallest relative change in the mean worth reporting
@@ -75,6 +82,9 @@ struct AbResult {
   SampleSummary a, b;
   double speedup = 0;
   Interval speedup_ci95;
+  // Resamples the interval took: the asked-for count, or fewer where the samples are so many
+  // that it would pass the work bound (kBootstrapDrawBudget).
+  std::size_t bootstrap_resamples_used = 0;
   MannWhitney mann_whitney;
   Welch welch;
   double hodges_lehmann_shift_ms = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "engine/analysis/ab_test.hpp"
@@ -71,7 +72,8 @@ std::vector<KernelDiff> compare_kernels(const KernelDurations& a, const KernelDu
   return out;
 }
 
-std::string overall_verdict(const std::vector<KernelDiff>& diffs) {
+RunVerdict overall_verdict(const std::vector<KernelDiff>& diffs, const RunTotals& totals,
+                           const RunCompareOptions& options) {
   double moved = 0;
   bool any = false;
   for (const KernelDiff& d : diffs) {
@@ -79,8 +81,36 @@ std::string overall_verdict(const std::vector<KernelDiff>& diffs) {
     any = true;
     moved += d.moved_ms();
   }
-  if (!any || moved == 0) return "unchanged";
-  return moved > 0 ? "slower" : "faster";
+  const double base_ms = std::max(totals.kernel_ms_a, totals.kernel_ms_b);
+  const double share = base_ms > 0 ? moved / base_ms : 0;
+  const int kernels = !any || std::fabs(share) < options.min_run_share ? 0 : (moved > 0 ? 1 : -1);
+  int wall = 0;
+  double wall_change = 0;
+  if (totals.wall_s_a && totals.wall_s_b && *totals.wall_s_a > 0) {
+    wall_change = *totals.wall_s_b / *totals.wall_s_a - 1;
+    const double delta = *totals.wall_s_b - *totals.wall_s_a;
+    if (std::fabs(wall_change) >= options.min_wall_change && std::fabs(delta) >= options.min_wall_delta_s) {
+      wall = delta > 0 ? 1 : -1;
+    }
+  }
+  auto word = [](int sign) { return sign > 0 ? "slower" : sign < 0 ? "faster" : "unchanged"; };
+  char wall_text[96] = "not known for both runs";
+  if (totals.wall_s_a && totals.wall_s_b) {
+    std::snprintf(wall_text, sizeof wall_text, "%.3f s → %.3f s, %+.1f%%", *totals.wall_s_a, *totals.wall_s_b,
+                  wall_change * 100);
+  }
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                "kernels %s (significant changes moved %+.3f ms, %+.2f%% of the run's kernel time; material from "
+                "%.2f%%); wall time %s (%s; material from %.0f%% and %.1f s)",
+                word(kernels), moved, share * 100, options.min_run_share * 100, word(wall), wall_text,
+                options.min_wall_change * 100, options.min_wall_delta_s);
+  RunVerdict out;
+  out.reason = buf;
+  if (kernels == 0 && wall == 0) out.verdict = "unchanged";
+  else if (kernels == 0 || wall == 0 || kernels == wall) out.verdict = word(kernels != 0 ? kernels : wall);
+  else out.verdict = "mixed";
+  return out;
 }
 
 }  // namespace perfscope::analysis

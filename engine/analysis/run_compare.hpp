@@ -18,6 +18,24 @@ struct RunCompareOptions {
   double alpha = 0.05;           // on the adjusted p-value
   double min_effect = 0.05;      // |mean change| below this is no change, however significant
   std::size_t min_samples = 5;   // executions in each run for a test
+  // Materiality of the whole run: significant kernels must together move at least this share
+  // of the larger run's kernel time (a 0.155 ms move out of 6,278 ms is no verdict on a run)...
+  double min_run_share = 0.01;
+  // ...and the wall time counts when it moved by at least this share and this many seconds
+  // (one number per run, so no test: only a change too large to be start-up noise).
+  double min_wall_change = 0.25;
+  double min_wall_delta_s = 0.5;
+};
+
+// What the runs' totals say beside the kernels.
+struct RunTotals {
+  double kernel_ms_a = 0, kernel_ms_b = 0;
+  std::optional<double> wall_s_a, wall_s_b;
+};
+
+struct RunVerdict {
+  std::string verdict;  // "slower", "faster", "unchanged", or "mixed" (kernels and wall time disagree)
+  std::string reason;   // which figures decided it, with their size
 };
 
 struct KernelDiff {
@@ -38,8 +56,11 @@ using KernelDurations = std::map<std::string, std::vector<double>>;
 std::vector<KernelDiff> compare_kernels(const KernelDurations& a, const KernelDurations& b,
                                         const RunCompareOptions& options = {});
 
-// The whole comparison in one word: "slower" or "faster" when significant changes moved the
-// kernel time that way, else "unchanged".
-std::string overall_verdict(const std::vector<KernelDiff>& diffs);
+// The whole comparison in one word, from two parts: the kernels (significant changes whose
+// summed move is material: at least min_run_share of the larger run's kernel time) and the
+// wall time (a change of at least min_wall_change and min_wall_delta_s). "unchanged" when
+// neither moved, the one that moved when only one did or both agree, "mixed" otherwise.
+RunVerdict overall_verdict(const std::vector<KernelDiff>& diffs, const RunTotals& totals,
+                           const RunCompareOptions& options = {});
 
 }  // namespace perfscope::analysis

@@ -30,6 +30,7 @@ json result_json(const an::AbResult& r) {
           {"b", side_json(r.b)},
           {"speedup", finite(r.speedup)},
           {"speedup_ci95", {finite(r.speedup_ci95.low), finite(r.speedup_ci95.high)}},
+          {"bootstrap_resamples_used", r.bootstrap_resamples_used},
           {"mann_whitney", {{"u", r.mann_whitney.u}, {"p_value", r.mann_whitney.p_value}, {"method", r.mann_whitney.method}}},
           {"welch", {{"t", r.welch.t}, {"df", r.welch.df}, {"p_value", r.welch.p_value}}},
           {"hodges_lehmann_shift_ms", r.hodges_lehmann_shift_ms},
@@ -270,8 +271,8 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
 }
 
 void Api::create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const {
-  if (!request.content_type.empty() && request.content_type != "application/json") {
-    return done(error_response(415, "unsupported_media_type", "Content-Type must be application/json"));
+  if (request.content_type != "application/json") {
+    return done(error_response(415, "unsupported_media_type", "Content-Type must be application/json", "Content-Type"));
   }
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return done(error_response(400, "invalid_argument", "the body is not valid JSON"));

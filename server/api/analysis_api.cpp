@@ -142,7 +142,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     // One run without a window: its own span (gauges included), from start to end (or now).
     auto r = ctx_.events->run(run);
     if (!r.ok()) return r.status();
-    if (!*r) return Status::not_found("no run named '" + run + "'", "run");
+    if (!*r) return Status::not_found(no_run_message(run), "run");
     w->from_ns = (*r)->start_ns;
     w->to_ns = (*r)->end_ns.value_or(now);
     w->all = false;

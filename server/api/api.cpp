@@ -201,6 +201,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   }
   if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
   if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
+  if (auto refused = unknown_run(request)) return *refused;
   if (request.path == "/metrics") return metrics(request);
   if (request.path == "/api/v1/info") return info();
   if (request.path == "/api/v1/series") return series();
@@ -233,6 +234,19 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (p.rfind(std::string(kRunsPath) + "/", 0) == 0) return run(p.substr(kRunsPath.size() + 1));
   if (p.rfind(std::string(kAbTestsPath) + "/", 0) == 0) return abtest(p.substr(kAbTestsPath.size() + 1));
   return error_response(404, "not_found", "no such endpoint: " + request.path);
+}
+
+// One meaning of run= on every endpoint: it names a run that perfscope knows (a `run` event:
+// `perfscope run`, a client's run(), an import). Events that only carry the tag run=NAME are
+// not a run (nothing says when it started or ended, what it ran, or whether it failed); every
+// endpoint refuses such a name alike and points to tag.run=NAME, which selects them.
+std::optional<HttpResponse> Api::unknown_run(const HttpRequest& request) const {
+  const std::string name = param(request, "run");
+  if (name.empty() || !ctx_.events) return std::nullopt;
+  auto found = ctx_.events->run(name);
+  if (!found.ok()) return status_response(found.status());
+  if (*found) return std::nullopt;
+  return error_response(404, "not_found", no_run_message(name), "run");
 }
 
 HttpResponse Api::info() const {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,8 @@ class Api final : public RequestHandler {
   HttpResponse handle(const HttpRequest& request) const override;
 
  private:
+  // The 404 for a run= that names no run (the same on every endpoint); nullopt otherwise.
+  std::optional<HttpResponse> unknown_run(const HttpRequest& request) const;
   HttpResponse info() const;
   // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;

@@ -88,4 +88,10 @@ inline constexpr const char* kDefaultReportWindow = "1h";
 // the request names a run).
 Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now);
 
+// What every endpoint says of a run= (or a=, b=) that names no run.
+inline std::string no_run_message(const std::string& name) {
+  return "no run named '" + name + "' (events tagged run=" + name + " without a run of that name are selected with tag.run=" +
+         name + ")";
+}
+
 }  // namespace perfscope::server

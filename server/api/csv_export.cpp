@@ -18,23 +18,18 @@ namespace {
 class CsvWriter {
  public:
   explicit CsvWriter(std::string& out) : out_(out) {}
+  // A text cell. One that begins with =, +, -, @, a tab or a carriage return is a formula to a
+  // spreadsheet (a kernel named "=HYPERLINK(…)" would run when the file is opened): it gets a
+  // leading apostrophe, as OWASP and the spreadsheet tools advise. Numbers are written as they are.
   CsvWriter& field(std::string_view text) {
-    separate();
-    if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
-      out_ += text;
-      return *this;
+    if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
+      return cell("'" + std::string(text));
     }
-    out_ += '"';
-    for (char c : text) {
-      if (c == '"') out_ += '"';
-      out_ += c;
-    }
-    out_ += '"';
-    return *this;
+    return cell(text);
   }
-  CsvWriter& field(std::int64_t v) { return field(std::to_string(v)); }
-  CsvWriter& field(std::uint64_t v) { return field(std::to_string(v)); }
-  CsvWriter& field(double v) { return field(std::isfinite(v) ? format_metric_value(v) : std::string()); }
+  CsvWriter& field(std::int64_t v) { return cell(std::to_string(v)); }
+  CsvWriter& field(std::uint64_t v) { return cell(std::to_string(v)); }
+  CsvWriter& field(double v) { return cell(std::isfinite(v) ? format_metric_value(v) : std::string()); }
   template <typename T>
   CsvWriter& field(const std::optional<T>& v) {
     if (v) return field(*v);
@@ -50,6 +45,20 @@ class CsvWriter {
   }
 
  private:
+  CsvWriter& cell(std::string_view text) {
+    separate();
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+      out_ += text;
+      return *this;
+    }
+    out_ += '"';
+    for (char c : text) {
+      if (c == '"') out_ += '"';
+      out_ += c;
+    }
+    out_ += '"';
+    return *this;
+  }
   void separate() {
     if (!first_) out_ += ',';
     first_ = false;

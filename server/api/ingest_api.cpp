@@ -31,12 +31,14 @@ void Api::ingest(const HttpRequest& request, std::function<void(HttpResponse)> d
   const TimestampNs now = now_ns();
   if (request.content_type == "application/x-ndjson" || request.content_type == "application/jsonl") {
     decoded = decode_ndjson_events(body, now);
-  } else if (request.content_type.empty() || request.content_type == "application/json") {
+  } else if (request.content_type == "application/json") {
     decoded = decode_json_events(body, now);
   } else {
     return done(error_response(415, "unsupported_media_type",
                                "Content-Type must be application/json or application/x-ndjson, got " +
-                                   request.content_type));
+                                   (request.content_type.empty() ? std::string("none") : request.content_type) +
+                                   " (a body of another type is what a page on another origin can send without asking)",
+                               "Content-Type"));
   }
   if (decoded.error) {
     json err = {{"code", "invalid_event"}, {"message", decoded.error->message}};

@@ -105,7 +105,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
   if (!run_name.empty()) {
     auto r = ctx_.events->run(run_name);
     if (!r.ok()) return status_response(r.status());
-    if (!*r) return error_response(404, "not_found", "no run named '" + run_name + "'", "run");
+    if (!*r) return error_response(404, "not_found", no_run_message(run_name), "run");
     run_pids = (*r)->pids;
     from = std::max(from, (*r)->start_ns);
     to = std::min(to, (*r)->end_ns.value_or(now));

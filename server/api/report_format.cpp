@@ -196,6 +196,69 @@ std::string format_ratio_percent(double ratio) {
   return printf_string("%.1f%%", ratio * 100);
 }
 
+std::string script_safe_json(std::string_view text) {
+  // Inside <script>, "</script" ends the element and "<!--" followed by "<script" makes the
+  // parser hold on past the real end (a kernel named "<!--<script>" blanked the report): no
+  // '<' may reach it at all. In JSON '<', '>' and '&' occur only inside strings, where \u003c
+  // and its kin mean the same characters; U+2028/2029 are escaped for older script parsers.
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xE2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
+      out += text[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      // Caret notation, as cat -v shows them: ESC is ^[, NUL ^@, a carriage return ^M. Line
+      // breaks and tabs stay: they move no cursor back and start no escape sequence.
+      out += '^';
+      out += static_cast<char>(c == 0x7F ? '?' : c + 0x40);
+    } else if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out += "\xEF\xBF\xBD";  // a C1 control (CSI among them): U+FFFD
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+json printable_strings(const json& document) {
+  if (document.is_string()) return printable(document.get_ref<const std::string&>());
+  if (document.is_array()) {
+    json out = json::array();
+    for (const json& item : document) out.push_back(printable_strings(item));
+    return out;
+  }
+  if (document.is_object()) {
+    json out = json::object();
+    for (auto it = document.begin(); it != document.end(); ++it) out[printable(it.key())] = printable_strings(it.value());
+    return out;
+  }
+  return document;
+}
+
 std::string render_html(const json& report, const HtmlReportOptions& options) {
   std::string_view uplot_js, uplot_css, report_js, report_css;
   for (const web::EmbeddedAsset& a : web::embedded_assets()) {
@@ -229,8 +292,8 @@ std::string render_html(const json& report, const HtmlReportOptions& options) {
   out += "<title>perfscope report — " + window_text(report) + "</title>\n";
   out += "<style>\n" + std::string(uplot_css) + "\n" + std::string(report_css) + "\n</style>\n</head>\n<body>\n";
   out += "<main id=\"report\" data-testid=\"report\"></main>\n";
-  out += "<script type=\"application/json\" id=\"report-data\">" + inline_safe(report.dump(-1, ' ', false, json::error_handler_t::replace)) +
-         "</script>\n";
+  out += "<script type=\"application/json\" id=\"report-data\">" +
+         script_safe_json(report.dump(-1, ' ', false, json::error_handler_t::replace)) + "</script>\n";
   out += "<script>\n" + inline_safe(uplot_js) + "\n</script>\n";
   out += "<script>\n" + inline_safe(report_js) + "\n</script>\n</body>\n</html>\n";
   return out;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,14 @@ std::string render_markdown(const nlohmann::json& report);
 // `color`: ANSI colours and bold headings (a TTY); plain text otherwise.
 std::string render_terminal(const nlohmann::json& report, bool color);
 std::string render_html(const nlohmann::json& report, const HtmlReportOptions& options);
+
+// JSON text made safe to inline in a <script> element: no '<', '>', '&', U+2028 or U+2029
+// left unescaped (the same document to a JSON parser).
+std::string script_safe_json(std::string_view json_text);
+// The document with every string (and key) printable on a terminal: control characters but
+// line breaks and tabs in caret notation (ESC as ^[), C1 controls as U+FFFD. What names carry
+// is the producer's, not the reader's terminal's to interpret.
+nlohmann::json printable_strings(const nlohmann::json& document);
 
 // Human units, as every text format prints them.
 std::string format_bytes(double bytes);             // "8.20 GiB"

@@ -88,7 +88,8 @@ void render_comparison(std::string& out, const json& c) {
 
 }  // namespace
 
-std::string render_markdown(const json& r) {
+std::string render_markdown(const json& document) {
+  const json r = printable_strings(document);
   std::string out = "# perfscope report\n\n";
   out += "Host `" + r["report"]["host"].get<std::string>() + "` · perfscope " + r["report"]["version"].get<std::string>() +
          " · " + window_text(r) + "\n\n";

@@ -74,7 +74,8 @@ void text_table(std::string& out, const std::vector<std::string>& header, const 
 
 }  // namespace
 
-std::string render_terminal(const json& r, bool color) {
+std::string render_terminal(const json& document, bool color) {
+  const json r = printable_strings(document);
   const Style st{color};
   std::string out;
   out += st.heading("=== Performance Summary ===") + "\n\n";

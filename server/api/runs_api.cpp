@@ -194,7 +194,7 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
     if (name.empty()) return Status::invalid_argument(std::string("'") + side + "' names a run", side);
     auto found = ctx_.events->run(name);
     if (!found.ok()) return found.status();
-    if (!*found) return Status::not_found("no run named '" + name + "'", side);
+    if (!*found) return Status::not_found(no_run_message(name), side);
     auto j = run_json(**found, now, &durations[i]);
     if (!j.ok()) return j.status();
     sides[side] = std::move(*j);
@@ -222,8 +222,17 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
                  {"kernel_count", total(a["kernels"]["count"], b["kernels"]["count"])},
                  {"kernel_ms", total(a["kernels"]["total_ms"], b["kernels"]["total_ms"])},
                  {"launch_efficiency", total(a["launch_efficiency"], b["launch_efficiency"])}};
+  an::RunTotals run_totals;
+  run_totals.kernel_ms_a = a["kernels"]["total_ms"].is_number() ? a["kernels"]["total_ms"].get<double>() : 0;
+  run_totals.kernel_ms_b = b["kernels"]["total_ms"].is_number() ? b["kernels"]["total_ms"].get<double>() : 0;
+  if (a["wall_s"].is_number()) run_totals.wall_s_a = a["wall_s"].get<double>();
+  if (b["wall_s"].is_number()) run_totals.wall_s_b = b["wall_s"].get<double>();
+  const an::RunVerdict verdict = an::overall_verdict(diffs, run_totals, options);
   return json({{"a", a}, {"b", b}, {"totals", totals}, {"kernels", kernels},
-                             {"verdict", an::overall_verdict(diffs)}, {"alpha", options.alpha},
+                             {"verdict", verdict.verdict}, {"verdict_reason", verdict.reason},
+                             {"min_run_share", options.min_run_share},
+                             {"min_wall_change", options.min_wall_change}, {"min_wall_delta_s", options.min_wall_delta_s},
+                             {"alpha", options.alpha},
                              {"min_effect", options.min_effect},
                              {"method", "per kernel name: Mann-Whitney U of the two runs' execution durations, "
                                         "p-values of all kernels in both runs adjusted together (Benjamini-Hochberg); "
@@ -234,7 +243,7 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
 HttpResponse Api::run(const std::string& name) const {
   auto found = ctx_.events->run(name);
   if (!found.ok()) return status_response(found.status());
-  if (!*found) return error_response(404, "not_found", "no run named '" + name + "'", "name");
+  if (!*found) return error_response(404, "not_found", no_run_message(name), "name");
   auto j = run_json(**found, now_ns());
   if (!j.ok()) return status_response(j.status());
   return json_response(200, *j);

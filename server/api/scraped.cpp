@@ -123,8 +123,9 @@ json scraped_inference_row(const an::ScrapedServing& m, const an::ServingSlo& sl
   auto count = [](const std::optional<double>& v) { return v ? std::llround(std::max(0.0, *v)) : 0LL; };
   auto or_zero = [](const std::optional<double>& v) { return v ? *v : 0.0; };
   json row = {{"model", m.model}, {"version", m.version}, {"source", "scrape"}, {"server", m.server},
-              {"targets", m.targets}, {"requests", count(m.requests)}, {"errors", count(m.errors)},
-              {"error_rate", or_zero(m.error_rate)}, {"window_s", m.window_s},
+              {"targets", m.targets}, {"requests", count(m.requests)},
+              {"errors", m.errors ? json(count(m.errors)) : json(nullptr)},
+              {"error_rate", optional_json(m.error_rate)}, {"window_s", m.window_s},
               {"requests_per_second", or_zero(m.requests_per_second)},
               // One inference per request unless the server counts batched inferences (Triton).
               {"inferences_per_second", or_zero(m.inferences_per_second ? m.inferences_per_second : m.requests_per_second)},
@@ -150,6 +151,16 @@ json scraped_inference_row(const an::ScrapedServing& m, const an::ServingSlo& sl
                          {"bounds", {share->lower, share->upper}}};
   }
   if (!compliance.empty()) row["slo_compliance"] = compliance;
+  // Unknown is not zero: a figure whose inputs the server does not export is null, and says why.
+  json unknown = json::object();
+  if (!m.errors) {
+    const std::string why = m.server + " exports no error or failure counter that perfscope reads";
+    unknown["errors"] = why;
+    unknown["error_rate"] = why;
+  } else if (!m.error_rate) {
+    unknown["error_rate"] = "no requests in the window";
+  }
+  if (!unknown.empty()) row["unknown"] = std::move(unknown);
   return row;
 }
 

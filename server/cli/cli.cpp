@@ -410,6 +410,9 @@ CommandLineParser::Table::Table() {
   serve->add_option("--max-connections", c.server.max_connections,
                     "Open connections at most (HTTP and WebSocket); beyond, 503 with Retry-After")
       ->envname("PERFSCOPE_MAX_CONNECTIONS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  serve->add_option("--max-connections-per-client", c.server.max_connections_per_client,
+                    "Open connections from one client address at most (0: only --max-connections); beyond, 503")
+      ->envname("PERFSCOPE_MAX_CONNECTIONS_PER_CLIENT")->check(CLI::Range(0, 1'000'000))->capture_default_str();
   serve->add_option("--max-requests-per-connection", c.server.max_requests_per_connection,
                     "Requests served on one kept-alive connection before it is closed")
       ->envname("PERFSCOPE_MAX_REQUESTS_PER_CONNECTION")->check(CLI::Range(1, 100'000'000))->capture_default_str();

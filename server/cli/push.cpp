@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -19,7 +20,10 @@ namespace perfscope::server {
 
 namespace {
 
-constexpr std::size_t kMaxImportBytes = std::size_t{16} << 30;
+// A compressed file is inflated in memory, and a trace document is parsed whole (about ten
+// bytes of memory per byte of JSON): past this, import refuses the file and says so rather than
+// die of an allocation half-way (a 4 MB gzip expanding to 4 GB did).
+constexpr std::size_t kMaxImportBytes = std::size_t{1} << 30;
 
 // NDJSON lines from `in` to the server in batches; `what` prefixes messages.
 int push_lines(std::istream& in, const PushOptions& options, const std::string& what) {
@@ -87,7 +91,7 @@ int run_import(const PushOptions& options, const ImportOptions& import) {
     std::string text;
     if (const auto error = gzip_decompress(compressed, kMaxImportBytes, text); error != InflateError::kNone) {
       std::cerr << "perfscope import: " << import.path << ": "
-                << (error == InflateError::kTooLarge ? "larger than 16 GiB uncompressed" : "not a valid gzip file")
+                << (error == InflateError::kTooLarge ? "larger than 1 GiB uncompressed" : "not a valid gzip file")
                 << " (nothing imported)\n";
       return 2;
     }
@@ -113,9 +117,18 @@ int run_import(const PushOptions& options, const ImportOptions& import) {
     in->seekg(start);
   }
   if (!document) return push_lines(*in, options, "perfscope import");
+  std::error_code size_error;
+  if (in == &file && std::filesystem::file_size(import.path, size_error) > kMaxImportBytes && !size_error) {
+    std::cerr << "perfscope import: " << import.path << ": a trace document larger than 1 GiB is not parsed whole "
+              << "(nothing imported); split it, or export NDJSON events, which stream\n";
+    return 2;
+  }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(*in);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "perfscope import: " << import.path << ": not enough memory to parse the document (nothing imported)\n";
+    return 2;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte: where the document broke (a trace cut short while being written, say).
     std::cerr << "perfscope import: " << import.path << ": not valid JSON at byte " << e.byte << " (nothing imported)\n";

@@ -2,7 +2,10 @@
 
 #include <boost/asio/ssl.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "db/sample_reader.hpp"
@@ -85,6 +88,8 @@ struct Server::Impl {
   std::shared_ptr<Listener> listener;
   std::unique_ptr<net::steady_timer> drain_timer;
   bool stopping = false;  // touched only on the io_context (shutdown is posted there)
+  // When the shutdown must be over (set when it starts, read after the io threads return).
+  std::chrono::steady_clock::time_point stop_deadline{};
   bool sampler_running = false;
 };
 
@@ -182,7 +187,8 @@ Status Server::Impl::start() {
         {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
                   {"refused_connections", load.refused_connections.load()},
                   {"refused_requests", load.refused_requests.load()},
-                  {"refused_hosts", load.refused_hosts.load()}}},
+                  {"refused_hosts", load.refused_hosts.load()},
+                  {"refused_origins", load.refused_origins.load()}}},
     };
   };
   api = std::make_unique<Api>(std::move(actx));
@@ -301,6 +307,7 @@ void Server::Impl::shutdown() {
   stopping = true;
   log_info("shutting down");
   auto deadline = std::chrono::steady_clock::now() + config.server.shutdown_timeout;
+  stop_deadline = deadline;
   if (listener) listener->stop();
   hub.close_all();
   if (sampler_running) sampler.stop();
@@ -364,12 +371,40 @@ void Server::run(bool handle_signals, const std::function<void()>& on_ready) {
     });
   }
   if (on_ready) on_ready();
+  // An exception out of a completion handler (Beast's own parser throws for a field over 64 KiB;
+  // an allocation may fail) ends that connection, whose handler owned it, and nothing else:
+  // the thread logs it and goes back to serving instead of taking the process down.
+  auto serve_io = [this] {
+    for (;;) {
+      try {
+        impl_->ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        log_error(std::string("a connection failed with an exception (the connection is closed): ") + e.what());
+      } catch (...) {
+        log_error("a connection failed with an unknown exception (the connection is closed)");
+      }
+    }
+  };
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
-  impl_->ioc.run();
+  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back(serve_io);
+  serve_io();
   for (auto& t : threads) t.join();
-  // Work still queued on the pool only writes to closed connections; let it finish.
-  impl_->workers.join();
+  // Work still queued on the pool only writes to closed connections; let it finish — within
+  // the shutdown timeout when this is the process's own server (handle_signals): an analysis
+  // or A/B evaluation still running then is left, and the process exits without it. The
+  // database was committed and closed by the writer before this point.
+  if (!handle_signals || impl_->stop_deadline == std::chrono::steady_clock::time_point{}) {
+    impl_->workers.join();
+    return;
+  }
+  auto joined = std::async(std::launch::async, [this] { impl_->workers.join(); });
+  if (joined.wait_until(impl_->stop_deadline + std::chrono::milliseconds(250)) != std::future_status::ready) {
+    log_warn("requests still running past --shutdown-timeout-ms (" +
+             std::to_string(impl_->config.server.shutdown_timeout.count()) + " ms): exiting without them");
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
 }
 
 }  // namespace perfscope::server

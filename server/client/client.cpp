@@ -48,6 +48,21 @@ struct HttpPoster::Connection {
   }
 };
 
+namespace {
+// Runs one asynchronous operation to completion on `ioc` and returns its error. The stream's
+// timeout (expires_after) applies to asynchronous operations only: a synchronous read from a
+// peer that accepts and stays silent would wait for ever, and a scrape target that did so kept
+// its thread, and the process, from stopping.
+template <class Start>
+beast::error_code run_one(net::io_context& ioc, Start start) {
+  beast::error_code result = net::error::would_block;
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  ioc.restart();
+  ioc.run();
+  return result;
+}
+}  // namespace
+
 HttpPoster::HttpPoster(ServerUrl url, std::chrono::milliseconds timeout)
     : url_(std::move(url)), timeout_(timeout), conn_(std::make_unique<Connection>()) {
   if (url_.tls) {
@@ -91,12 +106,13 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
       if (ec) return Status::unavailable("cannot resolve " + url_.host + ": " + ec.message());
       if (url_.tls) c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.tls_context);
       c.lowest().expires_after(timeout_);
-      c.lowest().connect(endpoints, ec);
+      ec = run_one(c.ioc, [&](auto handler) { c.lowest().async_connect(endpoints, handler); });
       if (ec) return Status::unavailable("cannot connect to " + where + ": " + ec.message());
       if (url_.tls) {
         SSL_set_tlsext_host_name(c.tls->native_handle(), url_.host.c_str());  // SNI
         if (url_.pinned_certificate.empty()) c.tls->set_verify_callback(net::ssl::host_name_verification(url_.host));
-        c.tls->handshake(net::ssl::stream_base::client, ec);
+        c.lowest().expires_after(timeout_);
+        ec = run_one(c.ioc, [&](auto handler) { c.tls->async_handshake(net::ssl::stream_base::client, handler); });
         if (ec) {
           c.close();
           return Status::unavailable("TLS with " + where + " failed: " + ec.message());
@@ -117,9 +133,10 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     http::response_parser<http::string_body> parser;
     parser.body_limit(body_limit_);
     beast::flat_buffer buffer;
+    // The whole exchange within the timeout, however the peer trickles or stalls.
     auto exchange_on = [&](auto& stream) {
-      http::write(stream, req, ec);
-      if (!ec) http::read(stream, buffer, parser, ec);
+      ec = run_one(c.ioc, [&](auto handler) { http::async_write(stream, req, handler); });
+      if (!ec) ec = run_one(c.ioc, [&](auto handler) { http::async_read(stream, buffer, parser, handler); });
     };
     c.lowest().expires_after(timeout_);
     if (c.tls) exchange_on(*c.tls);
@@ -131,7 +148,9 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     }
     if (ec) {
       c.close();
-      if (attempt == 0) continue;
+      // A kept-alive connection the peer closed is retried once; a peer that let the time
+      // run out is not (the timeout bounds the whole exchange).
+      if (attempt == 0 && ec != beast::error::timeout) continue;
       return Status::unavailable(method + where + target + " failed: " + ec.message());
     }
     auto res = parser.release();

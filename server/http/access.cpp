@@ -111,13 +111,20 @@ bool is_loopback_host(std::string_view host) {
   return false;
 }
 
-std::string host_name_of(std::string_view host) {
+namespace {
+// A Host or origin authority split into its lower-case name and its port (empty when none);
+// nullopt when malformed.
+struct Authority {
+  std::string name;
+  std::string port;
+};
+std::optional<Authority> split_authority(std::string_view host) {
   std::string_view name = host, port;
   if (!name.empty() && name.front() == '[') {
     const std::size_t close = name.find(']');
-    if (close == std::string_view::npos) return {};
+    if (close == std::string_view::npos) return std::nullopt;
     const std::string_view rest = name.substr(close + 1);
-    if (!rest.empty() && rest.front() != ':') return {};  // "[::1]evil": not a Host at all
+    if (!rest.empty() && rest.front() != ':') return std::nullopt;  // "[::1]evil": not a Host at all
     port = rest.empty() ? rest : rest.substr(1);
     name = name.substr(1, close - 1);
   } else if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos &&
@@ -126,11 +133,37 @@ std::string host_name_of(std::string_view host) {
     name = name.substr(0, colon);
   }
   // A port that is not digits makes the whole value malformed: it names nothing.
-  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
-  std::string out(name);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!out.empty() && out.back() == '.') out.pop_back();
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  Authority out{std::string(name), std::string(port)};
+  for (char& c : out.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!out.name.empty() && out.name.back() == '.') out.name.pop_back();
   return out;
+}
+}  // namespace
+
+std::string host_name_of(std::string_view host) {
+  auto a = split_authority(host);
+  return a ? std::move(a->name) : std::string();
+}
+
+bool same_origin(std::string_view origin, std::string_view host, bool tls) {
+  const std::string_view scheme = tls ? "https://" : "http://";
+  if (origin.size() <= scheme.size()) return false;
+  std::string prefix(origin.substr(0, scheme.size()));
+  for (char& c : prefix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (prefix != scheme) return false;
+  const auto from = split_authority(origin.substr(scheme.size()));
+  const auto to = split_authority(host);
+  if (!from || !to || from->name.empty() || from->name != to->name) return false;
+  const std::string_view default_port = tls ? "443" : "80";
+  const std::string_view a = from->port.empty() ? default_port : std::string_view(from->port);
+  const std::string_view b = to->port.empty() ? default_port : std::string_view(to->port);
+  return a == b;
+}
+
+bool origin_may_act(std::string_view origin, std::string_view host, bool tls, const std::vector<std::string>& cors) {
+  if (origin.empty()) return true;  // not a browser's cross-origin request: no ambient authority to abuse
+  return same_origin(origin, host, tls) || cors_allows(cors, origin);
 }
 
 HostCheck::HostCheck(std::string listen_host, std::vector<std::string> allowed) : listen_(host_name_of(listen_host)) {

@@ -22,6 +22,9 @@ struct ServerConfig {
   // client that trickles its headers (slowloris) is cut off here.
   std::chrono::milliseconds header_timeout{10000};
   std::size_t max_connections = 1024;               // beyond: 503 with Retry-After, then close
+  // Open connections from one client address at most (0: no cap of its own); beyond, 503 the same
+  // way. A browser uses six per host and one per WebSocket; loopback clients all share 127.0.0.1.
+  std::size_t max_connections_per_client = 64;
   std::size_t max_requests_per_connection = 10000;  // then Connection: close
   std::size_t max_pending_requests = 256;           // waiting for a worker; beyond: 503 at once
   std::size_t ws_max_message_bytes = 64 << 10;

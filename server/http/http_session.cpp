@@ -1,5 +1,6 @@
 #include "server/http/http_session.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -14,6 +15,16 @@ namespace {
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
+// What the read buffer may hold beyond the header limit. Beast parses a chunk-size line with
+// its extensions, and the whole trailer block, only once it sits in the buffer, and bounds
+// neither by the header limit; the buffer's own limit bounds them (a longer one is
+// error::buffer_overflow, answered 400), well under the 64 KiB at which Beast's field storage
+// throws. Bodies pass through the buffer in pieces, so this does not bound them.
+constexpr std::size_t kReadSlackBytes = 32 << 10;
+
+bool changes_state(http::verb method) {
+  return method != http::verb::get && method != http::verb::head && method != http::verb::options;
+}
 
 // "Application/JSON; charset=utf-8" → "application/json".
 std::string media_type(beast::string_view header) {
@@ -30,7 +41,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
  public:
   template <class... Args>
   HttpSession(const SessionContext& ctx, std::shared_ptr<void> slot, Args&&... stream_args)
-      : stream_(std::forward<Args>(stream_args)...), ctx_(ctx), slot_(std::move(slot)) {}
+      : stream_(std::forward<Args>(stream_args)...),
+        buffer_(std::min<std::size_t>(ctx.config.max_header_bytes, 32 << 10) + kReadSlackBytes),
+        ctx_(ctx),
+        slot_(std::move(slot)) {}
   void run();
 
  private:
@@ -43,6 +57,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void send(HttpResponse response);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
   void do_close();
+  // Answers once and closes without reading a body: for requests refused on their headers.
+  void refuse(const http::request_parser<http::string_body>::value_type& head, HttpResponse response);
 
   Stream stream_;
   beast::flat_buffer buffer_;
@@ -97,19 +113,40 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
   // Credentials are checked on the headers, before a body is read: an unauthorized client
   // cannot make the server take in megabytes.
   const auto& head = parser_->get();
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400
+  // (two Hosts are how a request names one server to a proxy and another to us).
+  const std::size_t hosts = head.count(http::field::host);
+  if (hosts > 1 || (hosts == 0 && head.version() >= 11)) {
+    return refuse(head, error_response(400, "bad_request",
+                                       hosts > 1 ? "the request has more than one Host header"
+                                                 : "an HTTP/1.1 request must have a Host header",
+                                       "Host"));
+  }
+  const auto host = head[http::field::host];
+  const std::string_view host_view(host.data(), host.size());
   // DNS rebinding: a Host that does not name this server is refused before anything else.
-  if (const auto host = head[http::field::host]; !ctx_.hosts.allows(std::string_view(host.data(), host.size()))) {
+  if (!ctx_.hosts.allows(host_view)) {
     ++ctx_.load.refused_hosts;
-    request_version_ = head.version();
-    request_keep_alive_ = false;  // the body, if any, is left unread
-    head_request_ = head.method() == http::verb::head;
-    return send(error_response(403, "host_not_allowed",
+    return refuse(head, error_response(403, "host_not_allowed",
                                "the Host header '" + std::string(host.data(), std::min<std::size_t>(host.size(), 256)) +
                                    "' does not name this server (a page may have rebound its name to this address); "
                                    "reach it as localhost or 127.0.0.1, or allow the name with --allowed-host",
                                "Host"));
   }
   const auto origin = head[http::field::origin];
+  const std::string_view origin_view(origin.data(), origin.size());
+  // Cross-site writes: a page on another origin can POST here without a preflight (a no-cors
+  // request) and can open a WebSocket (browsers apply no CORS to those); the browser names
+  // the page in Origin, so a write or an upgrade from a foreign page is refused here.
+  if ((changes_state(head.method()) || websocket::is_upgrade(head)) &&
+      !origin_may_act(origin_view, host_view, kTls, ctx_.config.cors_origins)) {
+    ++ctx_.load.refused_origins;
+    return refuse(head, error_response(403, "origin_not_allowed",
+                                       "requests that change state or open a WebSocket are refused from the page at '" +
+                                           std::string(origin_view.substr(0, 256)) +
+                                           "'; allow it with --cors-allow-origin",
+                                       "Origin"));
+  }
   cors_origin_ = cors_allows(ctx_.config.cors_origins, std::string_view(origin.data(), origin.size()))
                      ? std::string(origin.data(), origin.size())
                      : std::string();
@@ -122,14 +159,19 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
     const auto authorization = head[http::field::authorization];
     if (auto denied = ctx_.access.check(std::string(head.method_string()), target.path,
                                         std::string_view(authorization.data(), authorization.size()), query_token)) {
-      request_version_ = head.version();
-      request_keep_alive_ = false;  // the body, if any, is left unread
-      head_request_ = head.method() == http::verb::head;
-      return send(std::move(*denied));
+      return refuse(head, std::move(*denied));
     }
   }
   lowest().expires_after(ctx_.config.request_timeout);
   http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::refuse(const http::request_parser<http::string_body>::value_type& head, HttpResponse response) {
+  request_version_ = head.version();
+  request_keep_alive_ = false;  // the body, if any, is left unread
+  head_request_ = head.method() == http::verb::head;
+  send(std::move(response));
 }
 
 template <class Stream>
@@ -214,7 +256,7 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   ++ctx_.load.pending_requests;
   net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request)]() mutable {
     const bool gzip_ok = accepts_gzip(request.accept_encoding);
-    self->ctx_.handler.handle_async(std::move(request), [self, gzip_ok](HttpResponse response) {
+    handle_guarded(self->ctx_.handler, std::move(request), [self, gzip_ok](HttpResponse response) {
       --self->ctx_.load.pending_requests;
       if (gzip_ok && response.compressible && response.body.size() >= kGzipMinBytes) {
         if (auto z = gzip_compress(response.body)) {

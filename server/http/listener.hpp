@@ -5,6 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "engine/status.hpp"
 #include "server/http/session_context.hpp"
@@ -22,6 +25,16 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void do_accept();
   void on_accept(beast::error_code ec, tcp::socket socket);
+  void refuse(tcp::socket socket, const std::string& message);
+
+  // Open connections per client address (the cap per client: one client that keeps
+  // reconnecting cannot take every slot). Shared with the connections' slots, which may
+  // outlive the listener.
+  struct PerClient {
+    std::mutex mu;
+    std::unordered_map<std::string, std::size_t> open;
+  };
+  std::shared_ptr<PerClient> per_client_ = std::make_shared<PerClient>();
 
   net::io_context& ioc_;
   tcp::acceptor acceptor_;

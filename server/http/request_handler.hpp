@@ -29,6 +29,11 @@ class RequestHandler {
   virtual void handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const = 0;
 };
 
+// handler.handle_async, with any exception it throws before answering turned into a 500
+// through `done`: a handler bug or an allocation that fails ends that request, never the worker
+// thread and with it the process. `done` is called exactly once.
+void handle_guarded(const RequestHandler& handler, HttpRequest request, std::function<void(HttpResponse)> done);
+
 // The path WebSocket ingest batches are handed to the handler under, as if POSTed there.
 inline constexpr const char* kIngestPath = "/api/v1/events";
 

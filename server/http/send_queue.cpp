@@ -22,4 +22,8 @@ bool SendQueue::push(std::shared_ptr<const std::string> text, bool droppable) {
   return true;
 }
 
+std::size_t SendQueue::replies() const {
+  return static_cast<std::size_t>(std::count_if(items_.begin(), items_.end(), [](const Item& i) { return !i.droppable; }));
+}
+
 }  // namespace perfscope::server

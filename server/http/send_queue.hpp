@@ -1,7 +1,9 @@
 // SendQueue: the bounded outgoing queue of one WebSocket client. At most `limit` messages
 // wait; when a new one arrives at a full queue, the stalest droppable message that is not
 // being written is dropped (a newer sample pass supersedes it), so a slow client costs the
-// server a bounded amount of memory. Replies to the client's own requests are never dropped.
+// server a bounded amount of memory. Replies to the client's own requests are never dropped;
+// the session bounds them instead by not reading the client's next request while `limit`
+// replies wait (replies() >= limit), so a client that sends and never reads stalls itself.
 //
 // Not thread-safe: owned by one session and used on its strand.
 #pragma once
@@ -31,6 +33,9 @@ class SendQueue {
   void set_writing(bool writing) { writing_ = writing; }
   bool writing() const { return writing_; }
   std::uint64_t dropped() const { return dropped_; }
+  // Queued messages that are replies (undroppable).
+  std::size_t replies() const;
+  bool replies_full() const { return replies() >= limit_; }
 
  private:
   struct Item {

@@ -19,6 +19,7 @@ struct ServerLoad {
   std::atomic<std::uint64_t> refused_connections{0};
   std::atomic<std::uint64_t> refused_requests{0};
   std::atomic<std::uint64_t> refused_hosts{0};  // Host headers that named no name of this server
+  std::atomic<std::uint64_t> refused_origins{0};  // writes and upgrades from a foreign page
 };
 
 struct SessionContext {

@@ -44,6 +44,12 @@ class Session final : public WebSocketSession, public std::enable_shared_from_th
   void do_write();
   void on_write(beast::error_code ec, std::size_t bytes);
   void do_close();
+  // Back-pressure on the client: its next message is not read while its ingest batches await
+  // their commit or its replies wait unread, so neither can grow without bound.
+  bool reads_blocked() const {
+    return (role_ == Role::kIngest && ingest_in_flight_ >= kMaxIngestInFlight) || queue_.replies_full();
+  }
+  void resume_reading();
 
   websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
@@ -110,10 +116,17 @@ void Session<Stream>::on_read(beast::error_code ec, std::size_t) {
   std::string text = beast::buffers_to_string(buffer_.data());
   buffer_.consume(buffer_.size());
   handle_message(std::move(text));
-  if (role_ == Role::kIngest && ingest_in_flight_ >= kMaxIngestInFlight) {
-    read_paused_ = true;  // resumed by on_ingested
+  if (reads_blocked()) {
+    read_paused_ = true;  // resumed by on_ingested or on_write
     return;
   }
+  do_read();
+}
+
+template <class Stream>
+void Session<Stream>::resume_reading() {
+  if (!read_paused_ || !open_ || reads_blocked()) return;
+  read_paused_ = false;
   do_read();
 }
 
@@ -134,7 +147,7 @@ void Session<Stream>::handle_ingest(std::string text) {
     request.path = kIngestPath;
     request.content_type = "application/json";
     request.body = std::move(text);
-    self->ctx_.handler.handle_async(std::move(request), [self, seq](HttpResponse response) {
+    handle_guarded(self->ctx_.handler, std::move(request), [self, seq](HttpResponse response) {
       net::post(self->ws_.get_executor(),
                 [self, seq, response = std::move(response)] { self->on_ingested(seq, response); });
     });
@@ -154,10 +167,7 @@ void Session<Stream>::on_ingested(std::uint64_t seq, const HttpResponse& respons
     reply["error"] = body.is_object() && body.contains("error") ? body["error"] : json{{"message", response.body}};
   }
   send(reply.dump(), false);
-  if (read_paused_ && open_) {
-    read_paused_ = false;
-    do_read();
-  }
+  resume_reading();
 }
 
 template <class Stream>
@@ -251,6 +261,7 @@ void Session<Stream>::on_write(beast::error_code ec, std::size_t) {
     queue_.clear();
     return;
   }
+  resume_reading();
   do_write();
 }
 

@@ -11,6 +11,43 @@ std::vector<double> series(std::size_t n, double base, double spread) {
   return v;
 }
 
+RunTotals totals_of(const std::vector<KernelDiff>& diffs) {
+  RunTotals t;
+  for (const KernelDiff& d : diffs) {
+    t.kernel_ms_a += d.total_a_ms;
+    t.kernel_ms_b += d.total_b_ms;
+  }
+  return t;
+}
+
+// A significant move too small for the run is no verdict on it; wall time decides alone when
+// the kernels did not move, and against them the answer is "mixed".
+TEST(RunCompare, TheRunVerdictNeedsAMaterialChangeAndHearsTheWallTime) {
+  KernelDiff tiny;
+  tiny.name = "tiny";
+  tiny.total_a_ms = 1.0;
+  tiny.total_b_ms = 1.155;
+  tiny.verdict = "slower";
+  RunTotals t{6278.0, 6278.155, 10.0, 10.1};
+  RunVerdict v = overall_verdict({tiny}, t);
+  EXPECT_EQ(v.verdict, "unchanged") << v.reason;
+  EXPECT_NE(v.reason.find("material from 1.00%"), std::string::npos) << v.reason;
+  t.wall_s_b = 165.2;  // +1,552 %
+  v = overall_verdict({tiny}, t);
+  EXPECT_EQ(v.verdict, "slower") << v.reason;
+  KernelDiff big = tiny;
+  big.total_b_ms = 1.0 - 500;  // 500 ms faster
+  t.kernel_ms_b = t.kernel_ms_a - 500;
+  v = overall_verdict({big}, t);
+  EXPECT_EQ(v.verdict, "mixed") << v.reason;
+  t.wall_s_b = 10.2;  // +2 %: start-up noise
+  EXPECT_EQ(overall_verdict({big}, t).verdict, "faster");
+  t.wall_s_a.reset();
+  v = overall_verdict({big}, t);
+  EXPECT_EQ(v.verdict, "faster");
+  EXPECT_NE(v.reason.find("not known for both runs"), std::string::npos) << v.reason;
+}
+
 TEST(RunCompare, TheSameRunTwiceChangesNothing) {
   KernelDurations a{{"gemm", series(40, 1.0, 0.2)}, {"softmax", series(40, 0.1, 0.01)}};
   auto diffs = compare_kernels(a, a);
@@ -20,7 +57,7 @@ TEST(RunCompare, TheSameRunTwiceChangesNothing) {
     EXPECT_DOUBLE_EQ(*d.mean_change, 0.0);
     EXPECT_GT(*d.p_adjusted, 0.5);
   }
-  EXPECT_EQ(overall_verdict(diffs), "unchanged");
+  EXPECT_EQ(overall_verdict(diffs, totals_of(diffs)).verdict, "unchanged");
 }
 
 TEST(RunCompare, ASlowedKernelComesFirstWithItsVerdict) {
@@ -35,9 +72,10 @@ TEST(RunCompare, ASlowedKernelComesFirstWithItsVerdict) {
   EXPECT_NEAR(*diffs[0].mean_change, 0.5, 1e-9);
   EXPECT_GE(*diffs[0].p_adjusted, *diffs[0].p_value) << "Benjamini-Hochberg never lowers a p-value";
   EXPECT_EQ(diffs[1].verdict, "unchanged");
-  EXPECT_EQ(overall_verdict(diffs), "slower");
+  EXPECT_EQ(overall_verdict(diffs, totals_of(diffs)).verdict, "slower");
   std::swap(a, b);
-  EXPECT_EQ(overall_verdict(compare_kernels(a, b)), "faster");
+  const auto swapped = compare_kernels(a, b);
+  EXPECT_EQ(overall_verdict(swapped, totals_of(swapped)).verdict, "faster");
 }
 
 TEST(RunCompare, SmallChangesAndFewSamplesAreNoVerdict) {

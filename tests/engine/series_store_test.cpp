@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <thread>
+#include <vector>
 
 namespace perfscope {
 namespace {
@@ -15,6 +18,30 @@ TEST(SampleRing, KeepsTheNewestSamplesInOrder) {
   EXPECT_EQ(ring.lower_bound(8), 1u);
   EXPECT_EQ(ring.lower_bound(0), 0u);
   EXPECT_EQ(ring.lower_bound(11), 4u);
+}
+
+// Late and interleaved samples take their place: everything from the oldest held sample on is
+// in memory, in order (reads take that part from memory alone).
+TEST(SampleRing, HoldsLateSamplesInTheirPlace) {
+  std::mt19937 rng(7);
+  for (const std::size_t capacity : {std::size_t{1000}, std::size_t{64}}) {
+    SampleRing ring(capacity);
+    std::vector<TimestampNs> sent;
+    for (int i = 0; i < 700; ++i) sent.push_back(1000 + 10 * i);
+    for (std::size_t i = 0; i + 4 < sent.size(); ++i) std::swap(sent[i], sent[i + rng() % 5]);  // jittered
+    std::vector<TimestampNs> taken;
+    for (TimestampNs t : sent) {
+      if (ring.push({t, 1.0})) taken.push_back(t);
+    }
+    for (std::size_t i = 1; i < ring.size(); ++i) ASSERT_LE(ring.at(i - 1).ts_ns, ring.at(i).ts_ns);
+    std::sort(sent.begin(), sent.end());
+    // Every sample sent at or after the oldest held one is held.
+    const auto first = std::lower_bound(sent.begin(), sent.end(), ring.at(0).ts_ns);
+    EXPECT_EQ(static_cast<std::size_t>(sent.end() - first), ring.size()) << "capacity " << capacity;
+    if (capacity >= sent.size()) {
+      EXPECT_EQ(taken.size(), sent.size());
+    }
+  }
 }
 
 TEST(SeriesStore, InternIsStablePerKey) {

@@ -8,10 +8,11 @@ import path from 'node:path';
 // `nvmlScript`: the stand-in NVML's script text, or null for no GPU collector input.
 // `dataDir`: the caller's data directory (kept on stop); by default a fresh one, removed.
 // `listen`: host:port (default a free loopback port): a restart on the same address.
+// `env`: variables added to the server's environment.
 export async function startPerfscope({ args = [], nvmlScript = null, label = 'test', dataDir: given = null,
-                                       listen = '127.0.0.1:0' } = {}) {
+                                       listen = '127.0.0.1:0', env: extraEnv = {} } = {}) {
   const dataDir = given || mkdtempSync(path.join(tmpdir(), `perfscope-${label}-`));
-  const env = { ...process.env };
+  const env = { ...process.env, ...extraEnv };
   const extra = [];
   if (nvmlScript !== null) {
     const script = path.join(dataDir, 'nvml.txt');  // (in a given directory too)

@@ -52,18 +52,30 @@ after(async () => {
   if (instance) await instance.stop();
 });
 
-// Counts canvas pixels close to a line colour (default: the CPU total line's green, #73bf69).
-async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69]) {
-  return page.$eval(selector + ' canvas', (canvas, want) => {
-    const ctx = canvas.getContext('2d');
-    const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+// Waits until a chart's canvas holds more than `min` pixels close to a line colour (default: the
+// CPU total line's green, #73bf69) and returns how many: a chart draws on its next animation
+// frame after its data arrives, later on a loaded machine, so the test waits for the frame
+// rather than looking once. Resolves with the last count when 15 s pass without it.
+async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min = 0) {
+  // With `above` set: whether more than that many pixels are drawn; without: how many.
+  const count = ({ selector, want, above }) => {
+    const canvas = document.querySelector(selector + ' canvas');
     let n = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      const d = Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]);
-      if (data[i + 3] > 0 && d < 90) n++;
+    if (canvas && canvas.width > 0 && canvas.height > 0) {
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+      for (let i = 0; i < data.length; i += 4) {
+        const d = Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]);
+        if (data[i + 3] > 0 && d < 90) n++;
+      }
     }
-    return n;
-  }, rgb);
+    return above === undefined ? n : n > above;
+  };
+  try {
+    await page.waitForFunction(count, { selector, want: rgb, above: min }, { timeout: 15000, polling: 100 });
+  } catch {
+    // Not drawn in time: the caller's assertion says what is missing.
+  }
+  return page.evaluate(count, { selector, want: rgb });
 }
 
 test('dashboard draws live CPU data and updates it', async () => {
@@ -80,7 +92,7 @@ test('dashboard draws live CPU data and updates it', async () => {
     const c = window.perfscope.charts.cpu;
     return c.plot && c.xs.length >= 5 && c.cols[0].some((v) => v !== null);
   }, null, { timeout: 15000 });
-  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'CPU chart canvas has the total line drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]', undefined, 50) > 50, 'CPU chart canvas has the total line drawn');
 
   const firstValue = await page.textContent('[data-testid=cpu-total-value]');
   assert.match(firstValue, /^\d+(\.\d)?%$/);
@@ -110,7 +122,7 @@ test('charts are pre-filled from the REST history even when the stream is down',
                              { timeout: 15000 });
   assert.notEqual(await page.evaluate(() => window.perfscope.state.connection), 'live');
   assert.equal(await page.evaluate(() => window.perfscope.state.messages), 0, 'no stream message arrived');
-  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'history is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]', undefined, 50) > 50, 'history is drawn');
   await page.close();
 });
 
@@ -142,11 +154,8 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     await page.waitForFunction(() => /SLA met by/.test(document.getElementById('pct-summary').textContent), null,
                                { timeout: 10000 });
     // The percentile line is blue (#5794f2), the SLA line red (#f2495c).
-    for (let i = 0; i < 50 && await drawnPixels(page, '[data-testid=chart-percentiles]', [0x57, 0x94, 0xf2]) <= 50; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0x57, 0x94, 0xf2]) > 50, 'percentiles are drawn');
-    assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0xf2, 0x49, 0x5c]) > 20, 'the SLA line is drawn');
+    assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0x57, 0x94, 0xf2], 50) > 50, 'percentiles are drawn');
+    assert.ok(await drawnPixels(page, '[data-testid=chart-percentiles]', [0xf2, 0x49, 0x5c], 20) > 20, 'the SLA line is drawn');
     // The distribution as a CDF: latency rises with the share of samples at or under it.
     const cdf = await page.evaluate(() => {
       const p = window.perfscope.state.percentiles.percentiles;
@@ -364,7 +373,7 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0, null, { timeout: 15000 });
   const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices.filter((x) => x.count > 0));
   assert.equal(slices.reduce((n, x) => n + x.count, 0), 3);
-  assert.ok(await drawnPixels(page, '[data-testid=kernel-detail-chart]') > 0, 'the p50 line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=kernel-detail-chart]', undefined, 0) > 0, 'the p50 line is drawn');
   assert.match(await page.evaluate(() => window.location.search), /kernel=detail_kernel/);
   await page.reload();
   await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible', timeout: 20000 });
@@ -520,7 +529,7 @@ test('the GPU view lists every GPU, shows throttling and follows the picked GPU'
   assert.ok(keys.includes('gpu_utilization_ratio{gpu="0",uuid="GPU-aaaa"}'), keys.join(' '));
   assert.ok(!keys.some((k) => k.includes('GPU-bbbb')));
   assert.ok(keys.some((k) => k.startsWith('gpu_dram_bandwidth_utilization_ratio')), 'GPM bandwidth is charted');
-  assert.ok(await drawnPixels(page, '[data-testid=chart-gpu-util]') > 50, 'the busy line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-gpu-util]', undefined, 50) > 50, 'the busy line is drawn');
   // Pick GPU 1: the charts start over with its series, and the strip shows its power cap.
   await page.selectOption('[data-testid=gpu-pick]', '1');
   await page.waitForFunction(() => window.perfscope.charts.gpuUtil.keys.some((k) => k.includes('GPU-bbbb')), null,
@@ -600,8 +609,8 @@ test('a model row opens its TTFT percentiles over time against its SLO, kept in 
   assert.equal(filled[filled.length - 1].percentiles.p99, 80);
   assert.equal(filled[filled.length - 1].sla_compliance_rate, 0);
   assert.match(await page.textContent('[data-testid=model-detail-summary]'), /120 requests .* 66\.7% within the SLO \(40 over\)/);
-  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]') > 30, 'the p50 line is drawn');
-  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', [0xf2, 0x49, 0x5c]) > 30, 'the SLO line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', undefined, 30) > 30, 'the p50 line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', [0xf2, 0x49, 0x5c], 30) > 30, 'the SLO line is drawn');
   const url = new URL(page.url());
   assert.equal(url.searchParams.get('model'), 'slo-model');
   assert.equal(url.searchParams.get('field'), 'ttft_ms');
@@ -636,7 +645,7 @@ test('a finding opens its evidence: the series it was read from, over the analys
   assert.ok(series.length >= 1 && series.every((s) => s.name === 'gpu_dram_bandwidth_utilization_ratio' && s.points > 0),
             JSON.stringify(series));
   assert.match(await page.textContent('[data-testid=finding-evidence-summary]'), /gpu_dram_bandwidth_utilization_avg 61\.0%/);
-  assert.ok(await drawnPixels(page, '[data-testid=finding-evidence-chart]') > 30, 'the series is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=finding-evidence-chart]', undefined, 30) > 30, 'the series is drawn');
   assert.equal(new URL(page.url()).searchParams.get('finding'), 'memory_bandwidth_bound');
   await page.reload();
   await page.waitForFunction(() => window.perfscope.state.findingEvidence.loads > 0, null, { timeout: 20000 });
@@ -870,7 +879,7 @@ test('the overview fits a phone 390 px wide: no sideways scrolling, charts drawn
     const c = window.perfscope.charts.cpu;
     return c.plot && c.xs.length >= 5 && c.cols[0].some((v) => v !== null);
   }, null, { timeout: 15000 });
-  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]') > 50, 'the CPU chart is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]', undefined, 50) > 50, 'the CPU chart is drawn');
   const layout = await page.evaluate(() => ({
     width: window.innerWidth,
     scroll: document.documentElement.scrollWidth,

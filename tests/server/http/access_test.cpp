@@ -92,6 +92,24 @@ TEST(Access, HostNamesOfHostHeaders) {
   }
 }
 
+// Origin against the server as reached: scheme, name and port, default ports filled in.
+TEST(Access, OnlyTheServersOwnPageOrAnAllowedOriginMayWrite) {
+  EXPECT_TRUE(same_origin("http://localhost:8080", "localhost:8080", false));
+  EXPECT_TRUE(same_origin("http://LOCALHOST:8080", "localhost:8080", false));
+  EXPECT_TRUE(same_origin("http://127.0.0.1", "127.0.0.1:80", false));
+  EXPECT_TRUE(same_origin("https://[::1]:8443", "[::1]:8443", true));
+  EXPECT_FALSE(same_origin("http://localhost:8081", "localhost:8080", false)) << "another port";
+  EXPECT_FALSE(same_origin("https://localhost:8080", "localhost:8080", false)) << "another scheme";
+  EXPECT_FALSE(same_origin("http://evil.example", "localhost", false));
+  EXPECT_FALSE(same_origin("null", "localhost", false));
+  EXPECT_FALSE(same_origin("http://", "localhost", false));
+  EXPECT_FALSE(same_origin("http://localhost:80x", "localhost:80", false));
+  EXPECT_TRUE(origin_may_act("", "localhost:8080", false, {})) << "not a browser";
+  EXPECT_FALSE(origin_may_act("http://tools.example", "localhost:8080", false, {}));
+  EXPECT_TRUE(origin_may_act("http://tools.example", "localhost:8080", false, {"http://tools.example"}));
+  EXPECT_TRUE(origin_may_act("http://any.example", "localhost:8080", false, {"*"}));
+}
+
 TEST(Access, ALoopbackListenerAnswersOnlyNamesOfItself) {
   HostCheck loopback("127.0.0.1", {});
   ASSERT_TRUE(loopback.active());

@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,4 +135,36 @@ test('a second perfscope scrapes the first one\'s /metrics', async () => {
   assert.ok(up.length > 10, `perfscope series from the peer: ${up.length}`);
   const info = await (await fetch(peer.url + '/api/v1/info')).json();
   assert.equal(info.collectors.find((c) => c.name === 'scrape').sources[0].available, true);
+});
+
+test('a target that accepts and stays silent times out, and does not hold the process at shutdown', async () => {
+  const silent = net.createServer((socket) => { socket.on('error', () => {}); });  // accepts, never answers
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${silent.address().port}/metrics`;
+  const s = await startPerfscope({
+    label: 'scrape-silent',
+    args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', '--shutdown-timeout-ms', '2000',
+           '--scrape', `${url},job=silent,interval=200ms,timeout=300ms`],
+  });
+  try {
+    // Its state says it timed out (not "not scraped yet") once a timeout has passed.
+    let source;
+    for (let i = 0; i < 50; i++) {
+      const info = await (await fetch(s.url + '/api/v1/info')).json();
+      source = info.collectors.find((c) => c.name === 'scrape').sources.find((x) => x.name === url);
+      if (/time/i.test(source.detail) && !/not scraped yet/.test(source.detail)) break;
+      await sleep(100);
+    }
+    assert.equal(source.available, false);
+    assert.match(source.detail, /timed out|timeout/i, source.detail);
+  } finally {
+    const started = Date.now();
+    s.proc.kill('SIGTERM');
+    const { code } = await s.exit;
+    const took = Date.now() - started;
+    await s.stop();
+    silent.close();
+    assert.equal(code, 0);
+    assert.ok(took < 2000 + 1500, `stopped in ${took} ms with a silent target (shutdown timeout 2000 ms)`);
+  }
 });

@@ -122,7 +122,17 @@ test('every read endpoint takes run=', async () => {
   const tinyAll = all.kernels.find((k) => k.name === TINY).count;
   const kernels = (await get(`${u}/kernels?run=traced2`)).body;
   assert.equal(kernels.kernels.find((k) => k.name === TINY).count * 3, tinyAll);
-  assert.deepEqual((await get(`${u}/kernels?run=nobody`)).body.kernels, []);
+  // A name that is no run is refused alike everywhere (run= means a run; tag.run= a tag).
+  for (const path of ['kernels', 'percentiles?kernel=x', 'memory', 'inference', 'analysis', 'report?format=json',
+                      'regressions?window=1h', 'trace', 'timeline?window=1h', 'operators']) {
+    const r = await get(`${u}/${path}${path.includes('?') ? '&' : '?'}run=nobody`);
+    assert.equal(r.status, 404, path);
+    assert.equal(r.body.error.field, 'run', path);
+    assert.match(r.body.error.message, /no run named 'nobody' .*tag\.run=nobody/, path);
+  }
+  const cmp = await get(`${u}/runs/compare?a=traced1&b=nobody`);
+  assert.equal(cmp.status, 404);
+  assert.match(cmp.body.error.message, /no run named 'nobody' .*tag\.run=nobody/);
   const recs = (await get(`${u}/kernels/${encodeURIComponent(TINY)}/records?run=traced3&limit=100`)).body.records;
   assert.equal(recs.length, tinyAll / 3);
   assert.ok(recs.every((r) => r.tags.run === 'traced3'));
@@ -161,7 +171,6 @@ test('every read endpoint takes run=', async () => {
   assert.equal((await get(`${u}/percentiles?kernel=${encodeURIComponent(TINY)}&tag.run=traced2`)).body.count, tinyAll / 3);
   const regressions = (await get(`${u}/regressions?run=traced1&window=1h`)).body;
   assert.equal(regressions.subjects, 4, 'the run\'s four kernel names');
-  assert.equal((await get(`${u}/regressions?run=nobody&window=1h`)).body.subjects, 0);
   const trace = (await get(`${u}/trace?run=traced1`)).body;
   assert.equal(trace.traceEvents.filter((e) => e.ph === 'X' && e.cat === 'kernel').length, tinyAll / 3);
 });

@@ -128,7 +128,7 @@ export function createEventsView({ state, onData }) {
     const rate = (v) => (v == null ? '–' : v.toFixed(2));
     body.innerHTML = models.map((m) => `<tr data-model="${esc(m.model)}" data-version="${esc(m.version || '')}">` +
       `<td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
-      `<td class="num">${m.requests}</td><td class="num">${m.errors}</td><td class="num">${rate(m.requests_per_second)}</td>` +
+      `<td class="num">${m.requests}</td><td class="num"${m.unknown?.errors ? ` title="${esc(m.unknown.errors)}"` : ''}>${m.errors ?? '–'}</td><td class="num">${rate(m.requests_per_second)}</td>` +
       `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join('');
   }
 
