@@ -26,7 +26,11 @@ function run(args, env = {}) {
     let out = '', err = '';
     p.stdout.on('data', (c) => { out += c; });
     p.stderr.on('data', (c) => { err += c; });
-    const timer = setTimeout(() => p.kill('SIGTERM'), 1500);  // a server that did start is stopped
+    // A server that did start is stopped once it says so (or after 30 s): on a loaded machine
+    // the start takes what it takes, and a fixed wait would stop it before it spoke.
+    const stop = () => { if (p.exitCode === null && p.signalCode === null) p.kill('SIGTERM'); };
+    p.stdout.on('data', () => { if (out.includes('listening on')) stop(); });
+    const timer = setTimeout(stop, 30000);
     p.on('exit', (code) => { clearTimeout(timer); resolve({ code, out, err }); });
   });
 }

@@ -89,3 +89,59 @@ test('names given with --allowed-host are answered', async () => {
   await page.close();
   assert.equal((await withHost(allowing.url + '/api/v1/info', 'other.example')).status, 403);
 });
+
+// Cross-site writes, from a real browser: a page on another origin (another port of the same
+// machine) posts events and an A/B test without a preflight (no-cors, a Blob body: no
+// Content-Type) and streams events over a WebSocket; nothing of it may be stored. The server's
+// own page still writes.
+test('a page on another origin can neither write nor open a WebSocket; the server\'s own page can', async () => {
+  const { createServer } = await import('node:http');
+  const foreign = createServer((req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end('<!doctype html><title>elsewhere</title>');
+  });
+  await new Promise((r) => foreign.listen(0, '127.0.0.1', r));
+  const port = new URL(server.url).port;
+  const before = (await (await fetch(server.url + '/api/v1/info')).json()).runtime.http.refused_origins;
+  const page = await browser.newPage();
+  try {
+    await page.goto(`http://127.0.0.1:${foreign.address().port}/`);
+    const outcome = await page.evaluate(async (target) => {
+      const events = JSON.stringify({ events: [{ type: 'kernel', name: 'cross_origin_probe', duration_ms: 1 }] });
+      const blob = new Blob([events]);
+      const out = {};
+      out.events = await fetch(target + '/api/v1/events', { method: 'POST', mode: 'no-cors', body: blob }).then(() => 'sent', () => 'failed');
+      out.text = await fetch(target + '/api/v1/events', { method: 'POST', mode: 'no-cors', body: events }).then(() => 'sent', () => 'failed');
+      out.abtest = await fetch(target + '/api/v1/abtests', { method: 'POST', mode: 'no-cors',
+        body: JSON.stringify({ name: 'cross_origin_probe', a: { kernel: 'a' }, b: { kernel: 'b' } }) }).then(() => 'sent', () => 'failed');
+      const ws = (path, send) => new Promise((resolve) => {
+        const socket = new WebSocket(target.replace('http', 'ws') + path);
+        socket.onopen = () => { if (send) socket.send(send); resolve('open'); };
+        socket.onerror = () => resolve('refused');
+      });
+      out.ingest = await ws('/api/v1/ingest', events);
+      out.stream = await ws('/api/v1/stream', null);
+      return out;
+    }, `http://127.0.0.1:${port}`);
+    // The opaque answers of no-cors requests say nothing to the page; the server's store does.
+    assert.equal(outcome.ingest, 'refused');
+    assert.equal(outcome.stream, 'refused');
+    const kernels = await (await fetch(server.url + '/api/v1/kernels?window=all')).json();
+    assert.ok(!kernels.kernels.some((k) => k.name === 'cross_origin_probe'), 'nothing a foreign page sent was stored');
+    const abtests = await (await fetch(server.url + '/api/v1/abtests')).json();
+    assert.ok(!JSON.stringify(abtests).includes('cross_origin_probe'), 'no A/B test was created');
+    const after = (await (await fetch(server.url + '/api/v1/info')).json()).runtime.http.refused_origins;
+    assert.ok(after - before >= 5, `refused origins counted: ${before} → ${after}`);
+    // The server's own page writes as before.
+    await page.goto(`http://127.0.0.1:${port}/`);
+    const own = await page.evaluate(async () => {
+      const r = await fetch('/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                body: JSON.stringify({ events: [{ type: 'kernel', name: 'own_page_probe', duration_ms: 1 }] }) });
+      return r.status;
+    });
+    assert.equal(own, 200);
+  } finally {
+    await page.close();
+    foreign.close();
+  }
+});

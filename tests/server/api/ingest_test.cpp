@@ -269,7 +269,10 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   EXPECT_EQ(get("/api/v1/operators?window=1h&model=bert").body_json()["op_types"].size(), 1u);
   json cpu = get("/api/v1/operators?window=1h&provider=CPUExecutionProvider").body_json();
   EXPECT_EQ(cpu["op_types"].size(), 2u);  // MatMul and Relu
-  EXPECT_EQ(get("/api/v1/operators?run=b").body_json()["models"].size(), 1u);
+  // The events carry run=b as a tag, and no run of that name was reported: tag.run= selects
+  // them, run= (a run perfscope knows) is refused as on every endpoint.
+  EXPECT_EQ(get("/api/v1/operators?window=all&tag.run=b").body_json()["models"].size(), 1u);
+  EXPECT_EQ(get("/api/v1/operators?run=b").status, 404u);
   json linear = get("/api/v1/operators?window=1h&model=resnet&method=linear&q=50").body_json();
   EXPECT_DOUBLE_EQ(linear["op_types"][0]["percentiles_ms"]["p50"].get<double>(), 2.5);
 
@@ -293,7 +296,7 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   EXPECT_DOUBLE_EQ(p["percentiles"]["p50"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(p["percentiles"]["p90"].get<double>(), 4.0);
   EXPECT_EQ(get("/api/v1/percentiles?operator=conv2&window=1h").body_json()["count"], 2);
-  EXPECT_EQ(get("/api/v1/percentiles?operator=Conv&run=b&window=1h").body_json()["count"], 0);
+  EXPECT_EQ(get("/api/v1/percentiles?operator=Conv&tag.run=b&window=1h").body_json()["count"], 0);
   Reply ab = request(http::verb::post, "/api/v1/abtests", {{"Content-Type", "application/json"}},
                      R"({"name":"nodes","a":{"operator":"conv1","model":"resnet"},"b":{"operator":"conv2","run":"a"}})");
   ASSERT_EQ(ab.status, 201u) << ab.body;

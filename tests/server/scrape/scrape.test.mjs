@@ -144,7 +144,7 @@ test('a target that accepts and stays silent times out, and does not hold the pr
   const s = await startPerfscope({
     label: 'scrape-silent',
     args: ['--enable-host-collector', 'false', '--enable-gpu-collector', 'false', '--shutdown-timeout-ms', '2000',
-           '--scrape', `${url},job=silent,interval=200ms,timeout=300ms`],
+           '--scrape', `${url},job=silent,interval=500ms,timeout=300ms`],
   });
   try {
     // Its state says it timed out (not "not scraped yet") once a timeout has passed.
