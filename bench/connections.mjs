@@ -2,6 +2,8 @@
 // WebSocket stream clients against a running server, holds them, and meanwhile times fresh
 // requests and reads the server's resident memory. Prints one line per phase.
 // Usage: node --experimental-websocket bench/connections.mjs URL SERVER_PID HTTP_CONNECTIONS WS_CLIENTS
+// (the server started with --max-connections-per-client 0: every connection here comes from
+// one address, past the default cap of 64)
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 

@@ -72,7 +72,7 @@ await new Promise((r) => scrapeTarget.listen(0, '127.0.0.1', r));
 // --- the server ---
 const args = ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--sampling-interval-ms', '100',
               '--retention-raw-max-age', '5m', '--retention-rollup-max-age', '10m', '--retention-interval-ms', '10000',
-              '--max-connections', '512',
+              '--max-connections', '512', '--max-connections-per-client', '0',  // every client is this process
               '--scrape', `http://127.0.0.1:${scrapeTarget.address().port}/metrics,job=vllm,interval=2s`,
               // More server options, space-separated (e.g. a smaller --history-buffer-size, to see
               // the in-memory rings full within the warm-up).

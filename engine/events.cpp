@@ -155,6 +155,7 @@ Status validate(const CommandBufferEvent& e) {
   if (Status s = check_time(e.end_ns, "end_ns"); !s.ok()) return s;
   if (e.submit_ns < e.enqueue_ns) return bad("submit_ns", "is before enqueue_ns");
   if (e.start_ns < e.submit_ns) return bad("start_ns", "is before submit_ns");
+  if (e.end_ns < e.start_ns) return bad("end_ns", "is before start_ns");
   if (Status s = check_span(e.enqueue_ns, e.end_ns, "end_ns", "enqueue_ns"); !s.ok()) return s;
   return check_tags(e.tags);
 }

@@ -4,9 +4,22 @@
 
 namespace perfscope {
 
+namespace {
+// How far back a late sample may be moved into place. Jitter and interleaved producers put a
+// sample a few places back; a batch of samples each far back (hostile, or a producer
+// replaying old data) would otherwise cost the whole ring per sample under the store's lock.
+// Further back than this, a sample is refused like one older than the ring (the database
+// holds it; reads from memory do not show it until the server restarts).
+constexpr std::size_t kMaxLateShift = 256;
+}  // namespace
+
 bool SampleRing::push(Sample s) {
   const bool late = !buf_.empty() && s.ts_ns < at(buf_.size() - 1).ts_ns;
   if (late && buf_.size() == capacity_ && s.ts_ns < at(0).ts_ns) return false;
+  if (late) {
+    const std::size_t place = lower_bound(s.ts_ns + 1);  // after the held samples of its time
+    if (buf_.size() - place > kMaxLateShift) return false;
+  }
   if (buf_.size() < capacity_) {
     buf_.push_back(s);
   } else {

@@ -49,6 +49,8 @@ struct HttpPoster::Connection {
 };
 
 namespace {
+constexpr std::uint32_t kMaxAnswerHeaderBytes = 16 << 10;
+
 // Runs one asynchronous operation to completion on `ioc` and returns its error. The stream's
 // timeout (expires_after) applies to asynchronous operations only: a synchronous read from a
 // peer that accepts and stays silent would wait for ever, and a scrape target that did so kept
@@ -87,10 +89,22 @@ HttpPoster::~HttpPoster() = default;
 
 Result<HttpPoster::Response> HttpPoster::post(const std::string& target, const std::string& content_type,
                                               const std::string& body) {
-  return exchange(true, target, content_type, body);
+  return guarded(true, target, content_type, body);
 }
 
-Result<HttpPoster::Response> HttpPoster::get(const std::string& target) { return exchange(false, target, {}, {}); }
+Result<HttpPoster::Response> HttpPoster::get(const std::string& target) { return guarded(false, target, {}, {}); }
+
+// What the peer sends cannot end the caller's thread (a scrape target, say): an exception from
+// the exchange (Beast's field storage, an allocation) is an error like any other.
+Result<HttpPoster::Response> HttpPoster::guarded(bool is_post, const std::string& target, const std::string& content_type,
+                                                 const std::string& body) {
+  try {
+    return exchange(is_post, target, content_type, body);
+  } catch (const std::exception& e) {
+    conn_->close();
+    return Status::unavailable(std::string(is_post ? "POST " : "GET ") + url_.text() + target + " failed: " + e.what());
+  }
+}
 
 Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::string& target,
                                                   const std::string& content_type, const std::string& body) {
@@ -102,7 +116,20 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     beast::error_code ec;
     if (!c.open) {
       tcp::resolver resolver(c.ioc);
-      auto endpoints = resolver.resolve(url_.host, url_.port, ec);
+      tcp::resolver::results_type endpoints;
+      // Within the timeout too: a name server that does not answer would hold the thread.
+      net::steady_timer resolve_deadline(c.ioc, timeout_);
+      resolve_deadline.async_wait([&resolver](beast::error_code e) {
+        if (!e) resolver.cancel();
+      });
+      ec = run_one(c.ioc, [&](auto handler) {
+        resolver.async_resolve(url_.host, url_.port, [&endpoints, &resolve_deadline, handler](beast::error_code e,
+                                                                                            tcp::resolver::results_type r) {
+          endpoints = std::move(r);
+          resolve_deadline.cancel();
+          handler(e);
+        });
+      });
       if (ec) return Status::unavailable("cannot resolve " + url_.host + ": " + ec.message());
       if (url_.tls) c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *c.tls_context);
       c.lowest().expires_after(timeout_);
@@ -132,7 +159,10 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     }
     http::response_parser<http::string_body> parser;
     parser.body_limit(body_limit_);
-    beast::flat_buffer buffer;
+    parser.header_limit(kMaxAnswerHeaderBytes);
+    // Bounded like the server's own: Beast bounds chunk lines and trailers by nothing else, and
+    // throws past 64 KiB in one field (a scrape target could otherwise end the process).
+    beast::flat_buffer buffer(kMaxAnswerHeaderBytes + (32 << 10));
     // The whole exchange within the timeout, however the peer trickles or stalls.
     auto exchange_on = [&](auto& stream) {
       ec = run_one(c.ioc, [&](auto handler) { http::async_write(stream, req, handler); });

@@ -81,6 +81,8 @@ class HttpPoster {
 
  private:
   struct Connection;
+  Result<Response> guarded(bool is_post, const std::string& target, const std::string& content_type,
+                           const std::string& body);
   Result<Response> exchange(bool is_post, const std::string& target, const std::string& content_type,
                             const std::string& body);
   ServerUrl url_;

@@ -147,18 +147,29 @@ std::string host_name_of(std::string_view host) {
 }
 
 bool same_origin(std::string_view origin, std::string_view host, bool tls) {
-  const std::string_view scheme = tls ? "https://" : "http://";
-  if (origin.size() <= scheme.size()) return false;
-  std::string prefix(origin.substr(0, scheme.size()));
-  for (char& c : prefix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (prefix != scheme) return false;
-  const auto from = split_authority(origin.substr(scheme.size()));
+  // The page's scheme may differ from this listener's: behind a proxy that ends TLS the page is
+  // https:// and the server plain. Its name must be the Host's, and its port too where the Host
+  // names one (a proxy that passes the public Host on often drops the port).
+  std::string_view rest;
+  std::string_view default_port;
+  std::string lower(origin.substr(0, 8));
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.rfind("http://", 0) == 0) {
+    rest = origin.substr(7);
+    default_port = "80";
+  } else if (lower.rfind("https://", 0) == 0) {
+    rest = origin.substr(8);
+    default_port = "443";
+  } else {
+    return false;  // "null" (a sandboxed page, a file) and other schemes are never this server
+  }
+  const auto from = split_authority(rest);
   const auto to = split_authority(host);
   if (!from || !to || from->name.empty() || from->name != to->name) return false;
-  const std::string_view default_port = tls ? "443" : "80";
-  const std::string_view a = from->port.empty() ? default_port : std::string_view(from->port);
-  const std::string_view b = to->port.empty() ? default_port : std::string_view(to->port);
-  return a == b;
+  if (to->port.empty()) return true;
+  const std::string_view page_port = from->port.empty() ? default_port : std::string_view(from->port);
+  (void)tls;
+  return page_port == to->port;
 }
 
 bool origin_may_act(std::string_view origin, std::string_view host, bool tls, const std::vector<std::string>& cors) {

@@ -56,6 +56,17 @@ void Listener::refuse(tcp::socket socket, const std::string& message) {
 
 void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  // Whatever happens to this connection (a TLS stream that cannot be made, an allocation that
+  // fails), the listener goes on accepting.
+  try {
+    accept_one(ec, std::move(socket));
+  } catch (const std::exception& e) {
+    log_error(std::string("a new connection failed: ") + e.what());
+  }
+  do_accept();
+}
+
+void Listener::accept_one(beast::error_code ec, tcp::socket socket) {
   beast::error_code peer_ec;
   const std::string client = ec ? std::string() : socket.remote_endpoint(peer_ec).address().to_string();
   if (ec) {
@@ -88,7 +99,6 @@ void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
       start_http_session(std::move(socket), ctx_, std::move(slot));
     }
   }
-  do_accept();
 }
 
 }  // namespace perfscope::server

@@ -25,6 +25,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void do_accept();
   void on_accept(beast::error_code ec, tcp::socket socket);
+  void accept_one(beast::error_code ec, tcp::socket socket);  // on_accept's work; may throw
   void refuse(tcp::socket socket, const std::string& message);
 
   // Open connections per client address (the cap per client: one client that keeps

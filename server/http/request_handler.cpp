@@ -13,7 +13,13 @@ namespace perfscope::server {
 void handle_guarded(const RequestHandler& handler, HttpRequest request, std::function<void(HttpResponse)> done) {
   auto answered = std::make_shared<std::atomic<bool>>(false);
   auto once = [answered, done](HttpResponse response) {
-    if (!answered->exchange(true)) done(std::move(response));
+    if (answered->exchange(true)) return;
+    try {
+      done(std::move(response));
+    } catch (...) {
+      answered->store(false);  // not answered after all: the 500 below may still go out
+      throw;
+    }
   };
   std::string what;
   try {

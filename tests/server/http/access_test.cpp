@@ -99,7 +99,14 @@ TEST(Access, OnlyTheServersOwnPageOrAnAllowedOriginMayWrite) {
   EXPECT_TRUE(same_origin("http://127.0.0.1", "127.0.0.1:80", false));
   EXPECT_TRUE(same_origin("https://[::1]:8443", "[::1]:8443", true));
   EXPECT_FALSE(same_origin("http://localhost:8081", "localhost:8080", false)) << "another port";
-  EXPECT_FALSE(same_origin("https://localhost:8080", "localhost:8080", false)) << "another scheme";
+  // Behind a proxy that ends TLS the page is https:// and this listener plain: its name and
+  // port decide, and a Host without a port (the public name passed on) matches on the name.
+  EXPECT_TRUE(same_origin("https://localhost:8080", "localhost:8080", false));
+  EXPECT_TRUE(same_origin("https://perfscope.example", "perfscope.example", false));
+  EXPECT_TRUE(same_origin("https://perfscope.example", "perfscope.example:443", false));
+  EXPECT_FALSE(same_origin("https://perfscope.example", "perfscope.example:8080", false));
+  EXPECT_FALSE(same_origin("https://perfscope.example.evil", "perfscope.example", false));
+  EXPECT_FALSE(same_origin("ftp://localhost:8080", "localhost:8080", false));
   EXPECT_FALSE(same_origin("http://evil.example", "localhost", false));
   EXPECT_FALSE(same_origin("null", "localhost", false));
   EXPECT_FALSE(same_origin("http://", "localhost", false));
