@@ -5,8 +5,8 @@
 // connection — never a crash — and the server must keep serving others after every case.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { startPerfscope } from '../support/perfscope_server.mjs';
+import { rawExchange } from '../support/raw_socket.mjs';
 
 let server, port;
 let tried = 0;
@@ -20,35 +20,7 @@ after(async () => {
   await server.stop();
 });
 
-// Sends raw bytes; resolves with what came back once the server closes or 1.5 s pass. With
-// `then`, those bytes follow once the response's header has arrived (a WebSocket client sends
-// frames only after the 101).
-function raw(bytes, { wait = 1500, then = null } = {}) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    const chunks = [];
-    let done = false;
-    const finish = (closed) => {
-      if (done) return;
-      done = true;
-      s.destroy();
-      resolve({ text: Buffer.concat(chunks).toString('latin1'), closed });
-    };
-    let sentThen = false;
-    s.on('data', (c) => {
-      chunks.push(c);
-      if (then && !sentThen && Buffer.concat(chunks).includes('\r\n\r\n')) {
-        sentThen = true;
-        s.write(then);
-      }
-    });
-    s.on('end', () => finish(true));
-    s.on('close', () => finish(true));
-    s.on('error', () => finish(true));
-    s.on('connect', () => { for (const b of [].concat(bytes)) s.write(b); });
-    setTimeout(() => finish(false), wait);
-  });
-}
+const raw = (bytes, options) => rawExchange(port, bytes, options);
 
 function status(text) {
   const m = /^HTTP\/1\.1 (\d{3})/.exec(text);

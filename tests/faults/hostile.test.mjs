@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
+import { rawExchange } from '../support/raw_socket.mjs';
 
 let server, port;
 before(async () => {
@@ -20,27 +21,7 @@ after(async () => {
   await server.stop();
 });
 
-// Raw bytes on a fresh connection; resolves with what came back when the server closes, or
-// after `wait` ms with closed=false.
-function raw(bytes, { wait = 3000 } = {}) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    const chunks = [];
-    let done = false;
-    const finish = (closed) => {
-      if (done) return;
-      done = true;
-      s.destroy();
-      resolve({ text: Buffer.concat(chunks).toString('latin1'), closed });
-    };
-    s.on('data', (c) => chunks.push(c));
-    s.on('end', () => finish(true));
-    s.on('close', () => finish(true));
-    s.on('error', () => finish(true));
-    s.on('connect', () => { for (const b of [].concat(bytes)) s.write(b); });
-    setTimeout(() => finish(false), wait);
-  });
-}
+const raw = (bytes, { wait = 3000 } = {}) => rawExchange(port, bytes, { wait });
 const statusOf = (text) => { const m = /^HTTP\/1\.[01] (\d{3})/.exec(text); return m ? Number(m[1]) : null; };
 
 async function healthy() {

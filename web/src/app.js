@@ -73,11 +73,16 @@ async function loadInfo() {
 }
 
 // Fills every chart with the time range's history from the REST API (downsampled by the server
-// to about 1200 points).
+// to about 1200 points). Only the newest fill lands: one asked for an earlier range (a drag
+// right after the page loaded, on a slow server) must not draw that range's points into the new.
+let prefillGeneration = 0;
 async function prefill() {
+  const generation = ++prefillGeneration;
+  const query = range.query();
   const results = await Promise.all(families.map((name) =>
-    fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&${range.query()}&max_points=1200`)
+    fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&${query}&max_points=1200`)
       .catch(() => ({ series: [] }))));
+  if (generation !== prefillGeneration) return;
   const perChart = new Map();
   for (const r of results) {
     for (const s of r.series) {
