@@ -120,14 +120,17 @@ TimelineView timeline_view(const KernelTrace& trace, const TimelineViewOptions& 
       }
       if (!overlaps(k)) continue;
       ++track.count;
-      track.busy_ns += clipped(k.start_ns, k.end_ns, from, to);
+      // Kernels of one stream follow one another, so their time within the window is at most the
+      // window: held there as it is summed (overlapping records, which a producer can send, would
+      // otherwise sum past it, and thousands of week-long ones past 64 bits).
+      track.busy_ns = std::min(track.busy_ns + clipped(k.start_ns, k.end_ns, from, to), to - from);
       if (view.raw) {
         track.events.push_back({k.start_ns, k.end_ns, k.launch_start_ns, k.launch_end_ns, gap, k.name, cause});
         continue;
       }
       ++b.count[adder.bucket_of(k.start_ns)];
       adder.spread(k.start_ns, k.end_ns, [&](std::size_t bucket, TimestampNs ns) {
-        b.busy_ns[bucket] += ns;
+        b.busy_ns[bucket] = std::min(b.busy_ns[bucket] + ns, view.bucket_ns);  // as the track's, per bucket
         time_by_bucket_name[(static_cast<std::uint64_t>(bucket) << 32) | k.name] += ns;
       });
       if (k.launch_start_ns != kNoLaunch && k.launch_end_ns != kNoLaunch) {

@@ -623,6 +623,26 @@ TEST(TimelineView, AggregatedBucketsSumTimeByCause) {
   EXPECT_EQ(v.tracks[0].host_wait_ns, 300);
 }
 
+// Records a producer may send that overlap on one stream (20,000 of a week each, as ingest
+// allows) cannot wrap a track's or a bucket's busy time: each is held at its span.
+TEST(TimelineView, OverlappingWeekLongKernelsCannotWrapTheBusyTime) {
+  constexpr TimestampNs kWeek = TimestampNs{7} * 24 * 3600 * 1'000'000'000;
+  KernelTrace t;
+  t.names = {"k"};
+  t.devices = {"0"};
+  t.streams = {"s"};
+  for (int i = 0; i < 20000; ++i) t.kernels.push_back({i, kWeek + i, kNoLaunch, kNoLaunch, 0, 0, 0});
+  TimelineViewOptions o{0, kWeek * 2, 10, /*max_raw=*/1};
+  const TimelineView v = timeline_view(t, o);
+  ASSERT_EQ(v.tracks.size(), 1u);
+  EXPECT_GT(v.tracks[0].busy_ns, 0);
+  EXPECT_LE(v.tracks[0].busy_ns, kWeek * 2);
+  for (TimestampNs b : v.tracks[0].buckets.busy_ns) {
+    EXPECT_GE(b, 0);
+    EXPECT_LE(b, v.bucket_ns);
+  }
+}
+
 // Summed over a stream, the drawn gaps are the timeline analysis' idle breakdown.
 TEST(TimelineView, GapsAgreeWithTheTimelineAnalysis) {
   std::mt19937_64 rng(5);
