@@ -284,6 +284,12 @@ test('one time range for every chart: picked, zoomed by a drag, kept in the URL 
   // The span's history has arrived (the refill after the change).
   await page.waitForFunction((n) => (window.perfscope.state.prefills || 0) > n, prefills, { timeout: 10000 });
   await page.waitForFunction(() => window.perfscope.charts.mem.plot && window.perfscope.charts.mem.plot.scales.x.min != null);
+  // Every chart takes the span (on the animation frame after the change; later on a busy machine).
+  await page.waitForFunction(() => {
+    const { range, charts } = window.perfscope;
+    return ['cpu', 'mem', 'load', 'proc'].every((k) => Math.abs(charts[k].plot.scales.x.min - range.fixed.from) < 1e-3 &&
+                                                        Math.abs(charts[k].plot.scales.x.max - range.fixed.to) < 1e-3);
+  }, null, { timeout: 10000 }).catch(() => {});  // the assertion below says which chart did not
   const picked = await page.evaluate(() => {
     const { range, charts } = window.perfscope;
     return { from: range.fixed.from, to: range.fixed.to, search: window.location.search,

@@ -129,7 +129,11 @@ document.getElementById('range-pick').addEventListener('change', (e) => range.se
 document.getElementById('range-live').addEventListener('click', () => range.goLive());
 range.onChange(() => {
   showRange();
-  for (const c of Object.values(charts)) if (c !== charts.alloc) c.clear();  // alloc: the events view refills it
+  for (const c of Object.values(charts)) {
+    if (c === charts.alloc) continue;  // alloc: the events view refills it
+    c.clear();
+    c.frame();  // a picked span shows at once, whether or not its history holds points
+  }
   prefill().catch(() => {});
 });
 showRange();
