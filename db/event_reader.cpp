@@ -7,17 +7,9 @@
 
 #include "db/kernel_chunks.hpp"
 #include "db/schema.hpp"
+#include "engine/saturating.hpp"
 
 namespace perfscope::db {
-
-namespace {
-// Sums of durations held as they are stored (int64 ns): stored rows are bounded, but a
-// database of any age must not make a read wrap; a sum past 292 years is shown as that.
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-  std::int64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? (b > 0 ? INT64_MAX : INT64_MIN) : out;
-}
-}  // namespace
 
 Tags EventScope::wanted_tags() const {
   Tags wanted = tags;

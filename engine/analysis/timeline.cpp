@@ -8,16 +8,10 @@
 #include <span>
 
 #include "engine/analysis/stats.hpp"
+#include "engine/saturating.hpp"
 
 namespace perfscope::analysis {
 namespace {
-
-// Kernel time per name, summed without wrapping: each execution is at most a week (ingest's
-// bound), but a name may have any number of them.
-std::int64_t saturating_sum(std::int64_t a, std::int64_t b) {
-  std::int64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? (b > 0 ? INT64_MAX : INT64_MIN) : out;
-}
 
 constexpr double kMs = 1e6;
 
@@ -181,7 +175,7 @@ struct Tally {
       calls.add(v.call);
     }
     ++by_name[k.name].count;
-    by_name[k.name].total_ns = saturating_sum(by_name[k.name].total_ns, v.duration);
+    by_name[k.name].total_ns = saturating_add(by_name[k.name].total_ns, v.duration);
   }
   void add(const Tally& other) {
     count += other.count;
@@ -192,7 +186,7 @@ struct Tally {
     calls.add(other.calls);
     for (std::size_t i = 0; i < by_name.size(); ++i) {
       by_name[i].count += other.by_name[i].count;
-      by_name[i].total_ns = saturating_sum(by_name[i].total_ns, other.by_name[i].total_ns);
+      by_name[i].total_ns = saturating_add(by_name[i].total_ns, other.by_name[i].total_ns);
     }
   }
 
