@@ -1,5 +1,7 @@
 #include "db/sqlite.hpp"
 
+#include "db/wal_index.hpp"
+
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +17,7 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
     return true;
   }();
   (void)configured;
+  if (Status index = check_wal_index(path); !index.ok()) return index;  // see wal_index.hpp
   sqlite3* raw = nullptr;
   int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
@@ -47,7 +50,7 @@ namespace {
 bool database_read_only(sqlite3* db) {
   const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
   if (!file || !*file) return false;
-  for (const std::string& path : {std::string(file), std::string(file) + "-wal"}) {
+  for (const std::string& path : {std::string(file), std::string(file) + "-wal", std::string(file) + "-shm"}) {
     if (::access(path.c_str(), W_OK) != 0 && (errno == EROFS || errno == EPERM || errno == EACCES)) return true;
   }
   return false;
@@ -72,9 +75,16 @@ Status failure(int rc, const std::string& message, sqlite3* db) {
   }
 }
 
+// The connection's database index can be written (wal_index.hpp); OK for in-memory databases.
+Status index_writable(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  return file && *file ? check_wal_index(file) : Status();
+}
+
 }  // namespace
 
 Status Connection::exec(const char* sql) {
+  if (Status index = index_writable(db_.get()); !index.ok()) return index;
   char* err = nullptr;
   int rc = sqlite3_exec(db_.get(), sql, nullptr, nullptr, &err);
   if (rc == SQLITE_OK) return Status();
@@ -116,6 +126,11 @@ Statement& Statement::bind_null(int index) {
 }
 
 Result<bool> Statement::step() {
+  // A statement outside a transaction begins one of its own, which stores to the index; one
+  // inside a transaction was checked when the transaction began (exec("BEGIN …")).
+  if (!sqlite3_stmt_busy(stmt_.get()) && sqlite3_get_autocommit(sqlite3_db_handle(stmt_.get()))) {
+    if (Status index = index_writable(sqlite3_db_handle(stmt_.get())); !index.ok()) return index;
+  }
   int rc = sqlite3_step(stmt_.get());
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;

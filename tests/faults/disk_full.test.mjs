@@ -89,9 +89,7 @@ test('a read-only database refuses ingest clearly, keeps serving reads, and reco
   attr('-i', [probe]);
   unlinkSync(probe);
   let server;
-  // The database and its WAL, where commits write. Not the -shm index: SQLite maps it into
-  // memory, and a mapped file made immutable faults the process on its next store (a real
-  // file system cannot be remounted read-only while files on it are open for writing).
+  // The database and its WAL, where commits write (the -shm index has a test of its own below).
   const files = ['perfscope.db', 'perfscope.db-wal'].map((f) => path.join(dir, f));
   try {
     server = await startPerfscope({ args: ['--enable-host-collector', 'false', '--db-commit-interval-ms', '20'],
@@ -115,6 +113,43 @@ test('a read-only database refuses ingest clearly, keeps serving reads, and reco
     assert.equal(after.models.reduce((n, m) => n + m.requests, 0), 200);  // the refused batch is not there
   } finally {
     attr('-i', [...files, dir]);
+    if (server) await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// The WAL index (-shm) made immutable under the running server: SQLite stores to it through a
+// shared mapping on every transaction, and such a store used to fault the process (SIGBUS).
+// Now reads and ingest answer 503 naming the file, the process keeps serving, nothing of the
+// refused batches is kept, and everything works again once the file is writable.
+test('an index file that cannot be written is answered 503, not a dead process, and recovers', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-shm-'));
+  const shm = path.join(dir, 'perfscope.db-shm');
+  const attr = (flag) => spawnSync('chattr', [flag, shm]);
+  let server;
+  try {
+    server = await startPerfscope({ args: ['--enable-host-collector', 'false', '--db-commit-interval-ms', '20'],
+                                    dataDir: dir });
+    assert.equal((await post(server.url, kernels(50, 0))).status, 200);
+    if (attr('+i').status !== 0) {
+      t.skip('the immutable attribute is not available here (needs root and ext4/xfs)');
+      return;
+    }
+    for (let round = 0; round < 3; round++) {
+      const refused = await post(server.url, kernels(50, 1000 + 50 * round));
+      assert.equal(refused.status, 503, JSON.stringify(refused.body));
+      assert.match(refused.body.error.message, /perfscope\.db-shm cannot be written/);
+      const read = await fetch(server.url + '/api/v1/inference?window=all');
+      assert.equal(read.status, 503);
+      assert.match((await read.json()).error.message, /cannot be written/);
+      assert.equal((await fetch(server.url + '/healthz')).status, 200);
+    }
+    assert.equal(attr('-i').status, 0);
+    assert.equal((await post(server.url, kernels(50, 50))).status, 200);
+    const after = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
+    assert.equal(after.models.reduce((n, m) => n + m.requests, 0), 100);  // the refused batches are not there
+  } finally {
+    attr('-i');
     if (server) await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
