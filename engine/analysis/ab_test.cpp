@@ -12,6 +12,7 @@
 #include <boost/math/distributions/students_t.hpp>
 
 #include "engine/analysis/stats.hpp"
+#include "engine/cancellation.hpp"
 
 namespace perfscope::analysis {
 namespace {
@@ -246,8 +247,11 @@ Interval bootstrap_speedup_ci(std::span<const double> a, std::span<const double>
   std::vector<double> ratios(resamples);
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
   std::atomic<std::size_t> next{0};
+  // A request whose client has left stops drawing between blocks (its caller discards the
+  // interval); the helper threads below are handed the request's token.
+  const std::stop_token cancel = current_stop_token();
   auto work = [&] {
-    for (std::size_t blk; (blk = next.fetch_add(1)) < blocks;) {
+    for (std::size_t blk; !cancel.stop_requested() && (blk = next.fetch_add(1)) < blocks;) {
       RngPair rng{Rng(seed ^ (0x9e3779b97f4a7c15ULL * (blk + 1))), Rng(seed ^ (0xd1b54a32d192ed03ULL * (blk + 1)))};
       for (std::size_t i = blk * kBlock; i < std::min(resamples, (blk + 1) * kBlock); ++i) {
         const double mean_a = resample_sum(a, rng) / na;

@@ -7,6 +7,7 @@
 #include "engine/analysis/ab_test.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/stats.hpp"
+#include "engine/cancellation.hpp"
 #include "db/abtest_store.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
@@ -240,6 +241,7 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   if (!scraped.ok()) return scraped.status();
   if (!d->multi) {
     an::AbResult r = an::compare(samples[0], samples[1], d->options);
+    if (cancellation_requested()) return cancelled_status();  // the interval was cut short
     out.update(result_json(r));
     if (!scraped->is_null()) {
       out["scraped"] = *scraped;
@@ -252,9 +254,11 @@ Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   std::vector<an::AbResult> results;
   std::vector<double> p;
   for (std::size_t i = 1; i < samples.size(); ++i) {
+    if (cancellation_requested()) return cancelled_status();
     results.push_back(an::compare(samples[0], samples[i], d->options));
     p.push_back(results.back().mann_whitney.p_value);
   }
+  if (cancellation_requested()) return cancelled_status();
   auto adjusted = an::benjamini_hochberg(p);
   json comparisons = json::array();
   for (std::size_t i = 0; i < results.size(); ++i) {

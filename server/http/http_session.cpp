@@ -1,12 +1,17 @@
 #include "server/http/http_session.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <optional>
+#include <stop_token>
 
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "engine/cancellation.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/websocket_session.hpp"
 
@@ -55,6 +60,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_read(beast::error_code ec, std::size_t bytes);
   void send(HttpResponse response);
+  // While a query runs on the worker pool: watches the connection for its client leaving (the
+  // read side at end of stream, or reset) and then stops `departure`, which cancels the work
+  // (engine/cancellation.hpp). The watch ends when the answer is sent.
+  void watch_for_departure(std::stop_source departure);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
   void do_close();
   // Answers once and closes without reading a body: for requests refused on their headers.
@@ -71,6 +80,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   std::string cors_origin_;  // the request's Origin when CORS allows it (echoed in the answer)
   std::shared_ptr<void> slot_;
   std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
+  bool watching_ = false;  // watch_for_departure's wait is pending
 };
 
 template <class Stream>
@@ -254,8 +264,15 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
     return send(std::move(busy));
   }
   ++ctx_.load.pending_requests;
-  net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request)]() mutable {
+  // Queries are cancelled when their client leaves; writes (ingest, A/B definitions) are not:
+  // a producer may post a batch and close without waiting, and the batch must still be kept.
+  std::stop_source departure;
+  const bool cancellable = !changes_state(req.method());
+  if (cancellable) watch_for_departure(departure);
+  net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request),
+                           token = cancellable ? departure.get_token() : std::stop_token()]() mutable {
     const bool gzip_ok = accepts_gzip(request.accept_encoding);
+    const CancelScope scope(std::move(token));
     handle_guarded(self->ctx_.handler, std::move(request), [self, gzip_ok](HttpResponse response) {
       --self->ctx_.load.pending_requests;
       if (gzip_ok && response.compressible && response.body.size() >= kGzipMinBytes) {
@@ -274,7 +291,29 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
 }
 
 template <class Stream>
+void HttpSession<Stream>::watch_for_departure(std::stop_source departure) {
+  watching_ = true;
+  lowest().socket().async_wait(
+      net::socket_base::wait_read, [self = this->shared_from_this(), departure](beast::error_code ec) mutable {
+        if (!self->watching_) return;  // the answer came first (its send cancelled the wait)
+        self->watching_ = false;
+        if (ec) return;
+        // Readable: either the client's next request (pipelined; it is still there) or the end
+        // of its stream. Peeked, so nothing is taken from the next read. A client that half-
+        // closes after its request counts as gone, as Go's server and nginx count it.
+        char byte;
+        const ssize_t n = ::recv(self->lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) departure.request_stop();
+      });
+}
+
+template <class Stream>
 void HttpSession<Stream>::send(HttpResponse r) {
+  if (watching_) {
+    watching_ = false;
+    beast::error_code ignored;
+    lowest().socket().cancel(ignored);  // ends watch_for_departure's wait; nothing else is pending
+  }
   auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), request_version_);
   res->set(http::field::server, "perfscope");
   if (r.status != 304) res->set(http::field::content_type, r.content_type);

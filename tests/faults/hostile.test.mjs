@@ -323,6 +323,42 @@ test('one meaning of run=: events tagged with a run that was never started are r
   assert.deepEqual(byTag.kernels.map((k) => k.name), ['tagged_only']);
 });
 
+// A query whose client leaves is cancelled where it stands (its database reads interrupted,
+// its bootstrap stopped), so a client that gives up frees its worker. The client here half-
+// closes after its request, which the server counts as leaving (as Go's server and nginx do),
+// and reads what comes back: the cancellation, not the result. The same request from a client
+// that stays gets the evaluation.
+test('an A/B evaluation whose client leaves is cancelled, not computed for nobody', async () => {
+  const batch = (name, offset) => Array.from({ length: 10000 }, (_, i) =>
+    ({ type: 'kernel', name, duration_ms: 1 + ((i * 7919 + offset) % 1000) / 1000 }));
+  for (let k = 0; k < 5; k++) {
+    await postEvents(server.url, batch('cancel-a', k));
+    await postEvents(server.url, batch('cancel-b', k + 3));
+  }
+  const created = await fetch(server.url + '/api/v1/abtests', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'leaves', a: { kernel: 'cancel-a' }, b: { kernel: 'cancel-b' }, window: 'all',
+                           bootstrap_resamples: 100000 }),
+  });
+  assert.equal(created.status, 201, await created.text());
+  const location = created.headers.get('location');
+  const halfClosed = await new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    const chunks = [];
+    s.on('connect', () => s.end(`GET ${location} HTTP/1.1\r\nHost: localhost\r\n\r\n`));
+    s.on('data', (c) => chunks.push(c));
+    s.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+  assert.equal(statusOf(halfClosed), 503, halfClosed.slice(0, 300));
+  assert.match(halfClosed, /cancelled: its client closed the connection/);
+  const stayed = await fetch(server.url + location);
+  assert.equal(stayed.status, 200);
+  const result = await stayed.json();
+  assert.equal(result.a.n, 50000);
+  assert.ok(result.bootstrap_resamples_used >= 1000);
+  await healthy();
+});
+
 test('one client cannot take every connection slot: past its own cap it gets 503, others are served', async () => {
   // 70 connections at once that say nothing; the server holds what its cap per client (64)
   // allows, fewer the connections this test's own fetch pool keeps, and answers the rest 503.
