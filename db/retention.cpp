@@ -126,11 +126,22 @@ Status retire_command_buffers(Connection& conn, TimestampNs cutoff, RollupAccumu
 // Chunks that start before the cutoff: their samples before it rolled up, the chunk deleted,
 // and what it held from the cutoff on stored again as a chunk of its own.
 Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& acc, RetentionResult& r) {
-  std::vector<std::int64_t> ids;
+  // Each series, and whether its retired values are rolled up. The buckets of a scraped
+  // histogram (counters named *_bucket with an `le` label) are not: a distribution of a
+  // cumulative count's values answers nothing, percentiles of a scraped histogram read its
+  // buckets' increases from raw samples, and a server's histograms are most of its series (a
+  // vLLM has hundreds of buckets), so their rollup rows were most of what a scrape target
+  // added to the database each day. Their old samples go, and their charts end at the cutoff.
+  std::vector<std::pair<std::int64_t, bool>> ids;  // (id, rolled up)
   {
-    auto series = conn.prepare("SELECT id FROM series");
+    auto series = conn.prepare(
+        "SELECT id, NOT (type = 'counter' AND name LIKE '%\\_bucket' ESCAPE '\\' "
+        "AND (labels LIKE 'le=\"%' OR labels LIKE '%,le=\"%')) FROM series");
     if (!series.ok()) return series.status();
-    if (Status s = series->for_each_row([&](Statement& row) { ids.push_back(row.column_int64(0)); }); !s.ok()) return s;
+    if (Status s = series->for_each_row([&](Statement& row) { ids.emplace_back(row.column_int64(0), row.column_int64(1) != 0); });
+        !s.ok()) {
+      return s;
+    }
   }
   auto del = conn.prepare("DELETE FROM sample_chunks WHERE series_id = ?1 AND start_ns < ?2");
   auto insert = conn.prepare("INSERT INTO sample_chunks(series_id, start_ns, count, data) VALUES(?1, ?2, ?3, ?4)");
@@ -138,7 +149,9 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
   if (!insert.ok()) return insert.status();
   SampleChunkReader chunks(conn);
   std::vector<Sample> samples, rest;
-  for (std::int64_t id : ids) {
+  for (const auto& entry : ids) {
+    const std::int64_t id = entry.first;
+    const bool rolled_up = entry.second;  // a named copy: lambdas cannot capture a structured binding
     const std::string key = std::to_string(id);
     rest.clear();
     std::uint64_t retired = 0;
@@ -147,7 +160,7 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
       if (Status d = chunks.decode(c.start_ns, c.count, c.data, samples); !d.ok()) return d;
       for (const Sample& x : samples) {
         if (x.ts_ns < cutoff) {
-          acc.add(rollup_source::kSeries, key, "", x.ts_ns, x.value);
+          if (rolled_up) acc.add(rollup_source::kSeries, key, "", x.ts_ns, x.value);
           ++retired;
         } else {
           rest.push_back(x);
@@ -158,7 +171,7 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
     // A corrupt chunk stops retention before anything is deleted: nothing goes unrolled.
     if (!s.ok()) return s;
     if (retired == 0) continue;
-    r.values_rolled_up += retired;
+    if (rolled_up) r.values_rolled_up += retired;
     del->bind(1, id).bind(2, cutoff);
     auto n = delete_rows(conn, *del);
     if (!n.ok()) return n.status();

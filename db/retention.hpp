@@ -3,8 +3,8 @@
 // the same transaction, so every value is either raw or rolled up, never lost half-way; old
 // tiers are dropped whole days at a time; freed pages go back to the filesystem by
 // incremental vacuum. What is retired:
-//  - kernel chunks wholly older than the cutoff, samples, inference requests and command
-//    buffers: into rollups, then deleted;
+//  - kernel chunks wholly older than the cutoff, samples, inference requests, command buffers:
+//    into rollups, then deleted (the samples of scraped histograms' buckets: deleted only);
 //  - operator events: deleted (no percentile reads them);
 //  - memory events: an allocation and its free once both are older than the cutoff (a free
 //    with no allocation too). Live allocations stay, so current memory and leak suspects

@@ -411,6 +411,10 @@ Status SampleChunkReader::for_each_chunk(std::int64_t series_id, const TimeRange
     if (!failed.ok()) return;
     failed = fn(ChunkRow{r.column_int64(0), r.column_int64(2), r.column_blob(3)});
   });
+  // The statement is kept for the next call, whose binds SQLite refuses (SQLITE_MISUSE, the old
+  // values kept) until it is reset: retention, reading series after series with one reader,
+  // read only the first and then stalled.
+  st.reset();
   if (!s.ok()) return s;
   return failed;
 }

@@ -36,9 +36,9 @@ class SampleRing {
 
   // Adds a sample in time order. Producers send late and interleaved samples (jitter, several
   // producers of one series), and reads take everything from the oldest held sample on from
-  // memory, so a sample newer than that must be held, in its place: it is inserted (cost: the
-  // samples it moves past, a few for jitter). When the ring is full, the oldest sample gives
-  // way; a sample older than every held one is refused (false): the database serves it.
+  // memory, so a sample newer than that is held in its place: inserted, moving past at most 256
+  // later ones (more is refused, false: a bound on one push's cost). When the ring is full, the
+  // oldest gives way; one older than every held sample is refused (false): the database has it.
   bool push(Sample s);
   std::size_t size() const { return buf_.size(); }
   // i-th oldest sample, 0 <= i < size().

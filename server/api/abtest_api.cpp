@@ -220,10 +220,27 @@ Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>&
   return json{{"sides", out}, {"method", energy["method"]}};
 }
 
+// One meaning of run= (Api::unknown_run): a side's "run" names a run perfscope knows, or the
+// evaluation is refused with the same message as every endpoint's; tags.run selects events
+// by their tag alone.
+Status check_runs(const ApiContext& ctx, const AbDefinition& d) {
+  if (!ctx.events) return Status();
+  for (std::size_t i = 0; i < d.sides.size(); ++i) {
+    const std::string& run = d.sides[i].run;
+    if (run.empty()) continue;
+    auto found = ctx.events->run(run);
+    if (!found.ok()) return found.status();
+    const std::string where = d.multi ? "variants[" + std::to_string(i) + "]" : i == 0 ? "a" : "b";
+    if (!*found) return Status::not_found(no_run_message(run), where + ".run");
+  }
+  return Status();
+}
+
 // The current result of a stored definition.
 Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
   auto d = parse_definition(definition, now_ns());
   if (!d.ok()) return d.status();
+  if (Status runs = check_runs(ctx, *d); !runs.ok()) return runs;
   // A duration window is relative to the time of evaluation: "the last 5 minutes".
   auto w = parse_window(d->window_text, "", "", now_ns());
   if (!w.ok()) return w.status();

@@ -35,6 +35,12 @@ std::string user_name(std::optional<std::uint32_t> uid) {
 
 json optional_number(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
+// Unknown is not zero: a process for which the driver never reported an SM share has no
+// share of the board's time or energy that can be attributed to it (0 would read as "idle").
+constexpr const char* kNoShare = "the driver reported no SM share for this process, so none of the GPU's time or energy "
+                                 "can be attributed to it";
+bool share_known(const GpuProcessRecord& p) { return p.sm_observed_seconds > 0; }
+
 json process_json(const GpuProcessRecord& p, bool live) {
   const ContainerIdentity& c = p.identity.container;
   // What the newest pass saw, for live processes (the Processes view's live columns).
@@ -55,9 +61,13 @@ json process_json(const GpuProcessRecord& p, bool live) {
           {"state", state}, {"first_seen_ns", p.first_seen_ns}, {"last_seen_ns", p.last_seen_ns},
           {"duration_s", static_cast<double>(p.last_seen_ns - p.first_seen_ns) / 1e9},
           {"peak_memory_bytes", p.peak_memory_bytes}, {"mean_memory_bytes", optional_number(p.mean_memory_bytes())},
-          {"mean_sm_ratio", optional_number(p.mean_sm_ratio())}, {"max_sm_ratio", p.max_sm_ratio},
-          {"gpu_seconds", p.gpu_seconds}, {"energy_joules", p.energy_joules}, {"cpu_seconds", p.cpu_seconds},
-          {"peak_rss_bytes", p.peak_rss_bytes}, {"now", now}};
+          {"mean_sm_ratio", optional_number(p.mean_sm_ratio())},
+          {"max_sm_ratio", share_known(p) ? json(p.max_sm_ratio) : json(nullptr)},
+          {"gpu_seconds", share_known(p) ? json(p.gpu_seconds) : json(nullptr)},
+          {"energy_joules", share_known(p) ? json(p.energy_joules) : json(nullptr)}, {"cpu_seconds", p.cpu_seconds},
+          {"peak_rss_bytes", p.peak_rss_bytes}, {"now", now},
+          {"unknown", share_known(p) ? json::object()
+                                     : json{{"gpu_seconds", kNoShare}, {"energy_joules", kNoShare}, {"max_sm_ratio", kNoShare}}}};
 }
 
 }  // namespace
@@ -115,7 +125,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
   json rows = json::array();
   struct Group {
     json container;
-    std::size_t processes = 0, running = 0;
+    std::size_t processes = 0, running = 0, with_share = 0;  // with_share: processes whose SM share is known
     double peak_memory_bytes = 0, gpu_seconds = 0, energy_joules = 0, cpu_seconds = 0;
   };
   std::map<std::string, Group> groups;
@@ -131,8 +141,11 @@ HttpResponse Api::processes(const HttpRequest& request) const {
       ++g.processes;
       g.running += l.live ? 1 : 0;
       g.peak_memory_bytes += p.peak_memory_bytes;  // each process's own peak: an upper bound of the sum's
-      g.gpu_seconds += p.gpu_seconds;
-      g.energy_joules += p.energy_joules;
+      if (share_known(p)) {
+        ++g.with_share;
+        g.gpu_seconds += p.gpu_seconds;
+        g.energy_joules += p.energy_joules;
+      }
       g.cpu_seconds += p.cpu_seconds;
     }
     rows.push_back(std::move(row));
@@ -147,8 +160,10 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     json g = json::array();
     for (const auto& [key, v] : groups) {
       g.push_back({{"container", v.container}, {"processes", v.processes}, {"running", v.running},
-                   {"peak_memory_bytes_sum", v.peak_memory_bytes}, {"gpu_seconds", v.gpu_seconds},
-                   {"energy_joules", v.energy_joules}, {"cpu_seconds", v.cpu_seconds}});
+                   {"peak_memory_bytes_sum", v.peak_memory_bytes},
+                   // Over the processes whose share is known; unknown when none is.
+                   {"gpu_seconds", v.with_share ? json(v.gpu_seconds) : json(nullptr)},
+                   {"energy_joules", v.with_share ? json(v.energy_joules) : json(nullptr)}, {"cpu_seconds", v.cpu_seconds}});
     }
     out["containers"] = g;
   }

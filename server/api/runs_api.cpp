@@ -111,11 +111,14 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
     sm_seconds += l.record.sm_observed_seconds;
     energy += l.record.energy_joules;
   }
+  // Time and energy are attributed by SM share: with none reported for any process they are
+  // unknown, not zero.
+  const bool share_known = sm_seconds > 0;
   json nvml = gpu_processes == 0 ? json(nullptr)
                                  : json{{"processes", gpu_processes}, {"peak_memory_bytes", peak_memory},
-                                        {"gpu_seconds", gpu_seconds},
-                                        {"mean_sm_ratio", sm_seconds > 0 ? json(gpu_seconds / sm_seconds) : json(nullptr)},
-                                        {"energy_joules", energy}};
+                                        {"gpu_seconds", share_known ? json(gpu_seconds) : json(nullptr)},
+                                        {"mean_sm_ratio", share_known ? json(gpu_seconds / sm_seconds) : json(nullptr)},
+                                        {"energy_joules", share_known ? json(energy) : json(nullptr)}};
   return json{{"name", r.name},
               {"status", run_status(r)},
               {"command", r.command},

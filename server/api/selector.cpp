@@ -15,12 +15,16 @@ json Selector::to_json() const {
       if (!kernel.variant.empty()) j["variant"] = kernel.variant;
       if (!kernel.device.empty()) j["device"] = kernel.device;
       if (!kernel.stream.empty()) j["stream"] = kernel.stream;
-      if (!kernel.tags.empty()) j["tags"] = labels_to_json(kernel.tags);
+      if (!run.empty()) j["run"] = run;
+      if (Labels tags = kernel.tags; !tags.empty()) {
+        if (!run.empty()) std::erase(tags, std::pair<std::string, std::string>("run", run));  // "run" says it
+        if (!tags.empty()) j["tags"] = labels_to_json(tags);
+      }
       break;
     case Kind::kModel:
       j["model"] = model.model;
       if (!model.version.empty()) j["version"] = model.version;
-      if (auto run = tag_value(model.tags, "run"); !run.empty()) j["run"] = std::string(run);
+      if (!run.empty()) j["run"] = run;
       j["field"] = field_name;
       break;
     case Kind::kCommandQueue:
@@ -32,7 +36,7 @@ json Selector::to_json() const {
       j["operator"] = op.op;
       if (!op.model.empty()) j["model"] = op.model;
       if (!op.provider.empty()) j["provider"] = op.provider;
-      if (auto run = tag_value(op.tags, "run"); !run.empty()) j["run"] = std::string(run);
+      if (!run.empty()) j["run"] = run;
       break;
   }
   return j;
@@ -63,9 +67,8 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
                              std::pair{"provider", &s.op.provider}}) {
       if (Status st = text(name, *out); !st.ok()) return st;
     }
-    std::string run;
-    if (Status st = text("run", run); !st.ok()) return st;
-    if (!run.empty()) s.op.tags.emplace_back("run", run);
+    if (Status st = text("run", s.run); !st.ok()) return st;
+    if (!s.run.empty()) s.op.tags.emplace_back("run", s.run);
     return s;
   }
   const bool has_kernel = j.contains("kernel"), has_model = j.contains("model");
@@ -83,17 +86,15 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
         s.kernel.tags.emplace_back(k, v.get<std::string>());
       }
     }
-    std::string run;
-    if (Status st = text("run", run); !st.ok()) return st;
-    if (!run.empty()) s.kernel.tags.emplace_back("run", run);  // a run is its tag
+    if (Status st = text("run", s.run); !st.ok()) return st;
+    if (!s.run.empty()) s.kernel.tags.emplace_back("run", s.run);  // a run's events carry its tag
     sort_labels(s.kernel.tags);
   } else {
     s.kind = Selector::Kind::kModel;
     if (Status st = text("model", s.model.model); !st.ok()) return st;
     if (Status st = text("version", s.model.version); !st.ok()) return st;
-    std::string run;
-    if (Status st = text("run", run); !st.ok()) return st;
-    if (!run.empty()) s.model.tags.emplace_back("run", run);
+    if (Status st = text("run", s.run); !st.ok()) return st;
+    if (!s.run.empty()) s.model.tags.emplace_back("run", s.run);
     std::string field;
     if (Status st = text("field", field); !st.ok()) return st;
     auto f = inference_field(field);

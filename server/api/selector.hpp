@@ -29,6 +29,9 @@ struct Selector {
   db::InferenceField field = db::InferenceField::kLatency;
   std::string field_name = "latency_ms";
   std::string queue, device, series;
+  // A run perfscope knows, named by "run" (its events are selected by their tag run=…): the
+  // caller checks that it exists, as run= is checked on every endpoint.
+  std::string run;
 
   // The JSON form selector_from_json reads (as A/B results echo their sides).
   nlohmann::json to_json() const;

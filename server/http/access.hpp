@@ -68,10 +68,10 @@ std::string host_name_of(std::string_view host);
 // --cors-allow-origin; "*" allows any origin).
 bool cors_allows(const std::vector<std::string>& allowed, std::string_view origin);
 
-// Cross-site request forgery. A browser sends Origin on every POST (even a `no-cors` one
-// whose Content-Type needs no preflight) and on every WebSocket upgrade, and a page cannot
-// forge it. same_origin: whether `origin` is this server as reached through `host` (scheme,
-// name and port, default ports filled in). origin_may_act: whether a request carrying
+// Cross-site request forgery. A browser sends Origin on every POST (even a `no-cors` one) and
+// on every upgrade, and a page cannot forge it. same_origin: whether `origin` names `host`'s
+// name, and its port where `host` has one (default ports filled in); http or https alike, as
+// behind a proxy that ends TLS, so `tls` does not decide. origin_may_act: whether a request with
 // `origin` may change state or open a WebSocket: no Origin (not a browser), the server's own
 // page, or an origin allowed by --cors-allow-origin. On every listener, with or without tokens:
 // a token in a page's storage would not stop a foreign page that the user's browser lets in.

@@ -339,6 +339,53 @@ TEST(Retention, TheSizeLimitRetiresTheOldestFirstAndKeepsTheNewest) {
   EXPECT_GT(count_rows(f.path, "SELECT COUNT(*) FROM rollups"), 0);
 }
 
+// A scraped histogram's buckets (counters named *_bucket with an `le` label) leave no rollup
+// rows: their old samples are deleted only. Other counters and gauges still roll up.
+TEST(Retention, ScrapedHistogramBucketsAreDeletedWithoutRollups) {
+  Fixture f;
+  f.store.declare({"latency_seconds_bucket", "", MetricType::kCounter, ""});
+  f.store.declare({"requests_total", "", MetricType::kCounter, ""});
+  const SeriesId bucket = f.store.intern(SeriesKey("latency_seconds_bucket", {{"le", "0.5"}, {"model", "m"}}));
+  const SeriesId total = f.store.intern(SeriesKey("requests_total", {{"model", "m"}}));
+  // A bucket-like name without `le` (a gauge someone named so) is not a bucket.
+  f.store.declare({"queue_bucket", "", MetricType::kCounter, ""});
+  const SeriesId named = f.store.intern(SeriesKey("queue_bucket", {{"model", "m"}}));
+  for (int s = 0; s < 2 * 3600; s += 10) {
+    const TimestampNs t = kT0 + s * 1'000'000'000LL;
+    f.writer->enqueue(std::make_shared<const SampleBatch>(
+        SampleBatch{t, {{bucket, static_cast<double>(s)}, {total, static_cast<double>(s)}, {named, 1.0}}}));
+  }
+  f.writer->flush();
+  RetentionPolicy policy;
+  policy.raw_max_age_ns = kHour;
+  const TimestampNs now = kT0 + 2 * kHour;
+  for (int steps = 0;; ++steps) {
+    auto r = run_step(*f.writer, policy, now);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    if (!r->more) break;
+    ASSERT_LT(steps, 50);
+  }
+  auto rollup_rows = [&](const char* name) {
+    return count_rows(f.path, (std::string("SELECT COUNT(*) FROM rollups WHERE source = 'series' AND key = "
+                                           "(SELECT CAST(id AS TEXT) FROM series WHERE name = '") + name + "')").c_str());
+  };
+  EXPECT_EQ(rollup_rows("latency_seconds_bucket"), 0);
+  EXPECT_GT(rollup_rows("requests_total"), 0);
+  EXPECT_GT(rollup_rows("queue_bucket"), 0);
+  // Every series is retired, not only the first one read (a reused statement once stalled
+  // retention at the second): none keeps samples before the cutoff, all keep the hour after.
+  auto reader = SampleReader::open(f.path);
+  ASSERT_TRUE(reader.ok());
+  for (const char* name : {"latency_seconds_bucket", "requests_total", "queue_bucket"}) {
+    const std::int64_t id = count_rows(f.path, (std::string("SELECT id FROM series WHERE name = '") + name + "'").c_str());
+    auto before = (*reader)->count(id, INT64_MIN, now - kHour - 1);
+    auto after = (*reader)->count(id, now - kHour, INT64_MAX);
+    ASSERT_TRUE(before.ok() && after.ok());
+    EXPECT_EQ(*before, 0) << name;
+    EXPECT_EQ(*after, 360) << name;
+  }
+}
+
 TEST(Retention, OldRollupsGoWholeDaysAtATime) {
   Fixture f;
   auto c = Connection::open(f.path);

@@ -318,6 +318,15 @@ test('one meaning of run=: events tagged with a run that was never started are r
   const cmp = await fetch(`${u}/runs/compare?a=ra&b=ra`);
   assert.equal(cmp.status, 404);
   messages.add((await cmp.json()).error.message);
+  // An A/B side's "run" means the same: its evaluation is refused, naming the side.
+  const ab = await fetch(`${u}/abtests`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'by-run', a: { kernel: 'tagged_only' }, b: { kernel: 'tagged_only', run: 'ra' } }) });
+  assert.equal(ab.status, 201);
+  const evaluated = await fetch(server.url + ab.headers.get('location'));
+  assert.equal(evaluated.status, 404);
+  const refusal = (await evaluated.json()).error;
+  assert.equal(refusal.field, 'b.run');
+  messages.add(refusal.message);
   assert.deepEqual([...messages], ["no run named 'ra' (events tagged run=ra without a run of that name are selected with tag.run=ra)"]);
   const byTag = await (await fetch(`${u}/kernels?window=5m&tag.run=ra`)).json();
   assert.deepEqual(byTag.kernels.map((k) => k.name), ['tagged_only']);

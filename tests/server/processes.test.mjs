@@ -162,3 +162,28 @@ test('after a restart the store still knows both', async () => {
   const was = byPid(before, a.pid);
   assert.ok(pa.energy_joules >= was.energy_joules && pa.gpu_seconds >= was.gpu_seconds);
 });
+
+// Unknown is not zero: on a GPU whose driver has no per-process utilization, processes get no
+// share of the board's time or energy, and say so, rather than 0 J beside a board drawing 300 W.
+test('without per-process SM shares, a process has its time and energy unknown, with the reason', async () => {
+  const c = spawn('sleep', ['60']);
+  let own;
+  try {
+    own = await startPerfscope({ label: 'no-shares', args: ['--sampling-interval-ms', '100', '--gpu-process-interval-ms', '200'],
+                                 nvmlScript: [...base, `0.procs ${c.pid}:${2 ** 30}`, '0.process_utilization_rc 3'].join('\n') + '\n' });
+    let pc;
+    for (let i = 0; i < 100 && !(pc && pc.duration_s > 0.5); i++) {
+      await sleep(100);
+      pc = byPid((await (await fetch(own.url + '/api/v1/processes?window=5m')).json()).processes, c.pid);
+    }
+    assert.ok(pc && pc.duration_s > 0.5, JSON.stringify(pc));
+    assert.equal(pc.peak_memory_bytes, 2 ** 30);
+    for (const field of ['energy_joules', 'gpu_seconds', 'max_sm_ratio', 'mean_sm_ratio']) assert.equal(pc[field], null, field);
+    assert.match(pc.unknown.energy_joules, /no SM share/);
+    const grouped = (await (await fetch(own.url + '/api/v1/processes?window=5m&group=container')).json()).containers;
+    assert.deepEqual(grouped.map((g) => g.energy_joules), [null]);
+  } finally {
+    c.kill();
+    if (own) await own.stop();
+  }
+});

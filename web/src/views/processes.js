@@ -28,7 +28,8 @@ export function createProcessesView({ state }) {
     const rows = [...state.processes].sort((a, b) => {
       if ((a.state === 'running') !== (b.state === 'running')) return a.state === 'running' ? -1 : 1;  // live first
       const x = columns[table.sortKey](a), y = columns[table.sortKey](b);
-      const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+      // Unknown figures (null) sort below every known one.
+      const c = typeof x === 'string' ? x.localeCompare(y) : (x ?? -Infinity) - (y ?? -Infinity) || 0;
       return table.ascending ? c : -c;
     });
     document.querySelectorAll('#processes-table th').forEach((th) => {
@@ -79,7 +80,7 @@ export function createProcessesView({ state }) {
       }, data, el);
       document.getElementById('process-detail').textContent =
         `${p.command} (pid ${p.pid}, ${p.state}) · peak ${fmtBytes(p.peak_memory_bytes)} · mean SM ${fmtPct(p.mean_sm_ratio)} · ` +
-        `${p.gpu_seconds.toFixed(1)} GPU-s · ${joules(p.energy_joules)} · ${p.cpu_seconds.toFixed(1)} CPU-s`;
+        `${p.gpu_seconds == null ? '–' : p.gpu_seconds.toFixed(1)} GPU-s · ${joules(p.energy_joules)} · ${p.cpu_seconds.toFixed(1)} CPU-s`;
     } catch (e) {
       document.getElementById('process-detail').textContent = 'Cannot load the process: ' + e.message;
     }
