@@ -305,6 +305,7 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
     return s.count >= 2 && s.last >= s.first ? std::optional<double>(s.last - s.first) : std::nullopt;
   };
   std::vector<an::GpuEnergy> gpus;
+  std::vector<std::string> unknown_joules;  // per GPU: why its joules are unknown (empty: known)
   std::optional<double> host_joules;
   for (const auto& s : series) {
     if (s.key.name == kGpuEnergy) {
@@ -322,6 +323,17 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
           g.request_avg_watts = d.power.avg_watts;
           g.request_peak_watts = d.power.peak_watts;
         }
+      }
+      // Unknown is not zero: a counter that did not move while the board drew power was not
+      // updated within the window (the driver refreshes it on its own schedule); 0 J beside a
+      // 500 W average would be a wrong number, not a small one.
+      unknown_joules.emplace_back();
+      if (!g.joules) {
+        unknown_joules.back() = "the energy counter was read fewer than twice in the window, or went back (a driver reload)";
+      } else if (*g.joules == 0 && g.avg_watts && *g.avg_watts > 1) {
+        g.joules.reset();
+        unknown_joules.back() = "the energy counter did not advance in the window while the board drew power (the "
+                                "driver updates it less often than the window is long)";
       }
     } else if (s.key.name == kHostEnergy) {
       // The host's CPU packages (RAPL "package-N" domains; their core and uncore parts are
@@ -346,10 +358,13 @@ json energy_json(const std::vector<SeriesSummary>& series, const std::vector<ana
   const an::EnergyReport report = an::energy_per_model(gpus, loads, host_joules);
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json g = json::array(), models = json::array();
-  for (const auto& e : gpus) {
-    g.push_back({{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
-                 {"peak_watts", opt(e.peak_watts)}, {"avg_watts_during_requests", opt(e.request_avg_watts)},
-                 {"peak_watts_during_requests", opt(e.request_peak_watts)}});
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const an::GpuEnergy& e = gpus[i];
+    json row = {{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
+                {"peak_watts", opt(e.peak_watts)}, {"avg_watts_during_requests", opt(e.request_avg_watts)},
+                {"peak_watts_during_requests", opt(e.request_peak_watts)}};
+    if (!unknown_joules[i].empty()) row["unknown"] = {{"joules", unknown_joules[i]}};
+    g.push_back(std::move(row));
   }
   for (const auto& m : report.models) {
     models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", opt(m.share)},

@@ -6,6 +6,7 @@
 
 #include "server/wire/event_codec.hpp"
 #include "server/net/net.hpp"
+#include "server/net/read_buffer.hpp"
 
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
@@ -160,9 +161,9 @@ Result<HttpPoster::Response> HttpPoster::exchange(bool is_post, const std::strin
     http::response_parser<http::string_body> parser;
     parser.body_limit(body_limit_);
     parser.header_limit(kMaxAnswerHeaderBytes);
-    // Bounded like the server's own: Beast bounds chunk lines and trailers by nothing else, and
-    // throws past 64 KiB in one field (a scrape target could otherwise end the process).
-    beast::flat_buffer buffer(kMaxAnswerHeaderBytes + (32 << 10));
+    // Bounded like the server's own (read_buffer.hpp): a scrape target's endless chunk line or
+    // trailer could otherwise end the process.
+    beast::flat_buffer buffer(read_buffer_bytes(kMaxAnswerHeaderBytes));
     // The whole exchange within the timeout, however the peer trickles or stalls.
     auto exchange_on = [&](auto& stream) {
       ec = run_one(c.ioc, [&](auto handler) { http::async_write(stream, req, handler); });

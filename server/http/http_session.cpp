@@ -13,6 +13,7 @@
 
 #include "engine/cancellation.hpp"
 #include "server/http/compression.hpp"
+#include "server/net/read_buffer.hpp"
 #include "server/http/websocket_session.hpp"
 
 namespace perfscope::server {
@@ -20,12 +21,6 @@ namespace {
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
-// What the read buffer may hold beyond the header limit. Beast parses a chunk-size line with
-// its extensions, and the whole trailer block, only once it sits in the buffer, and bounds
-// neither by the header limit; the buffer's own limit bounds them (a longer one is
-// error::buffer_overflow, answered 400), well under the 64 KiB at which Beast's field storage
-// throws. Bodies pass through the buffer in pieces, so this does not bound them.
-constexpr std::size_t kReadSlackBytes = 32 << 10;
 
 bool changes_state(http::verb method) {
   return method != http::verb::get && method != http::verb::head && method != http::verb::options;
@@ -47,7 +42,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   template <class... Args>
   HttpSession(const SessionContext& ctx, std::shared_ptr<void> slot, Args&&... stream_args)
       : stream_(std::forward<Args>(stream_args)...),
-        buffer_(std::min<std::size_t>(ctx.config.max_header_bytes, 32 << 10) + kReadSlackBytes),
+        buffer_(read_buffer_bytes(ctx.config.max_header_bytes)),  // a longer line or trailer: 400
         ctx_(ctx),
         slot_(std::move(slot)) {}
   void run();

@@ -53,12 +53,15 @@ export class PercentilesOverTime {
 
   draw(r, slo) {
     const xs = r.over_time.map((s) => (s.from_ns + s.to_ns) / 2e9);
-    const cols = QS.map((q) => r.over_time.map((s) => s.percentiles['p' + q] ?? null));
+    // Drawn p99 first and p50 last, so where the percentiles coincide (steady latency) the
+    // median is the line on top, not hidden under the tail's.
+    const order = [...QS].reverse();
+    const cols = order.map((q) => r.over_time.map((s) => s.percentiles['p' + q] ?? null));
     if (this.plot) this.plot.destroy();
     this.plot = new uPlot({
       width: this.width(), height: 240,
       scales: { x: { time: true }, ms: { range: (u, min, max) => [0, Math.max(max, slo || 0, 1e-3) * 1.1] } },
-      series: [{}, ...QS.map((q) => ({ label: 'p' + q, scale: 'ms', stroke: COLORS[q], width: 2,
+      series: [{}, ...order.map((q) => ({ label: 'p' + q, scale: 'ms', stroke: COLORS[q], width: 2,
         value: (u, v) => (v == null ? '–' : fmtDuration(v)) }))],
       axes: [timeAxis, axis(fmtDuration, { scale: 'ms' })],
       hooks: { draw: [(u) => {

@@ -239,8 +239,11 @@ export function createAnalysisView({ state, charts }) {
   function renderEnergy(e) {
     if (!e) return;
     const num = (v, digits) => (v == null ? '–' : Number(v).toPrecision(digits));
-    document.getElementById('energy-gpus').textContent = e.gpus.map((g) =>
-      `GPU ${g.gpu}: ${num(g.joules, 4)} J, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak` +
+    // Joules the server could not know show as "–", with its reason on hover.
+    const joules = (g) => (g.joules == null && g.unknown && g.unknown.joules
+      ? `<span class="muted" title="${esc(g.unknown.joules)}">– J</span>` : `${num(g.joules, 4)} J`);
+    document.getElementById('energy-gpus').innerHTML = e.gpus.map((g) =>
+      `GPU ${esc(g.gpu)}: ${joules(g)}, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak` +
       (g.avg_watts_during_requests == null ? '' :
         `; during requests ${num(g.avg_watts_during_requests, 3)} W average, ${num(g.peak_watts_during_requests, 3)} W peak`))
       .join(' · ');

@@ -1,0 +1,79 @@
+// The dashboard's browser tests share this fixture: the real perfscope binary serving the
+// dashboard with two scripted GPUs (the stand-in NVML), and one headless Chromium (Debian's
+// package, driven by playwright-core). Each test file that imports it gets a server and a
+// browser of its own (node runs each file in a process of its own), started before its first
+// test and stopped after its last; the files are split so each has a wide margin under its
+// ctest timeout on two busy cores with the sanitizers.
+import { before, after } from 'node:test';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
+const { chromium } = require('playwright-core');
+
+export const binary = process.env.PERFSCOPE_BIN;
+export const artifacts = process.env.PERFSCOPE_ARTIFACTS;
+const chromiumPath = process.env.PERFSCOPE_CHROMIUM || '/usr/bin/chromium';
+
+export let server;
+export let serverExit;
+export let baseUrl;
+export let browser;
+let instance;
+
+// Two GPUs through the scripted stand-in NVML (CI has none): GPU 1 is held back by its power cap.
+export const nvmlScript = [
+  'count 2',
+  '0.name NVIDIA H100 80GB HBM3', '0.uuid GPU-aaaa', '0.util_gpu 87', '0.mem_total 85520809984', '0.mem_used 40000000000',
+  '0.power_mw 512000', '0.limit_mw 700000', '0.temp 64', '0.clock_sm 1980', '0.reasons 0', '0.max_clock_mem 2619',
+  '0.bus_width 5120', '0.gpm 1', '0.gpm.10 61', '0.gpm.2 80',
+  '1.name NVIDIA H100 80GB HBM3', '1.uuid GPU-bbbb', '1.util_gpu 12', '1.mem_total 85520809984', '1.mem_used 1000000000',
+  '1.power_mw 700000', '1.limit_mw 700000', '1.temp 51', '1.reasons 0x4',
+].join('\n') + '\n';
+
+before(async () => {
+  instance = await startPerfscope({
+    args: ['--sampling-interval-ms', '100', '--device-target', '0,min_tflops=500,target_tflops=800,memory_budget=30GB'],
+    nvmlScript, label: 'browser' });
+  server = instance.proc;
+  serverExit = instance.exit;
+  baseUrl = instance.url;
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (instance) await instance.stop();
+});
+
+// Waits until a chart's canvas holds more than `min` pixels close to a line colour (default: the
+// CPU total line's green, #73bf69) and returns how many: a chart draws on its next animation
+// frame after its data arrives, later on a loaded machine, so the test waits for the frame
+// rather than looking once. Resolves with the last count when 15 s pass without it.
+export async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min = 0) {
+  // With `above` set: whether more than that many pixels are drawn; without: how many.
+  const count = ({ selector, want, above }) => {
+    const canvas = document.querySelector(selector + ' canvas');
+    let n = 0;
+    if (canvas && canvas.width > 0 && canvas.height > 0) {
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+      for (let i = 0; i < data.length; i += 4) {
+        const d = Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]);
+        if (data[i + 3] > 0 && d < 90) n++;
+      }
+    }
+    return above === undefined ? n : n > above;
+  };
+  try {
+    await page.waitForFunction(count, { selector, want: rgb, above: min }, { timeout: 15000, polling: 100 });
+  } catch {
+    // Not drawn in time: the caller's assertion says what is missing.
+  }
+  return page.evaluate(count, { selector, want: rgb });
+}

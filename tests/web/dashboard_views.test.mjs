@@ -1,0 +1,362 @@
+// Browser tests of the dashboard, the views in detail: a kernel's launches, achieved rates and
+// roofline, energy, runs compared, the GPU view, anomalies on their series, a model's TTFT
+// percentiles against its SLO, every view saved as a screenshot, and the themes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
+import { artifacts, baseUrl, binary, browser, drawnPixels, nvmlScript, server, serverExit } from './dashboard_fixture.mjs';
+
+test('a kernel row opens the kernel: launch configurations, newest executions, kept in the URL', async () => {
+  // Three executions of 2, 4 and 6 ms with one launch configuration, on stream 9.
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [2, 4, 6].map((d, i) => ({ type: 'kernel', name: 'detail_kernel', stream: '9',
+    start_ns: now - (100 - i * 20) * 1e6, end_ns: now - (100 - i * 20 - d) * 1e6, grid: [64, 1, 1], block: [256, 1, 1],
+    registers_per_thread: 32, launch_start_ns: now - (101 - i * 20) * 1e6, launch_end_ns: now - (100.5 - i * 20) * 1e6 })));
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/?view=kernels');
+  const row = '[data-testid=kernels-table] tr[data-kernel="detail_kernel"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  await page.click(row);
+  await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible' });
+  assert.equal(await page.textContent('#kd-name'), 'detail_kernel');
+  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), /^3 executions · total 12\.000 ms · avg 4\.000 ms \(min 2\.000, max 6\.000\)/);
+  assert.match(await page.textContent('[data-testid=kernel-detail-configs] tbody'), /64×1×1\s*256×1×1\s*–\s*32\s*3/);
+  await page.waitForFunction(() => document.querySelectorAll('#kd-records tbody tr').length === 3);
+  const first = await page.textContent('#kd-records tbody tr:first-child');
+  assert.match(first, /6\.000 ms/);  // newest first
+  assert.match(first, /0 · 9/);
+  assert.match(first, /0\.500 ms/);  // launch delay: start − launch call end
+  assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:detail_kernel');
+  // Its durations over the time range: the slices holding them, the p50 line drawn.
+  await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0, null, { timeout: 15000 });
+  const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices.filter((x) => x.count > 0));
+  assert.equal(slices.reduce((n, x) => n + x.count, 0), 3);
+  assert.ok(await drawnPixels(page, '[data-testid=kernel-detail-chart]', undefined, 0) > 0, 'the p50 line is drawn');
+  assert.match(await page.evaluate(() => window.location.search), /kernel=detail_kernel/);
+  await page.reload();
+  await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible', timeout: 20000 });
+  assert.equal(await page.textContent('#kd-name'), 'detail_kernel');
+  await page.click('[data-testid=kernel-detail-close]');
+  assert.equal(await page.isVisible('[data-testid=kernel-detail]'), false);
+  assert.doesNotMatch(await page.evaluate(() => window.location.search), /kernel=/);
+  await page.close();
+});
+
+test('without NVML the GPU view says why and how to enable it', async () => {
+  const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
+                                      label: 'no-nvml' });
+  const page = await browser.newPage();
+  try {
+    await page.goto(bare.url + '/');
+    await page.waitForSelector('[data-testid=gpu-absent]', { state: 'visible', timeout: 20000 });
+    const text = await page.textContent('[data-testid=gpu-absent]');
+    assert.match(text, /nonexistent/);  // NVML's own reason: the library it could not load
+    assert.match(text, /--nvml-library PATH/);
+    assert.equal(await page.isVisible('[data-testid=gpus]'), false);
+  } finally {
+    await page.close();
+    await bare.stop();
+  }
+});
+
+test('a kernel reporting its work shows its achieved TFLOP/s, GB/s and roofline; GPU 0 its targets', async () => {
+  // Two bf16 executions of 2e12 FLOPs and 1e10 bytes, 10 ms each, on GPU 0: 200 TFLOP/s, 1000
+  // GB/s, 200 FLOP/B — under the H100's ridge (989.4 TFLOP/s ÷ 3.35 TB/s = 295 FLOP/B), so
+  // memory-bound with 200 × 3.352 TB/s = 670 TFLOP/s attainable: 30 % of it.
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [0, 1].map((i) => ({ type: 'kernel', name: 'worked_gemm', start_ns: now - (30 - i * 10) * 1e6,
+    end_ns: now - (20 - i * 10) * 1e6, flops: 2e12, bytes: 1e10, dtype: 'bf16', device: '0' })));
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  const row = '[data-testid=kernels-table] tr[data-kernel="worked_gemm"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.equal((await page.textContent(`${row} td[data-col=tflops]`)).trim(), '200');
+  assert.equal((await page.textContent(`${row} td[data-col=gbps]`)).trim(), '1.00 k');
+  assert.equal((await page.textContent(`${row} td[data-col=roofline]`)).trim(), 'memory · 30%');
+  assert.match(await page.getAttribute(`${row} td[data-col=roofline]`, 'title'), /H100 SXM\), bf16: 200 FLOP\/B, ridge 295/);
+  // --device-target 0,min_tflops=500,target_tflops=800,memory_budget=30GB: 200 TFLOP/s is under
+  // 0.8 × 500, and 40 GB used is over 30 GB.
+  const tflops = '[data-testid=targets-table] tr[data-gpu="0"][data-figure=tflops]';
+  await page.waitForSelector(`${tflops}[data-status=below_minimum]`, { timeout: 20000 });
+  assert.match(await page.textContent(tflops), /200 TFLOP\/s kernels.*min 500 TFLOP\/s · target 800 TFLOP\/s.*25% of target/);
+  assert.equal(await page.getAttribute('[data-testid=targets-table] tr[data-gpu="0"][data-figure=memory_bytes]', 'data-status'),
+               'over_budget');
+  assert.match(await page.textContent('[data-testid=targets-recommendations]'), /GPU 0: Achieved 200 TFLOP\/s is below 400 TFLOP\/s/);
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-targets.png'), fullPage: true });
+  await page.close();
+});
+
+test('the energy panel gives joules per inference from the GPU energy counter', async () => {
+  // A GPU counter rising 300 J over the last 20 s and one model's 30 requests in that time.
+  const now = Date.now() * 1e6;
+  const events = [];
+  for (let i = 0; i < 3; i++) {
+    const at = now - (20 - 10 * i) * 1e9;
+    events.push({ type: 'sample', metric: 'gpu_energy_joules_total', labels: { gpu: '7', uuid: 'GPU-energy' },
+                  value: 5000 + 150 * i, ts_ns: at });
+    events.push({ type: 'sample', metric: 'gpu_power_watts', labels: { gpu: '7', uuid: 'GPU-energy' }, value: 15, ts_ns: at });
+  }
+  for (let i = 0; i < 30; i++) {
+    events.push({ type: 'inference', model: 'energy-model', latency_ms: 40, compute_ms: 30, ts_ns: now - (19 - i * 0.5) * 1e9 });
+  }
+  await postEvents(baseUrl, events);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=energy-table] tr[data-model="energy-model"]', { timeout: 30000 });
+  const cells = await page.$$eval('[data-testid=energy-table] tr[data-model="energy-model"] td', (tds) => tds.map((td) => td.textContent));
+  // Other tests' models may share the window: this one's share is its compute time's.
+  const a = await page.evaluate(() => window.perfscope.state.analysis.energy);
+  const row = a.models.find((m) => m.model === 'energy-model');
+  assert.equal(a.gpus.find((g) => g.uuid === 'GPU-energy').joules, 300);
+  assert.ok(Math.abs(row.joules / row.share - a.total_joules) < 1e-6, JSON.stringify(a));
+  assert.equal(cells[1], Number(row.joules).toPrecision(4));
+  assert.equal(cells[2], Number(row.joules / 30).toPrecision(3));
+  // The request ending at now − 10 s was in flight when the middle reading was taken.
+  assert.match(await page.textContent('[data-testid=energy-gpus]'),
+               /GPU 7: 300\.0 J, 15\.0 W average, 15\.0 W peak; during requests 15\.0 W average, 15\.0 W peak/);
+  // Unknown is not zero: the stand-in GPU 0 draws 512 W while its energy counter stands still.
+  const still = a.gpus.find((g) => g.uuid === 'GPU-aaaa');
+  assert.equal(still.joules, null, JSON.stringify(still));
+  assert.match(still.unknown.joules, /did not advance in the window while the board drew power/);
+  assert.match(await page.textContent('[data-testid=energy-gpus]'), /GPU 0: – J, 512 W average/);
+  await page.close();
+});
+
+test('runs are listed and two of them compare kernel by kernel', async () => {
+  // Two runs of one program as a producer reports them: the run, then its kernels tagged with
+  // it; in the second, `attention` takes 1.6 times as long.
+  const t0 = Date.now() * 1e6;
+  for (const [n, name, slow] of [[0, 'baseline', 1], [1, 'fused', 1.6]]) {
+    const start = t0 + n * 2e9;
+    const events = [{ type: 'run', name, command: ['python', 'gen.py'], start_ns: start, end_ns: start + 1e9, exit_status: 0 }];
+    for (let i = 0; i < 60; i++) {
+      const at = start + 1e6 + i * 1e7;
+      for (const [k, us] of [['gemm', 200], ['attention', 50 * slow]]) {
+        events.push({ type: 'kernel', name: k, start_ns: at, end_ns: at + Math.round((us + (i % 7)) * 1e3),
+                      tags: { run: name } });
+      }
+    }
+    await postEvents(baseUrl, events);
+  }
+  // A duty-cycled run: windows of 100 ms every 400 ms, marked as the traced process marks them,
+  // 10 kernels in each: 300 ms of its 1 s traced, 30 kernels seen of an estimated 100.
+  const start = t0 - 2e9;
+  const sampled = [{ type: 'run', name: 'sampled', start_ns: start, end_ns: start + 1e9, exit_status: 0,
+                     trace_window_ns: 1e8, trace_every_ns: 4e8 }];
+  for (const w of [0, 4e8, 8e8]) {
+    sampled.push({ type: 'sample', metric: 'trace_window_seconds', labels: { run: 'sampled', pid: '7' }, ts_ns: start + w, value: 0.1 });
+    for (let i = 0; i < 10; i++) {
+      const at = start + w + i * 5e6;
+      sampled.push({ type: 'kernel', name: 'gemm', start_ns: at, end_ns: at + 2e5, tags: { run: 'sampled' } });
+    }
+  }
+  await postEvents(baseUrl, sampled);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=runs-table] tr[data-run="fused"]', { timeout: 20000 });
+  await page.waitForSelector('[data-testid=runs-table] tr[data-run="sampled"] [data-testid=run-sampled]', { timeout: 20000 });
+  assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="sampled"]'), /30 \(≈100, sampled 30\.0%\)/);
+  assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="baseline"]'), /finished/);
+  await page.selectOption('[data-testid=runs-a]', 'baseline');
+  await page.selectOption('[data-testid=runs-b]', 'fused');
+  await page.click('[data-testid=runs-compare]');
+  await page.waitForSelector('[data-testid=runs-verdict]', { timeout: 20000 });
+  assert.equal(await page.textContent('[data-testid=runs-verdict]'), 'slower');
+  const first = await page.getAttribute('[data-testid=runs-kernels] tbody tr:first-child', 'data-kernel');
+  assert.equal(first, 'attention', 'the kernel that moved comes first');
+  assert.equal(await page.getAttribute('[data-testid=runs-kernels] tbody tr:first-child', 'data-verdict'), 'slower');
+  const c = await page.evaluate(() => window.perfscope.state.runCompare);
+  assert.ok(c.kernels[0].p_adjusted < 0.001);
+  assert.equal(c.kernels.find((k) => k.name === 'gemm').verdict, 'unchanged');
+  mkdirSync(artifacts, { recursive: true });
+  await page.locator('[data-testid=runs-table]').screenshot({ path: path.join(artifacts, 'dashboard-runs.png') });
+  await page.close();
+});
+
+test('the GPU view lists every GPU, shows throttling and follows the picked GPU', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1200 } });
+  await page.goto(baseUrl + '/');
+  await page.waitForSelector('[data-testid=gpus]:not([hidden])', { timeout: 15000 });
+  assert.equal(await page.locator('[data-testid=gpu-pick] option').count(), 2);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=gpu-overview] tbody tr').length === 2, null,
+                             { timeout: 15000 });
+  await page.waitForFunction(() => /87\.0%/.test(document.querySelector('[data-testid=gpu-overview] tr[data-gpu="0"]').textContent),
+                             null, { timeout: 15000 });
+  assert.match(await page.textContent('[data-testid=gpu-overview] tr[data-gpu="1"]'), /sw_power_cap/);
+  // An H100 by its NVML name: its datasheet peak beside its identity.
+  assert.match(await page.textContent('#gpu-identity'), /H100 SXM: 989\.4 TFLOP\/s BF16 dense/);
+  assert.equal(await page.isVisible('[data-testid=gpu-absent]'), false);
+  // GPU 0's charts: its utilization, not GPU 1's.
+  await page.waitForFunction(() => window.perfscope.charts.gpuUtil.xs.length >= 5, null, { timeout: 15000 });
+  const keys = await page.evaluate(() => window.perfscope.charts.gpuUtil.keys);
+  assert.ok(keys.includes('gpu_utilization_ratio{gpu="0",uuid="GPU-aaaa"}'), keys.join(' '));
+  assert.ok(!keys.some((k) => k.includes('GPU-bbbb')));
+  assert.ok(keys.some((k) => k.startsWith('gpu_dram_bandwidth_utilization_ratio')), 'GPM bandwidth is charted');
+  assert.ok(await drawnPixels(page, '[data-testid=chart-gpu-util]', undefined, 50) > 50, 'the busy line is drawn');
+  // Pick GPU 1: the charts start over with its series, and the strip shows its power cap.
+  await page.selectOption('[data-testid=gpu-pick]', '1');
+  await page.waitForFunction(() => window.perfscope.charts.gpuUtil.keys.some((k) => k.includes('GPU-bbbb')), null,
+                             { timeout: 15000 });
+  await page.waitForSelector('[data-testid=gpu-throttle] span.on[data-reason="sw_power_cap"]', { timeout: 15000 });
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-gpus.png'), fullPage: true });
+  await page.close();
+});
+
+test('an anomaly alert on the stream marks the chart of its series', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // The real stream, plus one alert message as the server sends them.
+  await page.routeWebSocket(/\/api\/v1\/stream/, (ws) => {
+    const upstream = ws.connectToServer();
+    ws.onMessage((m) => upstream.send(m));
+    upstream.onMessage((m) => ws.send(m));
+    setTimeout(() => ws.send(JSON.stringify({ type: 'alert', kind: 'anomaly', ts_ns: Date.now() * 1e6,
+      series: 'host_cpu_utilization_ratio{cpu="total"}', value: 0.99, score: 12.5, center: 0.05 })), 1500);
+  });
+  await page.goto(baseUrl + '/');
+  // The server's own alerts may arrive too; the test's is told apart by its score.
+  await page.waitForFunction(() => window.perfscope.state.alerts.some((a) => a.score === 12.5), null, { timeout: 15000 });
+  const t = await page.evaluate(() => window.perfscope.state.alerts.find((a) => a.score === 12.5).ts_ns / 1e9);
+  assert.ok(await page.evaluate((x) => window.perfscope.charts.cpu.marks.includes(x), t), 'the CPU chart is marked');
+  assert.ok(!(await page.evaluate((x) => window.perfscope.charts.mem.marks.includes(x), t)), 'only the chart of that series');
+  await page.close();
+});
+
+test('the anomalies of the time range are marked on their series when the charts fill from history', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const at = (Date.now() - 60e3) * 1e6;  // a minute ago: inside the default 5 minutes
+  // The server's answer for the range, with one anomaly planted (the sampler's are chance).
+  await page.route(/\/api\/v1\/anomalies/, async (route) => {
+    const r = await route.fetch();
+    const body = await r.json();
+    body.anomalies.push({ ts_ns: at, series: 'host_memory_used_bytes', name: 'host_memory_used_bytes', labels: {},
+      value: 9e9, score: 14.2, center: 1e9 });
+    await route.fulfill({ response: r, json: body });
+  });
+  await page.goto(baseUrl + '/?view=host');
+  await page.waitForFunction(() => window.perfscope && window.perfscope.state.prefills > 0, null, { timeout: 20000 });
+  assert.ok(await page.evaluate((t) => window.perfscope.charts.mem.marks.includes(t), at / 1e9), 'the memory chart is marked');
+  assert.ok(!(await page.evaluate((t) => window.perfscope.charts.cpu.marks.includes(t), at / 1e9)), 'only the chart of that series');
+  // The view asks again while the page closes: an answer cut off by the close is no failure.
+  await page.unrouteAll({ behavior: 'ignoreErrors' });
+  await page.close();
+});
+
+test('a model row opens its TTFT percentiles over time against its SLO, kept in the URL', async () => {
+  // Two minutes of requests of one model: TTFT 20 ms, then 80 ms in the last 40 seconds.
+  const now = Date.now() * 1e6;
+  const events = [];
+  for (let i = 0; i < 120; i++) {
+    const ts = now - (120 - i) * 1e9;
+    events.push({ type: 'inference', model: 'slo-model', ts_ns: ts, latency_ms: 300, ttft_ms: i < 80 ? 20 : 80,
+                  output_tokens: 16 });
+  }
+  await postEvents(baseUrl, events);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/?view=serving');
+  await page.click('[data-testid=inference-table] tr[data-model="slo-model"]', { timeout: 20000 });
+  await page.selectOption('[data-testid=model-detail-field]', 'ttft_ms');
+  await page.fill('[data-testid=model-detail-slo]', '50');
+  await page.dispatchEvent('[data-testid=model-detail-slo]', 'change');
+  const slices = await (await page.waitForFunction(() => {
+    const d = window.perfscope.state.modelDetail;
+    return d.field === 'ttft_ms' && d.slo === 50 && d.slices.some((x) => x.sla_compliance_rate != null) && d.slices;
+  }, null, { timeout: 15000 })).jsonValue();
+  const filled = slices.filter((s) => s.count > 0);
+  assert.ok(filled.length >= 10, `${filled.length} slices hold requests`);
+  // Early slices all within the SLO at 20 ms, the last ones none.
+  assert.equal(filled[0].percentiles.p50, 20);
+  assert.equal(filled[0].sla_compliance_rate, 1);
+  assert.equal(filled[filled.length - 1].percentiles.p99, 80);
+  assert.equal(filled[filled.length - 1].sla_compliance_rate, 0);
+  assert.match(await page.textContent('[data-testid=model-detail-summary]'), /120 requests .* 66\.7% within the SLO \(40 over\)/);
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', undefined, 30) > 30, 'the p50 line is drawn');
+  assert.ok(await drawnPixels(page, '[data-testid=model-detail-chart]', [0xf2, 0x49, 0x5c], 30) > 30, 'the SLO line is drawn');
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('model'), 'slo-model');
+  assert.equal(url.searchParams.get('field'), 'ttft_ms');
+  assert.equal(url.searchParams.get('slo'), '50');
+  // A reload (a shared link) opens the same.
+  await page.reload();
+  await page.waitForFunction(() => window.perfscope.state.modelDetail.loads > 0, null, { timeout: 15000 });
+  assert.equal(await page.isHidden('[data-testid=model-detail]'), false);
+  assert.equal(await page.inputValue('[data-testid=model-detail-field]'), 'ttft_ms');
+  assert.equal(await page.evaluate(() => window.perfscope.state.modelDetail.slo), 50);
+  mkdirSync(artifacts, { recursive: true });
+  await page.locator('[data-testid=model-detail]').screenshot({ path: path.join(artifacts, 'model-detail.png') });
+  await page.click('[data-testid=model-detail-close]');
+  assert.equal(new URL(page.url()).searchParams.get('model'), null);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('every view in the header opens and is saved as a screenshot, at 1440 and at 390 px wide', async () => {
+  mkdirSync(artifacts, { recursive: true });
+  for (const { width, height, suffix, phone } of [{ width: 1440, height: 900, suffix: '' },
+                                                  { width: 390, height: 844, suffix: '-phone', phone: true }]) {
+    const page = await browser.newPage({ viewport: { width, height }, colorScheme: 'dark', isMobile: !!phone, hasTouch: !!phone });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(baseUrl + '/');
+    const views = await page.$$eval('[data-view-link]', (links) => links.map((a) => a.dataset.viewLink));
+    assert.ok(views.length >= 10, `views: ${views}`);
+    for (const view of views) {
+      await page.goto(`${baseUrl}/?view=${view}`);
+      await page.waitForFunction(() => window.perfscope && window.perfscope.state.connection === 'live', null, { timeout: 15000 });
+      // Its link marked current, and something of it on the screen.
+      assert.equal(await page.getAttribute(`[data-view-link=${view}]`, 'class'), 'current', view);
+      const shown = await page.$$eval('[data-view]', (els) => els.filter((e) => e.offsetParent !== null).length);
+      assert.ok(shown > 0, `view ${view} shows a panel`);
+      // Nothing wider than the screen: wide tables scroll inside their panel, not the page.
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `view ${view} at ${width} px scrolls sideways by ${overflow} px`);
+      // Two animation frames: the live charts have drawn what they hold.
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      await page.screenshot({ path: path.join(artifacts, `view-${view}${suffix}.png`), fullPage: !!phone });
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});
+
+
+const background = (page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+
+test('a light and a dark theme follow the system; the header button picks one, and a reload keeps it', async () => {
+  const dark = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+  await dark.goto(baseUrl + '/');
+  assert.equal(await background(dark), 'rgb(17, 18, 23)');
+  await dark.close();
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(baseUrl + '/');
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  assert.match(await page.textContent('[data-testid=theme]'), /system/);
+  await page.waitForFunction(() => window.perfscope.charts.cpu.xs.length >= 3, null, { timeout: 15000 });
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'dashboard-light.png') });
+  // system → light (the same here) → dark, over the system's light.
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /light/);
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /dark/);
+  assert.equal(await background(page), 'rgb(17, 18, 23)');
+  await page.reload();
+  assert.equal(await background(page), 'rgb(17, 18, 23)');
+  assert.match(await page.textContent('[data-testid=theme]'), /dark/);
+  // Back to the system's.
+  await page.click('[data-testid=theme]');
+  assert.match(await page.textContent('[data-testid=theme]'), /system/);
+  assert.equal(await background(page), 'rgb(244, 245, 245)');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
