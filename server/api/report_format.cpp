@@ -260,9 +260,10 @@ json printable_strings(const json& document) {
 }
 
 std::string render_html(const json& report, const HtmlReportOptions& options) {
-  std::string_view uplot_js, uplot_css, report_js, report_css;
+  std::string_view uplot_js, uplot_css, report_js, report_css, notices;
   for (const web::EmbeddedAsset& a : web::embedded_assets()) {
     const std::string_view text(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+    if (a.url_path == "/NOTICE.txt") notices = text;
     if (a.url_path == "/vendor/uPlot.iife.min.js") uplot_js = text;
     if (a.url_path == "/vendor/uPlot.min.css") uplot_css = text;
     if (a.url_path == "/report.js") report_js = text;
@@ -294,6 +295,13 @@ std::string render_html(const json& report, const HtmlReportOptions& options) {
   out += "<main id=\"report\" data-testid=\"report\"></main>\n";
   out += "<script type=\"application/json\" id=\"report-data\">" +
          script_safe_json(report.dump(-1, ' ', false, json::error_handler_t::replace)) + "</script>\n";
+  // uPlot's MIT licence asks for its notice in every copy: its section of NOTICE, as a comment
+  // ("--" cannot occur in it, so the comment cannot end early).
+  if (const auto from = notices.find("== uPlot"); from != std::string_view::npos) {
+    std::string_view section = notices.substr(from, notices.find("\n== ", from + 1) - from);
+    while (!section.empty() && section.back() == '\n') section.remove_suffix(1);
+    if (section.find("--") == std::string_view::npos) out += "<!--\n" + std::string(section) + "\n-->\n";
+  }
   out += "<script>\n" + inline_safe(uplot_js) + "\n</script>\n";
   out += "<script>\n" + inline_safe(report_js) + "\n</script>\n</body>\n</html>\n";
   return out;

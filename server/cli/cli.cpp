@@ -279,7 +279,7 @@ struct CommandLineParser::Table {
   ParsedCommand parsed;
   Texts texts{parsed.config};
   CLI::App app{"perfscope — live performance monitor and analyzer for GPU and ML-inference hosts", "perfscope"};
-  CLI::App *serve, *version, *push, *import, *run, *demo, *report, *top, *healthcheck;
+  CLI::App *serve, *version, *licenses, *push, *import, *run, *demo, *report, *top, *healthcheck;
   CLI::Option* health_server;
 };
 
@@ -292,6 +292,11 @@ CommandLineParser::Table::Table() {
 
   serve = app.add_subcommand("serve", "Run the monitoring server and the dashboard");
   version = app.add_subcommand("version", "Print the version and build information");
+  // `--version` and `-V` too, as users try first; both print what `version` prints.
+  app.set_version_flag("-V,--version", "perfscope " + std::string(perfscope::server::version()) + " (" +
+                                           std::string(build_type()) + ", " + std::string(compiler()) + ")");
+  licenses = app.add_subcommand("licenses", "Print perfscope's licence and the notices of the third-party software it "
+                                            "includes (also served as /NOTICE.txt and /LICENSE.txt)");
   push = app.add_subcommand("push", "Send events (NDJSON, one per line) from stdin to a server");
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
@@ -509,7 +514,8 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
   try {
     app.parse(argc, argv);  // clears the previous parse's results first
     // Every subcommand but serve and healthcheck is complete once parsed.
-    for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{push, Command::kPush},
+    for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{licenses, Command::kLicenses},
+                                std::pair{push, Command::kPush},
                                 std::pair{import, Command::kImport}, std::pair{run, Command::kRun},
                                 std::pair{demo, Command::kDemo}, std::pair{report, Command::kReport},
                                 std::pair{top, Command::kTop}}) {
@@ -587,7 +593,7 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
     parsed.command = Command::kServe;
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {  // --help
+    if (e.get_exit_code() == 0) {  // --help, --version
       app.exit(e);
       parsed.exit_code = 0;
     } else {

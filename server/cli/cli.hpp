@@ -18,7 +18,7 @@
 
 namespace perfscope::server {
 
-enum class Command { kServe, kPush, kImport, kRun, kDemo, kReport, kTop, kHealthcheck, kVersion, kExit };
+enum class Command { kServe, kPush, kImport, kRun, kDemo, kReport, kTop, kHealthcheck, kVersion, kLicenses, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;

@@ -7,6 +7,7 @@
 #include "server/http/log.hpp"
 #include "server/cli/serve.hpp"
 #include "server/api/version.hpp"
+#include "web/embedded_assets.hpp"
 
 namespace {
 std::atomic<bool> stop_requested{false};
@@ -21,6 +22,18 @@ int main(int argc, char** argv) {
       return cmd.exit_code;
     case Command::kVersion:
       std::cout << "perfscope " << version() << " (" << build_type() << ", " << compiler() << ")\n";
+      return 0;
+    case Command::kLicenses:
+      // The notices first (what a reader looks for), then the licence's full text; both are
+      // compiled in with the dashboard, so the binary carries them wherever it is copied.
+      for (const char* path : {"/NOTICE.txt", "/LICENSE.txt"}) {
+        for (const auto& asset : perfscope::web::embedded_assets()) {
+          if (asset.url_path == path) {
+            std::cout.write(reinterpret_cast<const char*>(asset.bytes.data()), static_cast<std::streamsize>(asset.bytes.size()));
+            std::cout << "\n";
+          }
+        }
+      }
       return 0;
     case Command::kPush:
       return run_push(cmd.push);

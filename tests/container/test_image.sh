@@ -65,6 +65,7 @@ check "VOLUME /data" "grep -q '\"/data\"' <<<'$(inspect '{{json .Config.Volumes}
 check "HEALTHCHECK runs perfscope healthcheck" "grep -q healthcheck <<<'$(inspect '{{json .Config.Healthcheck}}')'"
 check "listens on 0.0.0.0 by default" "grep -q 'PERFSCOPE_LISTEN=0.0.0.0:8080' <<<'$(inspect '{{json .Config.Env}}')'"
 check "with tokens created in the volume" "grep -q 'PERFSCOPE_TOKEN_FILE=/data/tokens' <<<'$(inspect '{{json .Config.Env}}')'"
+check "labelled with its licence" "[ '$(inspect '{{index .Config.Labels "org.opencontainers.image.licenses"}}')' = Apache-2.0 ]"
 
 # The database directory belongs to the image's user (uid 10001), as a volume would.
 mkdir -p "$work/data"
@@ -94,6 +95,8 @@ check "the HEALTHCHECK command passes" "buildah run --isolation chroot '$contain
 check "and fails when nothing answers" \
   "! buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope healthcheck --server http://127.0.0.1:1 2>/dev/null"
 check "the dashboard is served" "curl -fsS '$url/' | grep -qi '<title>perfscope'"
+check "the licence and notices are installed" \
+  "buildah run --isolation chroot '$container' -- grep -q 'cmake: CLI11' /usr/share/doc/perfscope/NOTICE"
 check "retention is on: 15 days raw, 400 days of tiers" \
   "curl -fsS -H 'Authorization: Bearer $read_token' '$url/api/v1/info' | grep -q '\"raw_max_age_s\":1296000,\"rollup_max_age_s\":34560000,'"
 check "/metrics is served with the read token" \
