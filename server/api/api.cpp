@@ -1,5 +1,7 @@
 #include "server/api/api.hpp"
 
+#include "db/wal_index.hpp"
+
 #include <charconv>
 #include <cmath>
 
@@ -88,8 +90,9 @@ json config_to_json(const AppConfig& c) {
 
 RequestHandler::Dispatch Api::dispatch(const std::string& path) const {
   // Everything under /api/ is ours (unknown endpoints get our 404); the rest is static assets.
-  if (path != "/healthz" && path != "/metrics" && path.rfind("/api/", 0) != 0) return Dispatch::kNotMine;
-  return path == "/healthz" ? Dispatch::kInline : Dispatch::kWorker;  // cheap: answer inline
+  if (path != "/healthz" && path != "/readyz" && path != "/metrics" && path.rfind("/api/", 0) != 0) return Dispatch::kNotMine;
+  // Cheap, and must answer while the workers are busy: inline.
+  return path == "/healthz" || path == "/readyz" ? Dispatch::kInline : Dispatch::kWorker;
 }
 
 namespace {
@@ -194,6 +197,31 @@ void Api::handle_async(HttpRequest request, std::function<void(HttpResponse)> do
   done(handle(request));
 }
 
+namespace {
+
+// GET /readyz, beside /healthz (alive: the process answers): ready to take work — the
+// database can take a commit now and the collectors have made their first pass. 503 with
+// each failing check's reason otherwise, so a load balancer or Kubernetes stops sending
+// events that would be refused. Checks that do not apply (no database, no collector) pass.
+HttpResponse readiness(const ApiContext& ctx) {
+  json checks = json::object();
+  bool ready = true;
+  if (ctx.writer && ctx.config) {
+    const Status db = db::check_database_writable(ctx.config->storage.database_path());
+    checks["database"] = db.ok() ? "ok" : db.message();
+    ready = ready && db.ok();
+  }
+  if (ctx.sampler) {
+    const bool sampled = ctx.sampler->passes() > 0;
+    checks["collectors"] = sampled ? "ok" : "the collectors have not completed their first pass";
+    ready = ready && sampled;
+  }
+  return json_response(ready ? 200 : 503, {{"status", ready ? "ready" : "not_ready"}, {"checks", checks}});
+}
+
+}  // namespace
+
+
 HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == kEventsPath) return method_not_allowed(request, "POST");
   if (request.path == kAbTestsPath && request.method != "GET" && request.method != "HEAD") {
@@ -201,6 +229,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   }
   if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
   if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
+  if (request.path == "/readyz") return readiness(ctx_);
   if (auto refused = unknown_run(request)) return *refused;
   if (request.path == "/metrics") return metrics(request);
   if (request.path == "/api/v1/info") return info();

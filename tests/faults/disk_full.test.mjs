@@ -103,12 +103,21 @@ test('a read-only database refuses ingest clearly, keeps serving reads, and reco
     assert.match(refused.body.error.message, /read-only|cannot be written/i);
     assert.equal(refused.retry, '5');
     assert.equal((await fetch(server.url + '/healthz')).status, 200);
+    // Alive, but not ready: /readyz says why, for a load balancer to stop sending events.
+    const notReady = await fetch(server.url + '/readyz');
+    assert.equal(notReady.status, 503);
+    assert.match((await notReady.json()).checks.database, /cannot be written/);
     const during = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
     assert.equal(during.models.reduce((n, m) => n + m.requests, 0), 100);
 
     assert.equal(attr('-i', [...files, dir]).status, 0);
     const again = await post(server.url, kernels(100, 200));
     assert.equal(again.status, 200, JSON.stringify(again.body));
+    const ready = await fetch(server.url + '/readyz');
+    assert.equal(ready.status, 200);
+    const readiness = await ready.json();
+    assert.equal(readiness.status, 'ready');
+    assert.equal(readiness.checks.database, 'ok');
     const after = await (await fetch(server.url + '/api/v1/inference?window=all')).json();
     assert.equal(after.models.reduce((n, m) => n + m.requests, 0), 200);  // the refused batch is not there
   } finally {
