@@ -210,7 +210,11 @@ test('the connection state shows a lost server and reconnection', async () => {
 test('after a server restart every view reconnects, fills the gap from history and goes on live', async () => {
   // A server of its own on a fixed address, so that its successor answers where the pages look.
   const dataDir = mkdtempSync(path.join(tmpdir(), 'perfscope-restart-'));
-  const first = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'restart', dataDir });
+  // Eleven pages, each in a browser context of its own with its own pool of up to six
+  // connections plus its stream, all from 127.0.0.1: past the default per-client cap (64), which
+  // a real browser's tabs, sharing one pool, never reach. The cap is off for this server.
+  const args = ['--sampling-interval-ms', '100', '--max-connections-per-client', '0'];
+  const first = await startPerfscope({ args, nvmlScript, label: 'restart', dataDir });
   const address = new URL(first.url).host;
   let second = null;
   const pages = [];
@@ -231,7 +235,7 @@ test('after a server restart every view reconnects, fills the gap from history a
     }
     const before = await Promise.all(pages.map(({ page }) => page.evaluate(() => ({
       messages: window.perfscope.state.messages, prefills: window.perfscope.state.prefills || 0 }))));
-    second = await startPerfscope({ args: ['--sampling-interval-ms', '100'], nvmlScript, label: 'restart',
+    second = await startPerfscope({ args, nvmlScript, label: 'restart',
                                     dataDir, listen: address });
     for (const [i, { view, page }] of pages.entries()) {
       // Back live (the backoff is at most 10 s), the missed stretch read from history, samples flowing.

@@ -297,9 +297,17 @@ TEST_F(IngestTest, OperatorsAreSummarizedPerTypeAndNodeWithTheirCpuFallback) {
   EXPECT_DOUBLE_EQ(p["percentiles"]["p90"].get<double>(), 4.0);
   EXPECT_EQ(get("/api/v1/percentiles?operator=conv2&window=1h").body_json()["count"], 2);
   EXPECT_EQ(get("/api/v1/percentiles?operator=Conv&tag.run=b&window=1h").body_json()["count"], 0);
+  // An A/B side's "run" names a run perfscope knows (as run= does everywhere): refused until
+  // run "a" is reported, then its tagged operators are selected.
   Reply ab = request(http::verb::post, "/api/v1/abtests", {{"Content-Type", "application/json"}},
                      R"({"name":"nodes","a":{"operator":"conv1","model":"resnet"},"b":{"operator":"conv2","run":"a"}})");
   ASSERT_EQ(ab.status, 201u) << ab.body;
+  Reply unknown = get(ab.body_json()["url"].get<std::string>());
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_EQ(unknown.body_json()["error"]["field"], "b.run");
+  ASSERT_EQ(post(R"({"events":[{"type":"run","name":"a","command":["resnet-bench"],"start_ns":)" + std::to_string(t0) + "}]}")
+                .status,
+            200u);
   json result = get(ab.body_json()["url"].get<std::string>()).body_json();
   EXPECT_EQ(result["a"]["n"], 2);
   EXPECT_EQ(result["b"]["n"], 2);
