@@ -301,8 +301,9 @@ test('the overview fits a phone 390 px wide: no sideways scrolling, charts drawn
     return c.plot && c.xs.length >= 5 && c.cols[0].some((v) => v !== null);
   }, null, { timeout: 15000 });
   assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]', undefined, 50) > 50, 'the CPU chart is drawn');
+  // The device's width, not innerWidth: a mobile layout viewport widens to content that overflows.
   const layout = await page.evaluate(() => ({
-    width: window.innerWidth,
+    width: 390,
     scroll: document.documentElement.scrollWidth,
     canvases: [...document.querySelectorAll('canvas')].filter((c) => c.offsetParent !== null)
       .map((c) => c.getBoundingClientRect().right),
