@@ -9,6 +9,11 @@ The queue is bounded: past ``max_queue`` waiting events new ones are dropped and
 
 Thread-safety: every method may be called from any thread. A client is fork-aware: a child
 process starts with an empty queue and its own sender thread.
+
+The server and token default to PERFSCOPE_SERVER and PERFSCOPE_TOKEN, as the perfscope command
+line reads them. What goes wrong is logged through the ``perfscope`` logger (``logging``): a
+new kind of error at WARNING when it first happens, its repeats at DEBUG, so a server that is
+away for an hour does not flood the application's log.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import atexit
 import gzip
 import http.client
 import json
+import logging
 import os
 import socket
 import ssl
@@ -32,6 +38,8 @@ from urllib.parse import urlsplit
 from .events import Event, EventError, validate
 
 __all__ = ["Client", "Stats", "Request", "KernelTimer", "Run"]
+
+_log = logging.getLogger("perfscope")
 
 
 @dataclass(frozen=True)
@@ -58,19 +66,24 @@ class _Retry(Exception):
 class Client:
     """Sends events to the perfscope server at ``url`` (its /api/v1/events).
 
-    ``token``: a write token when the server requires one. ``run``: a run name tagged on
+    ``url`` defaults to the PERFSCOPE_SERVER environment variable, else http://127.0.0.1:8080.
+    ``token``: a write token when the server requires one (default: PERFSCOPE_TOKEN, if set). ``run``: a run name tagged on
     every event (as ``client.run(name)`` does for a stretch). ``tags``: tags added to every
     event that carries tags. ``strict``: validate in the caller's thread and raise
     EventError there (for development; by default an invalid event is counted and dropped by
     the sender, never raised where the caller serves requests).
     """
 
-    def __init__(self, url: str = "http://127.0.0.1:8080", token: Optional[str] = None, *,
+    def __init__(self, url: Optional[str] = None, token: Optional[str] = None, *,
                  run: Optional[str] = None, tags: Optional[Mapping[str, str]] = None,
                  max_queue: int = 100_000, batch_size: int = 2_000, flush_interval: float = 0.25,
                  gzip_over: int = 16_384, timeout: float = 5.0, max_retry_delay: float = 30.0,
                  exit_timeout: float = 5.0, strict: bool = False,
                  ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        if url is None:
+            url = os.environ.get("PERFSCOPE_SERVER") or "http://127.0.0.1:8080"
+        if token is None:
+            token = os.environ.get("PERFSCOPE_TOKEN") or None
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url: expected http(s)://host[:port], got {url!r}")
@@ -148,7 +161,14 @@ class Client:
 
     def _error(self, message: str) -> None:
         with self._lock:
-            self._last_error = message
+            self._note_error(message)
+
+    def _note_error(self, message: str) -> None:
+        """Records the newest error (the lock held) and logs it: WARNING when it differs from
+        the one before (a new condition), DEBUG when it repeats."""
+        level = logging.DEBUG if message == self._last_error else logging.WARNING
+        self._last_error = message
+        _log.log(level, "perfscope client for %s: %s", self._host, message)
 
     # -- the event helpers ------------------------------------------------------------------
 
@@ -356,7 +376,7 @@ class Client:
             self._in_flight -= invalid
             self._invalid += invalid
             if error:
-                self._last_error = error
+                self._note_error(error)
         return batch
 
     def _finish(self, n: int, **counts: int) -> None:
@@ -373,7 +393,7 @@ class Client:
                 status, answer = self._post(batch)
             except _Retry as r:
                 with self._lock:
-                    self._last_error = str(r)
+                    self._note_error(str(r))
                     stopping = self._stopping
                 if stopping:
                     self._finish(len(batch), dropped=len(batch))

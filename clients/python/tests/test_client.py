@@ -188,6 +188,32 @@ class AgainstTheServer(unittest.TestCase):
         self.assertIn("event refused by the server", stats.last_error)
         self.assertEqual(inference_count(self.server, "server_refused"), 2)
 
+    def test_the_server_and_token_come_from_the_environment_and_errors_are_logged(self) -> None:
+        # PERFSCOPE_SERVER and PERFSCOPE_TOKEN, as the command line reads them; an invalid event
+        # is logged at WARNING through the "perfscope" logger, its repeat at DEBUG only.
+        saved = {k: os.environ.get(k) for k in ("PERFSCOPE_SERVER", "PERFSCOPE_TOKEN")}
+        os.environ["PERFSCOPE_SERVER"] = self.server.url
+        os.environ["PERFSCOPE_TOKEN"] = "from-the-environment"
+        try:
+            with self.assertLogs("perfscope", level="DEBUG") as logs:
+                client = perfscope.Client()
+                self.assertEqual(client._headers["Authorization"], "Bearer from-the-environment")
+                client.sample("bad metric name", 1.0)
+                client.flush(5)
+                client.sample("bad metric name", 1.0)
+                client.inference("from_env", latency_ms=1)
+                client.close()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.assertEqual(client.stats().sent, 1)
+        self.assertEqual(inference_count(self.server, "from_env"), 1)
+        levels = [r.levelname for r in logs.records if "invalid event dropped" in r.getMessage()]
+        self.assertEqual(levels, ["WARNING", "DEBUG"])
+
     def test_strict_mode_raises_in_the_caller_naming_the_field(self) -> None:
         client = perfscope.Client(self.server.url, strict=True)
         with self.assertRaises(perfscope.EventError) as raised:
