@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "db/kernel_chunks.hpp"
+#include "db/rollups.hpp"
 #include "db/run_store.hpp"
 #include "db/sample_chunks.hpp"
 #include "db/schema.hpp"
@@ -14,6 +15,13 @@ struct Writer::Statements {
   Statement memory, command_buffer, inference, op;
   std::unique_ptr<KernelChunkWriter> kernels;
   std::unique_ptr<SampleChunkWriter> samples;
+  // Retention's cutoff, read at the start of each write: a custom sample older than it arrives
+  // after its stretch was rolled up, so it goes into the rollups at once (late_samples) rather
+  // than raw. Readers take samples before the cutoff from the rollups only (memory keeps them
+  // too); raw there, it would be counted nowhere until the next retention step.
+  Statement retired_before;
+  TimestampNs raw_before_ns = 0;
+  RollupAccumulator late_samples;
 };
 
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
@@ -34,6 +42,7 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
        "ON CONFLICT(name, labels) DO UPDATE SET unit = excluded.unit, type = excluded.type, help = excluded.help",
        &st->insert_series},
       {"SELECT id FROM series WHERE name = ?1 AND labels = ?2", &st->select_series},
+      {"SELECT raw_before_ns FROM retention WHERE id = 1", &st->retired_before},
       {"INSERT INTO memory_events(op, address, size_bytes, kind, tag, device, ts_ns, tags) "
        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
        &st->memory},
@@ -291,6 +300,10 @@ Status Writer::write_event(Event& event) {
           store_.append(id, e.ts_ns, e.value);
           auto db_id = db_series_id(id);
           if (!db_id.ok()) return db_id.status();
+          if (e.ts_ns < st_->raw_before_ns) {
+            st_->late_samples.add(rollup_source::kSeries, std::to_string(*db_id), "", e.ts_ns, e.value);
+            return Status();
+          }
           return st_->samples->add_sample(*db_id, e.ts_ns, e.value);
         }
       },
@@ -314,6 +327,13 @@ Status Writer::release_run_memory(const std::string& run, TimestampNs end_ns) {
 Status Writer::write(std::deque<Item>& items) {
   Transaction tx(conn_);
   if (!tx.begin_status().ok()) return tx.begin_status();
+  {
+    auto row = st_->retired_before.step();
+    if (!row.ok()) return row.status();
+    st_->raw_before_ns = *row ? st_->retired_before.column_int64(0) : 0;
+    st_->retired_before.reset();
+  }
+  st_->late_samples = RollupAccumulator();
   for (Item& item : items) {
     if (auto* pass = std::get_if<std::shared_ptr<const SampleBatch>>(&item)) {
       if (Status s = st_->samples->begin_pass((*pass)->ts_ns); !s.ok()) return s;
@@ -333,6 +353,9 @@ Status Writer::write(std::deque<Item>& items) {
   }
   if (Status s = st_->kernels->flush(); !s.ok()) return s;
   if (Status s = st_->samples->flush(); !s.ok()) return s;
+  if (st_->late_samples.minutes() > 0) {
+    if (auto written = st_->late_samples.write(conn_); !written.ok()) return written.status();
+  }
   return tx.commit();
 }
 
