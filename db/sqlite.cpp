@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <unistd.h>
 
 namespace perfscope::db {
 
@@ -56,11 +55,7 @@ namespace {
 // it keeps may be a later call's.
 bool database_read_only(sqlite3* db) {
   const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
-  if (!file || !*file) return false;
-  for (const std::string& path : {std::string(file), std::string(file) + "-wal", std::string(file) + "-shm"}) {
-    if (::access(path.c_str(), W_OK) != 0 && (errno == EROFS || errno == EPERM || errno == EACCES)) return true;
-  }
-  return false;
+  return file && *file && !check_database_files(file).ok();
 }
 
 // A failed SQLite call as a Status: conditions that pass (busy, a full disk, a read-only

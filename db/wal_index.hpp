@@ -21,6 +21,10 @@ namespace perfscope::db {
 // OK when `database_path` + "-shm" is absent (SQLite creates it) or readable and writable.
 Status check_wal_index(const std::string& database_path);
 
+// The database, its WAL and its index (each where present) writable by this process; the
+// first that is not, named, as kUnavailable. What a failed write is mapped from (sqlite.cpp).
+Status check_database_files(const std::string& database_path);
+
 // Whether a commit could be written now: the database, its WAL and index (where present) and
 // their directory writable, and room left on the disk. kUnavailable naming the cause.
 // For readiness checks (GET /readyz): a few system calls, no SQLite.

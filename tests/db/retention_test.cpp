@@ -125,6 +125,18 @@ KernelEvent kernel(std::string name, TimestampNs end, double ms) {
 
 using perfscope::testing::commit;
 
+Result<RetentionResult> run_step(Writer& w, const RetentionPolicy& policy, TimestampNs now);
+
+// Steps until retention has nothing more to do (at most 50).
+void retire_until_caught_up(Writer& w, const RetentionPolicy& policy, TimestampNs now) {
+  for (int steps = 0;; ++steps) {
+    auto r = run_step(w, policy, now);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    if (!r->more) return;
+    ASSERT_LT(steps, 50);
+  }
+}
+
 Result<RetentionResult> run_step(Writer& w, const RetentionPolicy& policy, TimestampNs now) {
   auto out = std::make_shared<Result<RetentionResult>>(Status::internal("not run"));
   std::promise<Status> done;
@@ -359,12 +371,7 @@ TEST(Retention, ScrapedHistogramBucketsAreDeletedWithoutRollups) {
   RetentionPolicy policy;
   policy.raw_max_age_ns = kHour;
   const TimestampNs now = kT0 + 2 * kHour;
-  for (int steps = 0;; ++steps) {
-    auto r = run_step(*f.writer, policy, now);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    if (!r->more) break;
-    ASSERT_LT(steps, 50);
-  }
+  retire_until_caught_up(*f.writer, policy, now);
   auto rollup_rows = [&](const char* name) {
     return count_rows(f.path, (std::string("SELECT COUNT(*) FROM rollups WHERE source = 'series' AND key = "
                                            "(SELECT CAST(id AS TEXT) FROM series WHERE name = '") + name + "')").c_str());
@@ -399,12 +406,7 @@ TEST(Retention, ASampleOlderThanTheCutoffGoesIntoTheRollupsAtOnce) {
   RetentionPolicy policy;
   policy.raw_max_age_ns = kHour;
   const TimestampNs now = kT0 + 2 * kHour;
-  for (int steps = 0;; ++steps) {
-    auto r = run_step(*f.writer, policy, now);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    if (!r->more) break;
-    ASSERT_LT(steps, 50);
-  }
+  retire_until_caught_up(*f.writer, policy, now);
   const std::int64_t id = count_rows(f.path, "SELECT id FROM series WHERE name = 'late_gauge'");
   EventReader reader(f.path);
   auto before = reader.series_rollup({id}, TimeRange{0, INT64_MAX});
