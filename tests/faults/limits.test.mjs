@@ -62,13 +62,18 @@ test('slowloris clients are cut off by the header timeout; the connection cap an
   assert.equal((await fetch(server.url + '/healthz')).status, 200);
 });
 
-test('a connection closes after its request cap', async () => {
+test('a connection announces its idle timeout and closes after its request cap', async () => {
   const replies = await raw((s) => {
     s.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'.repeat(4));
   });
   const count = (replies.match(/HTTP\/1\.1 200/g) || []).length;
   assert.equal(count, 3, replies);
   assert.match(replies, /Connection: close/i);
+  // The replies before the last announce how long an idle connection is kept (--header-timeout-ms
+  // 1000 here), so that clients close it first; the last, closing, one does not.
+  const [first, , last] = replies.split(/(?=HTTP\/1\.1 )/);
+  assert.match(first, /\r\nKeep-Alive: timeout=1\r\n/i);
+  assert.doesNotMatch(last, /Keep-Alive:/i);
 });
 
 test('an overloaded query pool answers 503 with Retry-After, then recovers', async () => {

@@ -5,11 +5,10 @@
 // --db` reading the database file of the running server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
+import { startPerfscope, postEvents, runPerfscope } from '../support/perfscope_server.mjs';
 
 const require = createRequire(path.join(process.env.PERFSCOPE_WEB_DIR, 'package.json'));
 const { chromium } = require('playwright-core');
@@ -93,17 +92,14 @@ test('the JSON report matches its schema and carries the summary', async () => {
   assert.throws(() => validate(broken, 'broken'));
 });
 
-test('perfscope report --db reads the database file of the running server', () => {
-  const out = spawnSync(process.env.PERFSCOPE_BIN,
-                        ['report', '--db', path.join(perfscope.dataDir, 'perfscope.db'), '--format', 'json', '--window', 'all'],
-                        { encoding: 'utf8' });
+test('perfscope report --db reads the database file of the running server', async () => {
+  const out = await runPerfscope(['report', '--db', path.join(perfscope.dataDir, 'perfscope.db'), '--format', 'json', '--window', 'all']);
   assert.equal(out.status, 0, out.stderr);
   const doc = JSON.parse(out.stdout);
   validate(doc, 'perfscope report --db');
   assert.equal(doc.summary.kernel_time.executions, 400);
   assert.equal(doc.memory.current_allocated_bytes, 30 * (1 << 20));
-  const bad = spawnSync(process.env.PERFSCOPE_BIN, ['report', '--db', path.join(perfscope.dataDir, 'missing.db')],
-                        { encoding: 'utf8' });
+  const bad = await runPerfscope(['report', '--db', path.join(perfscope.dataDir, 'missing.db')]);
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /no database file .*missing\.db/);
 });

@@ -51,3 +51,20 @@ export async function postEvents(url, events) {
   if (r.status !== 200) throw new Error(`ingest answered ${r.status}: ${await r.text()}`);
   return r.json();
 }
+
+// Runs the perfscope binary as a command (report, push, import, healthcheck …) without
+// blocking the event loop: a spawnSync of seconds under the sanitizers stalls this process's
+// idle keep-alive sockets, and a fetch after it reuses one the server has meanwhile closed.
+// Resolves to spawnSync's shape: { status, signal, stdout, stderr }.
+export function runPerfscope(args, { input = null, env = process.env } = {}) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.env.PERFSCOPE_BIN, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.setEncoding('utf8').on('data', (chunk) => { stdout += chunk; });
+    proc.stderr.setEncoding('utf8').on('data', (chunk) => { stderr += chunk; });
+    proc.on('error', reject);
+    proc.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+    proc.stdin.end(input ?? undefined);
+  });
+}

@@ -11,7 +11,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startPerfscope } from '../../support/perfscope_server.mjs';
+import { startPerfscope, runPerfscope } from '../../support/perfscope_server.mjs';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-tls-'));
 const cert = path.join(dir, 'cert.pem');
@@ -94,21 +94,20 @@ test('a certificate the client does not trust is refused by the client', async (
   }), /self[- ]signed|unable to verify|certificate/i);
 });
 
-test('perfscope\'s own clients speak HTTPS and verify the certificate', () => {
+test('perfscope\'s own clients speak HTTPS and verify the certificate', async () => {
   const env = { ...process.env, SSL_CERT_FILE: cert };
-  const push = spawnSync(process.env.PERFSCOPE_BIN, ['push', '--server', server.url],
-                         { input: '{"type":"kernel","name":"pushed_over_tls","duration_ms":2}\n', env, encoding: 'utf8' });
+  const push = await runPerfscope(['push', '--server', server.url],
+                                 { input: '{"type":"kernel","name":"pushed_over_tls","duration_ms":2}\n', env });
   assert.equal(push.status, 0, push.stderr);
   assert.match(push.stdout, /accepted 1 events/);
-  const health = spawnSync(process.env.PERFSCOPE_BIN, ['healthcheck', '--server', server.url], { env, encoding: 'utf8' });
+  const health = await runPerfscope(['healthcheck', '--server', server.url], { env });
   assert.equal(health.status, 0, health.stderr);
-  const report = spawnSync(process.env.PERFSCOPE_BIN, ['report', '--server', server.url, '--format', 'json', '--window', 'all'],
-                           { env, encoding: 'utf8' });
+  const report = await runPerfscope(['report', '--server', server.url, '--format', 'json', '--window', 'all'], { env });
   assert.equal(report.status, 0, report.stderr);
   assert.ok(JSON.parse(report.stdout).kernels.top.some((k) => k.name === 'pushed_over_tls'));
   // Without the certificate in the trust store: refused, and said why.
-  const untrusted = spawnSync(process.env.PERFSCOPE_BIN, ['healthcheck', '--server', server.url],
-                              { env: { ...process.env, SSL_CERT_FILE: path.join(dir, 'none.pem') }, encoding: 'utf8' });
+  const untrusted = await runPerfscope(['healthcheck', '--server', server.url],
+                                     { env: { ...process.env, SSL_CERT_FILE: path.join(dir, 'none.pem') } });
   assert.equal(untrusted.status, 1);
   assert.match(untrusted.stderr, /certificate verify failed|TLS/i);
 });

@@ -10,7 +10,7 @@ import { spawnSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startPerfscope } from '../../support/perfscope_server.mjs';
+import { startPerfscope, runPerfscope } from '../../support/perfscope_server.mjs';
 
 const bin = process.env.PERFSCOPE_BIN;
 const replay = process.env.PERFSCOPE_TRACE_REPLAY;
@@ -113,7 +113,7 @@ test('without a server the events go to a file that perfscope import loads', asy
   assert.match(r.stderr, /no server at http:\/\/127\.0\.0\.1:9/);
   assert.match(r.stderr, /perfscope import/);
   assert.ok(existsSync(file));
-  const imported = spawnSync(bin, ['import', file, '--server', server.url], { encoding: 'utf8' });
+  const imported = await runPerfscope(['import', file, '--server', server.url]);
   assert.equal(imported.status, 0, imported.stderr);
   assert.equal((await eventsOfRun('kernels', 'ci-offline')).length, gpuWork);
 });

@@ -7,11 +7,11 @@
 // the same program twice and names the kernel slowed in a variant first.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startPerfscope, postEvents } from '../../support/perfscope_server.mjs';
+import { startPerfscope, postEvents, runPerfscope } from '../../support/perfscope_server.mjs';
 
 const bin = process.env.PERFSCOPE_BIN;
 const replay = process.env.PERFSCOPE_TRACE_REPLAY;
@@ -204,10 +204,10 @@ test('run against run: nothing changes in the same program; a slowed kernel come
 
 test('a run written to a file registers when it is imported', async () => {
   const file = path.join(work, 'offline.ndjson');
-  const p = spawnSync(bin, ['run', '--server', 'http://127.0.0.1:9', '--name', 'offline', '--output', file,
-                            '--library', replay, '--', replay, records], { encoding: 'utf8' });
+  const p = await runPerfscope(['run', '--server', 'http://127.0.0.1:9', '--name', 'offline', '--output', file,
+                                '--library', replay, '--', replay, records]);
   assert.equal(p.status, 0, p.stderr);
-  const imported = spawnSync(bin, ['import', file, '--server', server.url], { encoding: 'utf8' });
+  const imported = await runPerfscope(['import', file, '--server', server.url]);
   assert.equal(imported.status, 0, imported.stderr);
   const run = (await get(`${server.url}/api/v1/runs/offline`)).body;
   assert.equal(run.status, 'finished');
