@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view kDimensionNames[kDimensionCount] = {
     "kernel_name", "variant", "stream", "device", "model", "operator", "memory_tag", "tag_key", "tag_value", "series",
+    "all_tag_values",
 };
 
 // A full set looks for stale values at most this often: a producer hammering a full set
@@ -64,11 +65,15 @@ bool CardinalityGuard::ValueSet::admit(std::string_view value, std::size_t limit
   if (limit != 0 && last_seen_.size() >= limit) {
     if (window_ns <= 0 || now - last_sweep_ < kSweepEveryNs) return false;
     last_sweep_ = now;
-    std::erase_if(last_seen_, [&](const auto& kv) { return now - kv.second > window_ns; });
+    sweep(now, window_ns);
     if (last_seen_.size() >= limit) return false;
   }
   last_seen_.emplace(std::string(value), now);
   return true;
+}
+
+std::size_t CardinalityGuard::ValueSet::sweep(TimestampNs now, std::int64_t window_ns) {
+  return std::erase_if(last_seen_, [&](const auto& kv) { return now - kv.second > window_ns; });
 }
 
 CardinalityGuard::CardinalityGuard(CardinalityLimits limits)
@@ -97,13 +102,32 @@ void CardinalityGuard::check_tags(Tags& tags, TimestampNs now, std::size_t& fold
     if (value.empty() || value == kOtherValue) continue;
     auto it = tag_values_.find(key);
     if (it == tag_values_.end()) it = tag_values_.emplace(key, ValueSet{}).first;
-    if (!it->second.admit(value, limits_[Dimension::kTagValue], now, window_ns_)) {
+    ValueSet& values = it->second;
+    if (!values.contains(value) && !room_for_tag_value(now)) {
+      value = kOtherValue;
+      ++folded_[static_cast<std::size_t>(Dimension::kAllTagValues)];
+      ++folded;
+      continue;
+    }
+    const std::size_t before = values.size();  // admit may sweep as well as add
+    const bool admitted = values.admit(value, limits_[Dimension::kTagValue], now, window_ns_);
+    all_tag_values_ = all_tag_values_ + values.size() - before;
+    if (!admitted) {
       value = kOtherValue;
       ++folded_[static_cast<std::size_t>(Dimension::kTagValue)];
       ++folded;
     }
   }
   if (dropped) std::erase_if(tags, [](const auto& kv) { return kv.first.empty(); });
+}
+
+bool CardinalityGuard::room_for_tag_value(TimestampNs now) {
+  const std::size_t limit = limits_[Dimension::kAllTagValues];
+  if (limit == 0 || all_tag_values_ < limit) return true;
+  if (window_ns_ <= 0 || now - last_all_tag_sweep_ < kSweepEveryNs) return false;
+  last_all_tag_sweep_ = now;
+  for (auto& [key, values] : tag_values_) all_tag_values_ -= values.sweep(now, window_ns_);
+  return all_tag_values_ < limit;
 }
 
 Status CardinalityGuard::admit_series(const std::vector<Event>& events, TimestampNs now) {
@@ -178,6 +202,7 @@ std::vector<DimensionStats> CardinalityGuard::stats() const {
     if (d == Dimension::kTagValue) {
       for (const auto& [key, set] : tag_values_) s.distinct = std::max(s.distinct, set.size());
     }
+    if (d == Dimension::kAllTagValues) s.distinct = all_tag_values_;
     out.push_back(s);
   }
   return out;

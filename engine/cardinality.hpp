@@ -1,6 +1,6 @@
 // CardinalityGuard: bounds how many distinct values each dimension of reported events may
 // take — kernel names, variants, streams, devices, models, operators, memory tags, tag keys,
-// the values of each tag key, custom series — so a producer that puts a request id into a
+// the values of each tag key and of all keys together, custom series — so a producer that puts a request id into a
 // name cannot grow the server, the database and every view without bound.
 //
 // What happens at a cap:
@@ -52,8 +52,9 @@ enum class Dimension {
   kTagKey,
   kTagValue,   // per tag key
   kSeries,     // custom series: metric name and labels
+  kAllTagValues,  // tag values of all keys together: the key cap times the per-key cap is no bound
 };
-inline constexpr std::size_t kDimensionCount = 10;
+inline constexpr std::size_t kDimensionCount = 11;
 
 // The dimension's name in options, /api/v1/info and /metrics ("kernel_name", …).
 std::string_view dimension_name(Dimension d);
@@ -73,6 +74,7 @@ struct CardinalityLimits {
       1000,   // tag_key
       10000,  // tag_value (per key)
       1000,   // series
+      100000,  // all_tag_values
   };
   std::chrono::seconds window{24 * 3600};
 
@@ -118,6 +120,8 @@ class CardinalityGuard {
     bool contains(std::string_view value) const { return last_seen_.count(value) != 0; }
     void insert(std::string value, TimestampNs now) { last_seen_.emplace(std::move(value), now); }
     std::size_t size() const { return last_seen_.size(); }
+    // Drops values unseen for longer than `window_ns`; returns how many.
+    std::size_t sweep(TimestampNs now, std::int64_t window_ns);
 
    private:
     std::unordered_map<std::string, TimestampNs, Hash, std::equal_to<>> last_seen_;
@@ -127,6 +131,9 @@ class CardinalityGuard {
   // Admits or folds one value of `d`; counts a fold.
   void check(Dimension d, std::string& value, TimestampNs now, std::size_t& folded);
   void check_tags(Tags& tags, TimestampNs now, std::size_t& folded);
+  // True when one more tag value fits under kAllTagValues' cap (after sweeping stale values
+  // of every key, at most once a minute, when it is reached).
+  bool room_for_tag_value(TimestampNs now);
   Status admit_series(const std::vector<Event>& events, TimestampNs now);
   ValueSet& set_of(Dimension d) { return sets_[static_cast<std::size_t>(d)]; }
 
@@ -135,6 +142,8 @@ class CardinalityGuard {
   mutable std::mutex mu_;
   std::array<ValueSet, kDimensionCount> sets_;       // guarded by mu_; kTagValue's unused
   std::map<std::string, ValueSet, std::less<>> tag_values_;  // guarded by mu_; per tag key
+  std::size_t all_tag_values_ = 0;     // guarded by mu_; the sum of tag_values_' sizes
+  TimestampNs last_all_tag_sweep_ = 0;  // guarded by mu_
   std::array<std::uint64_t, kDimensionCount> folded_{};   // guarded by mu_
   std::array<std::uint64_t, kDimensionCount> refused_{};  // guarded by mu_
 };

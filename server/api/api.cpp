@@ -40,6 +40,22 @@ HttpResponse status_response(const Status& s) {
   return error_response(http_status_for(s), code, s.message(), s.field());
 }
 
+Result<std::unique_ptr<SpooledBody>> spool_body(const ApiContext& ctx, bool gzip) {
+  return SpooledBody::create(ctx.config ? ctx.config->storage.data_dir : std::string(), gzip);
+}
+
+HttpResponse spooled_response(std::unique_ptr<SpooledBody> body, std::string content_type, bool content_encoding_gzip) {
+  HttpResponse out;
+  out.content_type = std::move(content_type);
+  out.spooled = std::move(body);
+  out.compressible = false;
+  if (content_encoding_gzip) {
+    out.headers.emplace_back("Content-Encoding", "gzip");
+    out.headers.emplace_back("Vary", "Accept-Encoding");
+  }
+  return out;
+}
+
 namespace {
 
 // The scrape targets as /api/v1/info shows them: never their tokens.

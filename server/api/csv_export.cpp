@@ -1,12 +1,14 @@
 // GET /api/v1/report?format=csv&table=samples|kernels|inference|memory|abtests: one table as
 // RFC 4180 CSV (CRLF line ends, fields quoted when they hold a comma, quote or line break,
 // quotes doubled), a header row whose column names carry their units, optionally gzipped
-// (`compress=gzip`, a .csv.gz download). Rows stream from the database one at a time.
+// (`compress=gzip`, a .csv.gz download). Rows stream from the database one at a time into a
+// spooled body (server/http/spooled_body.hpp): a table of any size costs a block of memory.
 #include <cmath>
 
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/spooled_body.hpp"
 #include "server/api/metrics_exposition.hpp"
 
 namespace perfscope::server {
@@ -15,9 +17,10 @@ using nlohmann::json;
 
 namespace {
 
+// Rows into a spooled body; the first write error is kept (status()) and later rows dropped.
 class CsvWriter {
  public:
-  explicit CsvWriter(std::string& out) : out_(out) {}
+  explicit CsvWriter(SpooledBody& body) : body_(body) {}
   // A text cell. One that begins with =, +, -, @, a tab or a carriage return is a formula to a
   // spreadsheet (a kernel named "=HYPERLINK(…)" would run when the file is opened): it gets a
   // leading apostrophe, as OWASP and the spreadsheet tools advise. Numbers are written as they are.
@@ -38,6 +41,14 @@ class CsvWriter {
   void end_row() {
     out_ += "\r\n";
     first_ = true;
+    if (status_.ok()) status_ = body_.drain(out_);
+    if (!status_.ok()) out_.clear();
+  }
+  // Hands over the rest; the body is complete when this is ok.
+  Status finish() {
+    if (status_.ok()) status_ = body_.append(out_);
+    if (status_.ok()) status_ = body_.finish();
+    return status_;
   }
   void header(std::initializer_list<std::string_view> names) {
     for (auto n : names) field(n);
@@ -63,8 +74,10 @@ class CsvWriter {
     if (!first_) out_ += ',';
     first_ = false;
   }
-  std::string& out_;
+  SpooledBody& body_;
+  std::string out_;
   bool first_ = true;
+  Status status_;
 };
 
 std::string dims(const std::optional<std::array<std::uint32_t, 3>>& d) {
@@ -86,8 +99,11 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  std::string body;
-  CsvWriter csv(body);
+  // A .csv.gz file when asked for one; otherwise gzip on the wire when the client takes it.
+  const bool wire_gzip = compress.empty() && accepts_gzip(request.accept_encoding);
+  auto body = spool_body(ctx_, compress == "gzip" || wire_gzip);
+  if (!body.ok()) return status_response(body.status());
+  CsvWriter csv(**body);
   Status s;
   if (table == "samples") {
     csv.header({"ts_ns", "metric", "labels", "unit", "value"});
@@ -168,20 +184,12 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
     return error_response(400, "invalid_argument", "'table' must be samples, kernels, inference, memory or abtests", "table");
   }
   if (!s.ok()) return status_response(s);
+  if (Status done = csv.finish(); !done.ok()) return status_response(done);
 
-  HttpResponse out;
-  std::string filename = "perfscope-" + table + ".csv";
-  if (compress == "gzip") {
-    auto packed = gzip_compress(body);
-    if (!packed) return error_response(500, "internal", "gzip compression failed");
-    out.body = std::move(*packed);
-    out.content_type = "application/gzip";
-    out.compressible = false;
-    filename += ".gz";
-  } else {
-    out.body = std::move(body);
-    out.content_type = "text/csv; charset=utf-8; header=present";
-  }
+  const bool file_gzip = compress == "gzip";
+  HttpResponse out = spooled_response(std::move(*body),
+                                      file_gzip ? "application/gzip" : "text/csv; charset=utf-8; header=present", wire_gzip);
+  const std::string filename = "perfscope-" + table + (file_gzip ? ".csv.gz" : ".csv");
   out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
   return out;
 }

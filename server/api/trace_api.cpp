@@ -6,6 +6,11 @@
 // Timestamps are microseconds from the window's first event (`metadata.origin_ns` is that
 // instant in Unix nanoseconds): epoch microseconds do not fit a double at nanosecond
 // resolution.
+//
+// Events go out in the order the database gives them (kernels by series, then time), not
+// sorted: trace viewers sort on load, and a trace of a whole day must not be held in memory.
+// The kernels are read twice (once for the origin, once to write them), and the document is
+// written to a spooled body (server/http/spooled_body.hpp) as it grows.
 #include <algorithm>
 #include <charconv>
 #include <cinttypes>
@@ -15,6 +20,7 @@
 
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/http/compression.hpp"
 
 namespace perfscope::server {
 
@@ -24,9 +30,10 @@ namespace {
 
 constexpr std::size_t kDefaultMaxEvents = 1'000'000;
 
+// Trace events into a spooled body; the first write error is kept and later events dropped.
 class TraceWriter {
  public:
-  explicit TraceWriter(TimestampNs origin) : origin_(origin) { out_ = "{\"traceEvents\":["; }
+  TraceWriter(TimestampNs origin, SpooledBody& body) : origin_(origin), body_(body) { out_ = "{\"traceEvents\":["; }
 
   int pid(const std::string& process) {
     auto [it, added] = pids_.emplace(process, static_cast<int>(pids_.size()) + 1);
@@ -72,14 +79,19 @@ class TraceWriter {
     ++events_;
   }
   std::size_t events() const { return events_; }
-  std::string finish(const json& metadata) {
+  // The document's end; the body is complete when this is ok.
+  Status finish(const json& metadata) {
     out_ += "],\"displayTimeUnit\":\"ms\",\"metadata\":" + metadata.dump() + "}";
-    return std::move(out_);
+    if (status_.ok()) status_ = body_.append(out_);
+    if (status_.ok()) status_ = body_.finish();
+    return status_;
   }
 
  private:
   static std::string quote(std::string_view s) { return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace); }
   void begin_event() {
+    if (status_.ok()) status_ = body_.drain(out_);
+    if (!status_.ok()) out_.clear();
     if (!first_) out_ += ',';
     first_ = false;
     out_ += '{';
@@ -99,6 +111,8 @@ class TraceWriter {
   }
 
   const TimestampNs origin_;
+  SpooledBody& body_;
+  Status status_;
   std::string out_;
   bool first_ = true;
   std::size_t events_ = 0;
@@ -123,36 +137,32 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   const std::string& device = scope->device;
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
 
-  std::vector<KernelEvent> kernels;
-  Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
-    if (kernels.size() <= *max_events) kernels.push_back(k);
-  });
-  if (!s.ok()) return status_response(s);
   auto buffers = ctx_.events->command_buffers(range, *scope);
   if (!buffers.ok()) return status_response(buffers.status());
-  std::vector<MemoryEvent> memory;
-  s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
-    memory.push_back(e);
-  }, *scope);
-  if (!s.ok()) return status_response(s);
-
-  std::sort(kernels.begin(), kernels.end(), [](const KernelEvent& a, const KernelEvent& b) { return a.start_ns < b.start_ns; });
   TimestampNs origin = range.from_ns;
   if (w->all || origin == 0) {
+    // The first event of any kind: a first pass, which keeps nothing.
     origin = INT64_MAX;
-    for (const auto& k : kernels) origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
+    Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
+      origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
+    });
+    if (!s.ok()) return status_response(s);
     for (const auto& b : *buffers) origin = std::min(origin, b.enqueue_ns);
-    for (const auto& m : memory) origin = std::min(origin, m.ts_ns);
+    s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& m) { origin = std::min(origin, m.ts_ns); }, *scope);
+    if (!s.ok()) return status_response(s);
     if (origin == INT64_MAX) origin = range.from_ns;
   }
 
-  TraceWriter out(origin);
+  const bool wire_gzip = accepts_gzip(request.accept_encoding);
+  auto body = spool_body(ctx_, wire_gzip);
+  if (!body.ok()) return status_response(body.status());
+  TraceWriter out(origin, **body);
   bool truncated = false;
   std::uint64_t flow_id = 0;
-  for (const KernelEvent& k : kernels) {
+  Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
     if (out.events() >= *max_events) {
       truncated = true;
-      break;
+      return;  // (the reader has no early stop; the rest is read and skipped)
     }
     const int pid = out.pid("GPU " + k.device);
     const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
@@ -180,7 +190,8 @@ HttpResponse Api::trace(const HttpRequest& request) const {
       out.complete("launch " + k.name, "launch", pid, host, *k.launch_start_ns, *k.launch_end_ns, json::object());
       out.flow(++flow_id, pid, host, *k.launch_start_ns, tid, k.start_ns);
     }
-  }
+  });
+  if (!s.ok()) return status_response(s);
   for (const CommandBufferEvent& b : *buffers) {
     if (out.events() >= *max_events) {
       truncated = true;
@@ -195,10 +206,10 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   // Memory: each operation as an instant, and the allocated total per device as a counter.
   std::map<std::string, std::map<std::string, std::uint64_t>> live;  // device → address → size
   std::map<std::string, double> allocated;
-  for (const MemoryEvent& m : memory) {
+  s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& m) {
     if (out.events() + 2 > *max_events) {
       truncated = true;
-      break;
+      return;
     }
     const int pid = out.pid("GPU " + m.device);
     const int tid = out.tid(pid, "memory");
@@ -214,7 +225,8 @@ HttpResponse Api::trace(const HttpRequest& request) const {
     out.instant(std::string(to_string(m.op)) + (m.tag.empty() ? "" : " " + m.tag), "memory", pid, tid, m.ts_ns,
                 {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
     out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
-  }
+  }, *scope);
+  if (!s.ok()) return status_response(s);
   // Duty-cycled runs: the windows their processes traced (each process marks the same
   // wall-clock windows; one span per run and window), so gaps between windows read as untraced.
   std::size_t trace_windows = 0;
@@ -259,8 +271,8 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
                    {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
                    {"trace_windows", trace_windows}, {"truncated", truncated}};
-  HttpResponse r;
-  r.body = out.finish(metadata);
+  if (Status done = out.finish(metadata); !done.ok()) return status_response(done);
+  HttpResponse r = spooled_response(std::move(*body), "application/json", wire_gzip);
   r.headers.emplace_back("Content-Disposition", "attachment; filename=\"perfscope-trace.json\"");
   return r;
 }

@@ -465,10 +465,11 @@ CommandLineParser::Table::Table() {
       ->envname("PERFSCOPE_ALLOWED_HOST")->delimiter(',');
   serve->add_option("--cardinality-limit", t.cardinality_limits,
                     "Distinct values allowed per event dimension, NAME=COUNT,… with NAME one of kernel_name, variant, "
-                    "stream, device, model, operator, memory_tag, tag_key, tag_value (per key), series (custom); 0: "
-                    "no cap. Past a cap names fold into [other], new tag keys are dropped, new series are refused. "
-                    "Defaults: 10000 for names, operators, memory tags and tag values; 1000 for variants, streams, "
-                    "models, tag keys and series; 256 devices")
+                    "stream, device, model, operator, memory_tag, tag_key, tag_value (per key), all_tag_values "
+                    "(all keys together), series (custom); 0: no cap. Past a cap names fold into [other], new tag keys "
+                    "are dropped, new series are refused. Defaults: 10000 for names, operators, memory tags and tag "
+                    "values; 100000 tag values in all; 1000 for variants, streams, models, tag keys and series; 256 "
+                    "devices")
       ->envname("PERFSCOPE_CARDINALITY_LIMIT");
   serve->add_option("--cardinality-window", t.cardinality_window,
                     "Values count towards their cap while seen within this long, e.g. 24h (series and tag keys: "

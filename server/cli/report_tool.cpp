@@ -20,6 +20,7 @@
 #include "server/client/client.hpp"
 #include "server/api/report_format.hpp"
 #include "server/cli/tools.hpp"
+#include "server/http/spooled_body.hpp"
 
 namespace perfscope::server {
 
@@ -143,6 +144,14 @@ int run_report(const ReportOptions& o) {
     HttpResponse r = (*db)->api().handle(request);
     status = r.status;
     body = std::move(r.body);
+    if (r.spooled) {  // an export (CSV): its file, read back
+      auto all = r.spooled->read_all();
+      if (!all.ok()) {
+        std::cerr << "perfscope report: " << all.status().message() << "\n";
+        return 1;
+      }
+      body = std::move(*all);
+    }
   } else {
     auto hp = parse_http_url(o.server.empty() ? "http://127.0.0.1:8080" : o.server);
     if (!hp.ok()) {

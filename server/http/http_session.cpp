@@ -1,18 +1,21 @@
 #include "server/http/http_session.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <optional>
 #include <stop_token>
+#include <vector>
 
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
 
 #include "engine/cancellation.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/spooled_body.hpp"
 #include "server/net/read_buffer.hpp"
 #include "server/http/websocket_session.hpp"
 
@@ -21,6 +24,7 @@ namespace {
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
+constexpr std::size_t kSpoolBlockBytes = 64 * 1024;  // read from a spooled body per write
 
 bool changes_state(http::verb method) {
   return method != http::verb::get && method != http::verb::head && method != http::verb::options;
@@ -55,6 +59,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_read(beast::error_code ec, std::size_t bytes);
   void send(HttpResponse response);
+  // A spooled body (spooled_body.hpp), block by block from its file: the time limit applies
+  // to each block, so a slow reader that keeps reading is not cut off, and one that stops is.
+  void send_spooled(std::shared_ptr<http::response<http::buffer_body>> res, std::shared_ptr<const SpooledBody> body);
+  void on_spooled_write(beast::error_code ec, std::size_t bytes);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
   // (engine/cancellation.hpp). The watch ends when the answer is sent.
@@ -75,6 +83,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   std::string cors_origin_;  // the request's Origin when CORS allows it (echoed in the answer)
   std::shared_ptr<void> slot_;
   std::shared_ptr<http::response<http::string_body>> response_;  // alive while being written
+  struct SpooledWrite {  // alive while a spooled body is being written
+    std::shared_ptr<http::response<http::buffer_body>> response;
+    std::shared_ptr<const SpooledBody> body;
+    std::optional<http::response_serializer<http::buffer_body>> serializer;
+    std::uint64_t offset = 0;
+    std::vector<char> block;
+  };
+  std::optional<SpooledWrite> spooled_;
   bool watching_ = false;  // watch_for_departure's wait is pending
 };
 
@@ -309,25 +325,34 @@ void HttpSession<Stream>::send(HttpResponse r) {
     beast::error_code ignored;
     lowest().socket().cancel(ignored);  // ends watch_for_departure's wait; nothing else is pending
   }
-  auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), request_version_);
-  res->set(http::field::server, "perfscope");
-  if (r.status != 304) res->set(http::field::content_type, r.content_type);
-  for (auto& [name, value] : r.headers) res->set(name, value);
-  if (!cors_origin_.empty()) {
-    res->set(http::field::access_control_allow_origin, cors_origin_);
-    res->set(http::field::access_control_expose_headers, "Retry-After, WWW-Authenticate, Content-Disposition");
-    const auto vary = (*res)[http::field::vary];
-    res->set(http::field::vary, vary.empty() ? std::string("Origin") : std::string(vary) + ", Origin");
+  auto head = [&](auto& res) {
+    res.set(http::field::server, "perfscope");
+    if (r.status != 304) res.set(http::field::content_type, r.content_type);
+    for (auto& [name, value] : r.headers) res.set(name, value);
+    if (!cors_origin_.empty()) {
+      res.set(http::field::access_control_allow_origin, cors_origin_);
+      res.set(http::field::access_control_expose_headers, "Retry-After, WWW-Authenticate, Content-Disposition");
+      const auto vary = res[http::field::vary];
+      res.set(http::field::vary, vary.empty() ? std::string("Origin") : std::string(vary) + ", Origin");
+    }
+    res.keep_alive(request_keep_alive_);
+    if (request_keep_alive_) {
+      // How long an idle connection stays open, so that a client closes it first instead of
+      // sending its next request into the server's close (Node's and Apache's servers say it too).
+      const auto idle_s = std::chrono::duration_cast<std::chrono::seconds>(ctx_.config.header_timeout).count();
+      res.set(http::field::keep_alive, "timeout=" + std::to_string(std::max<std::int64_t>(idle_s, 1)));
+    }
+    // A HEAD response announces the GET body's length and sends no body.
+    res.content_length(r.spooled ? r.spooled->size() : r.body.size());
+  };
+  const auto status = static_cast<http::status>(r.status);
+  if (r.spooled && !head_request_) {
+    auto res = std::make_shared<http::response<http::buffer_body>>(status, request_version_);
+    head(*res);
+    return send_spooled(std::move(res), std::move(r.spooled));
   }
-  res->keep_alive(request_keep_alive_);
-  if (request_keep_alive_) {
-    // How long an idle connection stays open, so that a client closes it first instead of
-    // sending its next request into the server's close (Node's and Apache's servers say it too).
-    const auto idle_s = std::chrono::duration_cast<std::chrono::seconds>(ctx_.config.header_timeout).count();
-    res->set(http::field::keep_alive, "timeout=" + std::to_string(std::max<std::int64_t>(idle_s, 1)));
-  }
-  // A HEAD response announces the GET body's length and sends no body.
-  res->content_length(r.body.size());
+  auto res = std::make_shared<http::response<http::string_body>>(status, request_version_);
+  head(*res);
   if (!head_request_) res->body() = std::move(r.body);
   response_ = res;
   lowest().expires_after(ctx_.config.request_timeout);
@@ -336,8 +361,50 @@ void HttpSession<Stream>::send(HttpResponse r) {
 }
 
 template <class Stream>
+void HttpSession<Stream>::send_spooled(std::shared_ptr<http::response<http::buffer_body>> res,
+                                       std::shared_ptr<const SpooledBody> body) {
+  SpooledWrite& w = spooled_.emplace();
+  w.response = std::move(res);
+  w.body = std::move(body);
+  w.response->body().data = nullptr;
+  w.response->body().more = true;
+  w.serializer.emplace(*w.response);
+  w.block.resize(kSpoolBlockBytes);
+  lowest().expires_after(ctx_.config.request_timeout);
+  http::async_write_header(stream_, *w.serializer,
+                           beast::bind_front_handler(&HttpSession::on_spooled_write, this->shared_from_this()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::on_spooled_write(beast::error_code ec, std::size_t) {
+  if (ec == http::error::need_buffer) ec = {};  // the block went out; the serializer wants the next
+  if (ec) return on_write(false, ec, 0);
+  SpooledWrite& w = *spooled_;
+  if (w.serializer->is_done()) return on_write(w.response->keep_alive(), ec, 0);
+  const std::uint64_t size = w.body->size();
+  std::size_t n = 0;
+  if (w.offset < size) {
+    const ssize_t got = ::pread(w.body->fd(), w.block.data(), std::min<std::uint64_t>(w.block.size(), size - w.offset),
+                                static_cast<off_t>(w.offset));
+    // The headers are out with the length: a body that cannot be read ends the connection, so
+    // the client sees a short body, never a wrong one.
+    if (got <= 0) return on_write(false, beast::error_code(errno, beast::system_category()), 0);
+    n = static_cast<std::size_t>(got);
+    w.offset += n;
+  }
+  auto& b = w.response->body();
+  b.data = n ? w.block.data() : nullptr;
+  b.size = n;
+  b.more = w.offset < size;
+  lowest().expires_after(ctx_.config.request_timeout);
+  http::async_write(stream_, *w.serializer,
+                    beast::bind_front_handler(&HttpSession::on_spooled_write, this->shared_from_this()));
+}
+
+template <class Stream>
 void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
   response_.reset();
+  spooled_.reset();
   if (ec) return do_close();
   if (!keep_alive) return do_close();
   do_read();

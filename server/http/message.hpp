@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace perfscope::server {
+
+class SpooledBody;  // spooled_body.hpp
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", …
@@ -27,6 +30,9 @@ struct HttpResponse {
   unsigned status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // Set instead of `body` for large exports: the body is in this file and is sent from it
+  // (never transparently gzipped: the handler has already compressed it if it should be).
+  std::shared_ptr<const SpooledBody> spooled;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   bool compressible = true;  // gzip when the client accepts it and it is worth it
 };

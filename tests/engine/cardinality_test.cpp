@@ -68,6 +68,40 @@ TEST(Cardinality, TagValuesAreCappedPerKeyAndNewKeysPastTheCapAreDropped) {
   EXPECT_EQ(stats[static_cast<std::size_t>(Dimension::kTagKey)].distinct, 2u);
 }
 
+TEST(Cardinality, TagValuesOfAllKeysTogetherHaveTheirOwnCap) {
+  // Each key is under its own cap; together they pass all_tag_values (the key cap times the
+  // per-key cap would otherwise be the only bound: 10^7 by default).
+  CardinalityLimits limits = limits_of("tag_value=10,all_tag_values=4");
+  limits.window = std::chrono::hours(1);
+  CardinalityGuard guard(limits);
+  std::vector<Event> batch = {
+      kernel("k", {{"a", "1"}, {"b", "1"}}),
+      kernel("k", {{"a", "2"}, {"c", "1"}}),
+      kernel("k", {{"d", "1"}}),              // a fifth value: folded
+      kernel("k", {{"a", "1"}, {"c", "1"}}),  // known values stay
+  };
+  std::size_t folded = 0;
+  ASSERT_TRUE(guard.apply(batch, kHour, &folded).ok());
+  EXPECT_EQ(std::get<KernelEvent>(batch[2]).tags, (Tags{{"d", std::string(kOtherValue)}}));
+  EXPECT_EQ(std::get<KernelEvent>(batch[3]).tags, (Tags{{"a", "1"}, {"c", "1"}}));
+  EXPECT_EQ(folded, 1u);
+  auto stats = guard.stats();
+  const DimensionStats& all = stats[static_cast<std::size_t>(Dimension::kAllTagValues)];
+  EXPECT_EQ(all.distinct, 4u);
+  EXPECT_EQ(all.limit, 4u);
+  EXPECT_EQ(all.folded, 1u);
+  EXPECT_EQ(stats[static_cast<std::size_t>(Dimension::kTagValue)].folded, 0u);
+
+  // Values unseen for the window make room across keys: b=1 and a=2 were last seen an hour ago.
+  std::vector<Event> later = {kernel("k", {{"a", "1"}, {"c", "1"}})};
+  ASSERT_TRUE(guard.apply(later, 2 * kHour - 1).ok());
+  std::vector<Event> next = {kernel("k", {{"e", "1"}, {"e2", "2"}, {"e3", "3"}})};
+  ASSERT_TRUE(guard.apply(next, 2 * kHour + 1).ok());
+  EXPECT_EQ(std::get<KernelEvent>(next[0]).tags, (Tags{{"e", "1"}, {"e2", "2"}, {"e3", std::string(kOtherValue)}}));
+  stats = guard.stats();
+  EXPECT_EQ(stats[static_cast<std::size_t>(Dimension::kAllTagValues)].distinct, 4u);
+}
+
 TEST(Cardinality, ARunNameCountsAsTheValueOfItsRunTag) {
   CardinalityGuard guard(limits_of("tag_value=1"));
   RunEvent r1, r2;

@@ -1,0 +1,133 @@
+#include "server/http/spooled_body.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace perfscope::server {
+
+namespace {
+
+constexpr std::size_t kBlock = 256 * 1024;
+
+// An open file without a name in `dir`, or -1.
+int anonymous_file(const std::string& dir) {
+#ifdef O_TMPFILE
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+#endif
+  std::string path = dir + "/.perfscope-spool-XXXXXX";
+  int tmp = ::mkostemp(path.data(), O_CLOEXEC);
+  if (tmp >= 0) ::unlink(path.c_str());
+  return tmp;
+}
+
+}  // namespace
+
+struct SpooledBody::Deflater {
+  z_stream zs{};
+  bool ready = false;
+  ~Deflater() {
+    if (ready) deflateEnd(&zs);
+  }
+};
+
+SpooledBody::SpooledBody(int fd, bool gzip) : fd_(fd) {
+  if (gzip) {
+    deflater_ = std::make_unique<Deflater>();
+    // windowBits 15 + 16: the gzip wrapper. Level 6: exports are large, and zlib's default
+    // level gives most of the size for a fraction of level 9's time.
+    deflater_->ready = deflateInit2(&deflater_->zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  }
+}
+
+SpooledBody::~SpooledBody() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<SpooledBody>> SpooledBody::create(const std::string& dir, bool gzip) {
+  int fd = dir.empty() ? -1 : anonymous_file(dir);
+  if (fd < 0) {
+    std::error_code ec;
+    const auto tmp = std::filesystem::temp_directory_path(ec);
+    if (!ec) fd = anonymous_file(tmp.string());
+  }
+  if (fd < 0) return Status::unavailable(std::string("cannot create a file for the response: ") + std::strerror(errno));
+  std::unique_ptr<SpooledBody> body(new SpooledBody(fd, gzip));
+  if (gzip && !body->deflater_->ready) return Status::internal("gzip compression could not start");
+  return body;
+}
+
+Status SpooledBody::append(std::string_view bytes) {
+  if (finished_) return Status::internal("append to a finished response body");
+  pending_.append(bytes);
+  if (pending_.size() < kBlock) return Status();
+  Status s = deflater_ ? deflate_out(pending_.data(), pending_.size(), false) : write_out(pending_.data(), pending_.size());
+  pending_.clear();
+  return s;
+}
+
+Status SpooledBody::drain(std::string& text) {
+  if (text.size() < kBlock) return Status();
+  Status s = append(text);
+  text.clear();
+  return s;
+}
+
+Status SpooledBody::finish() {
+  if (finished_) return Status();
+  finished_ = true;
+  Status s = deflater_ ? deflate_out(pending_.data(), pending_.size(), true) : write_out(pending_.data(), pending_.size());
+  pending_.clear();
+  pending_.shrink_to_fit();
+  return s;
+}
+
+Status SpooledBody::write_out(const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      // ENOSPC above all: refused as a whole rather than sent short.
+      return Status::unavailable(std::string("cannot write the response body to disk: ") + std::strerror(errno));
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+    size_ += static_cast<std::uint64_t>(w);
+  }
+  return Status();
+}
+
+Status SpooledBody::deflate_out(const char* data, std::size_t n, bool last) {
+  z_stream& zs = deflater_->zs;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+  zs.avail_in = static_cast<uInt>(n);  // n ≤ a block plus one row: fits
+  char out[64 * 1024];
+  for (;;) {
+    zs.next_out = reinterpret_cast<Bytef*>(out);
+    zs.avail_out = sizeof out;
+    const int rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) return Status::internal("gzip compression failed");
+    if (Status s = write_out(out, sizeof out - zs.avail_out); !s.ok()) return s;
+    if (last ? rc == Z_STREAM_END : zs.avail_in == 0 && zs.avail_out != 0) return Status();
+  }
+}
+
+Result<std::string> SpooledBody::read_all() const {
+  std::string out(size_, '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t r = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::io_error(std::string("cannot read the response body back: ") + std::strerror(errno));
+    done += static_cast<std::size_t>(r);
+  }
+  return out;
+}
+
+}  // namespace perfscope::server
