@@ -276,9 +276,12 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
     r.more = limited < cutoff || over;
   }
 
-  // Rollups: whole days, by age, and the oldest day while over the size limit with no raw
-  // rows left that may go.
-  TimestampNs rollup_cutoff = policy.rollup_max_age_ns > 0 ? floor_to(now - policy.rollup_max_age_ns, kDayNs) : 0;
+  // Rollups: by age, each row once its bucket lies wholly before the cutoff — minutes first,
+  // then hours, then days — so the tiers stay flat from minute to minute instead of growing
+  // through a day (a day or hour row still standing answers only for windows that cover it
+  // whole); and the oldest day while over the size limit with no raw rows left that may go.
+  TimestampNs rollup_cutoff =
+      policy.rollup_max_age_ns > 0 ? floor_to(now - policy.rollup_max_age_ns, kRollupMinuteNs) : 0;
   if (over && !raw_retirable_for_size) {
     auto first_day = single_value(conn, "SELECT MIN(start_ns) FROM rollups WHERE tier = 86400");
     if (!first_day.ok()) return first_day.status();
@@ -289,7 +292,9 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
     }
   }
   if (rollup_cutoff > 0) {
-    if (Status s = delete_before(conn, "DELETE FROM rollups WHERE start_ns < ?1", rollup_cutoff, r.rollup_rows_deleted);
+    // (`tier` is the bucket's width in seconds.)
+    if (Status s = delete_before(conn, "DELETE FROM rollups WHERE start_ns + tier * 1000000000 <= ?1", rollup_cutoff,
+                                 r.rollup_rows_deleted);
         !s.ok()) {
       return s;
     }

@@ -1,7 +1,7 @@
 // Retention: raw rows older than a maximum age — or the oldest ones, while the database is
 // over its maximum size — are rolled up into the histogram tiers (rollups.hpp) and deleted in
 // the same transaction, so every value is either raw or rolled up, never lost half-way; old
-// tiers are dropped whole days at a time; freed pages go back to the filesystem by
+// tier rows are dropped once their bucket has aged; freed pages go back to the filesystem by
 // incremental vacuum. What is retired:
 //  - kernel chunks wholly older than the cutoff, samples, inference requests, command buffers:
 //    into rollups, then deleted (the samples of scraped histograms' buckets: deleted only);
@@ -9,8 +9,8 @@
 //  - memory events: an allocation and its free once both are older than the cutoff (a free
 //    with no allocation too). Live allocations stay, so current memory and leak suspects
 //    still add up after retention.
-// Old tiers are dropped whole days at a time, and GPU processes' lifetime records that ended
-// before the same cutoff with them.
+// By age, each tier row goes once its bucket is wholly past the cutoff (for size: whole days),
+// and GPU processes' lifetime records that ended before the same cutoff with them.
 //
 // retention_step() runs inside the caller's transaction (the writer's thread). RetentionTask
 // schedules it on the writer: start()/stop()/stats() from any thread.

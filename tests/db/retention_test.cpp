@@ -425,7 +425,7 @@ TEST(Retention, ASampleOlderThanTheCutoffGoesIntoTheRollupsAtOnce) {
   EXPECT_EQ(*raw_before, 0);
 }
 
-TEST(Retention, OldRollupsGoWholeDaysAtATime) {
+TEST(Retention, OldRollupRowsGoOnceTheirBucketHasAged) {
   Fixture f;
   auto c = Connection::open(f.path);
   {
@@ -439,8 +439,17 @@ TEST(Retention, OldRollupsGoWholeDaysAtATime) {
   policy.rollup_max_age_ns = 2 * kDay;
   auto r = run_step(*f.writer, policy, kT0 + 4 * kDay + 12 * kHour);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->rollup_rows_deleted, 2u * 3u);  // days 0 and 1: a minute, an hour and a day row each
+  // The cutoff is day 2, 12:00. Days 0 and 1: their minute, hour and day rows; day 2: its
+  // minute and hour rows (01:00), while its day row (ending at day 3) stays; days 3 and 4 stay.
+  EXPECT_EQ(r->rollup_rows_deleted, 2u * 3u + 2u);
   EXPECT_EQ(count_rows(f.path, "SELECT MIN(start_ns) FROM rollups"), kT0 + 2 * kDay);
+  const std::string before_day3 = " FROM rollups WHERE start_ns < " + std::to_string(kT0 + 3 * kDay);
+  EXPECT_EQ(count_rows(f.path, ("SELECT COUNT(*)" + before_day3).c_str()), 1);
+  EXPECT_EQ(count_rows(f.path, ("SELECT tier" + before_day3).c_str()), 86400);
+  // A minute later nothing more has aged.
+  auto again = run_step(*f.writer, policy, kT0 + 4 * kDay + 12 * kHour + 60'000'000'000);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->rollup_rows_deleted, 0u);
 }
 
 TEST(Retention, GpuProcessRecordsAgeWithTheRollups) {
