@@ -35,9 +35,14 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   // over ten minutes of one GPU; a vacuumed copy of such a store took 0.79 bytes a sample with
   // 2 KiB pages, 1.01 with 4 KiB and 1.04 with 1 KiB, where chunks spill into overflow pages
   // (bench/RESULTS.md, issue 21).
+  //
+  // The WAL file keeps the largest size it ever reached (20 MB in the scrape soak, where reads
+  // often hold a snapshot while a checkpoint would restart it); journal_size_limit truncates it
+  // to 4 MiB whenever a checkpoint does restart it, so the files' size follows the data.
   const char* pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
                                   : "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456;";
+                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; "
+                                    "PRAGMA journal_size_limit=4194304;";
   if (Status s = conn.exec(pragmas); !s.ok()) return s;
   // A read for a request whose client has left stops at the next check (every ~1000 virtual
   // machine steps, microseconds apart) with SQLITE_INTERRUPT (engine/cancellation.hpp). The

@@ -251,5 +251,41 @@ TEST(Connection, UsesWalAndReportsOpenErrors) {
   EXPECT_EQ(bad.status().code(), StatusCode::kIoError);
 }
 
+TEST(Connection, TheWalFileShrinksBackOnceACheckpointRestartsIt) {
+  TempDir dir;
+  const std::string path = dir.file("w.db");
+  auto writer = Connection::open(path);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->exec("CREATE TABLE t(v BLOB)").ok());
+  const std::string row(4000, 'x');
+  auto insert = [&](int rows) {
+    Transaction tx(*writer);
+    auto stmt = writer->prepare("INSERT INTO t VALUES (?1)");
+    ASSERT_TRUE(stmt.ok());
+    for (int i = 0; i < rows; ++i) {
+      stmt->bind_blob(1, row);
+      ASSERT_TRUE(stmt->run().ok());
+    }
+    ASSERT_TRUE(tx.commit().ok());
+  };
+  const auto wal_bytes = [&] { return std::filesystem::file_size(path + "-wal"); };
+  {
+    // A reader holding its snapshot keeps the checkpoints from restarting the WAL: it grows.
+    auto reader = Connection::open(path, /*read_only=*/true);
+    ASSERT_TRUE(reader.ok());
+    ASSERT_TRUE(reader->exec("BEGIN").ok());
+    auto first = reader->prepare("SELECT COUNT(*) FROM t");
+    ASSERT_TRUE(first.ok() && *first->step());
+    for (int i = 0; i < 10; ++i) insert(400);  // ~16 MB of pages
+    EXPECT_GT(wal_bytes(), 12u << 20);
+    ASSERT_TRUE(reader->exec("COMMIT").ok());
+  }
+  // The snapshot gone, a checkpoint copies everything back and the next writes restart the
+  // WAL from its start, truncating the file to the limit (4 MiB) rather than keeping its peak.
+  insert(400);
+  insert(10);
+  EXPECT_LE(wal_bytes(), 4u << 20);
+}
+
 }  // namespace
 }  // namespace perfscope::db
