@@ -59,8 +59,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_read(beast::error_code ec, std::size_t bytes);
   void send(HttpResponse response);
-  // A spooled body (spooled_body.hpp), block by block from its file: the time limit applies
-  // to each block, so a slow reader that keeps reading is not cut off, and one that stops is.
+  // A spooled body (spooled_body.hpp), block by block from its file. The time limit applies to
+  // each block: a reader that stops is cut off. (A reader slower than about a third of the
+  // socket's send buffer per time limit is cut off too: the kernel wakes a writer only then.)
   void send_spooled(std::shared_ptr<http::response<http::buffer_body>> res, std::shared_ptr<const SpooledBody> body);
   void on_spooled_write(beast::error_code ec, std::size_t bytes);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
@@ -336,12 +337,11 @@ void HttpSession<Stream>::send(HttpResponse r) {
       res.set(http::field::vary, vary.empty() ? std::string("Origin") : std::string(vary) + ", Origin");
     }
     res.keep_alive(request_keep_alive_);
-    if (request_keep_alive_) {
-      // How long an idle connection stays open, so that a client closes it first instead of
-      // sending its next request into the server's close (Node's and Apache's servers say it too).
-      const auto idle_s = std::chrono::duration_cast<std::chrono::seconds>(ctx_.config.header_timeout).count();
-      res.set(http::field::keep_alive, "timeout=" + std::to_string(std::max<std::int64_t>(idle_s, 1)));
-    }
+    // How long an idle connection stays open, so that a client closes it first instead of
+    // sending its next request into the server's close (Node's and Apache's servers say it too).
+    // Whole seconds, rounded down: never more than the server gives; below a second, unsaid.
+    const auto idle_s = std::chrono::duration_cast<std::chrono::seconds>(ctx_.config.header_timeout).count();
+    if (request_keep_alive_ && idle_s >= 1) res.set(http::field::keep_alive, "timeout=" + std::to_string(idle_s));
     // A HEAD response announces the GET body's length and sends no body.
     res.content_length(r.spooled ? r.spooled->size() : r.body.size());
   };
