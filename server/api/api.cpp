@@ -12,6 +12,7 @@
 #include "db/schema.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/spooled_body.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/query_time.hpp"
 #include "server/api/version.hpp"

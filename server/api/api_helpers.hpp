@@ -16,10 +16,11 @@
 #include "engine/gpu_collector.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
-#include "server/http/spooled_body.hpp"
 #include "server/api/query_time.hpp"
 
 namespace perfscope::server {
+
+class SpooledBody;  // server/http/spooled_body.hpp
 
 // A Status as a JSON error response with its HTTP code and field.
 HttpResponse status_response(const Status& s);

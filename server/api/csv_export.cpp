@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-// Rows into a spooled body; the first write error is kept (status()) and later rows dropped.
+// Rows into a spooled body, which keeps the first write error (finish() returns it).
 class CsvWriter {
  public:
   explicit CsvWriter(SpooledBody& body) : body_(body) {}
@@ -41,15 +41,10 @@ class CsvWriter {
   void end_row() {
     out_ += "\r\n";
     first_ = true;
-    if (status_.ok()) status_ = body_.drain(out_);
-    if (!status_.ok()) out_.clear();
+    body_.drain(out_);
   }
   // Hands over the rest; the body is complete when this is ok.
-  Status finish() {
-    if (status_.ok()) status_ = body_.append(out_);
-    if (status_.ok()) status_ = body_.finish();
-    return status_;
-  }
+  Status finish() { return body_.finish(out_); }
   void header(std::initializer_list<std::string_view> names) {
     for (auto n : names) field(n);
     end_row();
@@ -77,7 +72,6 @@ class CsvWriter {
   SpooledBody& body_;
   std::string out_;
   bool first_ = true;
-  Status status_;
 };
 
 std::string dims(const std::optional<std::array<std::uint32_t, 3>>& d) {

@@ -21,6 +21,7 @@
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/spooled_body.hpp"
 
 namespace perfscope::server {
 
@@ -30,7 +31,7 @@ namespace {
 
 constexpr std::size_t kDefaultMaxEvents = 1'000'000;
 
-// Trace events into a spooled body; the first write error is kept and later events dropped.
+// Trace events into a spooled body, which keeps the first write error (finish() returns it).
 class TraceWriter {
  public:
   TraceWriter(TimestampNs origin, SpooledBody& body) : origin_(origin), body_(body) { out_ = "{\"traceEvents\":["; }
@@ -82,16 +83,13 @@ class TraceWriter {
   // The document's end; the body is complete when this is ok.
   Status finish(const json& metadata) {
     out_ += "],\"displayTimeUnit\":\"ms\",\"metadata\":" + metadata.dump() + "}";
-    if (status_.ok()) status_ = body_.append(out_);
-    if (status_.ok()) status_ = body_.finish();
-    return status_;
+    return body_.finish(out_);
   }
 
  private:
   static std::string quote(std::string_view s) { return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace); }
   void begin_event() {
-    if (status_.ok()) status_ = body_.drain(out_);
-    if (!status_.ok()) out_.clear();
+    body_.drain(out_);
     if (!first_) out_ += ',';
     first_ = false;
     out_ += '{';
@@ -112,7 +110,6 @@ class TraceWriter {
 
   const TimestampNs origin_;
   SpooledBody& body_;
-  Status status_;
   std::string out_;
   bool first_ = true;
   std::size_t events_ = 0;

@@ -1,11 +1,14 @@
 #include "server/http/http_session.hpp"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <optional>
 #include <stop_token>
 #include <vector>
@@ -59,11 +62,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void on_header(beast::error_code ec, std::size_t bytes);
   void on_read(beast::error_code ec, std::size_t bytes);
   void send(HttpResponse response);
-  // A spooled body (spooled_body.hpp), block by block from its file. The time limit applies to
-  // each block: a reader that stops is cut off. (A reader slower than about a third of the
-  // socket's send buffer per time limit is cut off too: the kernel wakes a writer only then.)
+  // A spooled body (spooled_body.hpp), block by block from its file (read on the io thread: the
+  // file was just written, so a block is in the page cache and its read a copy). A reader is
+  // cut off once it has taken nothing for the request timeout; a slow one that keeps reading
+  // is not, however long the body: see watch_spooled_progress.
   void send_spooled(std::shared_ptr<http::response<http::buffer_body>> res, std::shared_ptr<const SpooledBody> body);
   void on_spooled_write(beast::error_code ec, std::size_t bytes);
+  // The stream's own timeout cannot tell a slow reader from a gone one: the kernel wakes a
+  // blocked writer only when about a third of the send buffer (megabytes, autotuned) has
+  // drained, which a client reading 30 KB/s takes longer than the timeout to do. So a timer
+  // looks at the socket's unsent bytes (SIOCOUTQ) a few times per timeout and closes the
+  // connection only when neither they nor the blocks sent moved for a whole timeout.
+  void watch_spooled_progress(std::uint64_t generation);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
   // (engine/cancellation.hpp). The watch ends when the answer is sent.
@@ -90,8 +100,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     std::optional<http::response_serializer<http::buffer_body>> serializer;
     std::uint64_t offset = 0;
     std::vector<char> block;
+    std::optional<net::steady_timer> watchdog;
+    std::uint64_t watched_offset = 0;  // the offset and unsent bytes at the last progress
+    int watched_unsent = -1;
+    std::chrono::steady_clock::time_point last_progress;
   };
   std::optional<SpooledWrite> spooled_;
+  std::uint64_t spooled_generation_ = 0;  // tells a stale watchdog wake from the current body's
   bool watching_ = false;  // watch_for_departure's wait is pending
 };
 
@@ -370,7 +385,10 @@ void HttpSession<Stream>::send_spooled(std::shared_ptr<http::response<http::buff
   w.response->body().more = true;
   w.serializer.emplace(*w.response);
   w.block.resize(kSpoolBlockBytes);
-  lowest().expires_after(ctx_.config.request_timeout);
+  w.watchdog.emplace(stream_.get_executor());
+  w.last_progress = std::chrono::steady_clock::now();
+  lowest().expires_never();  // the watchdog judges progress instead
+  watch_spooled_progress(++spooled_generation_);
   http::async_write_header(stream_, *w.serializer,
                            beast::bind_front_handler(&HttpSession::on_spooled_write, this->shared_from_this()));
 }
@@ -396,9 +414,33 @@ void HttpSession<Stream>::on_spooled_write(beast::error_code ec, std::size_t) {
   b.data = n ? w.block.data() : nullptr;
   b.size = n;
   b.more = w.offset < size;
-  lowest().expires_after(ctx_.config.request_timeout);
   http::async_write(stream_, *w.serializer,
                     beast::bind_front_handler(&HttpSession::on_spooled_write, this->shared_from_this()));
+}
+
+template <class Stream>
+void HttpSession<Stream>::watch_spooled_progress(std::uint64_t generation) {
+  const auto timeout = ctx_.config.request_timeout;
+  spooled_->watchdog->expires_after(
+      std::max<std::chrono::steady_clock::duration>(timeout / 4, std::chrono::milliseconds(10)));
+  spooled_->watchdog->async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
+    if (ec || !self->spooled_ || generation != self->spooled_generation_) return;  // the body went out
+    SpooledWrite& w = *self->spooled_;
+    int unsent = -1;
+    if (::ioctl(self->lowest().socket().native_handle(), SIOCOUTQ, &unsent) != 0) unsent = -1;
+    const auto now = std::chrono::steady_clock::now();
+    if (w.offset != w.watched_offset || (unsent >= 0 && unsent != w.watched_unsent)) {
+      w.watched_offset = w.offset;
+      w.watched_unsent = unsent;
+      w.last_progress = now;
+    } else if (now - w.last_progress >= self->ctx_.config.request_timeout) {
+      // Closing fails the pending write, whose handler ends the session.
+      beast::error_code ignored;
+      self->lowest().socket().close(ignored);
+      return;
+    }
+    self->watch_spooled_progress(generation);
+  });
 }
 
 template <class Stream>

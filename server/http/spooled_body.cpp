@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,7 +14,7 @@ namespace perfscope::server {
 
 namespace {
 
-constexpr std::size_t kBlock = 256 * 1024;
+constexpr std::size_t kBlock = 256 * 1024;  // what a caller's text holds before drain() writes it
 
 // An open file without a name in `dir`, or -1.
 int anonymous_file(const std::string& dir) {
@@ -63,29 +64,27 @@ Result<std::unique_ptr<SpooledBody>> SpooledBody::create(const std::string& dir,
   return body;
 }
 
-Status SpooledBody::append(std::string_view bytes) {
-  if (finished_) return Status::internal("append to a finished response body");
-  pending_.append(bytes);
-  if (pending_.size() < kBlock) return Status();
-  Status s = deflater_ ? deflate_out(pending_.data(), pending_.size(), false) : write_out(pending_.data(), pending_.size());
-  pending_.clear();
-  return s;
+void SpooledBody::append(std::string_view bytes) {
+  if (!status_.ok() || bytes.empty()) return;
+  if (finished_) {
+    status_ = Status::internal("append to a finished response body");
+    return;
+  }
+  status_ = deflater_ ? deflate_out(bytes.data(), bytes.size(), false) : write_out(bytes.data(), bytes.size());
 }
 
-Status SpooledBody::drain(std::string& text) {
-  if (text.size() < kBlock) return Status();
-  Status s = append(text);
+void SpooledBody::drain(std::string& text) {
+  if (text.size() < kBlock) return;
+  append(text);
   text.clear();
-  return s;
 }
 
-Status SpooledBody::finish() {
-  if (finished_) return Status();
+Status SpooledBody::finish(std::string_view rest) {
+  if (finished_) return status_;
+  append(rest);
   finished_ = true;
-  Status s = deflater_ ? deflate_out(pending_.data(), pending_.size(), true) : write_out(pending_.data(), pending_.size());
-  pending_.clear();
-  pending_.shrink_to_fit();
-  return s;
+  if (status_.ok() && deflater_) status_ = deflate_out(nullptr, 0, true);
+  return status_;
 }
 
 Status SpooledBody::write_out(const char* data, std::size_t n) {
@@ -105,17 +104,26 @@ Status SpooledBody::write_out(const char* data, std::size_t n) {
 
 Status SpooledBody::deflate_out(const char* data, std::size_t n, bool last) {
   z_stream& zs = deflater_->zs;
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
-  zs.avail_in = static_cast<uInt>(n);  // n ≤ a block plus one row: fits
   char out[64 * 1024];
-  for (;;) {
-    zs.next_out = reinterpret_cast<Bytef*>(out);
-    zs.avail_out = sizeof out;
-    const int rc = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
-    if (rc == Z_STREAM_ERROR) return Status::internal("gzip compression failed");
-    if (Status s = write_out(out, sizeof out - zs.avail_out); !s.ok()) return s;
-    if (last ? rc == Z_STREAM_END : zs.avail_in == 0 && zs.avail_out != 0) return Status();
-  }
+  // zlib counts its input in uInt: a larger append goes in pieces.
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  do {
+    const std::size_t piece = std::min(n, kPiece);
+    const bool finish = last && piece == n;
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    zs.avail_in = static_cast<uInt>(piece);
+    for (;;) {
+      zs.next_out = reinterpret_cast<Bytef*>(out);
+      zs.avail_out = sizeof out;
+      const int rc = deflate(&zs, finish ? Z_FINISH : Z_NO_FLUSH);
+      if (rc == Z_STREAM_ERROR) return Status::internal("gzip compression failed");
+      if (Status s = write_out(out, sizeof out - zs.avail_out); !s.ok()) return s;
+      if (finish ? rc == Z_STREAM_END : zs.avail_in == 0 && zs.avail_out != 0) break;
+    }
+    data += piece;
+    n -= piece;
+  } while (n > 0);
+  return Status();
 }
 
 Result<std::string> SpooledBody::read_all() const {

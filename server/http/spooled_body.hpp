@@ -28,13 +28,17 @@ class SpooledBody {
   SpooledBody(const SpooledBody&) = delete;
   SpooledBody& operator=(const SpooledBody&) = delete;
 
-  // Appends; buffered, written in blocks. A full disk is an error here, not a short file.
-  Status append(std::string_view bytes);
-  // Appends `text` and clears it once it holds a block or more: callers format rows into a
-  // string and hand it over here, so the string never grows past a block.
-  Status drain(std::string& text);
-  // Writes what is buffered (and the gzip trailer); no appends after.
-  Status finish();
+  // Appends, written (or deflated) at once. The first write that fails (a full disk above all)
+  // fails the body: later appends do nothing and finish() returns that error, so a producer
+  // writes on and checks once, and the client never gets a short file.
+  void append(std::string_view bytes);
+  // Appends `text` once it holds a block or more, and then clears it (failed or not): callers
+  // format rows into a string and hand it over here, so the string never grows past a block.
+  void drain(std::string& text);
+  // Appends `rest` and ends the body (the gzip trailer); the body is complete when this is ok.
+  // No appends after.
+  Status finish(std::string_view rest = {});
+  bool failed() const { return !status_.ok(); }
 
   int fd() const { return fd_; }
   std::uint64_t size() const { return size_; }  // bytes in the file, after finish()
@@ -50,8 +54,8 @@ class SpooledBody {
 
   int fd_ = -1;
   std::uint64_t size_ = 0;
-  std::string pending_;  // not yet written (or deflated)
   std::unique_ptr<Deflater> deflater_;
+  Status status_;  // the first failure
   bool finished_ = false;
 };
 

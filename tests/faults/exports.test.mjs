@@ -1,7 +1,8 @@
 // Exports are spooled, not built in memory: CSV tables and traces are written to a file as
 // they are produced and sent from it, so clients that ask for large exports and never read
 // hold a file each, not the export in the server's heap. Also checked: what a reading client
-// gets is complete, on the wire gzipped or not, as a .csv.gz file, and for HEAD.
+// gets is complete, on the wire gzipped or not, as a .csv.gz file, and for HEAD; a slow reader
+// that keeps reading gets all of it, one that stops is cut off.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -16,7 +17,9 @@ before(async () => {
   // RSS as live memory: under AddressSanitizer freed blocks would otherwise sit in its
   // quarantine (256 MB by default).
   server = await startPerfscope({
-    label: 'exports', args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false'],
+    // A short request timeout, so the slow and stalled readers below take seconds.
+    label: 'exports', args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false',
+                             '--request-timeout-ms', '3000'],
     env: { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS ?? ''}:quarantine_size_mb=0:thread_local_quarantine_size_kb=0` },
   });
   // ~400 bytes a CSV row (one tag value of 300 bytes, the same for all): ~16 MB a table.
@@ -105,5 +108,62 @@ test('clients that ask for large exports and never read cannot grow the server',
               `peak ${peak >> 10} MiB (+${grown.toFixed(1)} MiB)`);
   // Built in memory, the four tables alone would stay held: 4 × 16 MB, plus the traces.
   assert.ok(grown < 40, `RSS grew ${grown.toFixed(1)} MiB for six export clients that never read`);
+  assert.equal((await fetch(server.url + '/healthz')).status, 200);
+});
+
+// Reads an export over a raw socket: `pace(elapsedMs)` says how many bytes the client may have
+// taken by then (Infinity: all it can). Resolves with the body's length as announced and as
+// received once the server ends the connection.
+function readExport(port, target, pace) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    const started = Date.now();
+    let head = '';
+    let announced = -1;
+    let received = 0;
+    let taken = 0;
+    const take = () => {
+      for (;;) {
+        const allowed = pace(Date.now() - started) - taken;
+        if (allowed <= 0) return;
+        const chunk = s.read(Math.min(allowed, 4096)) ?? s.read();
+        if (!chunk) return;
+        taken += chunk.length;
+        if (announced < 0) {
+          head += chunk.toString('latin1');
+          const end = head.indexOf('\r\n\r\n');
+          if (end < 0) continue;
+          announced = Number(/content-length: (\d+)/i.exec(head.slice(0, end))[1]);
+          received = Buffer.byteLength(head, 'latin1') - end - 4;
+        } else {
+          received += chunk.length;
+        }
+      }
+    };
+    const timer = setInterval(take, 50);
+    s.on('readable', take);
+    s.on('error', reject);
+    s.on('end', () => { clearInterval(timer); s.destroy(); resolve({ announced, received }); });
+    s.write(`GET ${target} HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+test('a slow reader that keeps reading gets the whole export; one that takes nothing is cut off', async () => {
+  const port = Number(new URL(server.url).port);
+  // Slow: 64 KB/s for twelve seconds (four request timeouts), then as fast as it can. The
+  // kernel wakes a blocked writer only when a third of its send buffer (megabytes) has drained,
+  // which at this pace takes some 16 s: a timeout per write cut such a reader off. (Not much
+  // slower: on loopback the receiver opens its window a segment of 64 KB at a time, and the
+  // server sees no progress in between.)
+  const slowFor = 12000;
+  const slow = readExport(port, csvUrl().slice(server.url.length),
+                          (ms) => (ms < slowFor ? 64 * ms : Infinity));
+  // Stalled: the headers, then nothing for over two timeouts, then all it can.
+  const stalled = readExport(port, csvUrl().slice(server.url.length),
+                             (ms) => (ms < 8000 ? 512 : Infinity));
+  const [a, b] = await Promise.all([slow, stalled]);
+  assert.ok(a.announced > 10 * 2 ** 20, `an export of some size: ${a.announced}`);
+  assert.equal(a.received, a.announced, 'the slow reader got the whole body');
+  assert.ok(b.received < b.announced, `the stalled reader was cut off: ${b.received} of ${b.announced} bytes`);
   assert.equal((await fetch(server.url + '/healthz')).status, 200);
 });
