@@ -138,7 +138,9 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   if (!buffers.ok()) return status_response(buffers.status());
   TimestampNs origin = range.from_ns;
   if (w->all || origin == 0) {
-    // The first event of any kind: a first pass, which keeps nothing.
+    // The first event of any kind: a first pass, which keeps nothing. (An event stored between
+    // this pass and the next with an earlier time is written with a negative ts, which trace
+    // viewers take as they take any other.)
     origin = INT64_MAX;
     Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
       origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
