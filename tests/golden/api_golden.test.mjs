@@ -1,0 +1,200 @@
+// Golden answers: a fixed set of events (fixed times, a seeded generator) goes through the real
+// server's ingest into a fresh database, and every reading of it — the analysis, kernels, memory,
+// inference, operators, percentiles, trace, timeline, regressions, runs and their comparison,
+// A/B tests, processes, the JSON/Markdown/HTML reports and the CSV tables — must equal
+// tests/fixtures/golden/ byte for byte, but for the fields that say when or where it was asked
+// (masked below). It pins what the server says while its insides are rearranged.
+//
+// To accept a deliberate change: PERFSCOPE_UPDATE_GOLDEN=1 ctest -R golden.api, then review the
+// diff of tests/fixtures/golden/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startPerfscope } from '../support/perfscope_server.mjs';
+
+const goldenDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'golden');
+const update = Boolean(process.env.PERFSCOPE_UPDATE_GOLDEN);
+const T0 = 1735689600000000000n;  // 2025-01-01 00:00:00 UTC
+const S = 1000000000n;
+let server;
+
+// A small deterministic generator (an LCG), so the data are the same on every machine.
+let seed = 12345;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+
+// JSON with exact 64-bit times: BigInt values are written as numbers.
+const toJson = (v) => JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `#big:${x}` : x)).replace(/"#big:(-?\d+)"/g, '$1');
+
+function events() {
+  const out = [];
+  const runs = [['base', 0n, { gemm: 8.0, reduce: 2.0, conv: 6.5 }], ['next', 120n, { gemm: 6.2, reduce: 2.05, conv: 6.5 }]];
+  for (const [name, offset, means] of runs) {
+    const start = T0 + offset * S;
+    out.push({ type: 'run', name, start_ns: start, end_ns: start + 60n * S, exit_status: 0, host: 'golden',
+               command: ['./bench', name], kinds: 'kernel,memcpy', gpus: ['0'] });
+    let at = start + S / 10n;
+    for (let i = 0; i < 240; i++) {
+      const kernel = ['gemm', 'reduce', 'conv'][i % 3];
+      const dur = BigInt(Math.round(means[kernel] * 1e6 * (0.9 + 0.2 * rand())));
+      const e = { type: 'kernel', name: kernel, device: '0', stream: String(7 + (i % 2)), start_ns: at, end_ns: at + dur,
+                  launch_start_ns: at - 20000n, launch_end_ns: at - 5000n, grid: [128, 1, 1], block: [256, 1, 1],
+                  tags: { run: name } };
+      if (kernel === 'gemm') Object.assign(e, { variant: i % 2 ? 'tiled' : 'naive', flops: 2 * 4096 ** 3, bytes: 3 * 4096 * 4096 * 2, dtype: 'bf16' });
+      out.push(e);
+      at += dur + 50000n + BigInt(Math.round(rand() * 1e6));
+    }
+  }
+  for (let i = 0; i < 200; i++) {
+    const model = i % 4 ? 'llama' : 'resnet50';
+    const latency = model === 'llama' ? 120 + 80 * rand() + (i > 150 ? 60 : 0) : 9 + 4 * rand();
+    const r = { type: 'inference', model, version: i % 2 ? '2' : '1', ts_ns: T0 + BigInt(i) * S, latency_ms: latency,
+                queue_ms: latency * 0.1, compute_ms: latency * 0.85, status: i % 37 === 5 ? 'error' : 'ok' };
+    if (model === 'llama') Object.assign(r, { ttft_ms: 20 + 10 * rand(), input_tokens: 200 + i, output_tokens: 64 + (i % 32) });
+    out.push(r);
+  }
+  for (let i = 0; i < 24; i++) {
+    out.push({ type: 'operator', op_type: i % 6 === 5 ? 'NonZero' : 'Conv', name: `node${i % 4}`,
+               provider: i % 6 === 5 ? 'CPUExecutionProvider' : 'CUDAExecutionProvider', duration_ms: 0.5 + rand(),
+               model: 'resnet50', input_shapes: [[1, 64, 56, 56]], ts_ns: T0 + BigInt(i) * S });
+  }
+  for (let i = 0; i < 12; i++) {
+    out.push({ type: 'memory', op: 'alloc', address: `0x${(i + 10).toString(16)}`, size_bytes: (i + 1) * 1048576,
+               kind: i % 3 ? 'device' : 'host', tag: i % 2 ? 'weights' : 'activations', device: '0', ts_ns: T0 + BigInt(i) * S });
+  }
+  for (let i = 0; i < 8; i += 2) {
+    out.push({ type: 'memory', op: 'free', address: `0x${(i + 10).toString(16)}`, device: '0', ts_ns: T0 + BigInt(20 + i) * S });
+  }
+  for (let i = 0; i < 20; i++) {
+    const enq = T0 + BigInt(i) * S;
+    out.push({ type: 'command_buffer', id: `cb${i}`, queue: 'q0', device: '0', enqueue_ns: enq, submit_ns: enq + 100000n,
+               start_ns: enq + 300000n, end_ns: enq + 300000n + BigInt(Math.round(2e6 * (1 + rand()))) });
+  }
+  for (let i = 0; i < 180; i++) {
+    out.push({ type: 'sample', metric: 'queue_depth', labels: { pool: 'main' }, ts_ns: T0 + BigInt(i) * S,
+               value: Math.round(10 * (5 + Math.sin(i / 10) + (i > 150 ? 8 : 0))) / 10 });
+  }
+  return out;
+}
+
+// Fields that say when, where or by which build an answer was made, and what the server
+// running the test is like: masked, at any depth.
+// (`age_s`: a live allocation's age, counted to the moment of asking; `version`: perfscope's,
+// not a model's; `host`: this machine's name, not a memory kind or a run's host.)
+const MASKED = new Set(['generated_ns', 'generated_at', 'build', 'hostname', 'uptime_s',
+                        'created_ns', 'evaluated_ns', 'now_ns', 'elapsed_ms', 'age_s']);
+const masked = (k, v) => MASKED.has(k) || (k === 'version' && /^\d+\.\d+\.\d+/.test(String(v))) ||
+  (k === 'host' && v === hostname());
+function mask(value) {
+  if (Array.isArray(value)) return value.map(mask);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(k, v) ? '<masked>' : mask(v)]));
+  }
+  return value;
+}
+
+const from = T0 - S;
+const to = T0 + 300n * S;
+const win = `from=${from}&to=${to}`;
+// Each: the golden file's name and the request.
+const READINGS = [
+  ['analysis.json', `/api/v1/analysis?${win}`],
+  ['analysis-run.json', `/api/v1/analysis?run=next`],
+  ['kernels.json', `/api/v1/kernels?${win}`],
+  ['kernel-records.json', `/api/v1/kernels/gemm/records?${win}&limit=5`],
+  ['memory.json', `/api/v1/memory?${win}`],
+  ['inference.json', `/api/v1/inference?${win}`],
+  ['operators.json', `/api/v1/operators?${win}`],
+  ['percentiles-kernel.json', `/api/v1/percentiles?kernel=gemm&${win}&sla_ms=8`],
+  ['percentiles-ttft.json', `/api/v1/percentiles?model=llama&field=ttft_ms&${win}&sla_ms=25`],
+  ['percentiles-series.json', `/api/v1/percentiles?series=queue_depth&${win}`],
+  ['trace.json', `/api/v1/trace?${win}`],
+  ['timeline.json', `/api/v1/timeline?${win}`],
+  ['regressions.json', `/api/v1/regressions?${win}`],
+  ['runs.json', '/api/v1/runs'],
+  ['run-next.json', '/api/v1/runs/next'],
+  ['runs-compare.json', '/api/v1/runs/compare?a=base&b=next'],
+  ['processes.json', `/api/v1/processes?${win}`],
+  ['report.json', `/api/v1/report?${win}&sla_ms=150`],
+  ['report.md', `/api/v1/report?format=md&${win}&sla_ms=150`],
+  ['report.html', `/api/v1/report?format=html&${win}&sla_ms=150`],
+  ['report.txt', `/api/v1/report?format=terminal&${win}&sla_ms=150`],
+  ['kernels.csv', `/api/v1/report?format=csv&table=kernels&${win}`],
+  ['inference.csv', `/api/v1/report?format=csv&table=inference&${win}`],
+  ['memory.csv', `/api/v1/report?format=csv&table=memory&${win}`],
+  ['samples.csv', `/api/v1/report?format=csv&table=samples&${win}`],
+];
+
+// Text reports carry the masked fields as text: the generation time and host in their header.
+function maskText(name, text) {
+  const keys = [...MASKED].join('|');
+  return text
+    .replace(new RegExp(`"(${keys})":("[^"]*"|[^,}\\]]*)`, 'g'), '"$1":"<masked>"')
+    .replace(/"version":"\d+\.\d+\.\d+[^"]*"/g, '"version":"<masked>"')
+    .replaceAll(`"host":${JSON.stringify(hostname())}`, '"host":"<masked>"')
+    .replaceAll(`Host \`${hostname()}\``, 'Host `<host>`')
+    .replace(/\b\d+ s old\b/g, '<age> s old')
+    .replace(/\bGenerated [0-9-]+ [0-9:]+ UTC/g, 'Generated <time>')
+    .replace(/\b20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, (t) => (t.startsWith('2025-01-01') ? t : '<time>'))
+    .replace(/perfscope [0-9]+\.[0-9]+\.[0-9]+[^\s<"]*/g, 'perfscope <version>');
+}
+
+// Each difference as the golden file's name and its first differing line, expected and actual.
+function goldenDifference(name, actual) {
+  const file = path.join(goldenDir, name);
+  if (update) {
+    mkdirSync(goldenDir, { recursive: true });
+    writeFileSync(file, actual);
+    return null;
+  }
+  const expected = readFileSync(file, 'utf8');
+  if (actual === expected) return null;
+  const a = actual.split('\n');
+  const e = expected.split('\n');
+  let i = 0;
+  while (i < a.length && i < e.length && a[i] === e[i]) i++;
+  return `${name} line ${i + 1}:\n  expected: ${e[i]?.slice(0, 300)}\n  actual:   ${a[i]?.slice(0, 300)}`;
+}
+
+function expectGolden(entries) {
+  const differences = entries.map(([name, actual]) => goldenDifference(name, actual)).filter(Boolean);
+  assert.deepEqual(differences, [], 'golden files differ (see the header of this test)');
+}
+
+before(async () => {
+  server = await startPerfscope({ label: 'golden',
+                                  args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false'] });
+  const r = await fetch(server.url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                                       body: toJson({ events: events() }) });
+  assert.equal(r.status, 200, await r.text());
+  const created = await fetch(server.url + '/api/v1/abtests', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'gemm tiled', a: { kernel: 'gemm', variant: 'naive' }, b: { kernel: 'gemm', variant: 'tiled' } }),
+  });
+  assert.equal(created.status, 201, await created.text());
+});
+
+after(async () => {
+  if (server) await server.stop();
+});
+
+test('every reading of a fixed database equals its golden file', async () => {
+  const answers = [];
+  for (const [name, target] of READINGS) {
+    const r = await fetch(server.url + target, { headers: { 'Accept-Encoding': 'identity' } });
+    const text = await r.text();
+    assert.equal(r.status, 200, `${target}: ${text.slice(0, 300)}`);
+    answers.push([name, name.endsWith('.json') ? JSON.stringify(mask(JSON.parse(text)), null, 1) + '\n' : maskText(name, text)]);
+  }
+  expectGolden(answers);
+});
+
+test('an A/B test of the fixed data equals its golden file', async () => {
+  const list = await (await fetch(server.url + '/api/v1/abtests')).json();
+  const id = (list.abtests ?? list)[0].id;
+  const r = await fetch(`${server.url}/api/v1/abtests/${id}`);
+  assert.equal(r.status, 200);
+  expectGolden([['abtest.json', JSON.stringify(mask(await r.json()), null, 1) + '\n']]);
+});
