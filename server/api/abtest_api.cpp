@@ -64,6 +64,17 @@ struct AbDefinition {
   }
 };
 
+// A side: a selector of durations or latencies in ms, which the tests and their effect sizes
+// are read in; a series keeps its own unit (its percentiles: /api/v1/percentiles?series=).
+Result<Selector> side_from_json(const json& j, const std::string& where) {
+  auto s = selector_from_json(j, where);
+  if (s.ok() && s->kind == Selector::Kind::kSeries) {
+    return Status::invalid_argument(where + ".series: A/B tests compare durations and latencies (ms); a series has "
+                                    "a unit of its own", where + ".series");
+  }
+  return s;
+}
+
 Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
   if (!body.is_object()) return Status::invalid_argument("the body must be a JSON object", "");
   AbDefinition d;
@@ -80,7 +91,7 @@ Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
     for (const char* side : {"a", "b"}) {
       auto it = body.find(side);
       if (it == body.end()) return Status::invalid_argument(std::string(side) + ": is required", side);
-      auto s = selector_from_json(*it, side);
+      auto s = side_from_json(*it, side);
       if (!s.ok()) return s.status();
       d.sides.push_back(std::move(*s));
     }
@@ -91,7 +102,7 @@ Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
     }
     d.multi = true;
     for (std::size_t i = 0; i < v.size(); ++i) {
-      auto s = selector_from_json(v[i], "variants[" + std::to_string(i) + "]");
+      auto s = side_from_json(v[i], "variants[" + std::to_string(i) + "]");
       if (!s.ok()) return s.status();
       d.sides.push_back(std::move(*s));
     }

@@ -82,54 +82,9 @@ Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Sel
 }  // namespace
 
 HttpResponse Api::percentiles(const HttpRequest& request) const {
-  Selector sel;
-  int given = 0;
-  if (std::string v = param(request, "kernel"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kKernel;
-    sel.kernel.name = v;
-    sel.kernel.variant = param(request, "variant");
-    sel.kernel.device = param(request, "device");
-    sel.kernel.stream = param(request, "stream");
-  }
-  // operator= (an op type or node name), narrowed by model= and provider=.
-  const std::string op = param(request, "operator");
-  if (!op.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kOperator;
-    sel.op.op = op;
-    sel.op.model = param(request, "model");
-    sel.op.provider = param(request, "provider");
-  }
-  if (std::string v = param(request, "model"); !v.empty() && op.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kModel;
-    sel.model.model = v;
-    sel.model.version = param(request, "version");
-    // itl_ms (every gap between two tokens) exists only as a scraped server's histogram.
-    auto f = param(request, "field") == "itl_ms" ? std::optional(db::InferenceField::kTpot) : inference_field(param(request, "field"));
-    if (!f) {
-      return error_response(400, "invalid_argument",
-                            "'field' must be latency_ms, ttft_ms, tpot_ms, queue_ms, compute_ms or itl_ms", "field");
-    }
-    sel.field = *f;
-    if (!param(request, "field").empty()) sel.field_name = param(request, "field");
-  }
-  if (std::string v = param(request, "command_queue"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kCommandQueue;
-    sel.queue = v;
-    sel.device = param(request, "device");
-  }
-  if (std::string v = param(request, "series"); !v.empty()) {
-    ++given;
-    sel.kind = Selector::Kind::kSeries;
-    sel.series = v;
-  }
-  if (given != 1) {
-    return error_response(400, "invalid_argument", "give exactly one of kernel, model, operator, command_queue or series",
-                          "kernel");
-  }
+  auto parsed = selector_from_query(request);
+  if (!parsed.ok()) return status_response(parsed.status());
+  Selector sel = std::move(*parsed);
   // run= and tag.KEY= narrow kernel and model selections to the events that carry those tags.
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
@@ -144,9 +99,6 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
       return error_response(400, "invalid_argument", "'run' and tag filters apply to kernel, model and operator percentiles",
                             scope->run.empty() ? "tag" : "run");
     }
-  }
-  if (sel.kind != Selector::Kind::kModel && !param(request, "field").empty()) {
-    return error_response(400, "invalid_argument", "'field' applies to model only", "field");
   }
   auto qs = parse_quantiles(param(request, "q"), {50, 90, 95, 99, 99.9});
   if (!qs.ok()) return status_response(qs.status());

@@ -1,6 +1,7 @@
 #include "server/api/selector.hpp"
 
 #include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
 #include "server/wire/event_codec.hpp"
 
 namespace perfscope::server {
@@ -9,22 +10,26 @@ using nlohmann::json;
 
 json Selector::to_json() const {
   json j;
+  // The run and the other tags of the kinds that take them, as selector_from_json reads them.
+  auto narrowing = [&](Labels tags) {
+    if (!run.empty()) {
+      j["run"] = run;
+      std::erase(tags, std::pair<std::string, std::string>("run", run));  // "run" says it
+    }
+    if (!tags.empty()) j["tags"] = labels_to_json(tags);
+  };
   switch (kind) {
     case Kind::kKernel:
       j["kernel"] = kernel.name;
       if (!kernel.variant.empty()) j["variant"] = kernel.variant;
       if (!kernel.device.empty()) j["device"] = kernel.device;
       if (!kernel.stream.empty()) j["stream"] = kernel.stream;
-      if (!run.empty()) j["run"] = run;
-      if (Labels tags = kernel.tags; !tags.empty()) {
-        if (!run.empty()) std::erase(tags, std::pair<std::string, std::string>("run", run));  // "run" says it
-        if (!tags.empty()) j["tags"] = labels_to_json(tags);
-      }
+      narrowing(kernel.tags);
       break;
     case Kind::kModel:
       j["model"] = model.model;
       if (!model.version.empty()) j["version"] = model.version;
-      if (!run.empty()) j["run"] = run;
+      narrowing(model.tags);
       j["field"] = field_name;
       break;
     case Kind::kCommandQueue:
@@ -36,7 +41,7 @@ json Selector::to_json() const {
       j["operator"] = op.op;
       if (!op.model.empty()) j["model"] = op.model;
       if (!op.provider.empty()) j["provider"] = op.provider;
-      if (!run.empty()) j["run"] = run;
+      narrowing(op.tags);
       break;
   }
   return j;
@@ -48,10 +53,11 @@ std::optional<db::InferenceField> inference_field(std::string_view name) {
 }
 
 Result<Selector> selector_from_json(const json& j, const std::string& where) {
+  auto path = [&](const std::string& field) { return where.empty() ? field : where + "." + field; };
   auto bad = [&](const std::string& field, const std::string& message) {
-    return Status::invalid_argument(where + "." + field + ": " + message, where + "." + field);
+    return Status::invalid_argument(path(field) + ": " + message, path(field));
   };
-  if (!j.is_object()) return Status::invalid_argument(where + ": must be an object", where);
+  if (!j.is_object()) return Status::invalid_argument((where.empty() ? "the selector" : where) + ": must be an object", where);
   auto text = [&](const char* name, std::string& out) -> Status {
     auto it = j.find(name);
     if (it == j.end() || it->is_null()) return Status();
@@ -59,50 +65,80 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
     out = it->get<std::string>();
     return Status();
   };
+  auto texts = [&](std::initializer_list<std::pair<const char*, std::string*>> fields) -> Status {
+    for (auto [name, out] : fields) {
+      if (Status st = text(name, *out); !st.ok()) return st;
+    }
+    return Status();
+  };
+  // The subject: one of five; with "operator", "model" narrows it instead.
+  const bool has_operator = j.contains("operator");
+  const int subjects = has_operator + j.contains("kernel") + (j.contains("model") && !has_operator) +
+                       j.contains("command_queue") + j.contains("series");
+  if (subjects != 1) {
+    return Status::invalid_argument((where.empty() ? "" : where + ": ") +
+                                        "give exactly one of kernel, model, operator, command_queue or series",
+                                    where.empty() ? "kernel" : where);
+  }
   Selector s;
-  if (j.contains("operator")) {  // an op type or node; model and provider narrow it
-    if (j.contains("kernel")) return Status::invalid_argument(where + ": give exactly one of kernel, model or operator", where);
-    s.kind = Selector::Kind::kOperator;
-    for (auto [name, out] : {std::pair{"operator", &s.op.op}, std::pair{"model", &s.op.model},
-                             std::pair{"provider", &s.op.provider}}) {
-      if (Status st = text(name, *out); !st.ok()) return st;
-    }
-    if (Status st = text("run", s.run); !st.ok()) return st;
-    if (!s.run.empty()) s.op.tags.emplace_back("run", s.run);
-    return s;
+  if (has_operator) s.kind = Selector::Kind::kOperator;
+  else if (j.contains("kernel")) s.kind = Selector::Kind::kKernel;
+  else if (j.contains("model")) s.kind = Selector::Kind::kModel;
+  else if (j.contains("command_queue")) s.kind = Selector::Kind::kCommandQueue;
+  else s.kind = Selector::Kind::kSeries;
+  if (s.kind != Selector::Kind::kModel && j.contains("field")) return bad("field", "applies to model only");
+  // A run (its events carry the tag run=…) and tags narrow the kinds whose events carry tags.
+  Labels* tags = s.kind == Selector::Kind::kKernel ? &s.kernel.tags
+                 : s.kind == Selector::Kind::kModel ? &s.model.tags
+                 : s.kind == Selector::Kind::kOperator ? &s.op.tags : nullptr;
+  if (!tags && (j.contains("run") || j.contains("tags"))) {
+    return bad(j.contains("run") ? "run" : "tags", "applies to kernel, model and operator selectors");
   }
-  const bool has_kernel = j.contains("kernel"), has_model = j.contains("model");
-  if (has_kernel == has_model) return Status::invalid_argument(where + ": give exactly one of kernel, model or operator", where);
-  if (has_kernel) {
-    s.kind = Selector::Kind::kKernel;
-    for (auto [name, out] : {std::pair{"kernel", &s.kernel.name}, std::pair{"variant", &s.kernel.variant},
-                             std::pair{"device", &s.kernel.device}, std::pair{"stream", &s.kernel.stream}}) {
-      if (Status st = text(name, *out); !st.ok()) return st;
+  Status st;
+  switch (s.kind) {
+    case Selector::Kind::kOperator:
+      st = texts({{"operator", &s.op.op}, {"model", &s.op.model}, {"provider", &s.op.provider}});
+      break;
+    case Selector::Kind::kKernel:
+      st = texts({{"kernel", &s.kernel.name}, {"variant", &s.kernel.variant}, {"device", &s.kernel.device},
+                  {"stream", &s.kernel.stream}});
+      break;
+    case Selector::Kind::kModel: {
+      std::string field;
+      st = texts({{"model", &s.model.model}, {"version", &s.model.version}, {"field", &field}});
+      if (!st.ok()) return st;
+      // itl_ms (every gap between two tokens) exists only as a scraped server's histogram.
+      auto f = field == "itl_ms" ? std::optional(db::InferenceField::kTpot) : inference_field(field);
+      if (!f) return bad("field", "must be latency_ms, ttft_ms, tpot_ms, queue_ms, compute_ms or itl_ms");
+      s.field = *f;
+      if (!field.empty()) s.field_name = field;
+      break;
     }
-    if (auto it = j.find("tags"); it != j.end() && !it->is_null()) {
-      if (!it->is_object()) return bad("tags", "must be an object of strings");
-      for (const auto& [k, v] : it->items()) {
-        if (!v.is_string()) return bad("tags." + k, "must be a string");
-        s.kernel.tags.emplace_back(k, v.get<std::string>());
-      }
-    }
-    if (Status st = text("run", s.run); !st.ok()) return st;
-    if (!s.run.empty()) s.kernel.tags.emplace_back("run", s.run);  // a run's events carry its tag
-    sort_labels(s.kernel.tags);
-  } else {
-    s.kind = Selector::Kind::kModel;
-    if (Status st = text("model", s.model.model); !st.ok()) return st;
-    if (Status st = text("version", s.model.version); !st.ok()) return st;
-    if (Status st = text("run", s.run); !st.ok()) return st;
-    if (!s.run.empty()) s.model.tags.emplace_back("run", s.run);
-    std::string field;
-    if (Status st = text("field", field); !st.ok()) return st;
-    auto f = inference_field(field);
-    if (!f) return bad("field", "must be latency_ms, ttft_ms, tpot_ms, queue_ms or compute_ms");
-    s.field = *f;
-    if (!field.empty()) s.field_name = field;
+    case Selector::Kind::kCommandQueue: st = texts({{"command_queue", &s.queue}, {"device", &s.device}}); break;
+    case Selector::Kind::kSeries: st = text("series", s.series); break;
   }
+  if (!st.ok()) return st;
+  if (!tags) return s;
+  if (auto it = j.find("tags"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return bad("tags", "must be an object of strings");
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) return bad("tags." + k, "must be a string");
+      tags->emplace_back(k, v.get<std::string>());
+    }
+  }
+  if (Status rs = text("run", s.run); !rs.ok()) return rs;
+  if (!s.run.empty()) tags->emplace_back("run", s.run);  // a run's events carry its tag
+  sort_labels(*tags);
   return s;
+}
+
+Result<Selector> selector_from_query(const HttpRequest& request) {
+  json j = json::object();
+  for (const char* name : {"kernel", "variant", "device", "stream", "operator", "model", "provider", "version", "field",
+                           "command_queue", "series"}) {
+    if (std::string v = param(request, name); !v.empty()) j[name] = std::move(v);
+  }
+  return selector_from_json(j, "");
 }
 
 Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s, const db::TimeRange& range,
@@ -123,6 +159,7 @@ Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s,
       st = take(ctx.events->kernel_durations_ms(s.kernel, range), [&] { return ctx.events->kernel_rollup(s.kernel, range); });
       break;
     case Selector::Kind::kModel:
+      if (s.field_name == "itl_ms") break;  // no reported request carries it: scraped servers only
       st = take(ctx.events->inference_values_ms(s.model, s.field, range),
                 [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
       break;

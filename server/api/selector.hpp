@@ -13,14 +13,16 @@
 #include "db/event_reader.hpp"
 #include "db/time_range.hpp"
 #include "engine/status.hpp"
+#include "server/http/message.hpp"
 
 namespace perfscope::server {
 
 struct ApiContext;
 
 // One side of a comparison or the subject of a percentile query, as JSON names it:
-// {"kernel":…, "variant", "device", "stream", "tags"} or {"model":…, "version", "field"}
-// or {"command_queue":…, "device"}.
+// {"kernel":…, "variant", "device", "stream", "tags", "run"}, {"model":…, "version", "field",
+// "tags", "run"}, {"operator":…, "model", "provider", "tags", "run"}, {"command_queue":…,
+// "device"} or {"series":…}.
 struct Selector {
   enum class Kind { kKernel, kModel, kCommandQueue, kSeries, kOperator } kind = Kind::kKernel;
   db::KernelSelector kernel;
@@ -40,8 +42,13 @@ struct Selector {
 // The inference field a name means; empty: latency. nullopt for an unknown name.
 std::optional<db::InferenceField> inference_field(std::string_view name);
 
-// From a JSON object (A/B definitions). `where` prefixes field names in errors ("a", "variants[2]").
+// The one set of rules, from a JSON object (A/B definitions, stored and posted): `where`
+// prefixes field names in errors ("a", "variants[2]"; empty: none). A run and tags narrow
+// kernel, model and operator selectors; "field" applies to models only.
 Result<Selector> selector_from_json(const nlohmann::json& j, const std::string& where);
+// The same from query parameters of the same names (kernel=…&variant=…, model=…&field=…); a
+// run and tags come from the request's scope instead (scope_of).
+Result<Selector> selector_from_query(const HttpRequest& request);
 
 // What a selector names in a window: the raw values still kept (in its unit: ms for events,
 // a series' own unit) and, where retention rolled older ones up, the merged histogram tiers.

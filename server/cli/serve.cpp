@@ -1,5 +1,7 @@
 #include "server/cli/serve.hpp"
 
+#include <malloc.h>
+
 #include <boost/asio/ssl.hpp>
 
 #include <atomic>
@@ -34,6 +36,31 @@ namespace {
 // Exceptions that escaped a completion handler on an io thread (each ended its connection):
 // a count in /api/v1/info, so a fuzzer or an operator sees what the log line says.
 std::atomic<std::uint64_t> g_escaped_exceptions{0};
+
+// glibc's allocator keeps what a burst of work freed. Its thresholds for giving memory back
+// rise with the largest block freed (blocks under 32 MiB then come from the arenas, and an
+// arena's free top under 64 MiB stays), and malloc_trim does not shrink the tops of the
+// arenas other threads use. A server whose queries read tens of megabytes at a time on several
+// threads then holds each thread's largest burst for good: in the scrape soak 157 of the
+// arenas' 243 MiB were free, and the resident heap still rose 0.7 MB a minute after its
+// warm-up. Fixed thresholds stop the rise: a block of 1 MiB or more is mapped on its own and
+// unmapped when freed, an arena's free top over 4 MiB goes back; and once a minute
+// (kTrimInterval) the free pages inside the arenas go back as well.
+constexpr std::chrono::seconds kTrimInterval{60};
+
+void bound_allocator_retention() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 4 << 20);
+#endif
+}
+
+void return_free_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -57,12 +84,14 @@ struct Server::Impl {
   Status configure_tls();
   nlohmann::json retention_json() const;
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
+  void schedule_trim();  // return_free_memory on a worker every kTrimInterval
 
   // Handlers still queued when the server stops own sessions whose destructors use the hub
   // and the session context: the io_context goes first, while everything else still lives.
   ~Impl() {
     listener.reset();
     drain_timer.reset();
+    trim_timer.reset();
     ioc_owner.reset();
   }
 
@@ -95,6 +124,8 @@ struct Server::Impl {
   std::unique_ptr<SessionContext> session_context;
   std::shared_ptr<Listener> listener;
   std::unique_ptr<net::steady_timer> drain_timer;
+  std::unique_ptr<net::steady_timer> trim_timer;
+  std::atomic<bool> trim_stopped{false};
   bool stopping = false;  // touched only on the io_context (shutdown is posted there)
   // When the shutdown must be over (set when it starts, read after the io threads return).
   std::chrono::steady_clock::time_point stop_deadline{};
@@ -102,6 +133,7 @@ struct Server::Impl {
 };
 
 Status Server::Impl::start() {
+  bound_allocator_retention();
   if (Status s = configure_access(); !s.ok()) return s;
   std::error_code fs_ec;
   std::filesystem::create_directories(config.storage.data_dir, fs_ec);
@@ -214,7 +246,20 @@ Status Server::Impl::start() {
   sampler.start();
   sampler_running = true;
   listener->start();
+  // On a strand of its own: shutdown (on any io thread) cancels it there.
+  trim_timer = std::make_unique<net::steady_timer>(net::make_strand(ioc));
+  net::dispatch(trim_timer->get_executor(), [this] { schedule_trim(); });
   return Status();
+}
+
+void Server::Impl::schedule_trim() {
+  if (trim_stopped) return;
+  trim_timer->expires_after(kTrimInterval);
+  trim_timer->async_wait([this](beast::error_code ec) {
+    if (ec || trim_stopped) return;
+    net::post(workers, return_free_memory);  // a few milliseconds of walking the arenas
+    schedule_trim();
+  });
 }
 
 // The certificate and key, loaded once: a file that cannot be read or a key that does not
@@ -329,6 +374,8 @@ void Server::Impl::shutdown() {
   auto deadline = std::chrono::steady_clock::now() + config.server.shutdown_timeout;
   stop_deadline = deadline;
   if (listener) listener->stop();
+  trim_stopped = true;
+  if (trim_timer) net::dispatch(trim_timer->get_executor(), [this] { trim_timer->cancel(); });
   hub.close_all();
   if (sampler_running) sampler.stop();
   if (retention) retention->stop();

@@ -28,6 +28,7 @@ namespace {
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
 constexpr std::size_t kSpoolBlockBytes = 64 * 1024;  // read from a spooled body per write
+constexpr std::uint64_t kMinSpooledProgress = 16 * 1024;  // bytes a reader takes per request timeout at least
 
 bool changes_state(http::verb method) {
   return method != http::verb::get && method != http::verb::head && method != http::verb::options;
@@ -71,8 +72,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // The stream's own timeout cannot tell a slow reader from a gone one: the kernel wakes a
   // blocked writer only when about a third of the send buffer (megabytes, autotuned) has
   // drained, which a client reading 30 KB/s takes longer than the timeout to do. So a timer
-  // looks at the socket's unsent bytes (SIOCOUTQ) a few times per timeout and closes the
-  // connection only when neither they nor the blocks sent moved for a whole timeout.
+  // reckons the bytes the client has taken (written to the socket less its unsent bytes,
+  // SIOCOUTQ) a few times per timeout, and closes the connection when they grew by less than
+  // kMinSpooledProgress in a whole timeout: a stalled client goes, and so does one that keeps
+  // a connection and its spool by taking a few bytes now and then.
   void watch_spooled_progress(std::uint64_t generation);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
@@ -101,8 +104,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     std::uint64_t offset = 0;
     std::vector<char> block;
     std::optional<net::steady_timer> watchdog;
-    std::uint64_t watched_offset = 0;  // the offset and unsent bytes at the last progress
-    int watched_unsent = -1;
+    std::uint64_t written = 0;   // bytes of completed writes, headers included
+    std::uint64_t taken_at_progress = 0;  // what the client had taken at the last progress
     std::chrono::steady_clock::time_point last_progress;
   };
   std::optional<SpooledWrite> spooled_;
@@ -394,10 +397,11 @@ void HttpSession<Stream>::send_spooled(std::shared_ptr<http::response<http::buff
 }
 
 template <class Stream>
-void HttpSession<Stream>::on_spooled_write(beast::error_code ec, std::size_t) {
+void HttpSession<Stream>::on_spooled_write(beast::error_code ec, std::size_t bytes) {
   if (ec == http::error::need_buffer) ec = {};  // the block went out; the serializer wants the next
   if (ec) return on_write(false, ec, 0);
   SpooledWrite& w = *spooled_;
+  w.written += bytes;
   if (w.serializer->is_done()) return on_write(w.response->keep_alive(), ec, 0);
   const std::uint64_t size = w.body->size();
   std::size_t n = 0;
@@ -426,12 +430,14 @@ void HttpSession<Stream>::watch_spooled_progress(std::uint64_t generation) {
   spooled_->watchdog->async_wait([self = this->shared_from_this(), generation](beast::error_code ec) {
     if (ec || !self->spooled_ || generation != self->spooled_generation_) return;  // the body went out
     SpooledWrite& w = *self->spooled_;
-    int unsent = -1;
-    if (::ioctl(self->lowest().socket().native_handle(), SIOCOUTQ, &unsent) != 0) unsent = -1;
+    // Taken: written less still unsent (a write in progress is not counted yet, so this is low
+    // by at most a block). Without SIOCOUTQ, the completed writes alone.
+    int unsent = 0;
+    if (::ioctl(self->lowest().socket().native_handle(), SIOCOUTQ, &unsent) != 0 || unsent < 0) unsent = 0;
+    const std::uint64_t taken = w.written - std::min<std::uint64_t>(w.written, static_cast<std::uint64_t>(unsent));
     const auto now = std::chrono::steady_clock::now();
-    if (w.offset != w.watched_offset || (unsent >= 0 && unsent != w.watched_unsent)) {
-      w.watched_offset = w.offset;
-      w.watched_unsent = unsent;
+    if (taken >= w.taken_at_progress + kMinSpooledProgress) {
+      w.taken_at_progress = taken;
       w.last_progress = now;
     } else if (now - w.last_progress >= self->ctx_.config.request_timeout) {
       // Closing fails the pending write, whose handler ends the session.

@@ -17,9 +17,7 @@ before(async () => {
   // RSS as live memory: under AddressSanitizer freed blocks would otherwise sit in its
   // quarantine (256 MB by default).
   server = await startPerfscope({
-    // A short request timeout, so the slow and stalled readers below take seconds.
-    label: 'exports', args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false',
-                             '--request-timeout-ms', '3000'],
+    label: 'exports', args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false'],
     env: { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS ?? ''}:quarantine_size_mb=0:thread_local_quarantine_size_kb=0` },
   });
   // ~400 bytes a CSV row (one tag value of 300 bytes, the same for all): ~16 MB a table.
@@ -111,33 +109,35 @@ test('clients that ask for large exports and never read cannot grow the server',
   assert.equal((await fetch(server.url + '/healthz')).status, 200);
 });
 
-// Reads an export over a raw socket: `pace(elapsedMs)` says how many bytes the client may have
-// taken by then (Infinity: all it can). Resolves with the body's length as announced and as
-// received once the server ends the connection.
+// Reads an export over a raw socket: `pace(elapsedMs)` says how many bytes of the body the
+// client may have taken that long after the headers came (Infinity: all it can); the headers
+// are read at once. Resolves with the body's length as announced and as received once the
+// server ends the connection.
 function readExport(port, target, pace) {
   return new Promise((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1');
-    const started = Date.now();
+    let started = 0;
     let head = '';
     let announced = -1;
     let received = 0;
     let taken = 0;
     const take = () => {
       for (;;) {
-        const allowed = pace(Date.now() - started) - taken;
+        const allowed = announced < 0 ? 1024 : pace(Date.now() - started) - taken;
         if (allowed <= 0) return;
         const chunk = s.read(Math.min(allowed, 4096)) ?? s.read();
         if (!chunk) return;
-        taken += chunk.length;
-        if (announced < 0) {
-          head += chunk.toString('latin1');
-          const end = head.indexOf('\r\n\r\n');
-          if (end < 0) continue;
-          announced = Number(/content-length: (\d+)/i.exec(head.slice(0, end))[1]);
-          received = Buffer.byteLength(head, 'latin1') - end - 4;
-        } else {
+        if (announced >= 0) {
+          taken += chunk.length;
           received += chunk.length;
+          continue;
         }
+        head += chunk.toString('latin1');
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) continue;
+        announced = Number(/content-length: (\d+)/i.exec(head.slice(0, end))[1]);
+        received = taken = Buffer.byteLength(head, 'latin1') - end - 4;
+        started = Date.now();
       }
     };
     const timer = setInterval(take, 50);
@@ -149,21 +149,43 @@ function readExport(port, target, pace) {
 }
 
 test('a slow reader that keeps reading gets the whole export; one that takes nothing is cut off', async () => {
-  const port = Number(new URL(server.url).port);
+  // A server of its own with a short request timeout, so that the readers take seconds: ~16 MB
+  // of CSV from 8,000 kernels with two tags of 1,000 bytes each.
+  const own = await startPerfscope({
+    label: 'exports-slow', args: ['--enable-gpu-collector', 'false', '--enable-host-collector', 'false',
+                                  '--request-timeout-ms', '3000'],
+  });
+  try {
+    const note = 'n'.repeat(1000);
+    const t0 = Date.now() * 1e6 - 60e9;
+    for (let b = 0; b < 8000; b += 2000) {
+      const batch = [];
+      for (let i = b; i < b + 2000; i++) {
+        batch.push({ type: 'kernel', name: `gemm_${i % 50}`, start_ns: t0 + i * 1e5, end_ns: t0 + i * 1e5 + 5e4,
+                     tags: { note, more: note } });
+      }
+      assert.equal((await postEvents(own.url, batch)).accepted, 2000);
+    }
+    await readers(own.url);
+  } finally {
+    await own.stop();
+  }
+});
+
+async function readers(url) {
+  const port = Number(new URL(url).port);
+  const target = '/api/v1/report?format=csv&table=kernels&window=all';
   // Slow: 64 KB/s for twelve seconds (four request timeouts), then as fast as it can. The
   // kernel wakes a blocked writer only when a third of its send buffer (megabytes) has drained,
   // which at this pace takes some 16 s: a timeout per write cut such a reader off. (Not much
   // slower: on loopback the receiver opens its window a segment of 64 KB at a time, and the
   // server sees no progress in between.)
-  const slowFor = 12000;
-  const slow = readExport(port, csvUrl().slice(server.url.length),
-                          (ms) => (ms < slowFor ? 64 * ms : Infinity));
-  // Stalled: the headers, then nothing for over two timeouts, then all it can.
-  const stalled = readExport(port, csvUrl().slice(server.url.length),
-                             (ms) => (ms < 8000 ? 512 : Infinity));
+  const slow = readExport(port, target, (ms) => (ms < 12000 ? 64 * ms : Infinity));
+  // Stalled: after the headers, nothing for three timeouts, then all it can.
+  const stalled = readExport(port, target, (ms) => (ms < 9000 ? 0 : Infinity));
   const [a, b] = await Promise.all([slow, stalled]);
   assert.ok(a.announced > 10 * 2 ** 20, `an export of some size: ${a.announced}`);
   assert.equal(a.received, a.announced, 'the slow reader got the whole body');
   assert.ok(b.received < b.announced, `the stalled reader was cut off: ${b.received} of ${b.announced} bytes`);
-  assert.equal((await fetch(server.url + '/healthz')).status, 200);
-});
+  assert.equal((await fetch(url + '/healthz')).status, 200);
+}

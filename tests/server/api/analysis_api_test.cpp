@@ -141,6 +141,55 @@ TEST_F(AnalysisApiTest, BadPercentileQueriesNameTheirField) {
   EXPECT_EQ(field("kernel=a&field=ttft_ms"), "field");
   EXPECT_EQ(field("model=a&field=tokens"), "field");
   EXPECT_EQ(field("kernel=a&window=forever"), "window");
+  EXPECT_EQ(field("series=x&field=ttft_ms"), "field");
+  EXPECT_EQ(field("command_queue=q&series=x"), "kernel");
+}
+
+// One set of selector rules behind the query string and the A/B definitions: what one form
+// takes the other takes (command queues and itl_ms were once the query's alone), and a field
+// that does not apply is refused in both instead of ignored in one.
+TEST_F(AnalysisApiTest, QueriesAndAbTestsReadSelectorsByOneRule) {
+  std::string body;
+  for (int i = 0; i < 40; ++i) {
+    const long long enq = 1'000'000'000LL + i * 10'000'000LL;
+    const long long dur = (i % 2 ? 2'000'000 : 3'000'000) + i * 1000;
+    body += R"({"type":"command_buffer","id":"cb)" + std::to_string(i) + R"(","queue":")" + (i % 2 ? "fast" : "slow") +
+            R"(","enqueue_ns":)" + std::to_string(enq) + R"(,"submit_ns":)" + std::to_string(enq + 1000) +
+            R"(,"start_ns":)" + std::to_string(enq + 2000) + R"(,"end_ns":)" + std::to_string(enq + 2000 + dur) + "}\n";
+    if (i % 10 == 9) {
+      ASSERT_EQ(post("/api/v1/events", body, "application/x-ndjson").status, 200u);
+      body.clear();
+    }
+  }
+  EXPECT_EQ(get("/api/v1/percentiles?command_queue=slow").body_json()["count"], 20);
+  Reply queues = post("/api/v1/abtests", R"({"name":"queues","a":{"command_queue":"slow"},"b":{"command_queue":"fast"}})",
+                      "application/json");
+  ASSERT_EQ(queues.status, 201u) << queues.body;
+  json r = get(queues.body_json()["url"].get<std::string>()).body_json();
+  EXPECT_EQ(r["a"]["n"], 20);
+  EXPECT_EQ(r["b"]["n"], 20);
+  EXPECT_EQ(r["verdict"], "b_faster");
+  // Tags narrow model and operator sides as they do kernel sides, and stay with the stored test.
+  Reply tagged = post("/api/v1/abtests",
+                      R"({"name":"tagged","a":{"model":"m","tags":{"pool":"a"}},"b":{"operator":"Conv","tags":{"pool":"b"}}})",
+                      "application/json");
+  ASSERT_EQ(tagged.status, 201u) << tagged.body;
+  json stored = get(tagged.body_json()["url"].get<std::string>()).body_json();
+  EXPECT_EQ(stored["definition"]["a"]["tags"], json({{"pool", "a"}})) << stored;
+  EXPECT_EQ(stored["definition"]["b"]["tags"], json({{"pool", "b"}})) << stored;
+  Reply itl = post("/api/v1/abtests", R"({"name":"itl","a":{"model":"m","field":"itl_ms"},"b":{"model":"n","field":"itl_ms"}})",
+                   "application/json");
+  EXPECT_EQ(itl.status, 201u) << itl.body;
+
+  auto field = [&](const std::string& definition) {
+    Reply refused = post("/api/v1/abtests", definition, "application/json");
+    EXPECT_EQ(refused.status, 400u) << definition;
+    return refused.body_json()["error"].value("field", std::string());
+  };
+  EXPECT_EQ(field(R"({"name":"x","a":{"kernel":"k","field":"ttft_ms"},"b":{"kernel":"k"}})"), "a.field");
+  EXPECT_EQ(field(R"({"name":"x","a":{"command_queue":"q","run":"r"},"b":{"command_queue":"q"}})"), "a.run");
+  EXPECT_EQ(field(R"({"name":"x","a":{"series":"s"},"b":{"series":"t"}})"), "a.series");
+  EXPECT_EQ(field(R"({"name":"x","a":{"kernel":"k"},"b":{"command_queue":"q","series":"s"}})"), "b");
 }
 
 TEST_F(AnalysisApiTest, AbTestIsStoredAndEvaluatedOnCurrentData) {

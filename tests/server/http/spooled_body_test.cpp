@@ -78,15 +78,21 @@ TEST(SpooledBody, AppendingToAFinishedBodyFailsIt) {
 TEST(SpooledBody, AFailedWriteFailsTheWholeBody) {
   rlimit old{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  // The limit and the signal's disposition are the process's: put back on every way out.
+  struct Restore {
+    rlimit limit;
+    void (*handler)(int);
+    ~Restore() {
+      setrlimit(RLIMIT_FSIZE, &limit);
+      std::signal(SIGXFSZ, handler);
+    }
+  } restore{old, std::signal(SIGXFSZ, SIG_IGN)};
   rlimit small = old;
   small.rlim_cur = 512 * 1024;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   auto body = SpooledBody::create("", false);
   ASSERT_TRUE(body.ok());
   const Status s = produce(**body, rows(60000), "end");  // about 1.2 MB
-  setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE((*body)->failed());
   EXPECT_NE(s.message().find("cannot write the response body"), std::string::npos) << s.message();
