@@ -128,8 +128,14 @@ const READINGS = [
 ];
 
 // Text reports carry the masked fields as text: the generation time and host in their header.
+// The HTML report's inlined assets (its style sheet, uPlot, web/src/report.js, which draws the
+// page from the data) are files of the source tree, not what the server made of the data.
 function maskText(name, text) {
   const keys = [...MASKED].join('|');
+  if (name.endsWith('.html')) {
+    text = text.replace(/<style>[\s\S]*?<\/style>/g, '<style>/* an inlined asset */</style>')
+      .replace(/<script>[\s\S]*?<\/script>/g, '<script>/* an inlined asset */</script>');
+  }
   return text
     .replace(new RegExp(`"(${keys})":("[^"]*"|[^,}\\]]*)`, 'g'), '"$1":"<masked>"')
     .replace(/"version":"\d+\.\d+\.\d+[^"]*"/g, '"version":"<masked>"')
