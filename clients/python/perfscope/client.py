@@ -1,11 +1,13 @@
 """Client: events from Python code to a perfscope server, off the caller's thread.
 
+This file holds what callers use: the event helpers and the timers (Request, KernelTimer, Run).
 The caller's side of every method is a few dict and deque operations: no I/O, no lock on the
-common path, no exception for a slow or absent server. One background thread per client
-validates events, batches them into POST /api/v1/events (gzip past a size), retries what
-may pass later (connection errors, 5xx, 503 with Retry-After) with exponential backoff, and
-drops what never will (an event the server's rules refuse, named in ``stats().last_error``).
-The queue is bounded: past ``max_queue`` waiting events new ones are dropped and counted.
+common path, no exception for a slow or absent server. Delivery is the Sender's (sender.py):
+one background thread per client validates events, batches them into POST /api/v1/events
+through a Transport (transport.py: gzip past a size), retries what may pass later (connection
+errors, 5xx, 503 with Retry-After) with exponential backoff, and drops what never will (an
+event the server's rules refuse, named in ``stats().last_error``). The queue is bounded: past
+``max_queue`` waiting events new ones are dropped and counted.
 
 Thread-safety: every method may be called from any thread. A client is fork-aware: a child
 process starts with an empty queue and its own sender thread.
@@ -19,48 +21,19 @@ away for an hour does not flood the application's log.
 from __future__ import annotations
 
 import atexit
-import gzip
-import http.client
-import json
-import logging
 import os
 import socket
 import ssl
 import sys
-import threading
 import time
 import weakref
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from typing import Any, Mapping, Optional, Sequence
 
-from .events import Event, EventError, validate
+from .events import Event
+from .sender import Sender, Stats
+from .transport import Transport
 
 __all__ = ["Client", "Stats", "Request", "KernelTimer", "Run"]
-
-_log = logging.getLogger("perfscope")
-
-
-@dataclass(frozen=True)
-class Stats:
-    """What became of the events given to a client so far."""
-
-    queued: int  # waiting in the queue now (kernel timers not yet resolved included)
-    sent: int  # acknowledged by the server (stored)
-    dropped: int  # the queue was full, or the client closed before the server came back
-    invalid: int  # refused by the server's rules (locally or by the server), dropped
-    rejected: int  # refused by the server as a whole batch (auth, cardinality, size), dropped
-    retries: int  # requests sent again after a connection error or a 5xx
-    batches: int  # requests the server acknowledged
-    folded: int  # events whose names the server folded into [other] at a cardinality cap
-    last_error: Optional[str] = field(default=None)
-
-
-class _Retry(Exception):
-    def __init__(self, message: str, after: Optional[float] = None) -> None:
-        super().__init__(message)
-        self.after = after
 
 
 class Client:
@@ -84,91 +57,28 @@ class Client:
             url = os.environ.get("PERFSCOPE_SERVER") or "http://127.0.0.1:8080"
         if token is None:
             token = os.environ.get("PERFSCOPE_TOKEN") or None
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url: expected http(s)://host[:port], got {url!r}")
+        transport = Transport(url, token, timeout=timeout, gzip_over=gzip_over, ssl_context=ssl_context)
         if max_queue < 1 or batch_size < 1:
             raise ValueError("max_queue and batch_size must be at least 1")
-        self._scheme = parts.scheme
-        self._host = parts.hostname
-        self._port = parts.port or (443 if parts.scheme == "https" else 80)
-        self._path = parts.path.rstrip("/") + "/api/v1/events"
-        self._ssl = ssl_context
-        self._headers = {"Content-Type": "application/json"}
-        if token:
-            self._headers["Authorization"] = f"Bearer {token}"
-        self._tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        self._run = run
-        self._max_queue = max_queue
-        self._batch_size = batch_size
-        self._flush_interval = flush_interval
-        self._gzip_over = gzip_over
-        self._timeout = timeout
-        self._max_retry_delay = max_retry_delay
+        self._sender = Sender(transport, tags={str(k): str(v) for k, v in (tags or {}).items()},
+                              max_queue=max_queue, batch_size=batch_size, flush_interval=flush_interval,
+                              max_retry_delay=max_retry_delay, join_timeout=timeout + 1, strict=strict)
+        self._run = run  # the run events given now belong to (Run sets it for its stretch)
         self._exit_timeout = exit_timeout
-        self._strict = strict
-        self._reset_after_fork()
-        self._closed = False
         # A weak reference: an exit hook or a fork hook must not keep a dropped client alive.
         ref = weakref.ref(self)
         self._exit_hook = lambda: (lambda c: c and c.close(timeout=c._exit_timeout))(ref())
         atexit.register(self._exit_hook)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: (lambda c: c and c._reset_after_fork())(ref()))
-
-    # -- state shared with the sender -------------------------------------------------------
-
-    def _reset_after_fork(self) -> None:
-        # Everything here is per process: the parent's queue and thread do not exist in a child,
-        # and its copy of the parent's connection is closed (the parent's stays open).
-        if getattr(self, "_connection", None) is not None:
-            self._connection.close()
-        self._queue: Deque[Tuple[Event, Optional[str]]] = deque()
-        self._timers: Deque[Tuple[Any, Any, Event, Optional[str]]] = deque()
-        self._lock = threading.Lock()  # counters and the in-flight state, never held for I/O
-        self._wake = threading.Event()
-        self._idle = threading.Condition(self._lock)
-        self._in_flight = 0
-        self._sent = self._dropped = self._invalid = self._rejected = 0
-        self._retries = self._batches = self._folded = 0
-        self._last_error: Optional[str] = None
-        self._stopping = False
-        self._connection: Optional[http.client.HTTPConnection] = None
-        self._thread: Optional[threading.Thread] = None
-        self._thread_lock = threading.Lock()
-
-    def _start_sender(self) -> None:
-        with self._thread_lock:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._sender, name="perfscope-client", daemon=True)
-                self._thread.start()
+            os.register_at_fork(after_in_child=lambda: (lambda c: c and c._sender.reset_after_fork())(ref()))
 
     def _put(self, event: Event) -> None:
         """The caller's side: queue one event, or count it dropped. Never blocks, never raises
         (but in strict mode, for an invalid event)."""
-        if self._strict:
-            validate(event)
-        queue = self._queue
-        if len(queue) >= self._max_queue or self._closed:
-            with self._lock:
-                self._dropped += 1
-            return
-        queue.append((event, self._run))
-        if self._thread is None:
-            self._start_sender()
-        if len(queue) == self._batch_size:
-            self._wake.set()
+        self._sender.put(event, self._run)
 
-    def _error(self, message: str) -> None:
-        with self._lock:
-            self._note_error(message)
-
-    def _note_error(self, message: str) -> None:
-        """Records the newest error (the lock held) and logs it: WARNING when it differs from
-        the one before (a new condition), DEBUG when it repeats."""
-        level = logging.DEBUG if message == self._last_error else logging.WARNING
-        self._last_error = message
-        _log.log(level, "perfscope client for %s: %s", self._host, message)
+    def _add_timer(self, start: Any, end: Any, event: Event) -> None:
+        self._sender.add_timer(start, end, event, self._run)
 
     # -- the event helpers ------------------------------------------------------------------
 
@@ -280,44 +190,19 @@ class Client:
     # -- reading and stopping ---------------------------------------------------------------
 
     def stats(self) -> Stats:
-        with self._lock:
-            return Stats(queued=len(self._queue) + len(self._timers) + self._in_flight, sent=self._sent,
-                         dropped=self._dropped, invalid=self._invalid, rejected=self._rejected,
-                         retries=self._retries, batches=self._batches, folded=self._folded,
-                         last_error=self._last_error)
+        return self._sender.stats()
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Waits until every event given so far is sent or dropped (kernel timers whose GPU
         work is still running excepted); False if ``timeout`` seconds passed first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._idle:
-            while self._queue or self._in_flight:
-                if self._thread is None:
-                    self._start_sender()  # takes only _thread_lock, never _lock
-                self._wake.set()
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._idle.wait(0.05 if left is None else min(left, 0.05))
-        return True
+        return self._sender.flush(timeout)
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Flushes (for at most ``timeout`` seconds, default ``exit_timeout``) and stops the
         sender; what could not be sent by then is counted dropped. Called at exit."""
-        if self._closed:
+        if self._sender.closed:
             return
-        self.flush(self._exit_timeout if timeout is None else timeout)
-        self._closed = True
-        with self._lock:
-            self._stopping = True
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self._timeout + 1)
-        with self._lock:
-            left = len(self._queue) + len(self._timers)
-            self._queue.clear()
-            self._timers.clear()
-            self._dropped += left
+        self._sender.close(self._exit_timeout if timeout is None else timeout)
         atexit.unregister(self._exit_hook)
 
     def __enter__(self) -> "Client":
@@ -325,181 +210,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- the sender thread ------------------------------------------------------------------
-
-    def _sender(self) -> None:
-        while True:
-            self._wake.wait(self._flush_interval)
-            self._wake.clear()
-            self._resolve_timers()
-            while True:
-                batch = self._take()
-                if not batch:
-                    break
-                self._deliver(batch)
-            with self._lock:
-                self._idle.notify_all()
-                if self._stopping:
-                    break
-        if self._connection is not None:
-            self._connection.close()
-
-    def _take(self) -> List[Event]:
-        """Up to batch_size events off the queue, validated and tagged; counted in flight."""
-        batch: List[Event] = []
-        invalid = 0
-        error = None
-        queue = self._queue
-        with self._lock:
-            # Counted in flight before they leave the queue, so flush() never sees neither.
-            n = min(len(queue), self._batch_size)
-            self._in_flight += n
-        for _ in range(n):
-            event, run = queue.popleft()
-            tags = self._tags
-            # Samples carry labels (their series), runs name themselves: neither takes tags here.
-            if (tags or run) and event.get("type") not in ("sample", "run"):
-                merged = dict(tags)
-                if run:
-                    merged["run"] = run
-                merged.update(event.get("tags") or {})
-                event["tags"] = merged
-            try:
-                validate(event)
-            except EventError as e:
-                invalid += 1
-                error = f"invalid event dropped: {e}"
-                continue
-            batch.append(event)
-        with self._lock:
-            self._in_flight -= invalid
-            self._invalid += invalid
-            if error:
-                self._note_error(error)
-        return batch
-
-    def _finish(self, n: int, **counts: int) -> None:
-        with self._lock:
-            self._in_flight -= n
-            for name, value in counts.items():
-                setattr(self, "_" + name, getattr(self, "_" + name) + value)
-
-    def _deliver(self, batch: List[Event]) -> None:
-        """Sends one batch until it is stored or refused for good (or the client stops)."""
-        delay = 0.1
-        while batch:
-            try:
-                status, answer = self._post(batch)
-            except _Retry as r:
-                with self._lock:
-                    self._note_error(str(r))
-                    stopping = self._stopping
-                if stopping:
-                    self._finish(len(batch), dropped=len(batch))
-                    return
-                # Wait, but come back at once when close() gives up waiting.
-                self._sleep(r.after if r.after is not None else delay)
-                delay = min(delay * 2, self._max_retry_delay)
-                with self._lock:
-                    self._retries += 1
-                continue
-            if status == 200:
-                self._finish(len(batch), sent=len(batch), batches=1, folded=int(answer.get("folded", 0)))
-                return
-            error = answer.get("error") if isinstance(answer, dict) else None
-            message = (error or {}).get("message") or f"HTTP {status}"
-            index = (error or {}).get("index")
-            if status == 400 and isinstance(index, int) and 0 <= index < len(batch):
-                # One event the server refused: drop it alone and send the rest again.
-                batch.pop(index)
-                self._finish(1, invalid=1)
-                self._error(f"event refused by the server: {message}")
-                continue
-            if status == 413 and len(batch) > 1:
-                half = len(batch) // 2
-                self._deliver(batch[:half])
-                batch = batch[half:]
-                continue
-            self._finish(len(batch), rejected=len(batch))
-            self._error(f"batch of {len(batch)} refused by the server ({status}): {message}")
-            return
-
-    def _sleep(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while True:
-            left = end - time.monotonic()
-            with self._lock:
-                if self._stopping or left <= 0:
-                    return
-            time.sleep(min(left, 0.05))
-
-    def _post(self, batch: List[Event]) -> Tuple[int, Any]:
-        body = json.dumps({"events": batch}, separators=(",", ":"), allow_nan=False).encode()
-        headers = dict(self._headers)
-        if len(body) > self._gzip_over:
-            body = gzip.compress(body, compresslevel=1)
-            headers["Content-Encoding"] = "gzip"
-        for attempt in (0, 1):  # a kept-alive connection the server closed: one fresh try
-            try:
-                if self._connection is None:
-                    if self._scheme == "https":
-                        self._connection = http.client.HTTPSConnection(
-                            self._host, self._port, timeout=self._timeout, context=self._ssl)
-                    else:
-                        self._connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
-                self._connection.request("POST", self._path, body=body, headers=headers)
-                response = self._connection.getresponse()
-                data = response.read()
-                if response.getheader("Connection", "").lower() == "close":
-                    self._connection.close()
-                    self._connection = None
-            except (OSError, http.client.HTTPException) as e:
-                if self._connection is not None:
-                    self._connection.close()
-                    self._connection = None
-                if attempt == 0 and isinstance(e, (http.client.RemoteDisconnected, BrokenPipeError,
-                                                   ConnectionResetError)):
-                    continue
-                raise _Retry(f"server unreachable: {e}") from None
-            break
-        status = response.status
-        try:
-            answer = json.loads(data) if data else {}
-        except ValueError:
-            answer = {}
-        if status in (408, 429) or status >= 500:
-            after = response.getheader("Retry-After")
-            message = ((answer.get("error") or {}).get("message") if isinstance(answer, dict) else None) or ""
-            raise _Retry(f"server answered {status} {message}".strip(),
-                         float(after) if after and after.isdigit() else None)
-        return status, answer
-
-    def _resolve_timers(self) -> None:
-        """Kernel timers whose end event completed become kernel events."""
-        timers = self._timers
-        for _ in range(len(timers)):
-            start, end, event, run = timers.popleft()
-            try:
-                done = end.query()
-            except Exception as e:  # a CUDA error: the timing is lost, the rest goes on
-                self._finish(0, invalid=1)
-                self._error(f"kernel timer {event.get('name')!r}: {e}")
-                continue
-            if not done:
-                timers.append((start, end, event, run))
-                continue
-            event["duration_ms"] = float(start.elapsed_time(end))
-            self._queue.append((event, run))
-
-    def _add_timer(self, start: Any, end: Any, event: Event) -> None:
-        if len(self._timers) >= self._max_queue or self._closed:
-            with self._lock:
-                self._dropped += 1
-            return
-        self._timers.append((start, end, event, self._run))
-        if self._thread is None:
-            self._start_sender()
 
 
 class Request:

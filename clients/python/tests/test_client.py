@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import perfscope  # noqa: E402
-from perfscope import client as client_module  # noqa: E402
+from perfscope import sender as sender_module  # noqa: E402
 
 BINARY = os.environ.get("PERFSCOPE_BIN")
 
@@ -172,8 +172,8 @@ class AgainstTheServer(unittest.TestCase):
     def test_an_event_the_server_refuses_is_dropped_with_the_servers_error(self) -> None:
         # A client whose rules lag the server's: its events reach the server, which names the
         # field; the client drops that event and sends the rest of the batch again.
-        original = client_module.validate
-        client_module.validate = lambda event: None
+        original = sender_module.validate
+        sender_module.validate = lambda event: None
         try:
             client = perfscope.Client(self.server.url)
             client.inference("server_refused", latency_ms=1)
@@ -181,7 +181,7 @@ class AgainstTheServer(unittest.TestCase):
             client.inference("server_refused", latency_ms=3)
             client.close()
         finally:
-            client_module.validate = original
+            sender_module.validate = original
         stats = client.stats()
         self.assertEqual((stats.sent, stats.invalid, stats.rejected), (2, 1, 0))
         self.assertIn("latency_ms", stats.last_error)
@@ -197,7 +197,7 @@ class AgainstTheServer(unittest.TestCase):
         try:
             with self.assertLogs("perfscope", level="DEBUG") as logs:
                 client = perfscope.Client()
-                self.assertEqual(client._headers["Authorization"], "Bearer from-the-environment")
+                self.assertEqual(client._sender._transport._headers["Authorization"], "Bearer from-the-environment")
                 client.sample("bad metric name", 1.0)
                 client.flush(5)
                 client.sample("bad metric name", 1.0)
