@@ -1,13 +1,20 @@
 #include "db/sqlite.hpp"
 
+#include "db/page_cache.hpp"
 #include "db/wal_index.hpp"
 #include "engine/cancellation.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-
+#include <string>
 
 namespace perfscope::db {
+
+namespace {
+constexpr std::uint64_t kWriterCacheKiB = 65536;  // the writer's page cache at most (see open)
+std::atomic<std::uint64_t> g_writer_cache_bytes{0};
+}  // namespace
 
 Result<Connection> Connection::open(const std::string& path, bool read_only) {
   // Memory statistics take a global mutex on every SQLite allocation; perfscope never reads
@@ -39,11 +46,12 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   // The WAL file keeps the largest size it ever reached (20 MB in the scrape soak, where reads
   // often hold a snapshot while a checkpoint would restart it); journal_size_limit truncates it
   // to 4 MiB whenever a checkpoint does restart it, so the files' size follows the data.
-  const char* pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
+  const std::string pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
                                   : "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; "
+                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-" + std::to_string(kWriterCacheKiB) +
+                                    "; PRAGMA mmap_size=268435456; "
                                     "PRAGMA journal_size_limit=4194304;";
-  if (Status s = conn.exec(pragmas); !s.ok()) return s;
+  if (Status s = conn.exec(pragmas.c_str()); !s.ok()) return s;
   // A read for a request whose client has left stops at the next check (every ~1000 virtual
   // machine steps, microseconds apart) with SQLITE_INTERRUPT (engine/cancellation.hpp). The
   // writer's connection is never interrupted.
@@ -183,7 +191,14 @@ Status Transaction::commit() {
   if (!begin_.ok()) return begin_;
   Status s = conn_.exec("COMMIT");
   if (s.ok()) done_ = true;
+  int used = 0, highwater = 0;
+  if (sqlite3_db_status(conn_.handle(), SQLITE_DBSTATUS_CACHE_USED, &used, &highwater, 0) == SQLITE_OK && used >= 0) {
+    g_writer_cache_bytes.store(static_cast<std::uint64_t>(used), std::memory_order_relaxed);
+  }
   return s;
 }
+
+std::uint64_t writer_page_cache_bytes() { return g_writer_cache_bytes.load(std::memory_order_relaxed); }
+std::uint64_t writer_page_cache_limit_bytes() { return kWriterCacheKiB * 1024; }
 
 }  // namespace perfscope::db

@@ -14,6 +14,7 @@
 #include "db/sample_reader.hpp"
 #include "db/retention.hpp"
 #include "db/gpu_process_store.hpp"
+#include "db/page_cache.hpp"
 #include "db/writer.hpp"
 #include "db/series_history.hpp"
 #include "engine/host_collector.hpp"
@@ -83,6 +84,7 @@ struct Server::Impl {
   Status configure_access();
   Status configure_tls();
   nlohmann::json retention_json() const;
+  static nlohmann::json memory_json();
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
   void schedule_trim();  // return_free_memory on a worker every kTrimInterval
 
@@ -224,6 +226,7 @@ Status Server::Impl::start() {
         {"stream", {{"clients", hub.clients()}, {"messages_dropped", hub.dropped()}}},
         {"series", store.series_count()},
         {"retention", retention_json()},
+        {"memory", memory_json()},
         {"http", {{"connections", load.connections.load()}, {"pending_requests", load.pending_requests.load()},
                   {"refused_connections", load.refused_connections.load()},
                   {"refused_requests", load.refused_requests.load()},
@@ -250,6 +253,19 @@ Status Server::Impl::start() {
   trim_timer = std::make_unique<net::steady_timer>(net::make_strand(ioc));
   net::dispatch(trim_timer->get_executor(), [this] { schedule_trim(); });
   return Status();
+}
+
+// What the heap holds and what of it is free (glibc's count, all arenas), and the database
+// writer's page cache against its bound: the soak tells a cache filling up from a leak by these.
+nlohmann::json Server::Impl::memory_json() {
+  nlohmann::json out = {{"sqlite_writer_page_cache_bytes", db::writer_page_cache_bytes()},
+                        {"sqlite_writer_page_cache_limit_bytes", db::writer_page_cache_limit_bytes()}};
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 m = mallinfo2();
+  out["heap_in_use_bytes"] = m.uordblks + m.hblkhd;  // arenas' blocks in use, and blocks mapped alone
+  out["heap_free_bytes"] = m.fordblks;              // free in the arenas (resident or not)
+#endif
+  return out;
 }
 
 void Server::Impl::schedule_trim() {

@@ -1,3 +1,4 @@
+#include "db/page_cache.hpp"
 #include "db/writer.hpp"
 
 #include <cmath>
@@ -249,6 +250,32 @@ TEST(Connection, UsesWalAndReportsOpenErrors) {
   auto bad = Connection::open(dir.file("no/such/dir/x.db"));
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kIoError);
+}
+
+// The writer's page cache as its newest commit left it: it holds the pages written, within
+// its bound (the soak judges the heap less it).
+TEST(Connection, ACommitReportsTheWritersPageCache) {
+  TempDir dir;
+  auto writer = Connection::open(dir.file("c.db"));
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->exec("CREATE TABLE t(v BLOB)").ok());
+  auto insert = [&](int rows) {
+    Transaction tx(*writer);
+    auto stmt = writer->prepare("INSERT INTO t VALUES (?1)");
+    ASSERT_TRUE(stmt.ok());
+    const std::string row(1000, 'x');
+    for (int i = 0; i < rows; ++i) {
+      stmt->bind_blob(1, row);
+      ASSERT_TRUE(stmt->run().ok());
+    }
+    ASSERT_TRUE(tx.commit().ok());
+  };
+  insert(10);
+  const std::uint64_t small = writer_page_cache_bytes();
+  insert(4000);  // ~4 MB of pages
+  EXPECT_GT(writer_page_cache_bytes(), small + (2u << 20));
+  EXPECT_LE(writer_page_cache_bytes(), writer_page_cache_limit_bytes());
+  EXPECT_EQ(writer_page_cache_limit_bytes(), 64u << 20);
 }
 
 TEST(Connection, TheWalFileShrinksBackOnceACheckpointRestartsIt) {

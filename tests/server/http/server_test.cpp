@@ -36,6 +36,12 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   for (const json& s : info["collectors"][0]["sources"]) has_proc_stat |= s["name"] == "proc_stat" && s["available"] == true;
   EXPECT_TRUE(has_proc_stat);
   EXPECT_TRUE(info["runtime"].contains("database_writer"));
+  // The heap's count and the writer's page cache against its bound.
+  const json& memory = info["runtime"]["memory"];
+  EXPECT_GT(memory["sqlite_writer_page_cache_limit_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(memory["sqlite_writer_page_cache_bytes"].get<std::uint64_t>(),
+            memory["sqlite_writer_page_cache_limit_bytes"].get<std::uint64_t>());
+  EXPECT_TRUE(memory.contains("heap_in_use_bytes")) << memory;
 }
 
 TEST_F(ServerTest, SeriesListsEveryLiveSeriesWithUnitAndLatestValue) {
