@@ -108,15 +108,16 @@ function fail(what) {
   failures.push(`${new Date().toISOString()} ${what}`);
   if (failures.length <= 20) console.error('FAIL', what);
 }
-async function get(p) {
+// The answer's length, or with `json` its parsed body (null when it failed).
+async function get(p, { json = false } = {}) {
   try {
     const r = await fetch(url + p);
     const body = await r.arrayBuffer();
     if (r.status !== 200) fail(`GET ${p} -> ${r.status} ${Buffer.from(body).toString().slice(0, 200)}`);
-    return body.byteLength;
+    return json ? JSON.parse(Buffer.from(body).toString()) : body.byteLength;
   } catch (e) {
     fail(`GET ${p}: ${e.message}`);
-    return 0;
+    return json ? null : 0;
   }
 }
 
@@ -223,14 +224,8 @@ let memory = {};  // runtime.memory of the newest /api/v1/info: the heap's count
 async function infoLoop() {
   while (!stopping) {
     const t0 = performance.now();
-    try {
-      const r = await fetch(url + '/api/v1/info');
-      const body = await r.json();
-      if (r.status !== 200) fail(`GET /api/v1/info -> ${r.status}`);
-      memory = body.runtime?.memory ?? {};
-    } catch (e) {
-      fail(`GET /api/v1/info: ${e.message}`);
-    }
+    const body = await get('/api/v1/info', { json: true });
+    if (body) memory = body.runtime?.memory ?? {};
     infoMs.push(performance.now() - t0);
     await sleep(200);
   }
