@@ -12,7 +12,6 @@
 namespace perfscope::db {
 
 namespace {
-constexpr std::uint64_t kWriterCacheKiB = 65536;  // the writer's page cache at most (see open)
 std::atomic<std::uint64_t> g_writer_cache_bytes{0};
 }  // namespace
 
@@ -46,9 +45,10 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
   // The WAL file keeps the largest size it ever reached (20 MB in the scrape soak, where reads
   // often hold a snapshot while a checkpoint would restart it); journal_size_limit truncates it
   // to 4 MiB whenever a checkpoint does restart it, so the files' size follows the data.
-  const std::string pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;"
+  const std::string pragmas = read_only ? "PRAGMA foreign_keys=ON; PRAGMA cache_size=-" + std::to_string(kReaderPageCacheKiB) +
+                                              "; PRAGMA mmap_size=268435456;"
                                   : "PRAGMA page_size=2048; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-" + std::to_string(kWriterCacheKiB) +
+                                    "PRAGMA foreign_keys=ON; PRAGMA cache_size=-" + std::to_string(kWriterPageCacheKiB) +
                                     "; PRAGMA mmap_size=268435456; "
                                     "PRAGMA journal_size_limit=4194304;";
   if (Status s = conn.exec(pragmas.c_str()); !s.ok()) return s;
@@ -199,6 +199,6 @@ Status Transaction::commit() {
 }
 
 std::uint64_t writer_page_cache_bytes() { return g_writer_cache_bytes.load(std::memory_order_relaxed); }
-std::uint64_t writer_page_cache_limit_bytes() { return kWriterCacheKiB * 1024; }
+std::uint64_t writer_page_cache_limit_bytes() { return kWriterPageCacheKiB * 1024; }
 
 }  // namespace perfscope::db

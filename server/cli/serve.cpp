@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "db/sample_reader.hpp"
@@ -255,15 +256,31 @@ Status Server::Impl::start() {
   return Status();
 }
 
-// What the heap holds and what of it is free (glibc's count, all arenas), and the database
-// writer's page cache against its bound: the soak tells a cache filling up from a leak by these.
+// What the heap holds and what of it is free (glibc's count, all arenas), and what SQLite's
+// connections hold in it against their bounds: the soak tells caches filling up from a leak
+// by these. glibc's count walks every arena's free lists under their locks, so it is taken at
+// most once a second however often /api/v1/info is asked.
 nlohmann::json Server::Impl::memory_json() {
   nlohmann::json out = {{"sqlite_writer_page_cache_bytes", db::writer_page_cache_bytes()},
-                        {"sqlite_writer_page_cache_limit_bytes", db::writer_page_cache_limit_bytes()}};
+                        {"sqlite_writer_page_cache_limit_bytes", db::writer_page_cache_limit_bytes()},
+                        {"sqlite_reader_connections", db::reader_connections()},
+                        {"sqlite_reader_memory_bytes", db::reader_memory_bytes()},
+                        {"sqlite_reader_page_cache_limit_bytes", db::reader_page_cache_limit_bytes()}};
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  const struct mallinfo2 m = mallinfo2();
-  out["heap_in_use_bytes"] = m.uordblks + m.hblkhd;  // arenas' blocks in use, and blocks mapped alone
-  out["heap_free_bytes"] = m.fordblks;              // free in the arenas (resident or not)
+  struct HeapCount {
+    std::chrono::steady_clock::time_point taken;
+    std::size_t in_use = 0, free = 0;
+  };
+  static std::mutex mu;
+  static HeapCount count;
+  std::lock_guard lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (count.taken == std::chrono::steady_clock::time_point() || now - count.taken >= std::chrono::seconds(1)) {
+    const struct mallinfo2 m = mallinfo2();
+    count = {now, m.uordblks + m.hblkhd, m.fordblks};  // arenas' blocks in use and blocks mapped alone; free
+  }
+  out["heap_in_use_bytes"] = count.in_use;
+  out["heap_free_bytes"] = count.free;  // free in the arenas (resident or not)
 #endif
   return out;
 }

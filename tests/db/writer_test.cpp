@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 
+#include "db/connection_pool.hpp"
 #include "db/sample_reader.hpp"
 #include "db/schema.hpp"
 #include "support/temp_dir.hpp"
@@ -276,6 +277,60 @@ TEST(Connection, ACommitReportsTheWritersPageCache) {
   EXPECT_GT(writer_page_cache_bytes(), small + (2u << 20));
   EXPECT_LE(writer_page_cache_bytes(), writer_page_cache_limit_bytes());
   EXPECT_EQ(writer_page_cache_limit_bytes(), 64u << 20);
+}
+
+// A pool opens a connection for every caller reading at once but keeps only kMaxIdle of them
+// between leases; what the open ones hold is counted as each lease ends, and forgotten with
+// the pool (the soak judges the heap less it).
+TEST(ConnectionPool, KeepsAFewConnectionsAndCountsWhatTheyHold) {
+  TempDir dir;
+  const std::string path = dir.file("p.db");
+  auto writer = Connection::open(path);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->exec("CREATE TABLE t(v BLOB); CREATE INDEX t_v ON t(v)").ok());
+  {
+    Transaction tx(*writer);
+    auto stmt = writer->prepare("INSERT INTO t VALUES (?1)");
+    ASSERT_TRUE(stmt.ok());
+    for (int i = 0; i < 3000; ++i) {
+      const std::string row = std::to_string(i) + std::string(500, 'x');
+      stmt->bind_blob(1, row);
+      ASSERT_TRUE(stmt->run().ok());
+    }
+    ASSERT_TRUE(tx.commit().ok());
+  }
+  const std::uint64_t readers_before = reader_connections();
+  const std::uint64_t bytes_before = reader_memory_bytes();
+  {
+    ConnectionPool pool(path);
+    {
+      std::vector<ConnectionPool::Lease> leases;
+      for (std::size_t i = 0; i < ConnectionPool::kMaxIdle + 2; ++i) {
+        auto lease = pool.lease();
+        ASSERT_TRUE(lease.ok());
+        auto count = (*lease)->prepare("SELECT count(*), sum(length(v)) FROM t");
+        ASSERT_TRUE(count.ok());
+        ASSERT_TRUE(count->step().ok());
+        EXPECT_EQ(count->column_int64(0), 3000);
+        leases.push_back(std::move(*lease));
+      }
+      EXPECT_EQ(reader_connections(), readers_before + ConnectionPool::kMaxIdle + 2);
+      EXPECT_EQ(reader_memory_bytes(), bytes_before);  // nothing returned yet
+    }
+    EXPECT_EQ(reader_connections(), readers_before + ConnectionPool::kMaxIdle);  // two closed
+    const std::uint64_t held = reader_memory_bytes() - bytes_before;
+    EXPECT_GT(held, ConnectionPool::kMaxIdle * 1024);  // at least each one's schema
+    EXPECT_LE(held, reader_page_cache_limit_bytes());
+    EXPECT_EQ(reader_page_cache_limit_bytes(), reader_connections() * (16u << 20));
+    {
+      auto again = pool.lease();  // an idle one is reused, not a fifth opened
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(reader_connections(), readers_before + ConnectionPool::kMaxIdle);
+    }
+    EXPECT_EQ(reader_connections(), readers_before + ConnectionPool::kMaxIdle);
+  }
+  EXPECT_EQ(reader_connections(), readers_before);
+  EXPECT_EQ(reader_memory_bytes(), bytes_before);
 }
 
 TEST(Connection, TheWalFileShrinksBackOnceACheckpointRestartsIt) {

@@ -19,6 +19,7 @@ TEST_F(ServerTest, HealthzAnswersOk) {
 }
 
 TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
+  ASSERT_EQ(get("/api/v1/kernels").status, 200u);  // a read, so a reading connection is open
   json info = get("/api/v1/info").body_json();
   EXPECT_EQ(info["name"], "perfscope");
   EXPECT_FALSE(info["version"].get<std::string>().empty());
@@ -36,12 +37,16 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   for (const json& s : info["collectors"][0]["sources"]) has_proc_stat |= s["name"] == "proc_stat" && s["available"] == true;
   EXPECT_TRUE(has_proc_stat);
   EXPECT_TRUE(info["runtime"].contains("database_writer"));
-  // The heap's count and the writer's page cache against its bound.
+  // The heap's count and the writer's page cache against its bound; the readers' likewise.
   const json& memory = info["runtime"]["memory"];
   EXPECT_GT(memory["sqlite_writer_page_cache_limit_bytes"].get<std::uint64_t>(), 0u);
   EXPECT_LE(memory["sqlite_writer_page_cache_bytes"].get<std::uint64_t>(),
             memory["sqlite_writer_page_cache_limit_bytes"].get<std::uint64_t>());
   EXPECT_TRUE(memory.contains("heap_in_use_bytes")) << memory;
+  // The reading connections (the read above opened one) within theirs.
+  EXPECT_GT(memory["sqlite_reader_connections"].get<std::uint64_t>(), 0u) << memory;
+  EXPECT_LE(memory["sqlite_reader_memory_bytes"].get<std::uint64_t>(),
+            memory["sqlite_reader_page_cache_limit_bytes"].get<std::uint64_t>());
 }
 
 TEST_F(ServerTest, SeriesListsEveryLiveSeriesWithUnitAndLatestValue) {
