@@ -8,10 +8,10 @@
 // every 10 minutes, its percentiles asked every 15 s. Every minute it records the server's
 // RSS and its anonymous part (the heap; the rest is the mapped database, reported but not
 // judged), open descriptors, threads, database size (file + WAL + shm) and the p99 of
-// /api/v1/info (timed every 200 ms). The heap is judged less what SQLite's connections hold
-// (the writer's page cache, the readers' caches and schemas), which is checked against its
-// bounds, and as the minute's lowest of samples every 5 s: a sample taken while a query
-// holds its rows shows the query, not what stays; at the end it fits a
+// /api/v1/info (timed every 200 ms). The heap is judged less its bounded caches (SQLite's
+// page caches, the series' in-memory history), which are checked against their bounds, and
+// as the minute's lowest of samples every 5 s: a sample taken while a query holds its rows
+// shows the query, not what stays; at the end it fits a
 // line to each after the warm-up and passes when each grew by less than 5 % of its mean over
 // the post-warm-up span (descriptors and threads: by at most 2) and no request failed.
 //
@@ -237,10 +237,11 @@ function dbBytes() {
   for (const f of readdirSync(dataDir)) if (f.startsWith('perfscope.db')) n += statSync(path.join(dataDir, f)).size;
   return n;
 }
-// Every 5 s: the heap (anonymous RSS) less what SQLite's connections hold, kept as the
-// minute's lowest. The writer's page cache grows until it holds the pages in use or reaches
-// its bound (cache_size), the readers' likewise per connection: the heap less them is what
-// would show a leak, and they are checked against their bounds.
+// Every 5 s: the heap (anonymous RSS) less its bounded caches, kept as the minute's lowest.
+// The writer's page cache grows until it holds the pages in use or reaches its bound
+// (cache_size), the readers' likewise per connection, and each series' in-memory history
+// until it holds --history-buffer-size samples (hours for a series scraped every 2 s): the
+// heap less them is what would show a leak, and they are checked against their bounds.
 const MB = 1048576;
 let low = {};
 function lowest(key, value) {
@@ -250,7 +251,8 @@ async function lowLoop() {
   while (!stopping) {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const anon = Number(status.match(/RssAnon:\s+(\d+)/)[1]) / 1024;
-    const sqlite = ((memory.sqlite_writer_page_cache_bytes ?? 0) + (memory.sqlite_reader_memory_bytes ?? 0)) / MB;
+    const sqlite = ((memory.sqlite_writer_page_cache_bytes ?? 0) + (memory.sqlite_reader_memory_bytes ?? 0) +
+                    (memory.series_history_bytes ?? 0)) / MB;
     lowest('heap_less_cache_mb', anon - sqlite);
     if (memory.heap_in_use_bytes != null) lowest('heap_in_use_less_cache_mb', memory.heap_in_use_bytes / MB - sqlite);
     await sleep(5000);
@@ -272,6 +274,8 @@ function sample(minute) {
     readers: memory.sqlite_reader_connections ?? null,
     reader_mb: (memory.sqlite_reader_memory_bytes ?? 0) / MB,
     reader_cache_limit_mb: (memory.sqlite_reader_page_cache_limit_bytes ?? 0) / MB,
+    history_mb: (memory.series_history_bytes ?? 0) / MB,
+    history_limit_mb: (memory.series_history_limit_bytes ?? 0) / MB,
     // The heap's own count (glibc's, all arenas), recorded beside.
     heap_in_use_mb: memory.heap_in_use_bytes == null ? null : memory.heap_in_use_bytes / MB,
     heap_free_mb: memory.heap_free_bytes == null ? null : memory.heap_free_bytes / MB,
@@ -292,8 +296,8 @@ const loops = [ingestLoop(), queryLoop(), infoLoop(), lowLoop()];
 const rows = [];
 if (outFile) writeFileSync(outFile, '');
 console.log(`soak: ${url} (pid ${pid}), ${minutes} min, warm-up ${warmup} min, data in ${dataDir}`);
-console.log('| min | RSS MB | anon MB | writer cache MB | readers | readers MB | heap less caches MB (lowest) | fds | threads | DB MB | info p99 ms | events | failures |');
-console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| min | RSS MB | anon MB | writer cache MB | readers | readers MB | history MB | heap less caches MB (lowest) | fds | threads | DB MB | info p99 ms | events | failures |');
+console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (let m = 1; m <= minutes; m++) {
   await sleep(60000);
   if (server.exitCode !== null || server.signalCode !== null) { fail('server exited'); break; }
@@ -301,7 +305,7 @@ for (let m = 1; m <= minutes; m++) {
   rows.push(row);
   if (outFile) appendFileSync(outFile, JSON.stringify(row) + '\n');
   console.log(`| ${m} | ${row.rss_mb.toFixed(1)} | ${row.rss_anon_mb.toFixed(1)} | ${row.writer_cache_mb.toFixed(1)} | ` +
-              `${row.readers} | ${row.reader_mb.toFixed(1)} | ${row.heap_less_cache_mb?.toFixed(1)} | ${row.fds} | ${row.threads} | ${row.db_mb.toFixed(2)} | ` +
+              `${row.readers} | ${row.reader_mb.toFixed(1)} | ${row.history_mb.toFixed(1)} | ${row.heap_less_cache_mb?.toFixed(1)} | ${row.fds} | ${row.threads} | ${row.db_mb.toFixed(2)} | ` +
               `${row.info_p99_ms?.toFixed(1)} | ${row.events_ingested} | ${row.failures} |`);
 }
 
@@ -327,7 +331,7 @@ const after = rows.filter((r) => r.minute > warmup);
 let pass = failures.length === 0 && after.length >= 2;
 console.log(`\nafter the ${warmup}-minute warm-up (${after.length} minutes):`);
 for (const [key, absolute] of [['rss_mb', 0], ['rss_anon_mb', 0], ['heap_less_cache_mb', 0], ['heap_in_use_less_cache_mb', 0],
-                                ['writer_cache_mb', 0], ['reader_mb', 0], ['fds', 2], ['threads', 2], ['db_mb', 0],
+                                ['writer_cache_mb', 0], ['reader_mb', 0], ['history_mb', 0], ['fds', 2], ['threads', 2], ['db_mb', 0],
                                 ['info_p99_ms', 0]]) {
   if (after.length < 2) break;
   const { slope: s, mean } = slope(after.map((r) => [r.minute, r[key] ?? 0]));
@@ -338,7 +342,8 @@ for (const [key, absolute] of [['rss_mb', 0], ['rss_anon_mb', 0], ['heap_less_ca
   // The heap is judged less SQLite's caches (as the minute's lowest, see lowLoop), which are
   // judged against their bounds; glibc's own count of it is reported beside.
   const bounded = (key === 'writer_cache_mb' && after.every((r) => r.writer_cache_mb <= r.writer_cache_limit_mb)) ||
-                  (key === 'reader_mb' && after.every((r) => r.reader_mb <= r.reader_cache_limit_mb + r.readers));
+                  (key === 'reader_mb' && after.every((r) => r.reader_mb <= r.reader_cache_limit_mb + r.readers)) ||
+                  (key === 'history_mb' && after.every((r) => r.history_mb <= r.history_limit_mb));
   const flat = key === 'info_p99_ms' || key === 'rss_mb' || key === 'rss_anon_mb' || key === 'heap_in_use_less_cache_mb' || bounded ||
                (absolute ? Math.abs(growth) <= absolute : Math.abs(growth) < 0.05 * mean);
   if (!flat) pass = false;

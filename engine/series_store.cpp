@@ -1,5 +1,6 @@
 #include "engine/series_store.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace perfscope {
@@ -21,6 +22,7 @@ bool SampleRing::push(Sample s) {
     if (buf_.size() - place > kMaxLateShift) return false;
   }
   if (buf_.size() < capacity_) {
+    if (buf_.size() == buf_.capacity()) buf_.reserve(std::min(capacity_, std::max<std::size_t>(16, 2 * buf_.size())));
     buf_.push_back(s);
   } else {
     buf_[head_] = s;
@@ -109,6 +111,18 @@ std::vector<SeriesSnapshot> SeriesStore::list() const {
 std::size_t SeriesStore::series_count() const {
   std::lock_guard lock(mu_);
   return entries_.size();
+}
+
+std::size_t SeriesStore::held_bytes() const {
+  std::lock_guard lock(mu_);
+  std::size_t total = 0;
+  for (const Entry& e : entries_) total += e.ring.bytes();
+  return total;
+}
+
+std::size_t SeriesStore::held_limit_bytes() const {
+  std::lock_guard lock(mu_);
+  return entries_.size() * capacity_ * sizeof(Sample);
 }
 
 void SeriesStore::release(const SeriesKey& key) {

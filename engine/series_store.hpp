@@ -29,7 +29,8 @@ struct SampleBatch {
 };
 
 // Fixed-capacity ring of samples in time order. Grows on demand up to its capacity so an
-// idle series costs little memory. Not thread-safe on its own: SeriesStore guards it.
+// idle series costs little memory, doubling but never past the capacity: a full ring holds
+// capacity × 16 bytes. Not thread-safe on its own: SeriesStore guards it.
 class SampleRing {
  public:
   explicit SampleRing(std::size_t capacity) : capacity_(capacity) {}
@@ -41,6 +42,7 @@ class SampleRing {
   // oldest gives way; one older than every held sample is refused (false): the database has it.
   bool push(Sample s);
   std::size_t size() const { return buf_.size(); }
+  std::size_t bytes() const { return buf_.capacity() * sizeof(Sample); }  // what it holds in the heap
   // i-th oldest sample, 0 <= i < size().
   const Sample& at(std::size_t i) const {
     std::size_t j = head_ + i;
@@ -88,6 +90,11 @@ class SeriesStore {
   std::optional<SeriesSnapshot> snapshot(SeriesId id) const;
   std::vector<SeriesSnapshot> list() const;
   std::size_t series_count() const;
+  // What the rings hold in the heap, and their bound: a full ring for every series. A ring
+  // fills at its series' rate (a series scraped every 2 s takes hours to fill 10,000 samples),
+  // so the heap grows toward this bound long after start; /api/v1/info shows both.
+  std::size_t held_bytes() const;
+  std::size_t held_limit_bytes() const;
 
   // Frees the in-memory history of a series that will get no more samples (its id and key stay;
   // a sample that does come later starts a new ring). Unknown keys are ignored.

@@ -85,7 +85,7 @@ struct Server::Impl {
   Status configure_access();
   Status configure_tls();
   nlohmann::json retention_json() const;
-  static nlohmann::json memory_json();
+  nlohmann::json memory_json() const;
   void finish_when_drained(std::chrono::steady_clock::time_point deadline);
   void schedule_trim();  // return_free_memory on a worker every kTrimInterval
 
@@ -257,15 +257,17 @@ Status Server::Impl::start() {
 }
 
 // What the heap holds and what of it is free (glibc's count, all arenas), and what SQLite's
-// connections hold in it against their bounds: the soak tells caches filling up from a leak
-// by these. glibc's count walks every arena's free lists under their locks, so it is taken at
+// connections and the series' in-memory history hold in it against their bounds: the soak
+// tells caches filling up from a leak by these. glibc's count walks every arena's free lists under their locks, so it is taken at
 // most once a second however often /api/v1/info is asked.
-nlohmann::json Server::Impl::memory_json() {
+nlohmann::json Server::Impl::memory_json() const {
   nlohmann::json out = {{"sqlite_writer_page_cache_bytes", db::writer_page_cache_bytes()},
                         {"sqlite_writer_page_cache_limit_bytes", db::writer_page_cache_limit_bytes()},
                         {"sqlite_reader_connections", db::reader_connections()},
                         {"sqlite_reader_memory_bytes", db::reader_memory_bytes()},
-                        {"sqlite_reader_page_cache_limit_bytes", db::reader_page_cache_limit_bytes()}};
+                        {"sqlite_reader_page_cache_limit_bytes", db::reader_page_cache_limit_bytes()},
+                        {"series_history_bytes", store.held_bytes()},
+                        {"series_history_limit_bytes", store.held_limit_bytes()}};
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   struct HeapCount {
     std::chrono::steady_clock::time_point taken;

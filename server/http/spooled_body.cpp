@@ -38,7 +38,8 @@ struct SpooledBody::Deflater {
   }
 };
 
-SpooledBody::SpooledBody(int fd, bool gzip) : fd_(fd) {
+SpooledBody::SpooledBody(int fd, bool gzip, std::size_t deflate_piece)
+    : fd_(fd), deflate_piece_(std::max<std::size_t>(1, std::min(deflate_piece, kDeflatePiece))) {
   if (gzip) {
     deflater_ = std::make_unique<Deflater>();
     // windowBits 15 + 16: the gzip wrapper. Level 6: exports are large, and zlib's default
@@ -51,7 +52,7 @@ SpooledBody::~SpooledBody() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<std::unique_ptr<SpooledBody>> SpooledBody::create(const std::string& dir, bool gzip) {
+Result<std::unique_ptr<SpooledBody>> SpooledBody::create(const std::string& dir, bool gzip, std::size_t deflate_piece) {
   int fd = dir.empty() ? -1 : anonymous_file(dir);
   if (fd < 0) {
     std::error_code ec;
@@ -59,7 +60,7 @@ Result<std::unique_ptr<SpooledBody>> SpooledBody::create(const std::string& dir,
     if (!ec) fd = anonymous_file(tmp.string());
   }
   if (fd < 0) return Status::unavailable(std::string("cannot create a file for the response: ") + std::strerror(errno));
-  std::unique_ptr<SpooledBody> body(new SpooledBody(fd, gzip));
+  std::unique_ptr<SpooledBody> body(new SpooledBody(fd, gzip, deflate_piece));
   if (gzip && !body->deflater_->ready) return Status::internal("gzip compression could not start");
   return body;
 }
@@ -106,9 +107,8 @@ Status SpooledBody::deflate_out(const char* data, std::size_t n, bool last) {
   z_stream& zs = deflater_->zs;
   char out[64 * 1024];
   // zlib counts its input in uInt: a larger append goes in pieces.
-  constexpr std::size_t kPiece = std::size_t{1} << 30;
   do {
-    const std::size_t piece = std::min(n, kPiece);
+    const std::size_t piece = std::min(n, deflate_piece_);
     const bool finish = last && piece == n;
     zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
     zs.avail_in = static_cast<uInt>(piece);

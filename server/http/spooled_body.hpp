@@ -9,6 +9,7 @@
 // fd(); in-process callers read it with read_all()). The descriptor closes with the object.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,7 +24,11 @@ class SpooledBody {
   // A spool in `dir` (the data directory: in a container /tmp may be memory), or in the
   // system's temporary directory when `dir` cannot take one. `gzip`: the bytes appended are
   // deflated as they come (RFC 1952), for a .gz download or Content-Encoding: gzip.
-  static Result<std::unique_ptr<SpooledBody>> create(const std::string& dir, bool gzip);
+  // zlib counts its input in 32 bits, so an append goes to it in pieces of at most
+  // `deflate_piece` bytes (tests pass small ones to cross piece boundaries cheaply).
+  static constexpr std::size_t kDeflatePiece = std::size_t{1} << 30;
+  static Result<std::unique_ptr<SpooledBody>> create(const std::string& dir, bool gzip,
+                                                     std::size_t deflate_piece = kDeflatePiece);
   ~SpooledBody();
   SpooledBody(const SpooledBody&) = delete;
   SpooledBody& operator=(const SpooledBody&) = delete;
@@ -48,13 +53,14 @@ class SpooledBody {
 
  private:
   struct Deflater;
-  SpooledBody(int fd, bool gzip);
+  SpooledBody(int fd, bool gzip, std::size_t deflate_piece);
   Status write_out(const char* data, std::size_t n);
   Status deflate_out(const char* data, std::size_t n, bool last);
 
   int fd_ = -1;
   std::uint64_t size_ = 0;
   std::unique_ptr<Deflater> deflater_;
+  std::size_t deflate_piece_;
   Status status_;  // the first failure
   bool finished_ = false;
 };

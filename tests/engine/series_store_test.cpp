@@ -44,6 +44,25 @@ TEST(SampleRing, HoldsLateSamplesInTheirPlace) {
   }
 }
 
+// A ring grows as its series' samples come, but never past its capacity: what the store
+// holds approaches its bound, which /api/v1/info reports beside it.
+TEST(SeriesStore, TheRingsHoldAtMostTheirCapacity) {
+  SeriesStore store(10000);
+  const SeriesId a = store.intern(SeriesKey("a", {}));
+  const SeriesId b = store.intern(SeriesKey("b", {}));
+  EXPECT_EQ(store.held_bytes(), 0u);
+  EXPECT_EQ(store.held_limit_bytes(), 2u * 10000 * sizeof(Sample));
+  for (TimestampNs t = 1; t <= 3000; ++t) store.append(a, t, 1.0);
+  EXPECT_GE(store.held_bytes(), 3000 * sizeof(Sample));
+  EXPECT_LT(store.held_bytes(), 10000 * sizeof(Sample));
+  for (TimestampNs t = 3001; t <= 25000; ++t) store.append(a, t, 1.0);
+  EXPECT_EQ(store.held_bytes(), 10000 * sizeof(Sample));  // full, and no slack past it
+  for (TimestampNs t = 1; t <= 25000; ++t) store.append(b, t, 1.0);
+  EXPECT_EQ(store.held_bytes(), store.held_limit_bytes());
+  store.release(SeriesKey("b", {}));
+  EXPECT_EQ(store.held_bytes(), 10000 * sizeof(Sample));
+}
+
 TEST(SeriesStore, InternIsStablePerKey) {
   SeriesStore store(10);
   SeriesId a = store.intern(SeriesKey("m", {{"b", "2"}, {"a", "1"}}));

@@ -47,6 +47,9 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   EXPECT_GT(memory["sqlite_reader_connections"].get<std::uint64_t>(), 0u) << memory;
   EXPECT_LE(memory["sqlite_reader_memory_bytes"].get<std::uint64_t>(),
             memory["sqlite_reader_page_cache_limit_bytes"].get<std::uint64_t>());
+  // The series' in-memory history: the sampler's passes so far, within a full ring a series.
+  EXPECT_GT(memory["series_history_bytes"].get<std::uint64_t>(), 0u) << memory;
+  EXPECT_LE(memory["series_history_bytes"].get<std::uint64_t>(), memory["series_history_limit_bytes"].get<std::uint64_t>());
 }
 
 TEST_F(ServerTest, SeriesListsEveryLiveSeriesWithUnitAndLatestValue) {

@@ -99,5 +99,21 @@ TEST(SpooledBody, AFailedWriteFailsTheWholeBody) {
   EXPECT_LE((*body)->size(), 512u * 1024);
 }
 
+// zlib counts its input in 32 bits, so one append goes to it in pieces (of 1 GiB, here of
+// 1,000 bytes): what comes out is the whole input, whatever piece a boundary falls in, and the
+// stream ends only after the last piece.
+TEST(SpooledBody, GzipsOneAppendInPieces) {
+  for (std::size_t piece : {1000u, 4096u, 7u}) {
+    auto body = SpooledBody::create("", true, piece);
+    ASSERT_TRUE(body.ok());
+    const std::string text = rows(piece == 7 ? 2000 : 40000);
+    (*body)->append(text);
+    ASSERT_TRUE((*body)->finish("end").ok());
+    auto all = (*body)->read_all();
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(gunzip(*all), text + "end") << "pieces of " << piece;
+  }
+}
+
 }  // namespace
 }  // namespace perfscope::server
