@@ -46,6 +46,28 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   await page.close();
 });
 
+test('a C++ kernel is listed by its short name, its whole signature on hover and in its drill-down', async () => {
+  const signature = 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ' +
+    'at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)';
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [{ type: 'kernel', name: signature, stream: '3', start_ns: now - 50e6, end_ns: now - 49e6 }]);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await page.goto(baseUrl + '/?view=kernels');
+  const row = `[data-testid=kernels-table] tr[data-kernel="${signature}"]`;
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.equal(await page.textContent(`${row} .kname`), 'at::native::vectorized_elementwise_kernel');
+  assert.equal(await page.getAttribute(`${row} .kname`, 'title'), signature);
+  // One line, not the ten a wrapped signature took.
+  const height = await page.evaluate((sel) => document.querySelector(sel).getBoundingClientRect().height, row);
+  assert.ok(height < 40, `the row is ${height} px high`);
+  await page.click(row);
+  await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible' });
+  assert.equal(await page.textContent('#kd-name'), 'at::native::vectorized_elementwise_kernel');
+  assert.equal(await page.textContent('[data-testid=kernel-detail-signature]'), signature);
+  assert.ok(await page.isVisible('[data-testid=kernel-detail-signature]'));
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

@@ -52,3 +52,46 @@ export function canonical(name, labels) {
   const quote = (s) => s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
   return name + '{' + keys.map((k) => `${k}="${quote(labels[k])}"`).join(',') + '}';
 }
+
+// A kernel's short name, as profilers list it: the function's qualified name without its
+// return type, template arguments and parameters ("void at::native::elementwise_kernel<128,
+// 4, …>(int, …)" → "at::native::elementwise_kernel"), anonymous namespaces dropped. Where
+// the function is a generic launcher (CUTLASS's Kernel, Kernel2, …) its first template
+// argument names the work, so it is kept: "cutlass::Kernel2<…s1688gemm…>". A name that is
+// not a C++ signature comes back as it is.
+export function shortKernelName(name) {
+  const s = String(name ?? '');
+  const anon = '(anonymous namespace)';
+  let depth = 0, start = 0, end = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (s.startsWith(anon, i)) { i += anon.length - 1; continue; }
+    if (c === '<') depth++;
+    else if (c === '>') depth = Math.max(0, depth - 1);
+    else if (depth === 0 && c === ' ') start = i + 1;  // past a return type
+    else if (depth === 0 && c === '(') { end = i; break; }
+  }
+  // A signature has its parameter list right after the name ("f(int)"); "Memcpy HtoD
+  // (Pageable -> Device)" or "[CUDA memset]" is a name of its own.
+  if (end === s.length || !/[\w>]/.test(s[end - 1] ?? '')) return s;
+  const full = s.slice(start, end);
+  let base = '', firstArg = null, argDepth = 0, arg = '';
+  for (const c of full) {
+    if (c === '<') { if (argDepth++ === 0) continue; }
+    else if (c === '>') { if (--argDepth === 0) { if (firstArg == null) firstArg = arg.trim(); continue; } }
+    else if (c === ',' && argDepth === 1 && firstArg == null) { firstArg = arg.trim(); }
+    if (argDepth === 0) base += c;
+    else if (firstArg == null) arg += c;
+  }
+  base = base.split(anon + '::').join('').trim();
+  if (!base) return s;
+  const last = base.slice(base.lastIndexOf(':') + 1);
+  if (/^kernel\d*$/i.test(last) && firstArg) return `${base}<${firstArg}>`;
+  return base;
+}
+
+// A kernel's name in a table cell: the short name, the whole signature on hover.
+export const kernelNameHtml = (name) => {
+  const short = shortKernelName(name);
+  return `<span class="kname" title="${esc(name)}">${esc(short)}</span>`;
+};

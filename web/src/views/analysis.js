@@ -3,7 +3,7 @@
 /* global uPlot */
 import { PALETTE, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
-import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms } from '../lib/format.js';
+import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
@@ -114,13 +114,16 @@ export function createAnalysisView({ state, charts }) {
     const want = kernels.map((k) => 'kernel:' + k.name).concat(models.map((m) => 'model:' + m.model));
     const have = [...subject.options].map((o) => o.value).filter(Boolean);
     for (const v of want) {
-      if (!have.includes(v)) subject.add(new Option(v.replace(':', ': '), v));
+      if (have.includes(v)) continue;
+      const option = new Option(v.startsWith('kernel:') ? 'kernel: ' + shortKernelName(v.slice(7)) : v.replace(':', ': '), v);
+      option.title = v.slice(v.indexOf(':') + 1);
+      subject.add(option);
     }
     if (!subject.value && want.length) { subject.value = want[0]; refreshPercentiles(); }
     const abKernel = document.getElementById('ab-kernel');
     const abHave = [...abKernel.options].map((o) => o.value);
     for (const k of kernels.filter((k) => k.variants.length >= 2)) {
-      if (!abHave.includes(k.name)) abKernel.add(new Option(k.name, k.name));
+      if (!abHave.includes(k.name)) abKernel.add(new Option(shortKernelName(k.name), k.name));
     }
     variants.byKernel = Object.fromEntries(kernels.map((k) => [k.name, k.variants]));
     if (!abKernel.value && abKernel.options.length > 1) { abKernel.selectedIndex = 1; fillVariants(); }

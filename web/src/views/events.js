@@ -3,7 +3,7 @@
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
 import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
-import { esc, fmtBytes, fmtSI, ms } from '../lib/format.js';
+import { esc, fmtBytes, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 import { PercentilesOverTime } from '../lib/percentiles_over_time.js';
@@ -49,7 +49,7 @@ export function createEventsView({ state, onData }) {
       const c = typeof x === 'string' || Array.isArray(x) ? String(x).localeCompare(String(y)) : x - y;
       return ascending ? c : -c;
     });
-    body.innerHTML = sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${esc(k.name)}</td>` +
+    body.innerHTML = sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${kernelNameHtml(k.name)}</td>` +
       `<td class="num">${fmtSI(k.count)}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
       `<td class="num">${ms(k.min_ms)}</td><td class="num">${ms(k.max_ms)}</td>` +
       `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
@@ -81,7 +81,11 @@ export function createEventsView({ state, onData }) {
     const k = kernels.rows.find((r) => r.name === name);
     if (!name || !k) { panel.hidden = true; return; }
     panel.hidden = false;
-    document.getElementById('kd-name').textContent = name;
+    document.getElementById('kd-name').textContent = shortKernelName(name);
+    // The whole signature, selectable, where the short name leaves something out.
+    const signature = document.getElementById('kd-signature');
+    signature.hidden = shortKernelName(name) === name;
+    signature.textContent = name;
     const place = (k.roofline || []).find((p) => p.bound);
     document.getElementById('kd-summary').textContent = `${fmtSI(k.count)} executions · total ${ms(k.total_ms)} ms · ` +
       `avg ${ms(k.avg_ms)} ms (min ${ms(k.min_ms)}, max ${ms(k.max_ms)}) · ${(k.share * 100).toFixed(1)}% of kernel time` +

@@ -2,7 +2,7 @@
 // and two of them compared kernel by kernel (GET /api/v1/runs/compare): totals, then the
 // kernels that moved most, with their adjusted p-values and verdicts. A duty-cycled run shows
 // its observed kernels with the estimate for the whole run and the sampled fraction.
-import { esc, ms } from '../lib/format.js';
+import { esc, kernelNameHtml, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(1) + '%');
@@ -44,7 +44,7 @@ export function createRunsView({ state }) {
                     ['Kernel time', 'kernel_ms', (v) => ms(v) + ' ms'], ['Kernels', 'kernel_count', (v) => (v == null ? '–' : v)],
                     ['Launch efficiency', 'launch_efficiency', pct]];
     const rows = c.kernels.slice(0, 20).map((k) => `<tr data-kernel="${esc(k.name)}" data-verdict="${esc(k.verdict)}">` +
-      `<td>${esc(k.name)}</td><td class="num">${k.count_a} / ${k.count_b}</td><td class="num">${ms(k.mean_a_ms)}</td>` +
+      `<td>${kernelNameHtml(k.name)}</td><td class="num">${k.count_a} / ${k.count_b}</td><td class="num">${ms(k.mean_a_ms)}</td>` +
       `<td class="num">${ms(k.mean_b_ms)}</td><td class="num">${signed(k.mean_change)}</td><td class="num">${ms(k.moved_ms)}</td>` +
       `<td class="num">${k.p_adjusted == null ? '–' : k.p_adjusted.toPrecision(3)}</td>` +
       `<td><span class="verdict verdict-${esc(k.verdict)}">${esc(k.verdict.replace(/_/g, ' '))}</span></td></tr>`).join('');

@@ -7,7 +7,7 @@
 // again a moment after it moves, for three widths around what is shown, and draws what it has
 // meanwhile, so panning never waits on the network. The window and the run are kept in the URL
 // (?tl_from=&tl_to= in ns, ?tl_run=).
-import { esc, fmtDuration, fmtSI } from '../lib/format.js';
+import { esc, fmtDuration, fmtSI, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 
@@ -285,7 +285,7 @@ export function createTimelineView({ range }) {
         ctx.fillRect(x0, y + 3, Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0)), STREAM_H - GAP_BAND - 6);
         if (x1 - x0 > 40) {
           ctx.fillStyle = '#111';
-          ctx.fillText(t.names[i], Math.max(x0, LABEL_W) + 3, y + 15, x1 - Math.max(x0, LABEL_W) - 6);
+          ctx.fillText(shortKernelName(t.names[i]), Math.max(x0, LABEL_W) + 3, y + 15, x1 - Math.max(x0, LABEL_W) - 6);
         }
       }
       const ls = t.launch_start[i], le = t.launch_end[i];
@@ -383,7 +383,8 @@ export function createTimelineView({ range }) {
     const where = `${esc(deviceName(t.device))} · stream ${esc(t.stream)}`;
     if (hv.raw) {
       const dur = t.end[i] - t.start[i];
-      const rows = [`<b>${esc(t.names[i])}</b>`, where, `duration ${fmtNs(dur)}`, `starts at +${fmtNs(t.start[i] + st.shift - st.a)}`];
+      const short = shortKernelName(t.names[i]);
+      const rows = [`<b>${esc(short)}</b>` + (short === t.names[i] ? '' : `<div class="signature">${esc(t.names[i])}</div>`), where, `duration ${fmtNs(dur)}`, `starts at +${fmtNs(t.start[i] + st.shift - st.a)}`];
       if (t.launch_start[i] != null && t.launch_end[i] != null) {
         rows.push(`launch call ${fmtNs(t.launch_end[i] - t.launch_start[i])}, launch delay ${fmtNs(Math.max(0, t.start[i] - t.launch_end[i]))}`);
       }
@@ -393,7 +394,7 @@ export function createTimelineView({ range }) {
     const pct = (v) => ((v / d.bucket) * 100).toFixed(1) + '%';
     return [`<b>${fmtNs(d.bucket)} at +${fmtNs(i * d.bucket + st.shift - st.a)}</b>`, where,
       `busy ${pct(t.busy[i])} · ${fmtSI(t.count[i])} started`,
-      t.top[i] >= 0 ? `mostly ${esc(d.names[t.top[i]])}` : 'no kernel',
+      t.top[i] >= 0 ? `mostly ${esc(shortKernelName(d.names[t.top[i]]))}` : 'no kernel',
       `waiting for the host ${pct(t.host_wait[i])} · other idle ${pct(t.other_idle[i])}`].join('<br>');
   }
 

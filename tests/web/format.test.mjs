@@ -1,0 +1,39 @@
+// The dashboard's formatting helpers, as a page would call them (no browser needed).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
+
+test('a kernel signature shortens to its qualified name, as profilers list it', () => {
+  const cases = [
+    ['ampere_sgemm_128x64_nn', 'ampere_sgemm_128x64_nn'],
+    ['gemm', 'gemm'],
+    ['void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ' +
+     'at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)',
+     'at::native::vectorized_elementwise_kernel'],
+    ['void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>' +
+     '(float*, float const*, int, int, int, bool const*, int, bool)', 'softmax_warp_forward'],
+    ['void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<' +
+     'at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::' +
+     '{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, ' +
+     'at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::' +
+     '{lambda()#7}::operator()() const::{lambda(float)#1} const&)::{lambda(int)#1}>(int, ' +
+     'at::native::gpu_kernel_impl_nocast<…>(…)::{lambda(int)#1})', 'at::native::elementwise_kernel'],
+    ['void cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_128x2_tn_align8>' +
+     '(cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_128x2_tn_align8::Params)',
+     'cutlass::Kernel2<cutlass_80_wmma_tensorop_s161616gemm_f16_32x32_128x2_tn_align8>'],
+    ['at::native::(anonymous namespace)::fill_kernel(float*, int)', 'at::native::fill_kernel'],
+    ['std::enable_if<true, void>::type flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)',
+     'flash::flash_fwd_kernel'],
+    // Not signatures: names of their own, spaces and all.
+    ['memcpy HtoD', 'memcpy HtoD'],
+    ['[CUDA memcpy Device-to-Device]', '[CUDA memcpy Device-to-Device]'],
+    ['Memcpy HtoD (Pageable -> Device)', 'Memcpy HtoD (Pageable -> Device)'],
+    ['aten::addmm', 'aten::addmm'],
+  ];
+  for (const [name, short] of cases) assert.equal(shortKernelName(name), short, name);
+});
+
+test('a table cell shows the short name and keeps the whole signature, escaped, on hover', () => {
+  const html = kernelNameHtml('void k<1>(int*, char const*)');
+  assert.equal(html, '<span class="kname" title="void k&lt;1&gt;(int*, char const*)">k</span>');
+});
