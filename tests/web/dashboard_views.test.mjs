@@ -68,6 +68,39 @@ test('a C++ kernel is listed by its short name, its whole signature on hover and
   await page.close();
 });
 
+test('every table, analysis and export follows the time range; a kernel of 20 minutes ago shows in the last hour only', async () => {
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [{ type: 'kernel', name: 'twenty_minutes_ago', stream: '1', start_ns: now - 1200e9, end_ns: now - 1200e9 + 3e6 }]);
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  const asked = [];
+  page.on('request', (r) => { if (r.url().includes('/api/v1/')) asked.push(r.url()); });
+  await page.goto(baseUrl + '/?view=kernels&range=5m');
+  await page.waitForFunction(() => window.perfscope.state.eventRefreshes > 0, null, { timeout: 20000 });
+  assert.equal(await page.$('[data-testid=kernels-table] tr[data-kernel="twenty_minutes_ago"]'), null, 'not in the last 5 min');
+  assert.equal(await page.evaluate(() => document.querySelector('h2 .scope-label').textContent), 'last 5 min');
+  asked.length = 0;
+  await page.selectOption('#range-pick', '1h');
+  await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="twenty_minutes_ago"]', { timeout: 20000 });
+  // Each panel's request carries the hour, and the table holds what the API gives for it.
+  await page.waitForFunction(() => window.perfscope.state.analysis !== undefined);
+  for (const path of ['/api/v1/kernels?', '/api/v1/memory?', '/api/v1/inference?', '/api/v1/operators?', '/api/v1/processes?', '/api/v1/analysis?']) {
+    // Asked at the change (each panel reads at once); waited for, not assumed.
+    // (A refresh already under way as the range changed may still ask for the old span.)
+    const hour = (u) => u.includes(path) && new URL(u).searchParams.get('from') === 'now-3600s';
+    for (let i = 0; i < 200 && !asked.some(hour); i++) await new Promise((r) => setTimeout(r, 100));
+    const urls = asked.filter((u) => u.includes(path));
+    assert.ok(urls.some(hour), `${path} asked for the hour: ${urls.join(' ')}`);
+    assert.ok(hour(urls.at(-1)), `${path}: the newest request is for the hour: ${urls.join(' ')}`);
+  }
+  const api = await (await fetch(baseUrl + '/api/v1/kernels?from=now-3600s')).json();
+  const rows = await page.$$eval('[data-testid=kernels-table] tbody tr[data-kernel]', (trs) => trs.map((t) => t.dataset.kernel));
+  assert.deepEqual(rows.sort(), api.kernels.map((k) => k.name).sort());
+  assert.deepEqual(await page.$$eval('.scope-label', (els) => [...new Set(els.map((e) => e.textContent))]), ['last hour']);
+  const report = await page.getAttribute('[data-testid=exports] a[href*="format=html"]', 'href');
+  assert.equal(new URL(report, baseUrl).searchParams.get('from'), 'now-3600s');
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });

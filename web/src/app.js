@@ -123,6 +123,15 @@ function showRange() {
   const pick = document.getElementById('range-pick');
   pick.value = range.live ? range.preset : 'fixed';
   document.getElementById('range-live').hidden = range.live;
+  // Every panel that follows the range says which span it shows.
+  for (const el of document.querySelectorAll('.scope-label')) el.textContent = range.label();
+  // The report and trace links export that span too.
+  for (const a of document.querySelectorAll('a[data-scoped]')) {
+    const url = new URL(a.getAttribute('href'), window.location.origin);
+    for (const k of ['window', 'from', 'to']) url.searchParams.delete(k);
+    for (const [k, v] of new URLSearchParams(range.query())) url.searchParams.set(k, v);
+    a.setAttribute('href', url.pathname + url.search);
+  }
   state.rangeChanges = (state.rangeChanges || 0) + 1;
 }
 document.getElementById('range-pick').addEventListener('change', (e) => range.setPreset(e.target.value));

@@ -33,6 +33,15 @@ export class TimeRange {
     return `from=${Math.round(this.fixed.from * 1e9)}&to=${Math.round(this.fixed.to * 1e9)}`;
   }
 
+  // What a panel says of its span: "last 5 min", or the fixed span's ends to the second.
+  label() {
+    if (!this.fixed) return 'last ' + ({ '5m': '5 min', '15m': '15 min', '1h': 'hour', '6h': '6 h', '24h': '24 h', '7d': '7 days' })[this.preset];
+    const f = (t) => new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    const day = (t) => new Date(t * 1000).toLocaleDateString();
+    const [a, b] = [this.fixed.from, this.fixed.to];
+    return day(a) === day(b) ? `${day(a)} ${f(a)}–${f(b)}` : `${day(a)} ${f(a)} – ${day(b)} ${f(b)}`;
+  }
+
   onChange(fn) { this.listeners.push(fn); }
 
   setPreset(name) {

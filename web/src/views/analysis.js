@@ -1,7 +1,7 @@
 // Analysis view: anomaly markers on the charts, percentiles of a kernel or model against an
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
-import { PALETTE, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, PALETTE, axis, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
@@ -87,7 +87,7 @@ export function createAnalysisView({ state, charts }) {
     const [kind, name] = [subject.slice(0, subject.indexOf(':')), subject.slice(subject.indexOf(':') + 1)];
     const sla = Number(document.getElementById('pct-sla').value) || 0;
     const method = document.getElementById('pct-method').value;
-    let url = `/api/v1/percentiles?${kind}=${encodeURIComponent(name)}&window=${WINDOW_S}s&method=${method}` +
+    let url = `/api/v1/percentiles?${kind}=${encodeURIComponent(name)}&${LiveChart.range.query()}&method=${method}` +
       `&q=${CDF_QS.join(',')}`;
     if (sla > 0) url += `&sla_ms=${sla}`;
     try {
@@ -101,7 +101,7 @@ export function createAnalysisView({ state, charts }) {
       const marks = MARKED.map((q) => `p${q} ${r.percentiles['p' + q] == null ? '–' : ms(r.percentiles['p' + q])} ms`).join(' · ');
       document.getElementById('pct-summary').textContent = r.count
         ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms · ${marks}${slaText}${from}`
-        : 'no samples in the last 5 minutes';
+        : 'no samples in this time range';
       document.getElementById('pct-warnings').textContent = r.warnings.join(' · ');
       if (r.count) drawPercentiles(r, sla);
     } catch (e) { /* shown as stale until the next refresh */ }
@@ -206,7 +206,7 @@ export function createAnalysisView({ state, charts }) {
       const brace = sel.indexOf('{');
       let q = `name=${encodeURIComponent(brace < 0 ? sel : sel.slice(0, brace))}`;
       for (const [, k, v] of sel.matchAll(/(\w+)="([^"]*)"/g)) q += `&${k}=${encodeURIComponent(v)}`;
-      return fetchJson(`/api/v1/series/query?${q}&from=now-300s&max_points=300`).catch(() => ({ series: [] }));
+      return fetchJson(`/api/v1/series/query?${q}&${LiveChart.range.query()}&max_points=300`).catch(() => ({ series: [] }));
     }));
     if (evidence.id !== id) return;
     const series = answers.flatMap((a) => a.series);
@@ -285,7 +285,7 @@ export function createAnalysisView({ state, charts }) {
   }
   async function refreshAnalysis() {
     try {
-      const a = await fetchJson('/api/v1/analysis?window=5m');
+      const a = await fetchJson(`/api/v1/analysis?${LiveChart.range.query()}`);
       state.analysis = a;
       renderBottlenecks(a.bottlenecks);
       if (evidence.id && document.getElementById('finding-evidence').hidden) showEvidence(evidence.id);  // from the URL
@@ -300,5 +300,6 @@ export function createAnalysisView({ state, charts }) {
     refreshPercentiles();
   }
 
+  LiveChart.range.onChange(() => { refreshAnalysis(); refreshPercentiles(); });
   return { onAlert, markHistory, onEvents, refresh: refreshAnalysis };
 }

@@ -2,7 +2,7 @@
 // inference table and the operators table (op types with percentiles, each model's CPU fallback). Refreshed from the REST views whenever the stream says new events were
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
-import { LiveChart, WINDOW_S, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
@@ -156,14 +156,15 @@ export function createEventsView({ state, onData }) {
   async function refresh() {
     timer = null;
     try {
-      // Operators summarize every execution of 15 minutes: read at most every 10 s, not on every
-      // notification of new events.
+      // Every table over the dashboard's time range. Operators summarize every execution in it:
+      // read at most every 10 s, not on every notification of new events.
       const now = Date.now();
       const readOperators = now - operatorsReadAt >= 10000;
       if (readOperators) operatorsReadAt = now;
-      const [k, m, i, o] = await Promise.all([fetchJson('/api/v1/kernels'),
-        fetchJson(`/api/v1/memory?window=${WINDOW_S}s&max_points=600`), fetchJson('/api/v1/inference?window=1m'),
-        readOperators ? fetchJson('/api/v1/operators?window=15m') : null]);
+      const scope = LiveChart.range.query();
+      const [k, m, i, o] = await Promise.all([fetchJson(`/api/v1/kernels?${scope}`),
+        fetchJson(`/api/v1/memory?${scope}&max_points=600`), fetchJson(`/api/v1/inference?${scope}`),
+        readOperators ? fetchJson(`/api/v1/operators?${scope}`) : null]);
       kernels.rows = k.kernels.map((r) => ({ ...r,
         roofline_fraction: ((r.roofline || []).find((p) => p.bound) || { fraction_of_attainable: -1 }).fraction_of_attainable }));
       document.getElementById('kernels-summary').textContent =
@@ -182,6 +183,8 @@ export function createEventsView({ state, onData }) {
   function schedule() {
     if (timer === null) timer = setTimeout(refresh, 1000);
   }
+  // A new range: every table read again over it at once, operators included.
+  LiveChart.range.onChange(() => { operatorsReadAt = 0; refresh(); });
 
   return { charts: { alloc: allocChart }, refresh, schedule };
 }

@@ -3,7 +3,7 @@
 // below the live ones (GET /api/v1/processes); a row opens that process's history (memory and SM
 // share over its lifetime, GET /api/v1/processes/{key}) and its lifetime figures.
 /* global uPlot */
-import { axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtPct } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
@@ -92,7 +92,7 @@ export function createProcessesView({ state }) {
 
   async function refresh() {
     try {
-      const r = await fetchJson('/api/v1/processes?window=1h');
+      const r = await fetchJson(`/api/v1/processes?${LiveChart.range.query()}`);
       const t = performance.now() / 1000;
       for (const p of r.processes) {
         if (p.state !== 'running') {
@@ -109,5 +109,6 @@ export function createProcessesView({ state }) {
   }
   refresh();
   setInterval(refresh, 2000);
+  LiveChart.range.onChange(refresh);
   return { refresh };
 }
