@@ -98,6 +98,9 @@ test('every table, analysis and export follows the time range; a kernel of 20 mi
   assert.deepEqual(await page.$$eval('.scope-label', (els) => [...new Set(els.map((e) => e.textContent))]), ['last hour']);
   const report = await page.getAttribute('[data-testid=exports] a[href*="format=html"]', 'href');
   assert.equal(new URL(report, baseUrl).searchParams.get('from'), 'now-3600s');
+  // Back to five minutes: the older kernel's row goes, not left over from the hour.
+  await page.selectOption('#range-pick', '5m');
+  await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="twenty_minutes_ago"]', { state: 'detached', timeout: 20000 });
   await page.close();
 });
 

@@ -5,6 +5,7 @@ import { LiveChart, PALETTE, axis, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
+import { fillRows } from '../lib/rows.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
 export function createAnalysisView({ state, charts }) {
@@ -250,12 +251,11 @@ export function createAnalysisView({ state, charts }) {
       (g.avg_watts_during_requests == null ? '' :
         `; during requests ${num(g.avg_watts_during_requests, 3)} W average, ${num(g.peak_watts_during_requests, 3)} W peak`))
       .join(' · ');
-    if (e.models.length === 0) return;
-    document.querySelector('#energy-table tbody').innerHTML = e.models.map((m) =>
+    fillRows(document.querySelector('#energy-table tbody'), e.models.map((m) =>
       `<tr data-model="${esc(m.model)}"><td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
       `<td class="num">${num(m.joules, 4)}</td><td class="num">${num(m.joules_per_inference, 3)}</td>` +
       `<td class="num">${num(m.joules_per_output_token, 3)}</td><td class="num">${num(m.inferences_per_second_per_watt, 3)}</td>` +
-      `<td>${esc(m.attribution)}</td></tr>`).join('');
+      `<td>${esc(m.attribution)}</td></tr>`).join(''));
   }
   // Each GPU against its --device-target (the analysis document's `devices`).
   function renderTargets(devices) {
@@ -279,8 +279,7 @@ export function createAnalysisView({ state, charts }) {
         if (c.recommendation) recs.push(`<li>GPU ${esc(d.gpu)}: ${esc(c.recommendation)}</li>`);
       }
     }
-    if (rows.length === 0) return;
-    document.querySelector('#targets-table tbody').innerHTML = rows.join('');
+    fillRows(document.querySelector('#targets-table tbody'), rows.join(''));
     document.getElementById('targets-recommendations').innerHTML = recs.join('');
   }
   async function refreshAnalysis() {

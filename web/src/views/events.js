@@ -7,6 +7,7 @@ import { esc, fmtBytes, fmtSI, kernelNameHtml, ms, shortKernelName } from '../li
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 import { PercentilesOverTime } from '../lib/percentiles_over_time.js';
+import { fillRows } from '../lib/rows.js';
 
 // `onData(kernels, models)` runs after each refresh (the analysis view's pickers).
 export function createEventsView({ state, onData }) {
@@ -43,20 +44,20 @@ export function createEventsView({ state, onData }) {
       th.classList.toggle('sorted', th.dataset.key === sortKey);
       th.classList.toggle('asc', th.dataset.key === sortKey && ascending);
     });
-    if (rows.length === 0) return;
+    if (rows.length === 0) { fillRows(body, ''); return; }
     const sorted = [...rows].sort((a, b) => {
       const x = a[sortKey], y = b[sortKey];
       const c = typeof x === 'string' || Array.isArray(x) ? String(x).localeCompare(String(y)) : x - y;
       return ascending ? c : -c;
     });
-    body.innerHTML = sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${kernelNameHtml(k.name)}</td>` +
+    fillRows(body, sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${kernelNameHtml(k.name)}</td>` +
       `<td class="num">${fmtSI(k.count)}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
       `<td class="num">${ms(k.min_ms)}</td><td class="num">${ms(k.max_ms)}</td>` +
       `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
       `<td class="num" data-col="tflops">${k.achieved_tflops == null ? '–' : fmtSI(k.achieved_tflops)}</td>` +
       `<td class="num" data-col="gbps">${k.achieved_gb_per_second == null ? '–' : fmtSI(k.achieved_gb_per_second)}</td>` +
       rooflineCell(k) +
-      `<td>${esc(k.variants.join(', '))}</td></tr>`).join('');
+      `<td>${esc(k.variants.join(', '))}</td></tr>`).join(''));
   }
   // Drill-down: a kernel row opens its page — summary, launch configurations, its place on the
   // roofline, its newest executions — and its distribution in the latency panel. The URL keeps
@@ -128,23 +129,27 @@ export function createEventsView({ state, onData }) {
 
   function renderInference(models) {
     const body = document.querySelector('#inference-table tbody');
-    if (models.length === 0) return;
+    if (models.length === 0) { fillRows(body, ''); return; }
     const rate = (v) => (v == null ? '–' : v.toFixed(2));
-    body.innerHTML = models.map((m) => `<tr data-model="${esc(m.model)}" data-version="${esc(m.version || '')}">` +
+    fillRows(body, models.map((m) => `<tr data-model="${esc(m.model)}" data-version="${esc(m.version || '')}">` +
       `<td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
       `<td class="num">${m.requests}</td><td class="num"${m.unknown?.errors ? ` title="${esc(m.unknown.errors)}"` : ''}>${m.errors ?? '–'}</td><td class="num">${rate(m.requests_per_second)}</td>` +
-      `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join('');
+      `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join(''));
   }
 
   function renderOperators(o) {
-    if (o.op_types.length === 0) return;
     const body = document.querySelector('#operators-table tbody');
+    if (o.op_types.length === 0) {
+      fillRows(body, '');
+      document.getElementById('operators-summary').textContent = '';
+      return;
+    }
     const pct = (r, key) => (r.percentiles_ms[key] == null ? '–' : ms(r.percentiles_ms[key]));
-    body.innerHTML = o.op_types.slice(0, 20).map((r) => `<tr data-op="${esc(r.op_type)}"><td>${esc(r.model)}</td>` +
+    fillRows(body, o.op_types.slice(0, 20).map((r) => `<tr data-op="${esc(r.op_type)}"><td>${esc(r.model)}</td>` +
       `<td>${esc(r.op_type)}</td><td class="num">${r.count}</td><td class="num">${ms(r.total_ms)}</td>` +
       `<td class="num">${ms(r.mean_ms)}</td><td class="num">${pct(r, 'p50')}</td><td class="num">${pct(r, 'p90')}</td>` +
       `<td class="num">${pct(r, 'p99')}</td><td class="num">${(r.share_of_model_time * 100).toFixed(1)}%</td>` +
-      `<td>${esc(Object.keys(r.providers).join(', '))}</td></tr>`).join('');
+      `<td>${esc(Object.keys(r.providers).join(', '))}</td></tr>`).join(''));
     // A model whose other operators ran elsewhere: how much of its operator time fell back to the CPU.
     document.getElementById('operators-summary').textContent = o.models.filter((m) => m.cpu_fallback_share != null)
       .map((m) => `${m.model}: ${(m.cpu_fallback_share * 100).toFixed(1)}% of operator time on CPU`).join(' · ');

@@ -6,6 +6,7 @@
 import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtPct } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
+import { fillRows } from '../lib/rows.js';
 
 const age = (s) => (s < 60 ? s.toFixed(0) + ' s' : s < 3600 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h');
 const joules = (j) => (j == null ? '–' : j < 1000 ? j.toFixed(0) + ' J' : (j / 3.6e6 >= 0.1 ? (j / 3.6e6).toFixed(2) + ' kWh' : (j / 1000).toFixed(1) + ' kJ'));
@@ -37,10 +38,10 @@ export function createProcessesView({ state }) {
       th.classList.toggle('asc', th.dataset.key === table.sortKey && table.ascending);
     });
     const live = rows.filter((p) => p.state === 'running').length;
-    document.getElementById('processes-summary').textContent = rows.length ? `${live} running · ${rows.length - live} past hour` : '';
+    document.getElementById('processes-summary').textContent = rows.length ? `${live} running · ${rows.length - live} past` : '';
     const body = document.querySelector('#processes-table tbody');
-    if (rows.length === 0) return;
-    body.innerHTML = rows.map((p) => {
+    if (rows.length === 0) { fillRows(body, ''); return; }
+    fillRows(body, rows.map((p) => {
       const mem = p.now ? fmtBytes(p.now.memory_bytes) : `peak ${fmtBytes(p.peak_memory_bytes)}`;
       const sm = p.now ? fmtPct(p.now.sm_ratio) : `mean ${fmtPct(p.mean_sm_ratio)}`;
       const container = p.container ? `${esc(p.container.runtime)}:${esc(p.container.id.slice(0, 12))}` : (p.systemd_unit ? esc(p.systemd_unit) : '–');
@@ -50,7 +51,7 @@ export function createProcessesView({ state }) {
         `<td class="num">${fmtBytes(p.now ? p.now.rss_bytes : p.peak_rss_bytes)}</td><td class="num">${age(p.duration_s)}</td>` +
         `<td class="num">${joules(p.energy_joules)}</td><td>${p.visible ? '' : '<span class="muted">(not visible) </span>'}` +
         `<code>${esc((p.cmdline || p.command).slice(0, 120))}</code></td></tr>`;
-    }).join('');
+    }).join(''));
   }
 
   document.querySelectorAll('#processes-table th').forEach((th) => th.addEventListener('click', () => {
