@@ -258,8 +258,8 @@ Status Server::Impl::start() {
 
 // What the heap holds and what of it is free (glibc's count, all arenas), and what SQLite's
 // connections and the series' in-memory history hold in it against their bounds: the soak
-// tells caches filling up from a leak by these. glibc's count walks every arena's free lists under their locks, so it is taken at
-// most once a second however often /api/v1/info is asked.
+// tells caches filling up from a leak by these. glibc's count walks every arena's free lists
+// under their locks, so it is taken at most once a second however often /api/v1/info is asked.
 nlohmann::json Server::Impl::memory_json() const {
   nlohmann::json out = {{"sqlite_writer_page_cache_bytes", db::writer_page_cache_bytes()},
                         {"sqlite_writer_page_cache_limit_bytes", db::writer_page_cache_limit_bytes()},

@@ -59,8 +59,16 @@ export function canonical(name, labels) {
 // the function is a generic launcher (CUTLASS's Kernel, Kernel2, …) its first template
 // argument names the work, so it is kept: "cutlass::Kernel2<…s1688gemm…>". A name that is
 // not a C++ signature comes back as it is.
+// Parsed once per name: the timeline labels every wide slice on every frame.
+const shortNames = new Map();
 export function shortKernelName(name) {
   const s = String(name ?? '');
+  let short = shortNames.get(s);
+  if (short === undefined) shortNames.set(s, (short = parseShortName(s)));
+  return short;
+}
+
+function parseShortName(s) {
   const anon = '(anonymous namespace)';
   let depth = 0, start = 0, end = s.length;
   for (let i = 0; i < s.length; i++) {

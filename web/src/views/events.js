@@ -82,10 +82,11 @@ export function createEventsView({ state, onData }) {
     const k = kernels.rows.find((r) => r.name === name);
     if (!name || !k) { panel.hidden = true; return; }
     panel.hidden = false;
-    document.getElementById('kd-name').textContent = shortKernelName(name);
+    const short = shortKernelName(name);
+    document.getElementById('kd-name').textContent = short;
     // The whole signature, selectable, where the short name leaves something out.
     const signature = document.getElementById('kd-signature');
-    signature.hidden = shortKernelName(name) === name;
+    signature.hidden = short === name;
     signature.textContent = name;
     const place = (k.roofline || []).find((p) => p.bound);
     document.getElementById('kd-summary').textContent = `${fmtSI(k.count)} executions · total ${ms(k.total_ms)} ms · ` +
