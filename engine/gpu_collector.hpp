@@ -34,7 +34,9 @@ namespace perfscope {
 struct GpuCollectorOptions {
   std::string library_path;  // empty: libnvidia-ml.so.1 from the system
   std::string proc_root = "/proc";  // where process names are looked up
-  ProcessTracker* tracker = nullptr;  // not owned; when set, gets every pass's processes
+  // Not owned; gets every pass's processes. It must outlive the collector: the process
+  // thread feeds it until the collector is destroyed.
+  ProcessTracker* tracker = nullptr;
   // Distinct processes (pid, command, container per GPU) given series of their own, for the
   // server's life: the series store keeps every series it was given. Later processes keep
   // their lifetime records (the tracker) but get no series.

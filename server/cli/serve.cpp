@@ -108,12 +108,14 @@ struct Server::Impl {
   AccessControl access;
   HostCheck hosts{config.server.listen_host, config.server.allowed_hosts};
   ServerLoad load;
+  // Declared before the sampler: the GPU collector's process thread feeds it until the
+  // sampler (which owns the collector) is destroyed.
+  ProcessTracker processes;  // finished records go to the store
   Sampler sampler;
   StreamHub hub;
   AnomalyMonitor anomalies;
   GpuAlerts gpu_alerts;
   const GpuCollector* gpus = nullptr;  // owned by the sampler
-  ProcessTracker processes;  // fed by the GPU collector; finished records go to the store
   MemoryTracker memory;
   std::unique_ptr<db::Writer> writer;
   std::unique_ptr<db::RetentionTask> retention;  // stopped before the writer
