@@ -44,22 +44,6 @@ json distribution_json(const an::Distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
 }
 
-json latency_json(const an::LatencySummary& s) {
-  if (s.count == 0) return nullptr;
-  return {{"count", s.count}, {"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
-}
-
-Result<std::optional<double>> optional_ms(const HttpRequest& request, const char* name) {
-  std::string v = param(request, name);
-  if (v.empty()) return std::optional<double>();
-  double d = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc() || end != v.data() + v.size() || !(d > 0) || !std::isfinite(d)) {
-    return Status::invalid_argument(std::string("'") + name + "' must be a positive number of milliseconds", name);
-  }
-  return std::optional<double>(d);
-}
-
 // One run's timeline rows (run empty: kernels of no run).
 struct RunTimeline {
   std::string run;
@@ -147,13 +131,9 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     w->to_ns = (*r)->end_ns.value_or(now);
     w->all = false;
   }
-  an::ServingSlo slo;
-  for (auto [name, out] : {std::pair{"sla_ms", &slo.latency_ms}, std::pair{"ttft_slo_ms", &slo.ttft_ms},
-                           std::pair{"tpot_slo_ms", &slo.tpot_ms}}) {
-    auto v = optional_ms(request, name);
-    if (!v.ok()) return v.status();
-    *out = *v;
-  }
+  auto slo_result = serving_slo_of(request);
+  if (!slo_result.ok()) return slo_result.status();
+  const an::ServingSlo slo = *slo_result;
   auto leak_age = size_param(request, "leak_age_s", 60, 1, 86400 * 30);
   if (!leak_age.ok()) return leak_age.status();
   const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
@@ -467,21 +447,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   }
   out["command_queues"] = cq;
   json inf = json::array();
-  for (const auto& m : serving) {
-    json row = {{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
-                {"error_rate", m.error_rate}, {"window_s", m.window_s},
-                {"requests_per_second", m.requests_per_second}, {"inferences_per_second", m.inferences_per_second},
-                {"output_tokens_per_second", m.output_tokens_per_second}, {"input_tokens", m.input_tokens},
-                {"output_tokens", m.output_tokens}, {"latency_ms", latency_json(m.latency_ms)},
-                {"ttft_ms", latency_json(m.ttft_ms)}, {"tpot_ms", latency_json(m.tpot_ms)},
-                {"queue_ms", latency_json(m.queue_ms)}, {"compute_ms", latency_json(m.compute_ms)},
-                {"itl_ms", m.itl_ms ? json(*m.itl_ms) : json(nullptr)}};
-    if (m.goodput_ratio) {
-      row["goodput_per_second"] = m.goodput_per_second ? json(*m.goodput_per_second) : json(nullptr);
-      row["goodput_ratio"] = *m.goodput_ratio;
-    }
-    inf.push_back(std::move(row));
-  }
+  for (const auto& m : serving) inf.push_back(serving_row_json(m));
   for (const auto& m : scraped) inf.push_back(scraped_inference_row(m, slo));
   out["inference"] = inf;
   out["energy"] = energy_json(gauges, serving, request_power(power_readings, requests));

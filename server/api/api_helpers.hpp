@@ -40,6 +40,13 @@ Result<std::vector<double>> parse_quantiles(const std::string& text, std::vector
 // An operator summary as the operators endpoint and the analysis document give it: at most
 // `limit` rows per list (0: all).
 nlohmann::json operators_json(const analysis::OperatorSummary& summary, std::size_t limit);
+// Serving (server/api/serving_json.cpp). `name`: a positive number of milliseconds, or none
+// when absent; the SLOs from sla_ms, ttft_slo_ms and tpot_slo_ms; a model's serving figures
+// (latencies as count, mean, p50, p90, p99, max; null without samples).
+Result<std::optional<double>> optional_ms(const HttpRequest& request, const char* name);
+Result<analysis::ServingSlo> serving_slo_of(const HttpRequest& request);
+nlohmann::json latency_json(const analysis::LatencySummary& s);
+nlohmann::json serving_row_json(const analysis::ServingMetrics& m);
 // One series over a window: its finite readings summarized (the analysis document's gauges).
 struct SeriesSummary {
   SeriesKey key;

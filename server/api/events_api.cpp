@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 
 #include "db/series_history.hpp"
 #include "engine/analysis/energy.hpp"
@@ -136,8 +137,22 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   if (!w.ok()) return status_response(w.status());
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
+  // latency=true: each model's latency, TTFT and TPOT percentiles and its SLO share too, from
+  // every request read back (the summaries alone are one aggregate query).
+  const std::string latency = param(request, "latency");
+  if (!latency.empty() && latency != "true" && latency != "false") {
+    return error_response(400, "invalid_argument", "'latency' must be true or false", "latency");
+  }
+  auto slo = serving_slo_of(request);
+  if (!slo.ok()) return status_response(slo.status());
   auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns}, *scope);
   if (!rows.ok()) return status_response(rows.status());
+  std::map<std::pair<std::string, std::string>, analysis::ServingMetrics> latencies;
+  if (latency == "true") {
+    auto requests = ctx_.events->inference_events({w->from_ns, std::min(w->to_ns, now)}, *scope);
+    if (!requests.ok()) return status_response(requests.status());
+    for (auto& m : analysis::serving_metrics(*requests, 0, *slo)) latencies[{m.model, m.version}] = std::move(m);
+  }
   json models = json::array();
   for (const auto& m : *rows) {
     // Rates over the window asked for; over the model's own first..last span for "all".
@@ -153,13 +168,20 @@ HttpResponse Api::inference(const HttpRequest& request) const {
                       {"output_tokens_per_second", rate(static_cast<double>(m.output_tokens))},
                       {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns},
                       {"source", "events"}});
+    if (latency != "true") continue;
+    auto it = latencies.find({m.model, m.version});
+    if (it == latencies.end()) continue;  // committed between the two reads
+    json serving = serving_row_json(it->second);
+    json& row = models.back();
+    for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) row[field] = serving[field];
+    if (serving.contains("goodput_ratio")) row["goodput_ratio"] = serving["goodput_ratio"];
   }
   // Scraped servers (no tags of their own): their counters' increase over the window.
   if (!scope->by_tags()) {
     auto scraped = load_scraped_serving(ctx_, {w->from_ns, std::min(w->to_ns, now)});
     if (!scraped.ok()) return status_response(scraped.status());
     for (const auto& m : *scraped) {
-      json row = scraped_inference_row(m, {});
+      json row = scraped_inference_row(m, *slo);
       models.push_back({{"model", m.model}, {"version", m.version}, {"requests", row["requests"]},
                         {"errors", row["errors"]}, {"error_rate", row["error_rate"]},
                         {"input_tokens", row["input_tokens"]}, {"output_tokens", row["output_tokens"]},
@@ -170,9 +192,23 @@ HttpResponse Api::inference(const HttpRequest& request) const {
                         {"source", "scrape"}, {"server", m.server}, {"targets", m.targets},
                         {"queue_share", row["queue_share"]}, {"running", row["running"]}, {"waiting", row["waiting"]},
                         {"kv_cache_usage", row["kv_cache_usage"]}});
+      if (latency != "true") continue;
+      // From the server's histograms (bounded within a bucket) or its own quantiles.
+      for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) {
+        models.back()[field] = row[field];
+      }
+      if (row.contains("slo_compliance")) models.back()["slo_compliance"] = row["slo_compliance"];
     }
   }
-  return json_response(200, {{"window", window_json(*w)}, {"models", models}});
+  json out = {{"window", window_json(*w)}, {"models", models}};
+  if (slo->any()) {
+    json targets = json::object();
+    if (slo->latency_ms) targets["latency_ms"] = *slo->latency_ms;
+    if (slo->ttft_ms) targets["ttft_ms"] = *slo->ttft_ms;
+    if (slo->tpot_ms) targets["tpot_ms"] = *slo->tpot_ms;
+    out["slo"] = targets;
+  }
+  return json_response(200, out);
 }
 
 // GET /api/v1/operators: per model, op type and node — count, total, mean, exact percentiles

@@ -87,6 +87,20 @@ TEST_F(IngestTest, JsonBatchIsStoredAndQueryable) {
   EXPECT_DOUBLE_EQ(llama["requests_per_second"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(llama["output_tokens_per_second"].get<double>(), 25.0);
 
+  // Asked for, each model's latencies and its share within the objectives, from the requests.
+  EXPECT_FALSE(llama.contains("latency_ms"));
+  json detailed = get("/api/v1/inference?latency=true&sla_ms=1000").body_json();
+  ASSERT_EQ(detailed["models"].size(), 1u);
+  const json& d = detailed["models"][0];
+  EXPECT_EQ(d["requests"], 2);
+  EXPECT_EQ(d["latency_ms"], json({{"count", 2}, {"mean", 100.0}, {"p50", 80.0}, {"p90", 120.0}, {"p99", 120.0}, {"max", 120.0}}));
+  EXPECT_EQ(d["ttft_ms"]["p50"], 20.0);
+  EXPECT_NEAR(d["tpot_ms"]["p50"].get<double>(), 100.0 / 49, 1e-12);  // (120 − 20) / (50 − 1)
+  EXPECT_DOUBLE_EQ(d["goodput_ratio"].get<double>(), 0.5) << "the failed request does not count, however fast";
+  EXPECT_EQ(detailed["slo"], json({{"latency_ms", 1000.0}}));
+  EXPECT_EQ(get("/api/v1/inference?latency=yes").body_json()["error"]["field"], "latency");
+  EXPECT_EQ(get("/api/v1/inference?latency=true&sla_ms=-1").body_json()["error"]["field"], "sla_ms");
+
   json sample = get("/api/v1/series/query?name=app_queue_depth&from=0").body_json();
   ASSERT_EQ(sample["series"].size(), 1u);
   EXPECT_EQ(sample["series"][0]["labels"]["queue"], "in");

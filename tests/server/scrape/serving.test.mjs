@@ -210,6 +210,13 @@ test('the serving section, the SLA rule and /api/v1/inference read the scraped s
   const scraped = inf.models.find((m) => m.model === MODEL);
   assert.equal(scraped.source, 'scrape');
   assert.equal(scraped.requests, windowObs.length);
+  assert.equal(scraped.latency_ms, undefined, 'percentiles only when asked for');
+  // The dashboard's table: the same percentiles and SLO share as the analysis gives.
+  const detailed = await (await fetch(`${scraper.url}/api/v1/inference?window=all&latency=true&sla_ms=100`)).json();
+  const d = detailed.models.find((m) => m.model === MODEL);
+  assert.deepEqual(d.latency_ms, row.latency_ms);
+  assert.deepEqual(d.slo_compliance, row.slo_compliance);
+  assert.deepEqual(detailed.slo, { latency_ms: 100 });
 });
 
 test('reports carry the scraped percentiles, valid against the report schema', async () => {
