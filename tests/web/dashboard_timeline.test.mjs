@@ -198,12 +198,17 @@ test('the connection state shows a lost server and reconnection', async () => {
   const page = await browser.newPage();
   await page.goto(baseUrl + '/');
   await page.waitForFunction(() => window.perfscope.state.connection === 'live', null, { timeout: 15000 });
+  await page.waitForFunction(() => window.perfscope.state.messages > 2, null, { timeout: 15000 });
+  assert.equal(await page.$('.stat.stale [data-testid=cpu-total-value]'), null, 'current while live');
   server.kill('SIGTERM');
   const { code } = await serverExit;
   assert.equal(code, 0, 'SIGTERM stops the server cleanly');
   await page.waitForFunction(() => ['reconnecting', 'offline'].includes(window.perfscope.state.connection), null,
                              { timeout: 10000 });
   assert.match(await page.textContent('[data-testid=connection]'), /reconnecting|offline/);
+  // The headline figures stop moving: dimmed within a few seconds, saying when they were read.
+  await page.waitForSelector('.stat.stale [data-testid=cpu-total-value]', { timeout: 15000 });
+  assert.match(await page.getAttribute('.stat:has([data-testid=cpu-total-value])', 'title'), /^last updated \d/);
   await page.close();
 });
 

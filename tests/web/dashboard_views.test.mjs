@@ -104,6 +104,58 @@ test('every table, analysis and export follows the time range; a kernel of 20 mi
   await page.close();
 });
 
+test('the range moves by half a span, zooms out, takes typed ends, and Back returns to each earlier range and view', async () => {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(baseUrl + '/?view=kernels&range=15m');
+  await page.waitForFunction(() => window.perfscope.state.eventRefreshes > 0, null, { timeout: 20000 });
+  const range = () => page.evaluate(() => ({ live: window.perfscope.range.live, preset: window.perfscope.range.preset,
+    fixed: window.perfscope.range.fixed, search: window.location.search }));
+  // Zoom out from the last 15 minutes: the next preset at least twice as long, still live.
+  await page.click('[data-testid=range-zoom-out]');
+  assert.deepEqual(await page.evaluate(() => [window.perfscope.range.live, window.perfscope.range.preset]), [true, '1h']);
+  // Half a span earlier: a fixed hour ending half an hour ago.
+  const before = Date.now() / 1000;
+  await page.click('[data-testid=range-back]');
+  const back = await range();
+  assert.equal(back.live, false);
+  assert.ok(Math.abs(back.fixed.to - back.fixed.from - 3600) < 1e-6);
+  assert.ok(Math.abs(back.fixed.to - (before - 1800)) < 30, JSON.stringify(back));
+  assert.match(await page.textContent('h2 .scope-label'), /\d{1,2}:\d{2}:\d{2}/);
+  // Half a span later reaches now: the hour is live again.
+  await page.click('[data-testid=range-forward]');
+  assert.deepEqual(await page.evaluate(() => [window.perfscope.range.live, window.perfscope.range.preset]), [true, '1h']);
+  // Typed ends, to the second; an end before the start is refused in place.
+  await page.click('[data-testid=range-edit]');
+  const from = new Date(Date.now() - 7200e3), to = new Date(Date.now() - 3600e3);
+  const local = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+  await page.fill('[data-testid=range-from]', local(to));
+  await page.fill('[data-testid=range-to]', local(from));
+  await page.click('[data-testid=range-apply]');
+  assert.match(await page.textContent('[data-testid=range-abs-error]'), /after/);
+  await page.fill('[data-testid=range-from]', local(from));
+  await page.fill('[data-testid=range-to]', local(to));
+  await page.click('[data-testid=range-apply]');
+  const typed = await range();
+  assert.deepEqual([typed.fixed.from, typed.fixed.to], [Math.floor(from / 1000), Math.floor(to / 1000)]);
+  assert.equal(await page.isVisible('[data-testid=range-abs]'), false);
+  // A view switch, then Back through every step: view, typed span, live hour, the shifted hour,
+  // the zoomed-out hour, the first quarter hour — each panel read again over it.
+  await page.click('[data-view-link=serving]');
+  const steps = [['kernels', typed.search], ['kernels', null, '1h'], ['kernels', back.search], ['kernels', null, '1h'],
+                 ['kernels', null, '15m']];
+  for (const [view, search, preset] of steps) {
+    const moves = await page.evaluate(() => window.perfscope.state.historyMoves || 0);
+    await page.goBack();
+    await page.waitForFunction((n) => (window.perfscope.state.historyMoves || 0) > n, moves);
+    assert.equal(await page.getAttribute(`[data-view-link=${view}]`, 'class'), 'current');
+    const now = await range();
+    if (search) assert.equal(now.search, search);
+    else assert.deepEqual([now.live, now.preset], [true, preset]);
+  }
+  assert.equal(await page.textContent('h2 .scope-label'), 'last 15 min');
+  await page.close();
+});
+
 test('without NVML the GPU view says why and how to enable it', async () => {
   const bare = await startPerfscope({ args: ['--nvml-library', '/nonexistent/libnvidia-ml.so.1', '--enable-host-collector', 'false'],
                                       label: 'no-nvml' });
@@ -304,6 +356,46 @@ test('the anomalies of the time range are marked on their series when the charts
   await page.close();
 });
 
+test('the serving table gives each model its percentiles, TTFT, TPOT, errors and SLO share; the latency panel shows requests', async () => {
+  // 100 requests of 1..100 ms, TTFT a tenth of it, 11 output tokens; every tenth failed.
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, Array.from({ length: 100 }, (_, i) => ({ type: 'inference', model: 'table-model',
+    ts_ns: now - (100 - i) * 1e8, latency_ms: i + 1, ttft_ms: (i + 1) / 10, output_tokens: 11,
+    status: (i + 1) % 10 === 0 ? 'error' : 'ok' })));
+  await postEvents(baseUrl, [{ type: 'kernel', name: 'serving_view_kernel', start_ns: now - 2e6, end_ns: now - 1e6 }]);
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(baseUrl + '/?view=serving&range=5m&sla_ms=50');
+  const row = '[data-testid=inference-table] tr[data-model="table-model"]';
+  await page.waitForSelector(`${row} td[data-col=p50]:not(:empty)`, { timeout: 20000 });
+  const cell = async (col) => (await page.textContent(`${row} td[data-col=${col}]`)).trim();
+  // Nearest rank over 1..100 ms; TPOT = (latency − TTFT) / 10 = 0.09 × latency.
+  assert.deepEqual([await cell('p50'), await cell('p90'), await cell('p99')], ['50.000', '90.000', '99.000']);
+  assert.equal(await cell('ttft'), '5.000 · 9.900');
+  assert.equal(await cell('tpot'), '4.500 · 8.910');
+  assert.equal(await cell('errors'), '10 (10.0%)');
+  // Within 50 ms and successful: 1..50 less the five failures among them.
+  assert.equal(await cell('slo'), '45.0%');
+  const api = await (await fetch(baseUrl + '/api/v1/inference?from=now-300s&latency=true&sla_ms=50')).json();
+  const m = api.models.find((x) => x.model === 'table-model');
+  assert.equal(m.latency_ms.p99, 99);
+  assert.equal(m.goodput_ratio, 0.45);
+  assert.equal(await page.inputValue('[data-testid=slo-latency]'), '50');
+  // The latency panel of this view picks among models only; the kernel stays in the Kernels view.
+  await page.waitForFunction(() => document.querySelector('#pct-subject').value.startsWith('model:'));
+  const shown = await page.$$eval('#pct-subject option', (os) => os.filter((o) => o.value && !o.hidden).map((o) => o.value));
+  assert.ok(shown.length > 0 && shown.every((v) => v.startsWith('model:')), shown.join(' '));
+  await page.click('[data-view-link=kernels]');
+  await page.waitForFunction(() => document.querySelector('#pct-subject').value.startsWith('kernel:'));
+  // A new objective is read again at once and kept in the URL.
+  await page.click('[data-view-link=serving]');
+  await page.fill('[data-testid=slo-latency]', '100');
+  await page.dispatchEvent('[data-testid=slo-latency]', 'change');
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.trim() === '90.0%', `${row} td[data-col=slo]`, { timeout: 15000 });
+  assert.equal(new URL(page.url()).searchParams.get('sla_ms'), '100');
+  await page.screenshot({ path: path.join(artifacts, 'serving-table.png'), fullPage: true });
+  await page.close();
+});
+
 test('a model row opens its TTFT percentiles over time against its SLO, kept in the URL', async () => {
   // Two minutes of requests of one model: TTFT 20 ms, then 80 ms in the last 40 seconds.
   const now = Date.now() * 1e6;
@@ -375,7 +467,10 @@ test('every view in the header opens and is saved as a screenshot, at 1440 and a
       // against the device's width: a mobile layout viewport (innerWidth) widens to the content.
       const overflow = await page.evaluate((w) => document.documentElement.scrollWidth - w, width);
       assert.ok(overflow <= 0, `view ${view} at ${width} px scrolls sideways by ${overflow} px`);
-      // Two animation frames: the live charts have drawn what they hold.
+      // The tables read once and their follow-up requests answered (the latency panel's
+      // percentiles), then two animation frames: the charts have drawn what they hold.
+      await page.waitForFunction(() => window.perfscope.state.eventRefreshes > 0, null, { timeout: 15000 });
+      await page.waitForLoadState('networkidle');
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       await page.screenshot({ path: path.join(artifacts, `view-${view}${suffix}.png`), fullPage: !!phone });
     }

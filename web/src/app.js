@@ -9,7 +9,7 @@ import { initTheme } from './lib/theme.js';
 import { canonical } from './lib/format.js';
 import { auth, fetchJson } from './lib/api.js';
 import { connectStream } from './lib/stream.js';
-import { hostCharts, showStat } from './views/host.js';
+import { hostCharts, markStaleStats, showStat } from './views/host.js';
 import { createGpuView } from './views/gpus.js';
 import { createEventsView } from './views/events.js';
 import { createAnalysisView } from './views/analysis.js';
@@ -39,7 +39,7 @@ const events = createEventsView({
   onData: (kernels, models) => { analysis.onEvents(kernels, models); runs.refresh(); },
 });
 charts.alloc = events.charts.alloc;
-createModelDetail({ state });
+const modelDetail = createModelDetail({ state });
 state.gpu = gpus.view;
 // The view in the URL (?view=gpu): its panels shown, the charts among them sized again.
 const timeline = createTimelineView({ range });
@@ -48,10 +48,19 @@ const views = initViews({
   onShow: (view) => {
     requestAnimationFrame(() => Object.values(charts).forEach((c) => c.resize()));
     timeline.show(view === 'timeline');
+    analysis.showView(view);
     alerts.show(view === 'alerts');
   },
 });
 window.perfscope = { charts, state, range, views, timeline };
+// Back and Forward: the range, the view and the open kernel or model of that entry.
+window.addEventListener('popstate', () => {
+  range.readUrl();
+  views.readUrl();
+  events.readUrl();
+  modelDetail.readUrl();
+  state.historyMoves = (state.historyMoves || 0) + 1;
+});
 window.perfscopeAuth = auth;
 
 // The chart that draws a series, with the series added to it on first sight.
@@ -93,7 +102,7 @@ async function prefill() {
       const points = s.points.map((p) => [p[0] / 1e9, p[valueCol]]);
       if (!perChart.has(chart)) perChart.set(chart, {});
       perChart.get(chart)[key] = points;
-      if (points.length) showStat(key, points[points.length - 1][1]);
+      if (points.length) showStat(key, points[points.length - 1][1], points[points.length - 1][0]);
     }
   }
   for (const [chart, byKey] of perChart) chart.fill(byKey);
@@ -107,7 +116,7 @@ function onSamples(msg) {
   for (const s of msg.samples) {
     if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined) gpus.note(s);
     const chart = route(s.series, s.name, s.labels);
-    showStat(s.series, s.value);
+    showStat(s.series, s.value, t);
     if (!chart) continue;
     if (!perChart.has(chart)) perChart.set(chart, {});
     perChart.get(chart)[s.series] = s.value;
@@ -136,6 +145,36 @@ function showRange() {
 }
 document.getElementById('range-pick').addEventListener('change', (e) => range.setPreset(e.target.value));
 document.getElementById('range-live').addEventListener('click', () => range.goLive());
+document.getElementById('range-back').addEventListener('click', () => range.shift(-0.5));
+document.getElementById('range-forward').addEventListener('click', () => range.shift(0.5));
+document.getElementById('range-out').addEventListener('click', () => range.zoomOut());
+// Typed ends, in local time to the second (as the labels show them).
+const absForm = document.getElementById('range-abs');
+const localInput = (t) => {
+  const d = new Date(t * 1000);
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+};
+document.getElementById('range-edit').addEventListener('click', (e) => {
+  absForm.hidden = !absForm.hidden;
+  e.currentTarget.setAttribute('aria-expanded', String(!absForm.hidden));
+  if (absForm.hidden) return;
+  const [from, to] = range.bounds();
+  document.getElementById('range-from').value = localInput(from);
+  document.getElementById('range-to').value = localInput(to);
+  document.getElementById('range-abs-error').textContent = '';
+});
+absForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const from = new Date(document.getElementById('range-from').value).getTime() / 1000;
+  const to = new Date(document.getElementById('range-to').value).getTime() / 1000;
+  if (!(to > from)) {
+    document.getElementById('range-abs-error').textContent = '"to" must be after "from"';
+    return;
+  }
+  absForm.hidden = true;
+  document.getElementById('range-edit').setAttribute('aria-expanded', 'false');
+  range.setFixed(from, to);
+});
 range.onChange(() => {
   showRange();
   for (const c of Object.values(charts)) {
@@ -152,6 +191,7 @@ window.addEventListener('resize', () => {
   if (views.view === 'timeline') timeline.show(true);
 });
 setInterval(analysis.refresh, 10000);
+setInterval(() => markStaleStats(), 1000);
 analysis.refresh();
 gpus.load();
 events.refresh();

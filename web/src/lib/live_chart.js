@@ -2,6 +2,7 @@
 // dashboard's time range and appended to by the stream while the range is live; dragging across
 // any chart picks a fixed span for all of them (LiveChart.onZoom); plus the shared axes.
 /* global uPlot */
+import { fmtBytes } from './format.js';
 
 export const WINDOW_S = 300;  // seconds the event panels summarize (their own "last 5 minutes")
 export const CURSOR_SYNC_KEY = 'perfscope-time';
@@ -67,19 +68,27 @@ export class LiveChart {
     const opts = {
       width: Math.max(300, this.el.clientWidth),
       height: 240,
-      scales: Object.assign({ x: { time: true } }, this.scales),
+      // The x axis spans the whole time range, live or fixed, however little of it has data
+      // (a page opened a second ago shows a second of points at the right of five minutes).
+      scales: Object.assign({ x: { time: true, range: (u, min, max) => (LiveChart.range ? LiveChart.range.bounds() : [min, max]) } },
+        this.scales),
       legend: { live: true },
       // One cursor for every live chart: hovering a time on one shows the same time, and each
       // chart's values at it, on all of them. A drag picks a span for every chart (setSelect
       // below), not a zoom of this one.
       cursor: { sync: { key: CURSOR_SYNC_KEY }, drag: { x: true, y: false, setScale: false } },
-      series: [{}].concat(order.map((i) => ({
+      // The legend gives the values under the cursor, and the time to the second; with the
+      // cursor elsewhere, each series' newest value (as Grafana's "last").
+      series: [{ value: (u, v) => (v == null ? 'latest' : new Date(v * 1000).toLocaleTimeString()) }].concat(order.map((i) => ({
         label: this.defs[i].label,
         scale: this.defs[i].scale,
         stroke: this.colorOf(this.keys[i]),
         width: this.defs[i].width || 1,
-        value: (u, v) => this.defs[i].fmt(v),
-        spanGaps: true,
+        value: (u, v, sidx, idx) => this.defs[i].fmt(idx == null ? newest(u.data[sidx]) : v),
+        // Rows hold every series of the chart, so a series has nulls wherever another was
+        // sampled: those are joined; a silence much longer than its own spacing is a gap.
+        spanGaps: false,
+        gaps: silences,
         paths: this.defs[i].paths,
       }))),
       axes: this.axes,
@@ -186,10 +195,94 @@ export class LiveChart {
   resize() { if (this.plot) this.plot.setSize({ width: Math.max(200, this.el.clientWidth), height: 240 }); }
 }
 
+// A column's newest value, or null.
+function newest(col) {
+  for (let i = col.length - 1; i >= 0; i--) if (col[i] != null) return col[i];
+  return null;
+}
+
+// The gaps of a series (uPlot's series.gaps, in canvas pixels): where its consecutive points
+// lie more than three of its typical spacings apart (the median step, from at most 256 of them),
+// the collector or producer was silent; the line is not drawn across it.
+export function silences(u, sidx, idx0, idx1) {
+  const xs = u.data[0], ys = u.data[sidx];
+  const ts = [];
+  for (let i = idx0; i <= idx1; i++) if (ys[i] != null) ts.push(xs[i]);
+  if (ts.length < 3) return [];
+  const stride = Math.max(1, Math.floor((ts.length - 1) / 256));
+  const steps = [];
+  for (let i = stride; i < ts.length; i += stride) steps.push(ts[i] - ts[i - 1]);
+  steps.sort((a, b) => a - b);
+  const limit = 3 * steps[Math.floor(steps.length / 2)];
+  const gaps = [];
+  for (let i = 1; i < ts.length; i++) {
+    if (ts[i] - ts[i - 1] > limit) gaps.push([Math.round(u.valToPos(ts[i - 1], 'x', true)), Math.round(u.valToPos(ts[i], 'x', true))]);
+  }
+  return gaps;
+}
+
+// Round values for a logarithmic axis between min and max (both > 0): 1, 2 and 5 of each
+// decade, or only the decades when those would be more than `most`.
+export function roundLogTicks(min, max, most) {
+  const out = [];
+  for (const steps of [[1, 2, 5], [1]]) {
+    out.length = 0;
+    for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+      for (const m of steps) {
+        const v = Number((m * 10 ** e).toPrecision(1));
+        if (v >= min && v <= max) out.push(v);
+      }
+    }
+    if (out.length <= most) break;
+  }
+  return out;
+}
+// As uPlot's axis.splits: about one label per 70 px of the plot's width.
+export const logSplits = (u, axisIdx, min, max) => roundLogTicks(min, max, Math.max(2, u.bbox.width / devicePixelRatio / 70));
+
 // Axis text and grid readable on the light and the dark theme alike (grey, the grid translucent).
 const AXIS = '#8e8e8e', GRID = 'rgba(142, 142, 142, 0.25)';
+// Each axis as wide as its longest label (about 7 px a character of the 12 px axis font, and
+// the tick and gap), so "572.2 MiB" is not cut at the edge.
+export const axisSize = (u, values) => (values && values.length
+  ? Math.ceil(Math.max(...values.map((v) => String(v).length)) * 7 + 18) : 50);
 export const axis = (fmt, extra) => Object.assign({
-  stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID }, size: 70,
-  values: (u, vals) => vals.map(fmt),
+  stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID }, size: axisSize,
+  values: (u, vals) => vals.map((v) => (v == null ? '' : fmt(v))),
 }, extra || {});
-export const timeAxis = { stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID } };
+
+// Round byte values between min and max: multiples of a power of two of B, KiB, MiB, GiB or
+// TiB (…, 256 MiB, 512 MiB, 1 GiB, 2 GiB, …), the smallest step giving at most `most` ticks.
+export function roundByteTicks(min, max, most) {
+  if (!(max > min)) return [min];
+  for (let unit = 1; unit <= 1024 ** 4; unit *= 1024) {
+    for (let m = 1; m < 1024; m *= 2) {
+      const step = m * unit;
+      if ((max - min) / step > most) continue;
+      const out = [];
+      for (let v = Math.ceil(min / step) * step; v <= max; v += step) out.push(v);
+      return out;
+    }
+  }
+  return [min, max];
+}
+// A byte tick as people write it: "4 GiB", "1.5 GiB", "512 MiB" (no trailing zeros).
+export const fmtByteTick = (v) => fmtBytes(v).replace(/\.?0+ /, (m) => (m.startsWith('.') ? ' ' : m))
+  .replace(/(\.\d*[1-9])0+ /, '$1 ');
+// A bytes axis: binary-round ticks about every 40 px of height.
+export const bytesAxis = (extra) => axis(fmtByteTick, Object.assign({
+  splits: (u, axisIdx, min, max) => roundByteTicks(min, max, Math.max(2, u.bbox.height / devicePixelRatio / 40)),
+}, extra || {}));
+// Time ticks on one line in the 24-hour clock, as precise as their spacing (`incr`, seconds):
+// 14:05:30 under a minute, 14:05 under a day, else the date; midnight as its date.
+export function timeTick(t, incr) {
+  const d = new Date(t * 1000);
+  const two = (n) => String(n).padStart(2, '0');
+  const date = `${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+  if (incr >= 86400) return date;
+  if (incr >= 60 && d.getHours() === 0 && d.getMinutes() === 0) return date;
+  const hm = `${two(d.getHours())}:${two(d.getMinutes())}`;
+  return incr < 60 ? `${hm}:${two(d.getSeconds())}` : hm;
+}
+export const timeAxis = { stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID },
+  values: (u, splits, axisIdx, space, incr) => splits.map((t) => timeTick(t, incr)) };

@@ -1,6 +1,7 @@
 // The dashboard's one time range, shared by every chart and kept in the URL so that a reload or
 // a shared link shows the same: live (the last 5 m … 7 d, charts following the stream) or a
-// fixed span (from a drag-to-zoom on any chart; the stream no longer moves it). Listeners are
+// fixed span (from a drag-to-zoom on any chart, the arrows that shift it, zoom out, or typed
+// ends; the stream no longer moves it). Each change is a browser history entry. Listeners are
 // told of every change.
 import { setSearchParams } from './url.js';
 
@@ -63,10 +64,51 @@ export class TimeRange {
     this.changed();
   }
 
-  changed() {
-    setSearchParams(this.fixed
-      ? { range: null, from: Math.round(this.fixed.from * 1000), to: Math.round(this.fixed.to * 1000) }
-      : { range: this.preset, from: null, to: null });
+  // Moves the span by `fraction` of its length (−0.5: half a span earlier). A span moved up to
+  // now (within 5 % of its length: time passed since it was picked) follows the stream again
+  // when its length is a preset's, else ends at now.
+  shift(fraction, now = Date.now() / 1000) {
+    const [from, to] = this.bounds(now);
+    const d = (to - from) * fraction;
+    if (to + d < now - 0.05 * (to - from)) { this.setFixed(from + d, to + d); return; }
+    this.endAtNow(to - from, now);
+  }
+
+  // Twice the span about its middle; a live range takes the next preset at least twice as long.
+  zoomOut(now = Date.now() / 1000) {
+    if (this.live) {
+      const next = Object.keys(PRESETS).find((k) => PRESETS[k] >= 2 * PRESETS[this.preset]);
+      if (next) this.setPreset(next);
+      return;
+    }
+    const [from, to] = this.bounds(now);
+    const mid = (from + to) / 2, span = 2 * (to - from);
+    if (mid + span / 2 < now) this.setFixed(mid - span / 2, mid + span / 2);
+    else this.endAtNow(span, now);
+  }
+
+  endAtNow(span, now) {
+    const preset = Object.keys(PRESETS).find((k) => Math.abs(PRESETS[k] - span) < 1);
+    if (preset) { this.setPreset(preset); return; }
+    this.setFixed(now - span, now);
+  }
+
+  // The URL's range (Back and Forward): applied without a new history entry.
+  readUrl(search = window.location.search) {
+    const other = new TimeRange(search);
+    if (other.preset === this.preset && JSON.stringify(other.fixed) === JSON.stringify(this.fixed)) return;
+    this.preset = other.preset;
+    this.fixed = other.fixed;
+    this.changed(false);
+  }
+
+  // `record`: a browser history entry for the change (Back returns to the range before).
+  changed(record = true) {
+    if (record) {
+      setSearchParams(this.fixed
+        ? { range: null, from: Math.round(this.fixed.from * 1000), to: Math.round(this.fixed.to * 1000) }
+        : { range: this.preset, from: null, to: null }, { push: true });
+    }
     for (const fn of this.listeners) fn(this);
   }
 }

@@ -18,7 +18,7 @@ export function initViews({ onShow }) {
       el.classList.toggle('off-view', !member);
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
-    if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view });
+    if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view }, { push: true });
     if (onShow) onShow(state.view);  // charts shown after being hidden take their width again; views load
   }
   nav.addEventListener('click', (e) => {
@@ -28,5 +28,7 @@ export function initViews({ onShow }) {
     apply(a.dataset.viewLink, true);
   });
   apply(new URLSearchParams(window.location.search).get('view'), false);
+  // Back and Forward: the URL's view, without a new entry.
+  state.readUrl = () => apply(new URLSearchParams(window.location.search).get('view'), false);
   return state;
 }

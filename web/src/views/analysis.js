@@ -1,7 +1,7 @@
 // Analysis view: anomaly markers on the charts, percentiles of a kernel or model against an
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
-import { LiveChart, PALETTE, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, PALETTE, axis, logSplits, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
@@ -36,7 +36,8 @@ export function createAnalysisView({ state, charts }) {
   const variants = { byKernel: {} };
 
   // The distribution as a CDF — the share of samples at or under each latency — from the
-  // server's exact percentiles at these points; the SLA as a vertical line, p50/p99/p99.9 marked.
+  // server's exact percentiles at these points, on a logarithmic latency axis (tails span
+  // decades); the SLA as a vertical line, p50/p99/p99.9 marked with their labels stacked.
   const CDF_QS = [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95, 97.5, 99, 99.5, 99.9, 100];
   const MARKED = [50, 99, 99.9];
   const pctEl = document.getElementById('chart-pct');
@@ -45,23 +46,30 @@ export function createAnalysisView({ state, charts }) {
     const xs = [], ys = [];
     for (const q of CDF_QS) {
       const v = r.percentiles['p' + q];
-      if (v == null) continue;
+      if (v == null || !(v > 0)) continue;  // a log axis has no zero
       xs.push(v);
       ys.push(q / 100);
     }
     if (pctPlot) pctPlot.destroy();
-    const xMax = Math.max(xs[xs.length - 1] || 0, sla || 0) * 1.05 || 1;
+    pctPlot = null;
+    if (xs.length === 0) return;
+    let xMin = Math.min(xs[0], sla > 0 ? sla : Infinity) / 1.3;
+    let xMax = Math.max(xs[xs.length - 1], sla || 0) * 1.3;
+    if (xMax / xMin < 10) {  // at least a decade, about the middle: room for round ticks
+      const mid = Math.sqrt(xMin * xMax);
+      [xMin, xMax] = [mid / Math.sqrt(10), mid * Math.sqrt(10)];
+    }
     pctPlot = new uPlot({
       width: Math.max(300, pctEl.clientWidth), height: 220,
-      scales: { x: { time: false, range: [0, xMax] }, share: { range: [0, 1] } },
+      scales: { x: { time: false, distr: 3, log: 10, range: () => [xMin, xMax] }, share: { range: [0, 1] } },
       series: [{ label: 'latency', value: (u, v) => (v == null ? '–' : fmtDuration(v)) },
         { label: 'share at or under', scale: 'share', stroke: '#5794f2', width: 2, paths: uPlot.paths.stepped({ align: 1 }),
           points: { show: true, size: 4 }, value: (u, v) => (v == null ? '–' : (v * 100).toFixed(1) + '%') }],
-      axes: [axis(fmtDuration, {}), axis((v) => (v * 100).toFixed(0) + '%', { scale: 'share' })],
+      axes: [axis(fmtDuration, { splits: logSplits, filter: (u, splits) => splits }), axis((v) => (v * 100).toFixed(0) + '%', { scale: 'share' })],
       hooks: { draw: [(u) => {
         const ctx = u.ctx;
         ctx.save();
-        const vline = (x, color, dash, text) => {
+        const vline = (x, color, dash, text, row = 0) => {
           const px = u.valToPos(x, 'x', true);
           ctx.strokeStyle = color;
           ctx.setLineDash(dash);
@@ -71,13 +79,20 @@ export function createAnalysisView({ state, charts }) {
           ctx.lineTo(px, u.bbox.top + u.bbox.height);
           ctx.stroke();
           ctx.fillStyle = color;
-          ctx.fillText(text, px + 4, u.bbox.top + 12);
+          // Labels on rows of their own (p99 and p99.9 are often a few pixels apart), right of
+          // the line, or left of it where they would leave the plot.
+          ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+          ctx.textBaseline = 'alphabetic';
+          const pad = 4 * devicePixelRatio;
+          const right = px + pad + ctx.measureText(text).width <= u.bbox.left + u.bbox.width;
+          ctx.textAlign = right ? 'left' : 'right';
+          ctx.fillText(text, right ? px + pad : px - pad, u.bbox.top + (12 + 13 * row) * devicePixelRatio);
         };
-        if (sla > 0) vline(sla, '#f2495c', [6, 4], `SLA ${fmtDuration(sla)}`);
-        for (const q of MARKED) {
+        MARKED.forEach((q, i) => {
           const v = r.percentiles['p' + q];
-          if (v != null) vline(v, '#8e8e8e', [2, 3], 'p' + q);
-        }
+          if (v > 0) vline(v, '#8e8e8e', [2, 3], 'p' + q, i);
+        });
+        if (sla > 0) vline(sla, '#f2495c', [6, 4], `SLA ${fmtDuration(sla)}`, MARKED.length);
         ctx.restore();
       }] },
     }, [xs, ys], pctEl);
@@ -109,10 +124,33 @@ export function createAnalysisView({ state, charts }) {
   }
   ['pct-subject', 'pct-sla', 'pct-method'].forEach((id) => document.getElementById(id).addEventListener('change', refreshPercentiles));
 
+  // The latency panel shows requests on the Serving view and kernels on the Kernels view
+  // (elsewhere either, a model first): the other kind's subjects are hidden from the picker.
+  let subjectKind = null;
+  function filterSubjects() {
+    const subject = document.getElementById('pct-subject');
+    for (const o of subject.options) if (o.value) o.hidden = subjectKind != null && !o.value.startsWith(subjectKind + ':');
+    subject.options[0].textContent = { kernel: 'pick a kernel', model: 'pick a model' }[subjectKind] || 'pick a kernel or model';
+    const current = subject.selectedOptions[0];
+    if (subject.value && current && !current.hidden) return;
+    const first = [...subject.options].find((o) => o.value && !o.hidden);
+    subject.value = first ? first.value : '';
+    if (first) { refreshPercentiles(); return; }
+    if (pctPlot) { pctPlot.destroy(); pctPlot = null; }
+    state.percentiles = null;
+    document.getElementById('pct-summary').textContent = subjectKind === 'model'
+      ? 'no inference requests in this time range' : subjectKind === 'kernel' ? 'no kernels in this time range' : '';
+    document.getElementById('pct-warnings').textContent = '';
+  }
+  function showView(view) {
+    subjectKind = view === 'kernels' ? 'kernel' : view === 'serving' ? 'model' : null;
+    filterSubjects();
+  }
+
   // Subjects for the percentile and A/B pickers, from the kernels and inference views.
   function updatePickers(kernels, models) {
     const subject = document.getElementById('pct-subject');
-    const want = kernels.map((k) => 'kernel:' + k.name).concat(models.map((m) => 'model:' + m.model));
+    const want = models.map((m) => 'model:' + m.model).concat(kernels.map((k) => 'kernel:' + k.name));
     const have = [...subject.options].map((o) => o.value).filter(Boolean);
     for (const v of want) {
       if (have.includes(v)) continue;
@@ -120,7 +158,7 @@ export function createAnalysisView({ state, charts }) {
       option.title = v.slice(v.indexOf(':') + 1);
       subject.add(option);
     }
-    if (!subject.value && want.length) { subject.value = want[0]; refreshPercentiles(); }
+    filterSubjects();
     const abKernel = document.getElementById('ab-kernel');
     const abHave = [...abKernel.options].map((o) => o.value);
     for (const k of kernels.filter((k) => k.variants.length >= 2)) {
@@ -300,5 +338,5 @@ export function createAnalysisView({ state, charts }) {
   }
 
   LiveChart.range.onChange(() => { refreshAnalysis(); refreshPercentiles(); });
-  return { onAlert, markHistory, onEvents, refresh: refreshAnalysis };
+  return { onAlert, markHistory, onEvents, refresh: refreshAnalysis, showView };
 }

@@ -2,8 +2,8 @@
 // inference table and the operators table (op types with percentiles, each model's CPU fallback). Refreshed from the REST views whenever the stream says new events were
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
-import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
-import { esc, fmtBytes, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
+import { LiveChart, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
+import { esc, fmtBytes, fmtPct, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 import { PercentilesOverTime } from '../lib/percentiles_over_time.js';
@@ -17,7 +17,7 @@ export function createEventsView({ state, onData }) {
     seriesFor: () => ({ label: 'allocated', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#b877d9',
                         paths: uPlot.paths.stepped({ align: 1 }) }),
     scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
-    axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' })],
+    axes: [timeAxis, bytesAxis({ scale: 'bytes' })],
   });
   allocChart.ensureSeries('allocated', 'allocated', {});
 
@@ -77,7 +77,7 @@ export function createEventsView({ state, onData }) {
   LiveChart.range.onChange(() => { if (detail.name && !document.getElementById('kernel-detail').hidden) loadDurations(detail.name); });
   async function showKernel(name) {
     detail.name = name;
-    setSearchParams({ kernel: name || null });
+    setSearchParams({ kernel: name || null }, { push: true });
     const panel = document.getElementById('kernel-detail');
     const k = kernels.rows.find((r) => r.name === name);
     if (!name || !k) { panel.hidden = true; return; }
@@ -128,14 +128,45 @@ export function createEventsView({ state, onData }) {
     renderKernels();
   }));
 
+  // Serving objectives of the inference table, kept in the URL as the API names them.
+  const SLO_INPUTS = { sla_ms: 'slo-latency', ttft_slo_ms: 'slo-ttft', tpot_slo_ms: 'slo-tpot' };
+  const startParams = new URLSearchParams(window.location.search);
+  for (const [key, id] of Object.entries(SLO_INPUTS)) {
+    if (Number(startParams.get(key)) > 0) document.getElementById(id).value = startParams.get(key);
+  }
+  function sloQuery() {
+    return Object.entries(SLO_INPUTS).map(([key, id]) => [key, Number(document.getElementById(id).value)])
+      .filter(([, v]) => v > 0).map(([key, v]) => `&${key}=${v}`).join('');
+  }
+  // Within the SLO: requests that succeeded and met every objective set (from the requests
+  // themselves); for a scraped server, the share under the latency objective read from its
+  // histogram, which knows no errors, bounded by the bucket it falls in.
+  function withinSlo(m) {
+    if (m.goodput_ratio != null) return { text: fmtPct(m.goodput_ratio), title: 'succeeded and met every objective set' };
+    const c = m.slo_compliance && (m.slo_compliance.latency_ms || m.slo_compliance.ttft_ms || m.slo_compliance.tpot_ms);
+    if (!c) return { text: '–', title: sloQuery() ? 'no figure this objective can be judged by' : 'set an objective above' };
+    const [lo, hi] = c.bounds || [c.compliance_rate, c.compliance_rate];
+    return { text: '≈' + fmtPct(c.compliance_rate), title: `under ${c.target_ms} ms by the server's histogram: between ${fmtPct(lo)} and ${fmtPct(hi)}; errors not known` };
+  }
   function renderInference(models) {
     const body = document.querySelector('#inference-table tbody');
     if (models.length === 0) { fillRows(body, ''); return; }
     const rate = (v) => (v == null ? '–' : v.toFixed(2));
-    fillRows(body, models.map((m) => `<tr data-model="${esc(m.model)}" data-version="${esc(m.version || '')}">` +
-      `<td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
-      `<td class="num">${m.requests}</td><td class="num"${m.unknown?.errors ? ` title="${esc(m.unknown.errors)}"` : ''}>${m.errors ?? '–'}</td><td class="num">${rate(m.requests_per_second)}</td>` +
-      `<td class="num">${rate(m.output_tokens_per_second)}</td><td class="num">${ms(m.mean_latency_ms)}</td></tr>`).join(''));
+    const q = (d, key) => (d == null || d[key] == null ? '–' : ms(d[key]));
+    const pair = (d) => (d == null ? '–' : `${q(d, 'p50')} · ${q(d, 'p99')}`);
+    const errors = (m) => (m.errors == null ? '–' : m.errors === 0 ? '0' : `${m.errors} (${fmtPct(m.error_rate)})`);
+    fillRows(body, models.map((m) => {
+      const slo = withinSlo(m);
+      return `<tr data-model="${esc(m.model)}" data-version="${esc(m.version || '')}" title="latencies from ${m.source === 'scrape' ? esc(m.server) + "'s histograms" : 'the reported requests'}">` +
+        `<td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
+        `<td class="num">${fmtSI(m.requests)}</td><td class="num">${rate(m.requests_per_second)}</td>` +
+        `<td class="num" data-col="errors"${m.unknown?.errors ? ` title="${esc(m.unknown.errors)}"` : ''}>${errors(m)}</td>` +
+        `<td class="num" data-col="p50">${q(m.latency_ms, 'p50')}</td><td class="num" data-col="p90">${q(m.latency_ms, 'p90')}</td>` +
+        `<td class="num" data-col="p99">${q(m.latency_ms, 'p99')}</td>` +
+        `<td class="num" data-col="ttft">${pair(m.ttft_ms)}</td><td class="num" data-col="tpot">${pair(m.tpot_ms)}</td>` +
+        `<td class="num">${fmtSI(m.output_tokens_per_second)}</td>` +
+        `<td class="num" data-col="slo" title="${esc(slo.title)}">${slo.text}</td></tr>`;
+    }).join(''));
   }
 
   function renderOperators(o) {
@@ -157,19 +188,24 @@ export function createEventsView({ state, onData }) {
   }
 
   state.eventRefreshes = 0;
-  let operatorsReadAt = 0;
+  let models = [];  // the inference table's last answer
+  let operatorsReadAt = 0, inferenceReadAt = 0;
   let timer = null;
   async function refresh() {
     timer = null;
     try {
-      // Every table over the dashboard's time range. Operators summarize every execution in it:
-      // read at most every 10 s, not on every notification of new events.
+      // Every table over the dashboard's time range. Operators and the inference table's
+      // percentiles summarize every execution and request in it: read at most every 10 s and
+      // 5 s, not on every notification of new events.
       const now = Date.now();
       const readOperators = now - operatorsReadAt >= 10000;
       if (readOperators) operatorsReadAt = now;
+      const readInference = now - inferenceReadAt >= 5000;
+      if (readInference) inferenceReadAt = now;
       const scope = LiveChart.range.query();
       const [k, m, i, o] = await Promise.all([fetchJson(`/api/v1/kernels?${scope}`),
-        fetchJson(`/api/v1/memory?${scope}&max_points=600`), fetchJson(`/api/v1/inference?${scope}`),
+        fetchJson(`/api/v1/memory?${scope}&max_points=600`),
+        readInference ? fetchJson(`/api/v1/inference?${scope}&latency=true${sloQuery()}`) : null,
         readOperators ? fetchJson(`/api/v1/operators?${scope}`) : null]);
       kernels.rows = k.kernels.map((r) => ({ ...r,
         roofline_fraction: ((r.roofline || []).find((p) => p.bound) || { fraction_of_attainable: -1 }).fraction_of_attainable }));
@@ -180,17 +216,35 @@ export function createEventsView({ state, onData }) {
       allocChart.fill({ allocated: m.timeline.points.map((p) => [p[0] / 1e9, p[1]]) });
       document.getElementById('memory-summary').textContent = m.allocation_count
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
-      renderInference(i.models);
+      if (i) { models = i.models; renderInference(models); }
       if (o) renderOperators(o);
-      onData(k.kernels, i.models);
+      onData(k.kernels, models);
       state.eventRefreshes++;
+      // A table skipped by its pace is read when its time comes, even if no event follows.
+      const due = [readInference ? null : inferenceReadAt + 5000, readOperators ? null : operatorsReadAt + 10000]
+        .filter((t) => t != null);
+      if (due.length && timer === null) timer = setTimeout(refresh, Math.max(0, Math.min(...due) - Date.now()));
     } catch (e) { /* next notification retries */ }
   }
   function schedule() {
     if (timer === null) timer = setTimeout(refresh, 1000);
   }
-  // A new range: every table read again over it at once, operators included.
-  LiveChart.range.onChange(() => { operatorsReadAt = 0; refresh(); });
+  // A new range or objective: every table read again over it at once.
+  LiveChart.range.onChange(() => { operatorsReadAt = 0; inferenceReadAt = 0; refresh(); });
+  document.getElementById('inference-slo').addEventListener('change', () => {
+    setSearchParams(Object.fromEntries(Object.entries(SLO_INPUTS).map(([key, id]) => {
+      const v = Number(document.getElementById(id).value);
+      return [key, v > 0 ? v : null];
+    })));
+    inferenceReadAt = 0;
+    refresh();
+  });
+  document.getElementById('inference-slo').addEventListener('submit', (e) => e.preventDefault());
 
-  return { charts: { alloc: allocChart }, refresh, schedule };
+  // Back and Forward: the URL's kernel, opened or closed.
+  const readUrl = () => {
+    const name = new URLSearchParams(window.location.search).get('kernel');
+    if (name !== detail.name) showKernel(name);
+  };
+  return { charts: { alloc: allocChart }, refresh, schedule, readUrl };
 }

@@ -1,6 +1,6 @@
 // GPU view: a picker, an overview row per GPU, the picked GPU's throttle reasons as a strip,
 // and its charts (utilization, memory, power, temperature and clock).
-import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtC, fmtMHz, fmtPct, fmtW } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
@@ -33,7 +33,7 @@ export function createGpuView({ refill }) {
         gpu_memory_reserved_bytes: { label: 'reserved', scale: 'bytes', fmt: fmtBytes, color: '#f2cc0c' },
       }[name] : null),
       scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
-      axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' })],
+      axes: [timeAxis, bytesAxis({ scale: 'bytes' })],
     }),
     gpuPower: new LiveChart(document.getElementById('chart-gpu-power'), {
       families: ['gpu_power_watts', 'gpu_power_instant_watts', 'gpu_power_limit_watts'],

@@ -1,6 +1,6 @@
 // Host view: CPU (total and per core), memory, load, and perfscope's own CPU and RSS, with the
 // headline figures above the charts.
-import { LiveChart, PALETTE, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, PALETTE, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
 import { fmtBytes, fmtNum, fmtPct } from '../lib/format.js';
 
 export function hostCharts() {
@@ -21,7 +21,7 @@ export function hostCharts() {
         host_swap_used_bytes: { label: 'swap used', scale: 'bytes', fmt: fmtBytes },
       })[name] || null,
       scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
-      axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' })],
+      axes: [timeAxis, bytesAxis({ scale: 'bytes' })],
     }),
     load: new LiveChart(document.getElementById('chart-load'), {
       families: ['host_load1', 'host_load5', 'host_load15'],
@@ -36,7 +36,7 @@ export function hostCharts() {
         : { label: 'RSS', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#5794f2' }),
       scales: { ratio: { range: (u, min, max) => [0, Math.max(max, 0.05)] },
                 bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
-      axes: [timeAxis, axis(fmtPct, { scale: 'ratio' }), axis(fmtBytes, { scale: 'bytes', side: 1, grid: { show: false } })],
+      axes: [timeAxis, axis(fmtPct, { scale: 'ratio' }), bytesAxis({ scale: 'bytes', side: 1, grid: { show: false } })],
     }),
   };
 }
@@ -50,7 +50,22 @@ const stats = {
   process_resident_memory_bytes: ['v-prss', fmtBytes],
 };
 
-export function showStat(key, value) {
+// `t`: the reading's time (s). A tile whose figure has not moved on for three of its own
+// update spacings (5 s at least) is dimmed and says when it was last updated: a stalled
+// stream or a collector gone quiet does not leave a figure looking current.
+const updates = {};  // element id → [previous, newest] update times (s)
+export function showStat(key, value, t = Date.now() / 1000) {
   const s = stats[key];
-  if (s) document.getElementById(s[0]).textContent = s[1](value);
+  if (!s) return;
+  document.getElementById(s[0]).textContent = s[1](value);
+  const [, last] = updates[s[0]] || [t, t];
+  if (t > last || !updates[s[0]]) updates[s[0]] = [last, t];
+}
+export function markStaleStats(now = Date.now() / 1000) {
+  for (const [id, [prev, last]] of Object.entries(updates)) {
+    const tile = document.getElementById(id).closest('.stat');
+    const stale = now - last > Math.max(5, 3 * (last - prev));
+    tile.classList.toggle('stale', stale);
+    tile.title = stale ? `last updated ${new Date(last * 1000).toLocaleTimeString()}` : '';
+  }
 }

@@ -39,8 +39,11 @@ export function createModelDetail({ state }) {
   function show(model, version) {
     detail.model = model;
     detail.version = version || '';
+    // Another model is a history entry; its field or SLO changed only rewrites it.
+    const other = (new URLSearchParams(window.location.search).get('model') || null) !== (model || null);
     setSearchParams({ model: model || null, version: model && version ? version : null,
-                      field: model ? fieldEl.value : null, slo: model && Number(sloEl.value) > 0 ? sloEl.value : null });
+                      field: model ? fieldEl.value : null, slo: model && Number(sloEl.value) > 0 ? sloEl.value : null },
+                    { push: other });
     panel.hidden = !model;
     if (!model) return;
     document.getElementById('md-name').textContent = model + (version ? ' v' + version : '');
@@ -57,5 +60,12 @@ export function createModelDetail({ state }) {
   if (detail.model) show(detail.model, detail.version);  // from the URL
   // Live: new slices as requests arrive.
   setInterval(() => { if (!panel.hidden && LiveChart.range.live) load(); }, 5000);
-  return { show, load };
+  // Back and Forward: the URL's model, opened or closed.
+  function readUrl() {
+    const q = new URLSearchParams(window.location.search);
+    if ((q.get('model') || null) !== (detail.model || null) || (q.get('version') || '') !== detail.version) {
+      show(q.get('model'), q.get('version'));
+    }
+  }
+  return { show, load, readUrl };
 }

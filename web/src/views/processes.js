@@ -3,7 +3,7 @@
 // below the live ones (GET /api/v1/processes); a row opens that process's history (memory and SM
 // share over its lifetime, GET /api/v1/processes/{key}) and its lifetime figures.
 /* global uPlot */
-import { LiveChart, axis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtPct } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { fillRows } from '../lib/rows.js';
@@ -77,7 +77,7 @@ export function createProcessesView({ state }) {
         scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] }, ratio: { range: [0, 1] } },
         series: [{}, { label: 'device memory', scale: 'bytes', stroke: '#b877d9', width: 2, value: (u, v) => fmtBytes(v) },
           { label: 'SM share', scale: 'ratio', stroke: '#73bf69', width: 1.5, value: (u, v) => fmtPct(v) }],
-        axes: [timeAxis, axis(fmtBytes, { scale: 'bytes' }), axis(fmtPct, { scale: 'ratio', side: 1, grid: { show: false } })],
+        axes: [timeAxis, bytesAxis({ scale: 'bytes' }), axis(fmtPct, { scale: 'ratio', side: 1, grid: { show: false } })],
       }, data, el);
       document.getElementById('process-detail').textContent =
         `${p.command} (pid ${p.pid}, ${p.state}) · peak ${fmtBytes(p.peak_memory_bytes)} · mean SM ${fmtPct(p.mean_sm_ratio)} · ` +
