@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
+import { textProblems } from './text_boxes.mjs';
 import { artifacts, baseUrl, binary, browser, drawnPixels, nvmlScript, server, serverExit } from './dashboard_fixture.mjs';
 
 test('a kernel row opens the kernel: launch configurations, newest executions, kept in the URL', async () => {
@@ -446,11 +447,13 @@ test('a model row opens its TTFT percentiles over time against its SLO, kept in 
   await page.close();
 });
 
-test('every view in the header opens and is saved as a screenshot, at 1440 and at 390 px wide', async () => {
+test('every view in the header opens, with no text overlapping or cut off, saved as a screenshot at 1440 and 390 px, dark and light', async () => {
   mkdirSync(artifacts, { recursive: true });
-  for (const { width, height, suffix, phone } of [{ width: 1440, height: 900, suffix: '' },
-                                                  { width: 390, height: 844, suffix: '-phone', phone: true }]) {
-    const page = await browser.newPage({ viewport: { width, height }, colorScheme: 'dark', isMobile: !!phone, hasTouch: !!phone });
+  const found = [];
+  for (const { width, height, suffix, phone, scheme } of [
+    { width: 1440, height: 900, suffix: '', scheme: 'dark' }, { width: 390, height: 844, suffix: '-phone', phone: true, scheme: 'dark' },
+    { width: 1440, height: 900, suffix: '-light', scheme: 'light' }, { width: 390, height: 844, suffix: '-phone-light', phone: true, scheme: 'light' }]) {
+    const page = await browser.newPage({ viewport: { width, height }, colorScheme: scheme, isMobile: !!phone, hasTouch: !!phone });
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(baseUrl + '/');
@@ -473,10 +476,12 @@ test('every view in the header opens and is saved as a screenshot, at 1440 and a
       await page.waitForLoadState('networkidle');
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       await page.screenshot({ path: path.join(artifacts, `view-${view}${suffix}.png`), fullPage: !!phone });
+      for (const p of await textProblems(page)) found.push(`${view} at ${width} px, ${scheme}: ${p}`);
     }
     assert.deepEqual(errors, []);
     await page.close();
   }
+  assert.deepEqual(found, []);
 });
 
 

@@ -2,7 +2,7 @@
 // the REST history, then feeds them the passes /api/v1/stream pushes. No build step and no
 // CDN: the server embeds and serves these modules. `window.perfscope` exposes the charts and
 // the shared state to the browser tests.
-import { LiveChart } from './lib/live_chart.js';
+import { LiveChart, plots } from './lib/live_chart.js';
 import { TimeRange } from './lib/time_range.js';
 import { initViews } from './lib/views.js';
 import { initTheme } from './lib/theme.js';
@@ -52,7 +52,7 @@ const views = initViews({
     alerts.show(view === 'alerts');
   },
 });
-window.perfscope = { charts, state, range, views, timeline };
+window.perfscope = { charts, state, range, views, timeline, plots };
 // Back and Forward: the range, the view and the open kernel or model of that entry.
 window.addEventListener('popstate', () => {
   range.readUrl();

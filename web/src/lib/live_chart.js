@@ -4,6 +4,17 @@
 /* global uPlot */
 import { fmtBytes } from './format.js';
 
+// Every chart of the page is made here, so the page can list them (the browser tests compare
+// their tick labels); destroyed ones leave the list as their element leaves the document.
+const made = new Set();
+export function makePlot(opts, data, el) {
+  for (const u of made) if (!u.root.isConnected) made.delete(u);
+  const u = new uPlot(opts, data, el);
+  made.add(u);
+  return u;
+}
+export const plots = () => [...made].filter((u) => u.root.isConnected);
+
 export const WINDOW_S = 300;  // seconds the event panels summarize (their own "last 5 minutes")
 export const CURSOR_SYNC_KEY = 'perfscope-time';
 export const PALETTE = ['#73bf69', '#f2cc0c', '#5794f2', '#ff780a', '#b877d9', '#37872d', '#fade2a', '#8ab8ff',
@@ -113,7 +124,7 @@ export class LiveChart {
         ctx.restore();
       }] },
     };
-    this.plot = new uPlot(opts, this.data(), this.el);
+    this.plot = makePlot(opts, this.data(), this.el);
     this.frame();
   }
 
@@ -242,10 +253,16 @@ export const logSplits = (u, axisIdx, min, max) => roundLogTicks(min, max, Math.
 
 // Axis text and grid readable on the light and the dark theme alike (grey, the grid translucent).
 const AXIS = '#8e8e8e', GRID = 'rgba(142, 142, 142, 0.25)';
-// Each axis as wide as its longest label (about 7 px a character of the 12 px axis font, and
-// the tick and gap), so "572.2 MiB" is not cut at the edge.
-export const axisSize = (u, values) => (values && values.length
-  ? Math.ceil(Math.max(...values.map((v) => String(v).length)) * 7 + 18) : 50);
+// Each axis as wide as its longest label measured in the axis' font, plus its tick and gap
+// (15 px) and a margin, so "572.2 MiB" or "2000 MHz" is not cut at the edge.
+const measure = typeof document === 'undefined' ? null : document.createElement('canvas').getContext('2d');
+export const axisSize = (u, values, axisIdx) => {
+  if (!values || !values.length) return 50;
+  const font = u.axes[axisIdx] && u.axes[axisIdx].font;
+  if (!measure || !font) return Math.ceil(Math.max(...values.map((v) => String(v).length)) * 8 + 24);
+  measure.font = font[0];  // uPlot scales it by the pixel ratio
+  return Math.ceil(Math.max(...values.map((v) => measure.measureText(String(v)).width)) / devicePixelRatio) + 24;
+};
 export const axis = (fmt, extra) => Object.assign({
   stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID }, size: axisSize,
   values: (u, vals) => vals.map((v) => (v == null ? '' : fmt(v))),
@@ -284,5 +301,6 @@ export function timeTick(t, incr) {
   const hm = `${two(d.getHours())}:${two(d.getMinutes())}`;
   return incr < 60 ? `${hm}:${two(d.getSeconds())}` : hm;
 }
-export const timeAxis = { stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID },
+// At least 72 px between ticks: room for "14:05:30" and a gap.
+export const timeAxis = { stroke: AXIS, grid: { stroke: GRID, width: 1 }, ticks: { stroke: GRID }, space: 72,
   values: (u, splits, axisIdx, space, incr) => splits.map((t) => timeTick(t, incr)) };

@@ -3,7 +3,7 @@
 // change points (GET /api/v1/regressions over the same range, one interval a slice) marked
 // where they happened. Used by the model and the kernel drill-downs.
 /* global uPlot */
-import { LiveChart, axis, timeAxis } from './live_chart.js';
+import { LiveChart, axis, makePlot, timeAxis } from './live_chart.js';
 import { fmtDuration } from './format.js';
 import { fetchJson } from './api.js';
 
@@ -58,7 +58,7 @@ export class PercentilesOverTime {
     const order = [...QS].reverse();
     const cols = order.map((q) => r.over_time.map((s) => s.percentiles['p' + q] ?? null));
     if (this.plot) this.plot.destroy();
-    this.plot = new uPlot({
+    this.plot = makePlot({
       width: this.width(), height: 240,
       scales: { x: { time: true }, ms: { range: (u, min, max) => [0, Math.max(max, slo || 0, 1e-3) * 1.1] } },
       series: [{}, ...order.map((q) => ({ label: 'p' + q, scale: 'ms', stroke: COLORS[q], width: 2,

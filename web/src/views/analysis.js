@@ -1,7 +1,7 @@
 // Analysis view: anomaly markers on the charts, percentiles of a kernel or model against an
 // SLA, the bottleneck rules of the last five minutes, and A/B tests of kernel variants.
 /* global uPlot */
-import { LiveChart, PALETTE, axis, logSplits, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, PALETTE, axis, logSplits, makePlot, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
@@ -59,7 +59,7 @@ export function createAnalysisView({ state, charts }) {
       const mid = Math.sqrt(xMin * xMax);
       [xMin, xMax] = [mid / Math.sqrt(10), mid * Math.sqrt(10)];
     }
-    pctPlot = new uPlot({
+    pctPlot = makePlot({
       width: Math.max(300, pctEl.clientWidth), height: 220,
       scales: { x: { time: false, distr: 3, log: 10, range: () => [xMin, xMax] }, share: { range: [0, 1] } },
       series: [{ label: 'latency', value: (u, v) => (v == null ? '–' : fmtDuration(v)) },
@@ -263,7 +263,7 @@ export function createAnalysisView({ state, charts }) {
       .map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(' · ') + ` — from ${selectors.join(', ')}`;
     const el = document.getElementById('fe-chart');
     if (evidence.plot) evidence.plot.destroy();
-    evidence.plot = new uPlot({
+    evidence.plot = makePlot({
       width: Math.max(200, el.clientWidth), height: 240,
       series: [{}, ...series.map((s, i) => ({ label: label(s), stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true,
         scale: s.name, value: (u, x) => (x == null ? '–' : fmtEvidence(s.name, x)) }))],

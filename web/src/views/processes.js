@@ -3,7 +3,7 @@
 // below the live ones (GET /api/v1/processes); a row opens that process's history (memory and SM
 // share over its lifetime, GET /api/v1/processes/{key}) and its lifetime figures.
 /* global uPlot */
-import { LiveChart, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
+import { LiveChart, axis, bytesAxis, makePlot, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtPct } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { fillRows } from '../lib/rows.js';
@@ -72,7 +72,7 @@ export function createProcessesView({ state }) {
       const data = [xs, (memory ? memory.points : []).map((q) => q[1]), xs.map((x) => smAt.get(x) ?? null)];
       const el = document.getElementById('process-chart');
       if (plot) plot.destroy();
-      plot = new uPlot({
+      plot = makePlot({
         width: Math.max(300, el.clientWidth), height: 220,
         scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] }, ratio: { range: [0, 1] } },
         series: [{}, { label: 'device memory', scale: 'bytes', stroke: '#b877d9', width: 2, value: (u, v) => fmtBytes(v) },
