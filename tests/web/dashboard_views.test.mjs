@@ -4,12 +4,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 import { textProblems } from './text_boxes.mjs';
 import { artifacts, baseUrl, binary, browser, drawnPixels, nvmlScript, server, serverExit } from './dashboard_fixture.mjs';
+
+const fixtures = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'fixtures');
 
 test('a kernel row opens the kernel: launch configurations, newest executions, kept in the URL', async () => {
   // Three executions of 2, 4 and 6 ms with one launch configuration, on stream 9.
@@ -44,6 +46,53 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   await page.click('[data-testid=kernel-detail-close]');
   assert.equal(await page.isVisible('[data-testid=kernel-detail]'), false);
   assert.doesNotMatch(await page.evaluate(() => window.location.search), /kernel=/);
+  await page.close();
+});
+
+test('a kernel opened after another shows only its own figures, at the top of the view: an imported GPU kernel', async () => {
+  // The recorded PyTorch trace, moved to have ended a minute ago (its baseTimeNanoseconds), and
+  // imported as users do; before it, a plain kernel opened first.
+  const trace = JSON.parse(readFileSync(path.join(fixtures, 'pytorch', 'recorded_trace.json'), 'utf8'));
+  const lastUs = Math.max(...trace.traceEvents.filter((e) => e.ts != null).map((e) => e.ts + (e.dur || 0)));
+  trace.baseTimeNanoseconds = Math.round(Date.now() * 1e6 - 60e9 - lastUs * 1e3);
+  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-import-'));
+  const file = path.join(dir, 'trace.json');
+  writeFileSync(file, JSON.stringify(trace));
+  const imported = spawn(binary, ['import', file, '--name', 'imported-trace', '--server', baseUrl], { stdio: 'ignore' });
+  assert.equal(await new Promise((r) => imported.on('exit', r)), 0, 'the import succeeds');
+  rmSync(dir, { recursive: true, force: true });
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [1, 2].map((i) => ({ type: 'kernel', name: 'plain_first', start_ns: now - i * 5e6, end_ns: now - i * 5e6 + 1e6 })));
+  const api = await (await fetch(baseUrl + '/api/v1/kernels?from=now-300s')).json();
+  const gpu = api.kernels.find((k) => k.name.startsWith('void gemmSN_TN_kernel'));
+  assert.ok(gpu, api.kernels.map((k) => k.name).join('\n'));
+
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(baseUrl + '/?view=kernels');
+  await page.click('[data-testid=kernels-table] tr[data-kernel="plain_first"]', { timeout: 20000 });
+  await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0 && window.perfscope.state.percentiles?.count === 2,
+    null, { timeout: 15000 });
+  const loads = await page.evaluate(() => window.perfscope.state.kernelDetail.loads);
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await page.click(`[data-testid=kernels-table] tr[data-kernel="${gpu.name.replace(/"/g, '\\"')}"]`);
+  assert.equal(await page.textContent('#kd-name'), 'gemmSN_TN_kernel');
+  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), new RegExp(`^${gpu.count} executions`));
+  // Its own percentiles over time and its own distribution in the latency panel: the counts are its.
+  await page.waitForFunction((n) => window.perfscope.state.kernelDetail.loads > n.loads &&
+    window.perfscope.state.percentiles?.count === n.count, { loads, count: gpu.count }, { timeout: 15000 });
+  const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices);
+  assert.equal(slices.reduce((n, x) => n + x.count, 0), gpu.count);
+  assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:' + gpu.name);
+  await page.waitForFunction((n) => document.querySelectorAll('#kd-records tbody tr').length === n, Math.min(gpu.count, 20));
+  // In view: the page went to it, at the top of the view.
+  const top = await page.evaluate(() => document.querySelector('[data-testid=kernel-detail]').getBoundingClientRect().top);
+  assert.ok(top >= 0 && top < 200, `the drill-down starts ${top} px down the window`);
+  // And its executions one click away on the timeline.
+  await page.waitForSelector('[data-testid=kernel-detail-timeline]', { state: 'visible' });
+  const link = new URL(await page.getAttribute('[data-testid=kernel-detail-timeline]', 'href'), baseUrl);
+  assert.equal(link.searchParams.get('view'), 'timeline');
+  assert.ok(Number(link.searchParams.get('tl_to')) > Number(link.searchParams.get('tl_from')));
+  await page.screenshot({ path: path.join(artifacts, 'kernel-detail-imported.png') });
   await page.close();
 });
 

@@ -1,7 +1,7 @@
 // The dashboard's formatting helpers, as a page would call them (no browser needed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
+import { fmtInstant, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
 
 test('a kernel signature shortens to its qualified name, as profilers list it', () => {
   const cases = [
@@ -36,4 +36,10 @@ test('a kernel signature shortens to its qualified name, as profilers list it', 
 test('a table cell shows the short name and keeps the whole signature, escaped, on hover', () => {
   const html = kernelNameHtml('void k<1>(int*, char const*)');
   assert.equal(html, '<span class="kname" title="void k&lt;1&gt;(int*, char const*)">k</span>');
+});
+
+test('an instant is written with its date, to the millisecond', () => {
+  const ns = new Date(2026, 10, 26, 9, 58, 40, 7).getTime() * 1e6;
+  assert.equal(fmtInstant(ns), '2026-11-26 09:58:40.007');
+  assert.equal(fmtInstant(null), '–');
 });

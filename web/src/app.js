@@ -53,6 +53,11 @@ const views = initViews({
   },
 });
 window.perfscope = { charts, state, range, views, timeline, plots };
+// An execution clicked on the timeline: its kernel's page, at the top of the Kernels view.
+window.addEventListener('perfscope:open-kernel', (e) => {
+  views.show('kernels');
+  events.showKernel(e.detail, true);
+});
 // Back and Forward: the range, the view and the open kernel or model of that entry.
 window.addEventListener('popstate', () => {
   range.readUrl();

@@ -42,6 +42,14 @@ export const fmtEvidence = (name, v) => {
   if (name.endsWith('_seconds')) return fmtDuration(Number(v) * 1000);
   return fmtSI(v);
 };
+// A moment to the millisecond with its date, local time: "2026-11-26 09:58:40.123".
+export const fmtInstant = (ns) => {
+  if (ns == null) return '–';
+  const d = new Date(ns / 1e6);
+  const two = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:` +
+    `${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+};
 // Text for innerHTML.
 export const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 

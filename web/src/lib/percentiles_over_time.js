@@ -20,6 +20,12 @@ export class PercentilesOverTime {
 
   width() { return Math.max(200, this.el.clientWidth); }
 
+  // Nothing drawn (another subject is being read): no line of the previous one stays.
+  clear() {
+    this.seq = (this.seq || 0) + 1;
+    if (this.plot) { this.plot.destroy(); this.plot = null; }
+  }
+
   // selector: the query's subject (`model=…&field=…`, `kernel=…`); resolves to the answer, or
   // to null when a later load was asked for meanwhile (its answer is the one drawn).
   async load(selector, slo = 0) {

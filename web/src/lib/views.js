@@ -30,5 +30,6 @@ export function initViews({ onShow }) {
   apply(new URLSearchParams(window.location.search).get('view'), false);
   // Back and Forward: the URL's view, without a new entry.
   state.readUrl = () => apply(new URLSearchParams(window.location.search).get('view'), false);
+  state.show = (view) => apply(view, true);
   return state;
 }

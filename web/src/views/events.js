@@ -3,7 +3,7 @@
 // committed ({"type":"events"}), at most once a second.
 /* global uPlot */
 import { LiveChart, axis, bytesAxis, timeAxis } from '../lib/live_chart.js';
-import { esc, fmtBytes, fmtPct, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
+import { esc, fmtBytes, fmtInstant, fmtPct, fmtSI, kernelNameHtml, ms, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 import { PercentilesOverTime } from '../lib/percentiles_over_time.js';
@@ -75,13 +75,19 @@ export function createEventsView({ state, onData }) {
     } catch (e) { /* drawn on the next pick or range change */ }
   }
   LiveChart.range.onChange(() => { if (detail.name && !document.getElementById('kernel-detail').hidden) loadDurations(detail.name); });
-  async function showKernel(name) {
+  // `reveal`: scrolled to, when a click opened it (the view's top holds it).
+  async function showKernel(name, reveal = false) {
     detail.name = name;
     setSearchParams({ kernel: name || null }, { push: true });
     const panel = document.getElementById('kernel-detail');
     const k = kernels.rows.find((r) => r.name === name);
     if (!name || !k) { panel.hidden = true; return; }
     panel.hidden = false;
+    // Nothing of the kernel shown before stays while this one's figures are read.
+    durations.clear();
+    document.querySelector('#kd-records tbody').innerHTML = '';
+    document.getElementById('kd-timeline').hidden = true;
+    if (reveal) panel.scrollIntoView({ block: 'start' });
     const short = shortKernelName(name);
     document.getElementById('kd-name').textContent = short;
     // The whole signature, selectable, where the short name leaves something out.
@@ -101,23 +107,40 @@ export function createEventsView({ state, onData }) {
         `<td class="num">${c.registers_per_thread == null ? '–' : c.registers_per_thread}</td><td class="num">${fmtSI(c.count)}</td></tr>`).join('')
       : '<tr class="empty"><td colspan="5">No launch configuration reported.</td></tr>';
     loadDurations(name);
+    // The latency panel follows: this kernel's distribution, never the previous one's.
     const subject = document.getElementById('pct-subject');
-    if ([...subject.options].some((o) => o.value === 'kernel:' + name)) {
-      subject.value = 'kernel:' + name;
-      subject.dispatchEvent(new Event('change', { bubbles: true }));
+    if (![...subject.options].some((o) => o.value === 'kernel:' + name)) {
+      const option = new Option('kernel: ' + short, 'kernel:' + name);
+      option.title = name;
+      subject.add(option);
     }
+    subject.value = 'kernel:' + name;
+    subject.dispatchEvent(new Event('change', { bubbles: true }));
     try {
       const r = await fetchJson(`/api/v1/kernels/${encodeURIComponent(name)}/records?limit=20`);
       if (detail.name !== name) return;  // another kernel was picked meanwhile
+      // Its newest executions on the timeline: their span, with a tenth either side.
+      const link = document.getElementById('kd-timeline');
+      if (r.records.length) {
+        const from = Math.min(...r.records.map((e) => e.start_ns)), to = Math.max(...r.records.map((e) => e.end_ns));
+        const pad = Math.max(1e6, (to - from) / 10);
+        const q = new URLSearchParams(window.location.search);
+        q.set('view', 'timeline');
+        q.delete('kernel');
+        q.set('tl_from', String(Math.round(from - pad)));
+        q.set('tl_to', String(Math.round(to + pad)));
+        link.href = '?' + q.toString();
+        link.hidden = false;
+      }
       document.querySelector('#kd-records tbody').innerHTML = r.records.map((e) =>
-        `<tr><td>${new Date(e.end_ns / 1e6).toLocaleTimeString()}</td><td class="num">${ms(e.duration_ms)} ms</td>` +
+        `<tr><td>${fmtInstant(e.end_ns)}</td><td class="num">${ms(e.duration_ms)} ms</td>` +
         `<td>${esc(e.device)}${e.stream ? ' · ' + esc(e.stream) : ''}</td><td>${esc(e.variant || '')}</td>` +
         `<td class="num">${e.launch_end_ns == null ? '–' : ms((e.start_ns - e.launch_end_ns) / 1e6) + ' ms'}</td></tr>`).join('');
     } catch (e) { /* the summary stands; the records come on the next pick */ }
   }
   document.querySelector('#kernels-table tbody').addEventListener('click', (e) => {
     const row = e.target.closest('tr[data-kernel]');
-    if (row) showKernel(row.dataset.kernel);
+    if (row) showKernel(row.dataset.kernel, true);
   });
   document.getElementById('kd-close').addEventListener('click', () => showKernel(null));
 
@@ -246,5 +269,5 @@ export function createEventsView({ state, onData }) {
     const name = new URLSearchParams(window.location.search).get('kernel');
     if (name !== detail.name) showKernel(name);
   };
-  return { charts: { alloc: allocChart }, refresh, schedule, readUrl };
+  return { charts: { alloc: allocChart }, refresh, schedule, readUrl, showKernel };
 }

@@ -421,13 +421,22 @@ export function createTimelineView({ range }) {
     st.hover = hit(e.clientX - r.left, e.clientY - r.top);
     tip.hidden = !st.hover;
     if (st.hover) {
-      tip.innerHTML = describe(st.hover);
-      tip.style.left = Math.min(e.clientX - r.left + 12, r.width - 260) + 'px';
-      tip.style.top = (e.clientY - r.top + 14) + 'px';
+      tip.innerHTML = describe(st.hover) + (st.hover.raw ? '<div class="muted">click: open this kernel</div>' : '');
+      // Inside the track area: left of the pointer near the right edge, above it near the bottom.
+      const x = e.clientX - r.left, y = e.clientY - r.top;
+      tip.style.left = Math.max(0, Math.min(x + 12, r.width - tip.offsetWidth - 4)) + 'px';
+      tip.style.top = (y + 14 + tip.offsetHeight <= r.height ? y + 14 : Math.max(0, y - tip.offsetHeight - 8)) + 'px';
     }
     draw();
   });
-  window.addEventListener('mouseup', () => { drag = null; });
+  // A click (no drag) on an execution opens its kernel in the Kernels view.
+  window.addEventListener('mouseup', (e) => {
+    const click = drag && Math.abs(e.clientX - drag.x) < 3;
+    drag = null;
+    if (click && st.hover && st.hover.raw) {
+      window.dispatchEvent(new CustomEvent('perfscope:open-kernel', { detail: st.hover.track.names[st.hover.i] }));
+    }
+  });
   canvas.addEventListener('wheel', (e) => {
     e.preventDefault();
     const r = canvas.getBoundingClientRect();
