@@ -49,53 +49,6 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   await page.close();
 });
 
-test('a kernel opened after another shows only its own figures, at the top of the view: an imported GPU kernel', async () => {
-  // The recorded PyTorch trace, moved to have ended a minute ago (its baseTimeNanoseconds), and
-  // imported as users do; before it, a plain kernel opened first.
-  const trace = JSON.parse(readFileSync(path.join(fixtures, 'pytorch', 'recorded_trace.json'), 'utf8'));
-  const lastUs = Math.max(...trace.traceEvents.filter((e) => e.ts != null).map((e) => e.ts + (e.dur || 0)));
-  trace.baseTimeNanoseconds = Math.round(Date.now() * 1e6 - 60e9 - lastUs * 1e3);
-  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-import-'));
-  const file = path.join(dir, 'trace.json');
-  writeFileSync(file, JSON.stringify(trace));
-  const imported = spawn(binary, ['import', file, '--name', 'imported-trace', '--server', baseUrl], { stdio: 'ignore' });
-  assert.equal(await new Promise((r) => imported.on('exit', r)), 0, 'the import succeeds');
-  rmSync(dir, { recursive: true, force: true });
-  const now = Date.now() * 1e6;
-  await postEvents(baseUrl, [1, 2].map((i) => ({ type: 'kernel', name: 'plain_first', start_ns: now - i * 5e6, end_ns: now - i * 5e6 + 1e6 })));
-  const api = await (await fetch(baseUrl + '/api/v1/kernels?from=now-300s')).json();
-  const gpu = api.kernels.find((k) => k.name.startsWith('void gemmSN_TN_kernel'));
-  assert.ok(gpu, api.kernels.map((k) => k.name).join('\n'));
-
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-  await page.goto(baseUrl + '/?view=kernels');
-  await page.click('[data-testid=kernels-table] tr[data-kernel="plain_first"]', { timeout: 20000 });
-  await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0 && window.perfscope.state.percentiles?.count === 2,
-    null, { timeout: 15000 });
-  const loads = await page.evaluate(() => window.perfscope.state.kernelDetail.loads);
-  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-  await page.click(`[data-testid=kernels-table] tr[data-kernel="${gpu.name.replace(/"/g, '\\"')}"]`);
-  assert.equal(await page.textContent('#kd-name'), 'gemmSN_TN_kernel');
-  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), new RegExp(`^${gpu.count} executions`));
-  // Its own percentiles over time and its own distribution in the latency panel: the counts are its.
-  await page.waitForFunction((n) => window.perfscope.state.kernelDetail.loads > n.loads &&
-    window.perfscope.state.percentiles?.count === n.count, { loads, count: gpu.count }, { timeout: 15000 });
-  const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices);
-  assert.equal(slices.reduce((n, x) => n + x.count, 0), gpu.count);
-  assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:' + gpu.name);
-  await page.waitForFunction((n) => document.querySelectorAll('#kd-records tbody tr').length === n, Math.min(gpu.count, 20));
-  // In view: the page went to it, at the top of the view.
-  const top = await page.evaluate(() => document.querySelector('[data-testid=kernel-detail]').getBoundingClientRect().top);
-  assert.ok(top >= 0 && top < 200, `the drill-down starts ${top} px down the window`);
-  // And its executions one click away on the timeline.
-  await page.waitForSelector('[data-testid=kernel-detail-timeline]', { state: 'visible' });
-  const link = new URL(await page.getAttribute('[data-testid=kernel-detail-timeline]', 'href'), baseUrl);
-  assert.equal(link.searchParams.get('view'), 'timeline');
-  assert.ok(Number(link.searchParams.get('tl_to')) > Number(link.searchParams.get('tl_from')));
-  await page.screenshot({ path: path.join(artifacts, 'kernel-detail-imported.png') });
-  await page.close();
-});
-
 test('a C++ kernel is listed by its short name, its whole signature on hover and in its drill-down', async () => {
   const signature = 'void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ' +
     'at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)';
@@ -383,6 +336,15 @@ test('an anomaly alert on the stream marks the chart of its series', async () =>
   const t = await page.evaluate(() => window.perfscope.state.alerts.find((a) => a.score === 12.5).ts_ns / 1e9);
   assert.ok(await page.evaluate((x) => window.perfscope.charts.cpu.marks.includes(x), t), 'the CPU chart is marked');
   assert.ok(!(await page.evaluate((x) => window.perfscope.charts.mem.marks.includes(x), t)), 'only the chart of that series');
+  // Drawn as a red dashed line, until the header's toggle hides the marks (kept for the next visit).
+  const red = [0xf2, 0x49, 0x5c];
+  assert.ok(await drawnPixels(page, '[data-testid=chart-cpu]', red, 5) > 5, 'the mark is drawn');
+  await page.click('[data-testid=marks-toggle]');
+  assert.equal(await page.getAttribute('[data-testid=marks-toggle]', 'aria-pressed'), 'false');
+  assert.equal(await drawnPixels(page, '[data-testid=chart-cpu]', red), 0, 'no mark drawn');
+  await page.reload();
+  assert.equal(await page.getAttribute('[data-testid=marks-toggle]', 'aria-pressed'), 'false');
+  await page.click('[data-testid=marks-toggle]');  // shown again for the tests after this one
   await page.close();
 });
 
@@ -566,5 +528,54 @@ test('a light and a dark theme follow the system; the header button picks one, a
   assert.match(await page.textContent('[data-testid=theme]'), /system/);
   assert.equal(await background(page), 'rgb(244, 245, 245)');
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Last: the imported trace's kernels (device 0, with FLOPs) would change the figures the tests
+// above check.
+test('a kernel opened after another shows only its own figures, at the top of the view: an imported GPU kernel', async () => {
+  // The recorded PyTorch trace, moved to have ended a minute ago (its baseTimeNanoseconds), and
+  // imported as users do; before it, a plain kernel opened first.
+  const trace = JSON.parse(readFileSync(path.join(fixtures, 'pytorch', 'recorded_trace.json'), 'utf8'));
+  const lastUs = Math.max(...trace.traceEvents.filter((e) => e.ts != null).map((e) => e.ts + (e.dur || 0)));
+  trace.baseTimeNanoseconds = Math.round(Date.now() * 1e6 - 60e9 - lastUs * 1e3);
+  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-import-'));
+  const file = path.join(dir, 'trace.json');
+  writeFileSync(file, JSON.stringify(trace));
+  const imported = spawn(binary, ['import', file, '--name', 'imported-trace', '--server', baseUrl], { stdio: 'ignore' });
+  assert.equal(await new Promise((r) => imported.on('exit', r)), 0, 'the import succeeds');
+  rmSync(dir, { recursive: true, force: true });
+  const now = Date.now() * 1e6;
+  await postEvents(baseUrl, [1, 2].map((i) => ({ type: 'kernel', name: 'plain_first', start_ns: now - i * 5e6, end_ns: now - i * 5e6 + 1e6 })));
+  const api = await (await fetch(baseUrl + '/api/v1/kernels?from=now-300s')).json();
+  const gpu = api.kernels.find((k) => k.name.startsWith('void gemmSN_TN_kernel'));
+  assert.ok(gpu, api.kernels.map((k) => k.name).join('\n'));
+
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  await page.goto(baseUrl + '/?view=kernels');
+  await page.click('[data-testid=kernels-table] tr[data-kernel="plain_first"]', { timeout: 20000 });
+  await page.waitForFunction(() => window.perfscope.state.kernelDetail.loads > 0 && window.perfscope.state.percentiles?.count === 2,
+    null, { timeout: 15000 });
+  const loads = await page.evaluate(() => window.perfscope.state.kernelDetail.loads);
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await page.click(`[data-testid=kernels-table] tr[data-kernel="${gpu.name.replace(/"/g, '\\"')}"]`);
+  assert.equal(await page.textContent('#kd-name'), 'gemmSN_TN_kernel');
+  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), new RegExp(`^${gpu.count} executions`));
+  // Its own percentiles over time and its own distribution in the latency panel: the counts are its.
+  await page.waitForFunction((n) => window.perfscope.state.kernelDetail.loads > n.loads &&
+    window.perfscope.state.percentiles?.count === n.count, { loads, count: gpu.count }, { timeout: 15000 });
+  const slices = await page.evaluate(() => window.perfscope.state.kernelDetail.slices);
+  assert.equal(slices.reduce((n, x) => n + x.count, 0), gpu.count);
+  assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:' + gpu.name);
+  await page.waitForFunction((n) => document.querySelectorAll('#kd-records tbody tr').length === n, Math.min(gpu.count, 20));
+  // In view: the page went to it, at the top of the view.
+  const top = await page.evaluate(() => document.querySelector('[data-testid=kernel-detail]').getBoundingClientRect().top);
+  assert.ok(top >= 0 && top < 200, `the drill-down starts ${top} px down the window`);
+  // And its executions one click away on the timeline.
+  await page.waitForSelector('[data-testid=kernel-detail-timeline]', { state: 'visible' });
+  const link = new URL(await page.getAttribute('[data-testid=kernel-detail-timeline]', 'href'), baseUrl);
+  assert.equal(link.searchParams.get('view'), 'timeline');
+  assert.ok(Number(link.searchParams.get('tl_to')) > Number(link.searchParams.get('tl_from')));
+  await page.screenshot({ path: path.join(artifacts, 'kernel-detail-imported.png') });
   await page.close();
 });

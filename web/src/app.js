@@ -53,6 +53,19 @@ const views = initViews({
   },
 });
 window.perfscope = { charts, state, range, views, timeline, plots };
+// Anomaly marks on the charts, shown or hidden; the choice kept for the next visit.
+const marksButton = document.getElementById('marks');
+function showMarks(on) {
+  LiveChart.showMarks = on;
+  marksButton.setAttribute('aria-pressed', String(on));
+  marksButton.textContent = on ? 'anomalies: shown' : 'anomalies: hidden';
+  for (const c of Object.values(charts)) if (c.plot) c.plot.redraw(false);
+}
+showMarks(localStorage.getItem('perfscope-marks') !== 'hidden');
+marksButton.addEventListener('click', () => {
+  showMarks(!LiveChart.showMarks);
+  localStorage.setItem('perfscope-marks', LiveChart.showMarks ? 'shown' : 'hidden');
+});
 // An execution clicked on the timeline: its kernel's page, at the top of the Kernels view.
 window.addEventListener('perfscope:open-kernel', (e) => {
   views.show('kernels');

@@ -42,6 +42,18 @@ export const fmtEvidence = (name, v) => {
   if (name.endsWith('_seconds')) return fmtDuration(Number(v) * 1000);
   return fmtSI(v);
 };
+// A reading of a series in the unit its name ends in (Prometheus' naming, as the server
+// publishes them): gpu_memory_used_bytes → 954 MiB, *_ratio → 60.0%, *_watts → 512.0 W.
+export const fmtSeriesValue = (series, v) => {
+  const name = String(series).split('{')[0];
+  if (v == null || Number.isNaN(Number(v))) return '–';
+  if (name.endsWith('_watts')) return fmtW(Number(v));
+  if (name.endsWith('_celsius')) return fmtC(Number(v));
+  if (name.endsWith('_hertz')) return fmtMHz(Number(v));
+  if (name.endsWith('_joules') || name.endsWith('_joules_total')) return fmtSI(v) + ' J';
+  if (name.endsWith('_per_second')) return fmtSI(v) + '/s';
+  return fmtEvidence(name, v);
+};
 // A moment to the millisecond with its date, local time: "2026-11-26 09:58:40.123".
 export const fmtInstant = (ns) => {
   if (ns == null) return '–';

@@ -27,6 +27,8 @@ export class LiveChart {
   // with the span picked (seconds since the epoch).
   static range = null;
   static onZoom = null;
+  // Whether anomalies are marked on the charts (the header's toggle).
+  static showMarks = true;
 
   constructor(el, { families, seriesFor, scales, axes }) {
     this.el = el;
@@ -109,6 +111,7 @@ export class LiveChart {
         u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
         if (LiveChart.onZoom) LiveChart.onZoom(from, to);
       }], draw: [(u) => {
+        if (!LiveChart.showMarks) return;
         const ctx = u.ctx;
         ctx.save();
         ctx.strokeStyle = '#f2495c';

@@ -3,7 +3,7 @@
 // points in kernels' and models' per-interval p50/p99 (regressions and improvements). Each
 // table teaches how to get rows into it when it has none. A regression's kernel opens the
 // kernel's page.
-import { esc, fmtDuration, fmtSI } from '../lib/format.js';
+import { esc, fmtDuration, fmtSeriesValue } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 
 const when = (ns) => new Date(ns / 1e6).toLocaleString();
@@ -32,15 +32,18 @@ export function createAlertsView({ state, range }) {
     document.getElementById('alerts-error').textContent = '';
     fill('gpu-alerts-table', alerts.alerts.slice(-200).reverse().map((a) =>
       `<tr><td>${when(a.ts_ns)}</td><td>${esc(a.kind.replace(/_/g, ' '))}</td><td><code>${esc(a.series)}</code></td>` +
-      `<td class="num">${fmtSI(a.value)}</td><td class="num">${fmtSI(a.threshold)}</td><td>${esc(a.message)}</td></tr>`), 6,
+      `<td class="num">${fmtSeriesValue(a.series, a.value)}</td><td class="num">${fmtSeriesValue(a.series, a.threshold)}</td>` +
+      `<td>${esc(a.message)}</td></tr>`), 6,
       alerts.power_target_watts == null
         ? 'No GPU alerts. Thermal throttling is always watched; for power, start the server with <code>--power-target-watts W</code>.'
         : `No GPU alerts: no GPU went above ${alerts.power_target_watts} W or throttled for heat in this range.`);
     fill('anomalies-table', anomalies.anomalies.slice(-200).reverse().map((a) =>
-      `<tr><td>${when(a.ts_ns)}</td><td><code>${esc(a.series)}</code></td><td class="num">${fmtSI(a.value)}</td>` +
-      `<td class="num">${fmtSI(a.center)}</td><td class="num">${a.score.toFixed(1)}</td></tr>`), 5,
-      'No anomalies in this range: a sampled series is flagged when a reading lies more than 6 robust z-scores ' +
-      '(|x − median| / 1.4826 MAD) from its recent median, after 30 samples. Flagged times are also marked on their charts.');
+      `<tr><td>${when(a.ts_ns)}</td><td><code>${esc(a.series)}</code></td><td class="num">${fmtSeriesValue(a.series, a.value)}</td>` +
+      `<td class="num">${fmtSeriesValue(a.series, a.center)}</td><td class="num">${a.score.toFixed(1)}</td></tr>`), 5,
+      'No anomalies in this range: a sampled series is flagged when three readings in a row lie more than 6 robust ' +
+      'z-scores (|x − median| / 1.4826 MAD, the scale floored at 0.1 % of the level) and 10 % of its level from its ' +
+      'recent median, after 100 samples; then it stays quiet for 300 samples. Flagged times are also marked on their ' +
+      'charts (the header\'s "anomalies" button hides the marks).');
     // A kernel's link keeps the range (and everything else in the address) beside its page.
     const kernelLink = (name) => {
       const p = new URLSearchParams(window.location.search);
