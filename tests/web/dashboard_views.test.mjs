@@ -71,7 +71,7 @@ test('a C++ kernel is listed by its short name, its whole signature on hover and
   await page.close();
 });
 
-test('every table, analysis and export follows the time range; a kernel of 20 minutes ago shows in the last hour only', async () => {
+test('every table, analysis and export follows the scope: 5 min, 1 h, 7 d, a dragged span and a run', async () => {
   const now = Date.now() * 1e6;
   await postEvents(baseUrl, [{ type: 'kernel', name: 'twenty_minutes_ago', stream: '1', start_ns: now - 1200e9, end_ns: now - 1200e9 + 3e6 }]);
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
@@ -104,6 +104,57 @@ test('every table, analysis and export follows the time range; a kernel of 20 mi
   // Back to five minutes: the older kernel's row goes, not left over from the hour.
   await page.selectOption('#range-pick', '5m');
   await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="twenty_minutes_ago"]', { state: 'detached', timeout: 20000 });
+
+  // Each panel's newest request carries the scope `want` names (waited for: each reads at the change).
+  const paths = ['/api/v1/kernels?', '/api/v1/memory?', '/api/v1/inference?', '/api/v1/processes?', '/api/v1/analysis?'];
+  const carries = async (want, what) => {
+    for (const path of paths) {
+      const ok = (u) => u.includes(path) && want(new URL(u).searchParams);
+      for (let i = 0; i < 200 && !(asked.filter((u) => u.includes(path)).length && ok(asked.filter((u) => u.includes(path)).at(-1))); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const urls = asked.filter((u) => u.includes(path));
+      assert.ok(urls.length && ok(urls.at(-1)), `${path} for ${what}: ${urls.join(' ')}`);
+    }
+  };
+  // Seven days.
+  asked.length = 0;
+  await page.selectOption('#range-pick', '7d');
+  await carries((q) => q.get('from') === 'now-604800s' && !q.has('run'), '7 days');
+  // A span dragged across the CPU chart (on the overview, which shows it): fixed ends, the same
+  // on every panel.
+  await page.click('[data-view-link=overview]');
+  const box = await page.locator('[data-testid=chart-cpu] .u-over').boundingBox();
+  asked.length = 0;
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  const fixed = await page.evaluate(() => window.perfscope.range.fixed);
+  assert.ok(fixed && fixed.to > fixed.from, 'a fixed span');
+  const spanFrom = String(Math.round(fixed.from * 1e9)), spanTo = String(Math.round(fixed.to * 1e9));
+  await carries((q) => q.get('from') === spanFrom && q.get('to') === spanTo, 'the dragged span');
+  // A run: its events only, over its own span, named on every panel.
+  const runStart = now - 600e9, runEnd = now - 540e9;
+  await postEvents(baseUrl, [{ type: 'run', name: 'scope-run', start_ns: runStart, end_ns: runEnd },
+    { type: 'kernel', name: 'in_the_run', start_ns: runStart + 1e9, end_ns: runStart + 2e9, tags: { run: 'scope-run' } },
+    { type: 'kernel', name: 'beside_the_run', start_ns: runStart + 1e9, end_ns: runStart + 2e9 }]);
+  await page.waitForFunction(() => [...document.querySelectorAll('#run-pick option')].some((o) => o.value === 'scope-run'),
+    null, { timeout: 20000 });
+  asked.length = 0;
+  await page.selectOption('#run-pick', 'scope-run');
+  await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="in_the_run"]', { timeout: 20000 });
+  await carries((q) => q.get('run') === 'scope-run', 'the run');
+  const runScope = await page.evaluate(() => window.perfscope.range.query());
+  const inRun = await (await fetch(`${baseUrl}/api/v1/kernels?${runScope}`)).json();
+  assert.deepEqual(inRun.kernels.map((k) => k.name), ['in_the_run']);
+  assert.deepEqual(await page.$$eval('[data-testid=kernels-table] tbody tr[data-kernel]', (trs) => trs.map((t) => t.dataset.kernel)),
+                   ['in_the_run']);
+  assert.match(await page.textContent('h2 .scope-label'), /^run scope-run, /);
+  assert.equal(new URL(page.url()).searchParams.get('run'), 'scope-run');
+  // All runs again: the kernel beside it is back.
+  await page.selectOption('#run-pick', '');
+  await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="beside_the_run"]', { timeout: 20000 });
   await page.close();
 });
 

@@ -32,7 +32,24 @@ Object.assign(charts, gpus.charts);
 // Families the stream and the history fill (the allocation chart is fed by the events view).
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
 const analysis = createAnalysisView({ state, charts });
-const runs = createRunsView({ state });
+// The header's run picker: every run the server lists, the URL's kept even before it is.
+const runPick = document.getElementById('run-pick');
+function fillRunPicker(list) {
+  const have = new Set([...runPick.options].map((o) => o.value));
+  for (const r of list) {
+    if (have.has(r.name)) continue;
+    const o = new Option(r.name, r.name);
+    if (r.start_ns) o.title = `${r.status}, started ${new Date(r.start_ns / 1e6).toLocaleString()}`;
+    runPick.add(o);
+  }
+  runPick.value = range.run || '';
+}
+if (range.run) fillRunPicker([{ name: range.run, status: '', start_ns: 0 }]);
+runPick.addEventListener('change', () => {
+  const r = (state.runs || []).find((x) => x.name === runPick.value);
+  range.setRun(r || null);
+});
+const runs = createRunsView({ state, onRuns: fillRunPicker });
 createProcessesView({ state });
 const events = createEventsView({
   state,
@@ -105,7 +122,7 @@ async function loadInfo() {
 let prefillGeneration = 0;
 async function prefill() {
   const generation = ++prefillGeneration;
-  const query = range.query();
+  const query = range.query({ run: false });
   const results = await Promise.all(families.map((name) =>
     fetchJson(`/api/v1/series/query?name=${encodeURIComponent(name)}&${query}&max_points=1200`)
       .catch(() => ({ series: [] }))));
@@ -124,7 +141,7 @@ async function prefill() {
     }
   }
   for (const [chart, byKey] of perChart) chart.fill(byKey);
-  await analysis.markHistory(range.query());  // the range's anomalies on their series
+  await analysis.markHistory(range.query({ run: false }));  // the range's anomalies on their series
   state.prefills = (state.prefills || 0) + 1;  // the browser tests wait on it
 }
 
@@ -149,6 +166,7 @@ function onSamples(msg) {
 function showRange() {
   const pick = document.getElementById('range-pick');
   pick.value = range.live ? range.preset : 'fixed';
+  runPick.value = range.run || '';
   document.getElementById('range-live').hidden = range.live;
   // Every panel that follows the range says which span it shows.
   for (const el of document.querySelectorAll('.scope-label')) el.textContent = range.label();

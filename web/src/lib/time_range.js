@@ -16,6 +16,8 @@ export class TimeRange {
     this.preset = PRESETS[p.get('range')] ? p.get('range') : DEFAULT_PRESET;
     // A fixed span: from and to in milliseconds since the epoch, as the URL holds them.
     this.fixed = Number.isFinite(from) && Number.isFinite(to) && p.has('from') && to > from ? { from: from / 1000, to: to / 1000 } : null;
+    // One run's events only (every endpoint takes run=), or every event.
+    this.run = p.get('run') || null;
   }
 
   get live() { return this.fixed === null; }
@@ -29,13 +31,19 @@ export class TimeRange {
   }
 
   // The history query's time parameters for this range.
-  query() {
-    if (!this.fixed) return `from=now-${PRESETS[this.preset]}s`;
-    return `from=${Math.round(this.fixed.from * 1e9)}&to=${Math.round(this.fixed.to * 1e9)}`;
+  // `run: false`: the span alone, for the machine's own series (host, GPU), which belong to no run.
+  query({ run: withRun = true } = {}) {
+    const run = this.run && withRun ? `&run=${encodeURIComponent(this.run)}` : '';
+    if (!this.fixed) return `from=now-${PRESETS[this.preset]}s${run}`;
+    return `from=${Math.round(this.fixed.from * 1e9)}&to=${Math.round(this.fixed.to * 1e9)}${run}`;
   }
 
   // What a panel says of its span: "last 5 min", or the fixed span's ends to the second.
   label() {
+    return (this.run ? `run ${this.run}, ` : '') + this.spanLabel();
+  }
+
+  spanLabel() {
     if (!this.fixed) return 'last ' + ({ '5m': '5 min', '15m': '15 min', '1h': 'hour', '6h': '6 h', '24h': '24 h', '7d': '7 days' })[this.preset];
     const f = (t) => new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
     const day = (t) => new Date(t * 1000).toLocaleDateString();
@@ -93,21 +101,39 @@ export class TimeRange {
     this.setFixed(now - span, now);
   }
 
+  // One run (`run`: its name, start and end in ns, end null while it runs): its events only,
+  // over its own span — a run that ended as a fixed span with a margin of 2 % either side, one
+  // still running as the shortest live preset that reaches back to its start. Null: every event.
+  setRun(run, now = Date.now() / 1000) {
+    this.run = run ? run.name : null;
+    if (!run) { this.changed(); return; }
+    const start = run.start_ns / 1e9;
+    if (run.end_ns == null) {
+      this.fixed = null;
+      this.preset = Object.keys(PRESETS).find((k) => PRESETS[k] >= now - start) || '7d';
+    } else {
+      const end = run.end_ns / 1e9, pad = Math.max(1, (end - start) * 0.02);
+      this.fixed = { from: start - pad, to: end + pad };
+    }
+    this.changed();
+  }
+
   // The URL's range (Back and Forward): applied without a new history entry.
   readUrl(search = window.location.search) {
     const other = new TimeRange(search);
-    if (other.preset === this.preset && JSON.stringify(other.fixed) === JSON.stringify(this.fixed)) return;
+    if (other.preset === this.preset && JSON.stringify(other.fixed) === JSON.stringify(this.fixed) && other.run === this.run) return;
     this.preset = other.preset;
     this.fixed = other.fixed;
+    this.run = other.run;
     this.changed(false);
   }
 
   // `record`: a browser history entry for the change (Back returns to the range before).
   changed(record = true) {
     if (record) {
-      setSearchParams(this.fixed
+      setSearchParams(Object.assign(this.fixed
         ? { range: null, from: Math.round(this.fixed.from * 1000), to: Math.round(this.fixed.to * 1000) }
-        : { range: this.preset, from: null, to: null }, { push: true });
+        : { range: this.preset, from: null, to: null }, { run: this.run }), { push: true });
     }
     for (const fn of this.listeners) fn(this);
   }

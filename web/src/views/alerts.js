@@ -20,11 +20,14 @@ export function createAlertsView({ state, range }) {
   let timer = null;
 
   async function load() {
-    const q = range.query();
+    // Alerts and anomalies are of the machine's series (the span alone); change points of the
+    // run's kernels and models when one is picked.
+    const span = range.query({ run: false });
     let alerts, anomalies, regressions;
     try {
       [alerts, anomalies, regressions] = await Promise.all([
-        fetchJson(`/api/v1/alerts?${q}`), fetchJson(`/api/v1/anomalies?${q}`), fetchJson(`/api/v1/regressions?${q}`)]);
+        fetchJson(`/api/v1/alerts?${span}`), fetchJson(`/api/v1/anomalies?${span}`),
+        fetchJson(`/api/v1/regressions?${range.query()}`)]);
     } catch (e) {
       document.getElementById('alerts-error').textContent = `Could not load: ${e.message}`;
       return;

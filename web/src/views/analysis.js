@@ -245,7 +245,7 @@ export function createAnalysisView({ state, charts }) {
       const brace = sel.indexOf('{');
       let q = `name=${encodeURIComponent(brace < 0 ? sel : sel.slice(0, brace))}`;
       for (const [, k, v] of sel.matchAll(/(\w+)="([^"]*)"/g)) q += `&${k}=${encodeURIComponent(v)}`;
-      return fetchJson(`/api/v1/series/query?${q}&${LiveChart.range.query()}&max_points=300`).catch(() => ({ series: [] }));
+      return fetchJson(`/api/v1/series/query?${q}&${LiveChart.range.query({ run: false })}&max_points=300`).catch(() => ({ series: [] }));
     }));
     if (evidence.id !== id) return;
     const series = answers.flatMap((a) => a.series);

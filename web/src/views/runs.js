@@ -16,7 +16,8 @@ function kernelCount(r) {
     `sampled ${pct(r.sampling.sampled_fraction)})</span>`;
 }
 
-export function createRunsView({ state }) {
+// `onRuns(runs)`: after each read (the header's run picker).
+export function createRunsView({ state, onRuns }) {
   state.runs = [];
   state.runCompare = null;
 
@@ -78,6 +79,7 @@ export function createRunsView({ state }) {
       const r = await fetchJson('/api/v1/runs?limit=50');
       state.runs = r.runs;
       render(r.runs);
+      if (onRuns) onRuns(r.runs);
     } catch (e) { /* the next events notification retries */ }
   }
   return { refresh };
