@@ -241,6 +241,12 @@ test('a kernel reporting its work shows its achieved TFLOP/s, GB/s and roofline;
   assert.equal((await page.textContent(`${row} td[data-col=tflops]`)).trim(), '200');
   assert.equal((await page.textContent(`${row} td[data-col=gbps]`)).trim(), '1.00 k');
   assert.equal((await page.textContent(`${row} td[data-col=roofline]`)).trim(), 'memory · 30%');
+  // Its device, and its share of that device's kernel time (not of every producer's).
+  assert.equal((await page.textContent(`${row} td[data-col=devices]`)).trim(), '0');
+  const listed = (await (await fetch(baseUrl + '/api/v1/kernels?from=now-300s')).json()).kernels;
+  const onZero = listed.filter((k) => k.devices.length === 1 && k.devices[0] === '0').reduce((n, k) => n + k.total_ms, 0);
+  const mine = listed.find((k) => k.name === 'worked_gemm');
+  assert.equal((await page.textContent(`${row} td[data-col=share]`)).trim(), `${(mine.total_ms / onZero * 100).toFixed(1)}%`);
   assert.match(await page.getAttribute(`${row} td[data-col=roofline]`, 'title'), /H100 SXM\), bf16: 200 FLOP\/B, ridge 295/);
   // --device-target 0,min_tflops=500,target_tflops=800,memory_budget=30GB: 200 TFLOP/s is under
   // 0.8 × 500, and 40 GB used is over 30 GB.

@@ -51,9 +51,9 @@ export function createEventsView({ state, onData }) {
       return ascending ? c : -c;
     });
     fillRows(body, sorted.map((k) => `<tr data-kernel="${esc(k.name)}"><td>${kernelNameHtml(k.name)}</td>` +
-      `<td class="num">${fmtSI(k.count)}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
+      `<td data-col="devices">${esc(k.devices.join(', '))}</td><td class="num">${fmtSI(k.count)}</td><td class="num">${ms(k.total_ms)}</td><td class="num">${ms(k.avg_ms)}</td>` +
       `<td class="num">${ms(k.min_ms)}</td><td class="num">${ms(k.max_ms)}</td>` +
-      `<td class="num"><span class="bar" style="width:${Math.round(k.share * 60)}px"></span>${(k.share * 100).toFixed(1)}%</td>` +
+      `<td class="num" data-col="share"><span class="bar" style="width:${Math.round(k.device_share * 60)}px"></span>${(k.device_share * 100).toFixed(1)}%</td>` +
       `<td class="num" data-col="tflops">${k.achieved_tflops == null ? '–' : fmtSI(k.achieved_tflops)}</td>` +
       `<td class="num" data-col="gbps">${k.achieved_gb_per_second == null ? '–' : fmtSI(k.achieved_gb_per_second)}</td>` +
       rooflineCell(k) +
@@ -96,7 +96,8 @@ export function createEventsView({ state, onData }) {
     signature.textContent = name;
     const place = (k.roofline || []).find((p) => p.bound);
     document.getElementById('kd-summary').textContent = `${fmtSI(k.count)} executions · total ${ms(k.total_ms)} ms · ` +
-      `avg ${ms(k.avg_ms)} ms (min ${ms(k.min_ms)}, max ${ms(k.max_ms)}) · ${(k.share * 100).toFixed(1)}% of kernel time` +
+      `avg ${ms(k.avg_ms)} ms (min ${ms(k.min_ms)}, max ${ms(k.max_ms)}) · ${(k.device_share * 100).toFixed(1)}% of ` +
+      (k.devices.length === 1 ? `device ${k.devices[0]}'s kernel time` : 'all kernel time') +
       (k.variants.length ? ` · variants ${k.variants.join(', ')}` : '') +
       (k.achieved_tflops != null ? ` · ${fmtSI(k.achieved_tflops)} TFLOP/s` : '') +
       (place ? ` · ${place.bound}-bound on GPU ${place.device}, ${(place.fraction_of_attainable * 100).toFixed(0)}% of attainable` : '');
@@ -230,7 +231,12 @@ export function createEventsView({ state, onData }) {
         fetchJson(`/api/v1/memory?${scope}&max_points=600`),
         readInference ? fetchJson(`/api/v1/inference?${scope}&latency=true${sloQuery()}`) : null,
         readOperators ? fetchJson(`/api/v1/operators?${scope}`) : null]);
+      // Share of its device's kernel time: a GPU's kernels are not measured against a CPU
+      // producer's (a kernel on several devices: of all kernel time).
+      const perDevice = new Map();
+      for (const r of k.kernels) if (r.devices.length === 1) perDevice.set(r.devices[0], (perDevice.get(r.devices[0]) || 0) + r.total_ms);
       kernels.rows = k.kernels.map((r) => ({ ...r,
+        device_share: r.devices.length === 1 && perDevice.get(r.devices[0]) > 0 ? r.total_ms / perDevice.get(r.devices[0]) : r.share,
         roofline_fraction: ((r.roofline || []).find((p) => p.bound) || { fraction_of_attainable: -1 }).fraction_of_attainable }));
       document.getElementById('kernels-summary').textContent =
         k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
