@@ -18,6 +18,7 @@ import { createProcessesView } from './views/processes.js';
 import { createModelDetail } from './views/model_detail.js';
 import { createTimelineView } from './views/timeline.js';
 import { createAlertsView } from './views/alerts.js';
+import { createSummary } from './views/summary.js';
 import { wireExports } from './views/exports.js';
 
 initTheme(document.getElementById('theme'));
@@ -32,6 +33,7 @@ Object.assign(charts, gpus.charts);
 // Families the stream and the history fill (the allocation chart is fed by the events view).
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
 const analysis = createAnalysisView({ state, charts });
+const summary = createSummary();
 // The header's run picker: every run the server lists, the URL's kept even before it is.
 const runPick = document.getElementById('run-pick');
 function fillRunPicker(list) {
@@ -53,7 +55,7 @@ const runs = createRunsView({ state, onRuns: fillRunPicker });
 createProcessesView({ state });
 const events = createEventsView({
   state,
-  onData: (kernels, models) => { analysis.onEvents(kernels, models); runs.refresh(); },
+  onData: (kernels, models) => { analysis.onEvents(kernels, models); summary.events(kernels, models); runs.refresh(); },
 });
 charts.alloc = events.charts.alloc;
 const modelDetail = createModelDetail({ state });
@@ -149,7 +151,7 @@ function onSamples(msg) {
   const t = msg.ts_ns / 1e9;
   const perChart = new Map();
   for (const s of msg.samples) {
-    if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined) gpus.note(s);
+    if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined) { gpus.note(s); summary.note(s); }
     const chart = route(s.series, s.name, s.labels);
     showStat(s.series, s.value, t);
     if (!chart) continue;

@@ -247,7 +247,7 @@ export function createEventsView({ state, onData }) {
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
       if (i) { models = i.models; renderInference(models); }
       if (o) renderOperators(o);
-      onData(k.kernels, models);
+      onData(kernels.rows, models);
       state.eventRefreshes++;
       // A table skipped by its pace is read when its time comes, even if no event follows.
       const due = [readInference ? null : inferenceReadAt + 5000, readOperators ? null : operatorsReadAt + 10000]

@@ -1,0 +1,53 @@
+// The overview's key figures, each linking to the view that explains it: GPU busy (mean
+// utilization over the GPUs), GPU power (their sum), GPU memory headroom (the least free on
+// any GPU), the top kernel of the range (its share of its device's kernel time) and serving's
+// worst p99 against its SLO when one is set. Live figures come from the stream's samples; the
+// kernel and serving ones from the events view's last read of the range.
+import { fmtBytes, fmtPct, fmtW, ms, shortKernelName } from '../lib/format.js';
+
+export function createSummary() {
+  const latest = new Map();  // series key → [name, gpu, value]
+  const ranked = { kernel: null, model: null };
+  const set = (id, text, title = '') => {
+    const el = document.getElementById(id);
+    el.textContent = text;
+    el.closest('.stat').title = title;
+  };
+  function render() {
+    const by = (name) => [...latest.values()].filter(([n]) => n === name);
+    const util = by('gpu_utilization_ratio');
+    set('s-gpu-busy', util.length ? fmtPct(util.reduce((a, [, , v]) => a + v, 0) / util.length) : '–',
+      util.length ? `mean of ${util.length} GPU${util.length > 1 ? 's' : ''}` : 'no GPU sampled');
+    const power = by('gpu_power_watts');
+    set('s-gpu-power', power.length ? fmtW(power.reduce((a, [, , v]) => a + v, 0)) : '–');
+    const total = new Map(by('gpu_memory_total_bytes').map(([, g, v]) => [g, v]));
+    const free = by('gpu_memory_used_bytes').filter(([, g]) => total.has(g)).map(([, g, v]) => [g, total.get(g) - v]);
+    const least = free.sort((a, b) => a[1] - b[1])[0];
+    set('s-gpu-free', least ? fmtBytes(least[1]) : '–', least ? `the least free memory of any GPU: GPU ${least[0]}` : '');
+    const k = ranked.kernel;
+    set('s-top-kernel', k ? `${shortKernelName(k.name)} · ${fmtPct(k.device_share)}` : '–', k ? k.name : 'no kernels in the range');
+    const m = ranked.model;
+    set('s-p99', m ? `${ms(m.p99)} ms${m.slo ? ` / ${m.slo} ms` : ''}` : '–',
+      m ? `${m.model}: p99 latency${m.slo ? ' against its SLO' : ''}` : 'no inference requests in the range');
+    document.getElementById('s-p99').classList.toggle('bad', !!(m && m.slo && m.p99 > m.slo));
+  }
+  setInterval(render, 1000);
+  return {
+    // One stream sample ({name, labels, series, value}).
+    note(s) {
+      if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined && Object.keys(s.labels).length <= 2) {
+        latest.set(s.series, [s.name, s.labels.gpu, s.value]);
+      }
+    },
+    // After each read of the range's kernels (rows with device_share) and models; the latency
+    // SLO is the serving table's.
+    events(kernels, models) {
+      const slo = Number(document.getElementById('slo-latency').value) || null;
+      ranked.kernel = [...kernels].sort((a, b) => b.total_ms - a.total_ms)[0] || null;
+      const worst = models.filter((x) => x.latency_ms && x.latency_ms.p99 != null)
+        .sort((a, b) => b.latency_ms.p99 - a.latency_ms.p99)[0];
+      ranked.model = worst ? { model: worst.model, p99: worst.latency_ms.p99, slo } : null;
+      render();
+    },
+  };
+}
