@@ -16,7 +16,8 @@ using namespace report_text;
 
 namespace {
 
-std::string md_cell(std::string text) {
+// One line without a column break: a newline as a space, '|' escaped.
+std::string one_line(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '|') out += "\\|";
@@ -26,9 +27,23 @@ std::string md_cell(std::string text) {
   return out;
 }
 
+// Text in a table cell or a line, with no HTML a renderer would pass through (names come from
+// producers: a model named "<script>…" stays text).
+std::string md_cell(const std::string& text) {
+  std::string out;
+  for (char c : one_line(text)) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+// A name as code: literal inside the span (entities would show as typed there).
 std::string md_code(std::string text) {
   std::replace(text.begin(), text.end(), '`', '\'');
-  return "`" + md_cell(text) + "`";
+  return "`" + one_line(text) + "`";
 }
 
 void md_table(std::string& out, const std::vector<std::string>& header, const std::vector<bool>& right,

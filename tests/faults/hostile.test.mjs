@@ -291,8 +291,14 @@ test('names cannot turn the HTML, terminal or CSV report against their reader', 
   const terminal = await (await fetch(server.url + '/api/v1/report?format=terminal&window=5m')).text();
   assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f\u0080-\u009f]/.test(terminal), 'no control characters reach the terminal');
   assert.match(terminal, /esc\^\[\[31mred/, 'ESC shown as ^[');
+  // A model of that name too: its few requests bring a warning line, where the name is not in a
+  // code span. Outside code spans Markdown passes HTML through: none may come from a name.
+  await postEvents(server.url, [{ type: 'inference', model: '<img src=x onerror=alert(1)>', latency_ms: 5, ts_ns: now }]);
   const md = await (await fetch(server.url + '/api/v1/report?format=md&window=5m')).text();
   assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f\u0080-\u009f]/.test(md), 'nor through Markdown');
+  assert.match(md, /onerror=alert/, 'the model is in the report');
+  const prose = md.replace(/`[^`\n]*`/g, '');
+  assert.ok(!/<(script|img|!--)/i.test(prose), `raw HTML from a name in the Markdown: ${prose.match(/.{0,40}<(script|img|!--).{0,40}/i)?.[0]}`);
 
   const csv = await (await fetch(server.url + '/api/v1/report?format=csv&table=kernels&window=5m')).text();
   const firstCells = csv.split('\r\n').slice(1).filter(Boolean).map((l) => l.startsWith('"') ? l.slice(1) : l);
