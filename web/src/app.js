@@ -77,7 +77,8 @@ const marksButton = document.getElementById('marks');
 function showMarks(on) {
   LiveChart.showMarks = on;
   marksButton.setAttribute('aria-pressed', String(on));
-  marksButton.textContent = on ? 'anomalies: shown' : 'anomalies: hidden';
+  marksButton.textContent = on ? '◆ anomalies' : '◇ anomalies';
+  marksButton.title = `Anomalies ${on ? 'marked' : 'not marked'} on the charts (red dashed lines): click to ${on ? 'hide' : 'show'} them`;
   for (const c of Object.values(charts)) if (c.plot) c.plot.redraw(false);
 }
 showMarks(localStorage.getItem('perfscope-marks') !== 'hidden');
