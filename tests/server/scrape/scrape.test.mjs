@@ -137,8 +137,15 @@ test('a second perfscope scrapes the first one\'s /metrics', async () => {
   const all = await series(peer);
   const up = all.filter((s) => s.labels.job === 'perfscope' && s.name.startsWith('perfscope_'));
   assert.ok(up.length > 10, `perfscope series from the peer: ${up.length}`);
-  const info = await (await fetch(peer.url + '/api/v1/info')).json();
-  assert.equal(info.collectors.find((c) => c.name === 'scrape').sources[0].available, true);
+  // Available once a scrape succeeded: waited for (one clean-clone run at load 10 read it
+  // while the newest scrape had timed out), bounded at 10 s.
+  let available = false;
+  for (let i = 0; i < 50 && !available; i++) {
+    const info = await (await fetch(peer.url + '/api/v1/info')).json();
+    available = info.collectors.find((c) => c.name === 'scrape').sources[0].available;
+    if (!available) await sleep(200);
+  }
+  assert.equal(available, true, 'the scrape source says it is available');
 });
 
 test('a target that accepts and stays silent times out, and does not hold the process at shutdown', async () => {
