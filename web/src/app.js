@@ -33,7 +33,7 @@ Object.assign(charts, gpus.charts);
 // Families the stream and the history fill (the allocation chart is fed by the events view).
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
 const analysis = createAnalysisView({ state, charts });
-const summary = createSummary();
+const summary = createSummary({ gpus: () => gpus.view.latest });
 // The header's run picker: every run the server lists, the URL's kept even before it is.
 const runPick = document.getElementById('run-pick');
 function fillRunPicker(list) {
@@ -152,7 +152,7 @@ function onSamples(msg) {
   const t = msg.ts_ns / 1e9;
   const perChart = new Map();
   for (const s of msg.samples) {
-    if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined) { gpus.note(s); summary.note(s); }
+    if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined) gpus.note(s);
     const chart = route(s.series, s.name, s.labels);
     showStat(s.series, s.value, t);
     if (!chart) continue;

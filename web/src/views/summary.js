@@ -1,12 +1,12 @@
 // The overview's key figures, each linking to the view that explains it: GPU busy (mean
 // utilization over the GPUs), GPU power (their sum), GPU memory headroom (the least free on
 // any GPU), the top kernel of the range (its share of its device's kernel time) and serving's
-// worst p99 against its SLO when one is set. Live figures come from the stream's samples; the
-// kernel and serving ones from the events view's last read of the range.
+// worst p99 against its SLO when one is set. The GPU figures are the GPU view's newest readings
+// (`gpus()`: GPU index → {series name: value}); the kernel and serving ones the events view's
+// last read of the range.
 import { fmtBytes, fmtPct, fmtW, ms, shortKernelName } from '../lib/format.js';
 
-export function createSummary() {
-  const latest = new Map();  // series key → [name, gpu, value]
+export function createSummary({ gpus }) {
   const ranked = { kernel: null, model: null };
   const set = (id, text, title = '') => {
     const el = document.getElementById(id);
@@ -14,15 +14,16 @@ export function createSummary() {
     el.closest('.stat').title = title;
   };
   function render() {
-    const by = (name) => [...latest.values()].filter(([n]) => n === name);
+    const latest = Object.entries(gpus());
+    const by = (name) => latest.filter(([, g]) => g[name] != null).map(([gpu, g]) => [gpu, g[name]]);
+    const sum = (xs) => xs.reduce((a, [, v]) => a + v, 0);
     const util = by('gpu_utilization_ratio');
-    set('s-gpu-busy', util.length ? fmtPct(util.reduce((a, [, , v]) => a + v, 0) / util.length) : '–',
+    set('s-gpu-busy', util.length ? fmtPct(sum(util) / util.length) : '–',
       util.length ? `mean of ${util.length} GPU${util.length > 1 ? 's' : ''}` : 'no GPU sampled');
     const power = by('gpu_power_watts');
-    set('s-gpu-power', power.length ? fmtW(power.reduce((a, [, , v]) => a + v, 0)) : '–');
-    const total = new Map(by('gpu_memory_total_bytes').map(([, g, v]) => [g, v]));
-    const free = by('gpu_memory_used_bytes').filter(([, g]) => total.has(g)).map(([, g, v]) => [g, total.get(g) - v]);
-    const least = free.sort((a, b) => a[1] - b[1])[0];
+    set('s-gpu-power', power.length ? fmtW(sum(power)) : '–');
+    const least = latest.filter(([, g]) => g.gpu_memory_total_bytes != null && g.gpu_memory_used_bytes != null)
+      .map(([gpu, g]) => [gpu, g.gpu_memory_total_bytes - g.gpu_memory_used_bytes]).sort((a, b) => a[1] - b[1])[0];
     set('s-gpu-free', least ? fmtBytes(least[1]) : '–', least ? `the least free memory of any GPU: GPU ${least[0]}` : '');
     const k = ranked.kernel;
     set('s-top-kernel', k ? `${shortKernelName(k.name)} · ${fmtPct(k.device_share)}` : '–', k ? k.name : 'no kernels in the range');
@@ -33,12 +34,6 @@ export function createSummary() {
   }
   setInterval(render, 1000);
   return {
-    // One stream sample ({name, labels, series, value}).
-    note(s) {
-      if (s.name.startsWith('gpu_') && s.labels.gpu !== undefined && Object.keys(s.labels).length <= 2) {
-        latest.set(s.series, [s.name, s.labels.gpu, s.value]);
-      }
-    },
     // After each read of the range's kernels (rows with device_share) and models; the latency
     // SLO is the serving table's.
     events(kernels, models) {
