@@ -118,7 +118,10 @@ export function createAnalysisView({ state, charts }) {
       document.getElementById('pct-summary').textContent = r.count
         ? `${r.count} samples · mean ${r.mean == null ? '–' : ms(r.mean)} ms · ${marks}${slaText}${from}`
         : 'no samples in this time range';
-      document.getElementById('pct-warnings').textContent = r.warnings.join(' · ');
+      // One line: the first warning (they repeat per percentile), the rest on hover.
+      const warn = document.getElementById('pct-warnings');
+      warn.textContent = r.warnings.length > 1 ? `${r.warnings[0]} (and ${r.warnings.length - 1} more like it)` : r.warnings.join('');
+      warn.title = r.warnings.join('\n');
       if (r.count) drawPercentiles(r, sla);
     } catch (e) { /* shown as stale until the next refresh */ }
   }
