@@ -57,7 +57,9 @@ after(async () => {
 // frame after its data arrives, later on a loaded machine, so the test waits for the frame
 // rather than looking once. Resolves with the last count when 15 s pass without it.
 export async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min = 0) {
-  // With `above` set: whether more than that many pixels are drawn; without: how many.
+  // With `above` set: the count once it is above that (else false); without: the count now.
+  // The count is taken from the poll that saw it, not re-read: a live chart redraws between two
+  // reads, and a fresh server's line spans only a few pixels of the range.
   const count = ({ selector, want, above }) => {
     const canvas = document.querySelector(selector + ' canvas');
     let n = 0;
@@ -68,10 +70,11 @@ export async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min 
         if (data[i + 3] > 0 && d < 90) n++;
       }
     }
-    return above === undefined ? n : n > above;
+    return above === undefined ? n : (n > above ? n : false);
   };
   try {
-    await page.waitForFunction(count, { selector, want: rgb, above: min }, { timeout: 15000, polling: 100 });
+    const seen = await page.waitForFunction(count, { selector, want: rgb, above: min }, { timeout: 15000, polling: 100 });
+    return await seen.jsonValue();
   } catch {
     // Not drawn in time: the caller's assertion says what is missing.
   }
