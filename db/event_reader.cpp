@@ -442,8 +442,8 @@ Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const Tim
     m.requests = static_cast<std::uint64_t>(r.column_int64(2));
     m.errors = static_cast<std::uint64_t>(r.column_int64(3));
     m.inferences = static_cast<std::uint64_t>(r.column_int64(4));
-    m.input_tokens = static_cast<std::uint64_t>(r.column_double(5));
-    m.output_tokens = static_cast<std::uint64_t>(r.column_double(6));
+    m.input_tokens = saturating_count(r.column_double(5));
+    m.output_tokens = saturating_count(r.column_double(6));
     m.mean_latency_ms = r.column_double(7);
     m.first_ns = r.column_int64(8);
     m.last_ns = r.column_int64(9);

@@ -73,8 +73,8 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     SeriesData data;
     SeriesRange memory;
     if (l.memory_id) memory = store_.read(*l.memory_id, q.from_ns, q.to_ns);
-    // The database answers only for what memory no longer holds, so nothing is counted twice.
-    TimestampNs db_to = memory.oldest_held ? std::min(q.to_ns, *memory.oldest_held - 1) : q.to_ns;
+    // The database answers only for what memory does not, so nothing is counted twice.
+    TimestampNs db_to = memory.complete_from ? std::min(q.to_ns, *memory.complete_from - 1) : q.to_ns;
     bool use_db = reader_ && l.db_id && db_to >= q.from_ns;
     std::int64_t db_count = 0;
     // Raw whatever the count (the analysis gauges): read at once rather than count, then read.

@@ -53,6 +53,7 @@ constexpr TimestampNs kMaxTimestampNs = TimestampNs{1} << 62;
 constexpr std::int64_t kMaxSpanNs = std::int64_t{7} * 24 * 3600 * 1'000'000'000;
 constexpr double kMaxSpanMs = 7.0 * 24 * 3600 * 1e3;
 constexpr std::uint64_t kMaxAllocationBytes = std::uint64_t{1} << 50;
+constexpr std::uint64_t kMaxTokens = 0xFFFF'FFFF;
 // Metric names and label or tag keys are identifiers, not text: no real one comes near this.
 constexpr std::size_t kMaxNameBytes = 200;
 
@@ -176,6 +177,9 @@ Status validate(const InferenceEvent& e) {
     if (*e.ttft_ms > e.latency_ms) return bad("ttft_ms", "exceeds latency_ms");
   }
   if (e.batch_size == 0) return bad("batch_size", "must be at least 1");
+  // Far above any model's context, and 2^32 requests of them still sum within 64 bits.
+  if (e.input_tokens && *e.input_tokens > kMaxTokens) return bad("input_tokens", "must be at most 4294967295");
+  if (e.output_tokens && *e.output_tokens > kMaxTokens) return bad("output_tokens", "must be at most 4294967295");
   return check_tags(e.tags);
 }
 

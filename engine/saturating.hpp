@@ -12,4 +12,11 @@ inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
   return __builtin_add_overflow(a, b, &out) ? (b > 0 ? INT64_MAX : INT64_MIN) : out;
 }
 
+// A floating sum of counts (SQLite's TOTAL) as an unsigned count, held at the type's bound.
+inline std::uint64_t saturating_count(double total) {
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  if (!(total > 0)) return 0;
+  return total >= kTwoTo64 ? UINT64_MAX : static_cast<std::uint64_t>(total);
+}
+
 }  // namespace perfscope

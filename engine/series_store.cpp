@@ -9,22 +9,32 @@ namespace {
 // How far back a late sample may be moved into place. Jitter and interleaved producers put a
 // sample a few places back; a batch of samples each far back (hostile, or a producer
 // replaying old data) would otherwise cost the whole ring per sample under the store's lock.
-// Further back than this, a sample is refused like one older than the ring (the database
-// holds it; reads from memory do not show it until the server restarts).
+// Further back than this, a sample is refused like one older than the ring, and memory stops
+// answering for its time: reads take that part from the database, which has it.
 constexpr std::size_t kMaxLateShift = 256;
 }  // namespace
 
+void SampleRing::give_up_through(TimestampNs ts) {
+  if (!complete_from_ || *complete_from_ <= ts) complete_from_ = ts + 1;
+}
+
 bool SampleRing::push(Sample s) {
+  if (!complete_from_) complete_from_ = s.ts_ns;  // the first sample: what came before is not here
+  if (s.ts_ns < *complete_from_) return false;
   const bool late = !buf_.empty() && s.ts_ns < at(buf_.size() - 1).ts_ns;
-  if (late && buf_.size() == capacity_ && s.ts_ns < at(0).ts_ns) return false;
   if (late) {
     const std::size_t place = lower_bound(s.ts_ns + 1);  // after the held samples of its time
-    if (buf_.size() - place > kMaxLateShift) return false;
+    // Too far back, or the very sample a full ring would let go.
+    if (buf_.size() - place > kMaxLateShift || (buf_.size() == capacity_ && place == 0)) {
+      give_up_through(s.ts_ns);
+      return false;
+    }
   }
   if (buf_.size() < capacity_) {
     if (buf_.size() == buf_.capacity()) buf_.reserve(std::min(capacity_, std::max<std::size_t>(16, 2 * buf_.size())));
     buf_.push_back(s);
   } else {
+    give_up_through(at(0).ts_ns);
     buf_[head_] = s;
     head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
   }
@@ -150,8 +160,8 @@ SeriesRange SeriesStore::read(SeriesId id, TimestampNs from_ns, TimestampNs to_n
   if (id >= entries_.size()) return out;
   const SampleRing& ring = entries_[id].ring;
   if (ring.size() == 0) return out;
-  out.oldest_held = ring.at(0).ts_ns;
-  for (std::size_t i = ring.lower_bound(from_ns); i < ring.size(); ++i) {
+  out.complete_from = ring.complete_from();
+  for (std::size_t i = ring.lower_bound(std::max(from_ns, *out.complete_from)); i < ring.size(); ++i) {
     const Sample& s = ring.at(i);
     if (s.ts_ns > to_ns) break;
     out.samples.push_back(s);

@@ -36,11 +36,15 @@ class SampleRing {
   explicit SampleRing(std::size_t capacity) : capacity_(capacity) {}
 
   // Adds a sample in time order. Producers send late and interleaved samples (jitter, several
-  // producers of one series), and reads take everything from the oldest held sample on from
-  // memory, so a sample newer than that is held in its place: inserted, moving past at most 256
-  // later ones (more is refused, false: a bound on one push's cost). When the ring is full, the
-  // oldest gives way; one older than every held sample is refused (false): the database has it.
+  // producers of one series), so a late sample is inserted in its place, moving past at most
+  // 256 later ones (a bound on one push's cost under the store's lock). When the ring is full,
+  // the oldest gives way. A sample that is not kept — one further back than that, older than a
+  // full ring, or older than complete_from() — returns false: the database has it.
   bool push(Sample s);
+  // The ring holds every sample pushed at or after this time (none before its first push);
+  // earlier ones — given way, refused, or from before the ring — only the database answers.
+  // Held samples before it (equal times around one that gave way) are not read from memory.
+  std::optional<TimestampNs> complete_from() const { return complete_from_; }
   std::size_t size() const { return buf_.size(); }
   std::size_t bytes() const { return buf_.capacity() * sizeof(Sample); }  // what it holds in the heap
   // i-th oldest sample, 0 <= i < size().
@@ -53,9 +57,13 @@ class SampleRing {
   std::size_t lower_bound(TimestampNs ts) const;
 
  private:
+  // Memory no longer answers for `ts` and anything before it.
+  void give_up_through(TimestampNs ts);
+
   std::size_t capacity_;
   std::size_t head_ = 0;  // index of the oldest sample once the ring is full
   std::vector<Sample> buf_;
+  std::optional<TimestampNs> complete_from_;
 };
 
 struct SeriesSnapshot {
@@ -66,11 +74,11 @@ struct SeriesSnapshot {
   std::size_t held = 0;  // samples currently in memory
 };
 
-// Samples of one series within a time range, plus the oldest timestamp memory still holds,
-// so a caller can tell which older part must come from the database.
+// Samples of one series within a time range from memory, plus the time from which memory
+// holds all of them, so a caller can tell which older part must come from the database.
 struct SeriesRange {
   std::vector<Sample> samples;
-  std::optional<TimestampNs> oldest_held;
+  std::optional<TimestampNs> complete_from;  // absent: memory holds none; the database has all
 };
 
 class SeriesStore {

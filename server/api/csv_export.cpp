@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "server/api/api.hpp"
+#include "server/api/report_format.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
@@ -24,9 +25,12 @@ class CsvWriter {
   // A text cell. One that begins with =, +, -, @, a tab or a carriage return is a formula to a
   // spreadsheet (a kernel named "=HYPERLINK(…)" would run when the file is opened): it gets a
   // leading apostrophe, as OWASP and the spreadsheet tools advise. Numbers are written as they are.
-  CsvWriter& field(std::string_view text) {
+  // Control characters (an escape sequence in a name) are shown, not passed to the reader's
+  // terminal or spreadsheet: printable() writes them in caret notation.
+  CsvWriter& field(std::string_view raw) {
+    const std::string text = printable(raw);
     if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
-      return cell("'" + std::string(text));
+      return cell("'" + text);
     }
     return cell(text);
   }

@@ -200,6 +200,17 @@ HttpResponse Api::inference(const HttpRequest& request) const {
       if (row.contains("slo_compliance")) models.back()["slo_compliance"] = row["slo_compliance"];
     }
   }
+  // model= and version=: one model's rows (the operators view and the CLI ask for one).
+  const std::string model = param(request, "model"), version = param(request, "version");
+  if (!model.empty() || !version.empty()) {
+    json kept = json::array();
+    for (json& row : models) {
+      if ((model.empty() || row["model"] == model) && (version.empty() || row["version"] == version)) {
+        kept.push_back(std::move(row));
+      }
+    }
+    models = std::move(kept);
+  }
   json out = {{"window", window_json(*w)}, {"models", models}};
   if (slo->any()) {
     json targets = json::object();

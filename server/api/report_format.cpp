@@ -221,8 +221,7 @@ std::string script_safe_json(std::string_view text) {
   return out;
 }
 
-namespace {
-std::string printable(const std::string& text) {
+std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -242,7 +241,6 @@ std::string printable(const std::string& text) {
   }
   return out;
 }
-}  // namespace
 
 json printable_strings(const json& document) {
   if (document.is_string()) return printable(document.get_ref<const std::string&>());

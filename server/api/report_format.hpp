@@ -25,6 +25,9 @@ std::string render_html(const nlohmann::json& report, const HtmlReportOptions& o
 // JSON text made safe to inline in a <script> element: no '<', '>', '&', U+2028 or U+2029
 // left unescaped (the same document to a JSON parser).
 std::string script_safe_json(std::string_view json_text);
+// Text printable on a terminal or in a spreadsheet cell: C0 controls but line breaks and tabs
+// in caret notation (ESC as ^[), C1 controls as U+FFFD.
+std::string printable(std::string_view text);
 // The document with every string (and key) printable on a terminal: control characters but
 // line breaks and tabs in caret notation (ESC as ^[), C1 controls as U+FFFD. What names carry
 // is the producer's, not the reader's terminal's to interpret.

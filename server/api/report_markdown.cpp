@@ -357,7 +357,19 @@ std::string render_markdown(const json& document) {
     };
     for (const json& t : r["abtests"]) {
       const json& d = t["definition"];
-      if (t.contains("comparisons")) {
+      if (t.contains("not_evaluated")) {
+        auto side = [&](const char* key, std::size_t i) {
+          json s;
+          if (d.is_object() && d.contains("variants")) {
+            if (d["variants"].is_array() && i < d["variants"].size()) s = d["variants"][i];
+          } else if (d.is_object()) {
+            s = d.value(key, json());
+          }
+          return s.is_object() ? md_cell(selector_text(s)) : std::string("—");
+        };
+        rows.push_back({md_cell(t["name"]), side("a", 0), side("b", 1), "—", "—", "—", "—",
+                        "not evaluated: " + md_cell(t["not_evaluated"])});
+      } else if (t.contains("comparisons")) {
         for (const json& c : t["comparisons"]) {
           row_of(t, selector_text(d["variants"][c["control"].get<std::size_t>()]),
                  selector_text(d["variants"][c["variant"].get<std::size_t>()]), c);

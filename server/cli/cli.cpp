@@ -424,7 +424,7 @@ CommandLineParser::Table::Table() {
   serve->add_option("--max-pending-requests", c.server.max_pending_requests,
                     "Requests waiting for a worker thread at most; beyond, 503 with Retry-After")
       ->envname("PERFSCOPE_MAX_PENDING_REQUESTS")->check(CLI::Range(1, 1'000'000))->capture_default_str();
-  serve->add_option("--ws-max-message-bytes", c.server.ws_max_message_bytes, "Largest accepted WebSocket message")
+  serve->add_option("--ws-max-message-bytes", c.server.ws_max_message_bytes, "Largest WebSocket message a client may send (an ingest batch included); larger ones close the connection (1009)")
       ->envname("PERFSCOPE_WS_MAX_MESSAGE_BYTES")->check(CLI::Range(std::size_t{256}, std::size_t{16} << 20))->capture_default_str();
   serve->add_option("--ws-send-queue", c.server.ws_send_queue_max,
                     "Messages queued per WebSocket client; a slower client loses the stalest ones")

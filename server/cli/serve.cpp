@@ -334,6 +334,15 @@ Status Server::Impl::configure_access() {
     auto loaded = load_token_file(sc.token_file);
     if (!loaded.ok()) return loaded.status();
     tokens = std::move(*loaded);
+    // As ssh does with keys, say so when others on the machine can read the tokens (served
+    // anyway: a container's mounted secret may be readable by design).
+    std::error_code ec;
+    using std::filesystem::perms;
+    const perms mode = std::filesystem::status(sc.token_file, ec).permissions();
+    if (!ec && (mode & (perms::group_all | perms::others_all)) != perms::none) {
+      log_warn("token file " + sc.token_file + " can be read or written by other users; restrict it: chmod 600 " +
+               sc.token_file);
+    }
   }
   for (auto [env, scope] : {std::pair{"PERFSCOPE_READ_TOKEN", Scope::kRead}, std::pair{"PERFSCOPE_WRITE_TOKEN", Scope::kWrite}}) {
     const char* v = std::getenv(env);

@@ -234,7 +234,10 @@ std::optional<HttpResponse> AccessControl::check(std::string_view method, std::s
   const Scope need = required(method, path);
   if (need == Scope::kNone) return std::nullopt;
   std::string_view presented = query_token;
-  if (authorization.size() > 7 && (authorization.substr(0, 7) == "Bearer " || authorization.substr(0, 7) == "bearer ")) {
+  // The scheme is case-insensitive (RFC 9110 §11.1): Bearer, bearer and BEARER alike.
+  if (authorization.size() > 7 && authorization[6] == ' ' &&
+      std::equal(authorization.begin(), authorization.begin() + 6, "bearer",
+                 [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; })) {
     presented = authorization.substr(7);
   }
   if (presented.empty()) {

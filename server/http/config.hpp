@@ -27,7 +27,8 @@ struct ServerConfig {
   std::size_t max_connections_per_client = 64;
   std::size_t max_requests_per_connection = 10000;  // then Connection: close
   std::size_t max_pending_requests = 256;           // waiting for a worker; beyond: 503 at once
-  std::size_t ws_max_message_bytes = 64 << 10;
+  // Largest client message, ingest batches included (larger: closed with 1009, too big).
+  std::size_t ws_max_message_bytes = 1 << 20;
   std::size_t ws_send_queue_max = 32;  // messages queued per WebSocket client before dropping
   std::chrono::milliseconds shutdown_timeout{5000};
   // /metrics: add dcgm-exporter's labels (UUID, modelName, Hostname) to GPU series, so

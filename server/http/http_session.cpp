@@ -29,6 +29,11 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 constexpr std::size_t kGzipMinBytes = 1024;  // smaller bodies are not worth compressing
 constexpr std::size_t kSpoolBlockBytes = 64 * 1024;  // read from a spooled body per write
 constexpr std::uint64_t kMinSpooledProgress = 16 * 1024;  // bytes a reader takes per request timeout at least
+// The dashboard's pages: scripts, styles and data from this server only (its charts' inline
+// style attributes aside), never framed.
+constexpr const char* kDashboardPolicy =
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 bool changes_state(http::verb method) {
   return method != http::verb::get && method != http::verb::head && method != http::verb::options;
@@ -40,6 +45,80 @@ std::string media_type(beast::string_view header) {
   while (!out.empty() && out.back() == ' ') out.pop_back();
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool expects_continue(const http::request_parser<http::string_body>::value_type& head) {
+  const auto expect = head[http::field::expect];
+  return iequals(trimmed(std::string_view(expect.data(), expect.size())), "100-continue");
+}
+
+// How a request's body is framed, checked before it is read (RFC 9112 §6): a transfer coding
+// that does not end in chunked leaves the length unknown (400, then close: a proxy in front may
+// have framed it otherwise); one this server cannot decode is 501; an expectation other than
+// 100-continue is 417.
+std::optional<HttpResponse> framing_error(const http::request_parser<http::string_body>::value_type& head) {
+  const auto [first, end] = head.equal_range(http::field::transfer_encoding);
+  for (auto it = first; it != end; ++it) {
+    std::string_view codings(it->value().data(), it->value().size());
+    std::string_view last;
+    while (!codings.empty()) {
+      const std::size_t comma = codings.find(',');
+      last = trimmed(codings.substr(0, comma));
+      codings = comma == std::string_view::npos ? std::string_view() : codings.substr(comma + 1);
+      if (!last.empty() && !iequals(last, "chunked") && !codings.empty()) {
+        return error_response(501, "not_implemented",
+                              "transfer coding '" + std::string(last.substr(0, 64)) +
+                                  "' is not supported; send Content-Encoding: gzip with chunked or a length",
+                              "Transfer-Encoding");
+      }
+    }
+    if (!iequals(last, "chunked")) {
+      return error_response(400, "bad_request",
+                            "Transfer-Encoding must end in chunked; the body's length is otherwise unknown",
+                            "Transfer-Encoding");
+    }
+  }
+  const auto expect = head[http::field::expect];
+  if (!expect.empty() && !expects_continue(head)) {
+    return error_response(417, "expectation_failed",
+                          "only Expect: 100-continue is understood, not '" +
+                              std::string(expect.substr(0, std::min<std::size_t>(expect.size(), 64))) + "'",
+                          "Expect");
+  }
+  return std::nullopt;
+}
+// RFC 6455 §4.2.1: version 13 (else 426 naming it), a key of 16 bytes in base64.
+std::optional<HttpResponse> handshake_error(const http::request<http::string_body>& req) {
+  if (req.method() != http::verb::get) {
+    return error_response(400, "bad_request", "a WebSocket handshake is a GET request", "method");
+  }
+  if (trimmed(std::string_view(req[http::field::sec_websocket_version])) != "13") {
+    HttpResponse r = error_response(426, "upgrade_required", "this server speaks WebSocket version 13",
+                                    "Sec-WebSocket-Version");
+    r.headers.emplace_back("Sec-WebSocket-Version", "13");
+    return r;
+  }
+  const std::string_view key = trimmed(std::string_view(req[http::field::sec_websocket_key]));
+  const bool base64_16 = key.size() == 24 && key.substr(22) == "==" &&
+                         std::all_of(key.begin(), key.begin() + 22, [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/';
+                         });
+  if (!base64_16) {
+    return error_response(400, "bad_request", "Sec-WebSocket-Key must be 16 bytes in base64 (24 characters)",
+                          "Sec-WebSocket-Key");
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -173,6 +252,7 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
                                    "reach it as localhost or 127.0.0.1, or allow the name with --allowed-host",
                                "Host"));
   }
+  if (auto framing = framing_error(head)) return refuse(head, std::move(*framing));
   const auto origin = head[http::field::origin];
   const std::string_view origin_view(origin.data(), origin.size());
   // Cross-site writes: a page on another origin can POST here without a preflight (a no-cors
@@ -203,6 +283,17 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
     }
   }
   lowest().expires_after(ctx_.config.request_timeout);
+  // A client that asked to hear it may send its body now (RFC 9110 §10.1.1): curl waits a
+  // second for this before sending any body over 1 MiB.
+  if (expects_continue(head) && head.version() >= 11 && !websocket::is_upgrade(head)) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    return net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                            [self = this->shared_from_this()](beast::error_code write_ec, std::size_t) {
+                              if (write_ec) return self->do_close();
+                              http::async_read(self->stream_, self->buffer_, *self->parser_,
+                                               beast::bind_front_handler(&HttpSession::on_read, self));
+                            });
+  }
   http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpSession::on_read, this->shared_from_this()));
 }
 
@@ -246,6 +337,11 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   request.method = std::string(req.method_string());
 
   if (websocket::is_upgrade(req)) {
+    // What the WebSocket handshake would refuse in plain text, refused here as JSON.
+    if (auto refused = handshake_error(req)) {
+      request_keep_alive_ = false;
+      return send(std::move(*refused));
+    }
     WebSocketSession::Role role;
     if (request.path == "/api/v1/stream") {
       role = WebSocketSession::Role::kStream;
@@ -347,6 +443,14 @@ void HttpSession<Stream>::send(HttpResponse r) {
   auto head = [&](auto& res) {
     res.set(http::field::server, "perfscope");
     if (r.status != 304) res.set(http::field::content_type, r.content_type);
+    // Browsers take every body as the type it is sent as, and no page of this server may be
+    // framed by another (clickjacking the dashboard's controls).
+    res.set("X-Content-Type-Options", "nosniff");
+    if (r.content_type.starts_with("text/html")) {
+      res.set("X-Frame-Options", "DENY");
+      res.set("Referrer-Policy", "no-referrer");
+      res.set("Content-Security-Policy", kDashboardPolicy);  // a response's own policy replaces it below
+    }
     for (auto& [name, value] : r.headers) res.set(name, value);
     if (!cors_origin_.empty()) {
       res.set(http::field::access_control_allow_origin, cors_origin_);

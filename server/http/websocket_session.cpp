@@ -79,8 +79,9 @@ void Session<Stream>::run(http::request<http::string_body> upgrade) {
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.set_option(websocket::stream_base::decorator(
       [](websocket::response_type& res) { res.set(http::field::server, "perfscope"); }));
-  // Ingest batches may be as large as an HTTP ingest body; stream clients only subscribe.
-  ws_.read_message_max(role_ == Role::kIngest ? ctx_.config.max_body_bytes : ctx_.config.ws_max_message_bytes);
+  // One bound for every client message, ingest batches included: a batch waits whole in memory
+  // until its commit, up to kMaxIngestInFlight of them per client.
+  ws_.read_message_max(ctx_.config.ws_max_message_bytes);
   ws_.async_accept(upgrade, beast::bind_front_handler(&Session::on_accept, this->shared_from_this()));
 }
 

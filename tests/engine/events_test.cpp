@@ -18,6 +18,10 @@ TEST(Events, ValidationNamesTheField) {
   EXPECT_EQ(validate(i).field(), "compute_ms");
   i.compute_ms.reset();
   EXPECT_TRUE(validate(i).ok());
+  i.output_tokens = std::uint64_t{1} << 32;  // a sum over many such would wrap
+  EXPECT_EQ(validate(i).field(), "output_tokens");
+  i.output_tokens = 0xFFFF'FFFF;
+  EXPECT_TRUE(validate(i).ok());
 
   KernelEvent k;
   k.name = "k";

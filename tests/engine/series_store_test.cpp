@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,26 +21,38 @@ TEST(SampleRing, KeepsTheNewestSamplesInOrder) {
   EXPECT_EQ(ring.lower_bound(11), 4u);
 }
 
-// Late and interleaved samples take their place: everything from the oldest held sample on is
-// in memory, in order (reads take that part from memory alone).
-TEST(SampleRing, HoldsLateSamplesInTheirPlace) {
+// Late and interleaved samples take their place; what the ring does not keep lies before the
+// time from which it holds everything, so reads take that part from the database. Jittered,
+// fully shuffled (most samples far back) and reversed.
+TEST(SampleRing, HoldsEverySampleFromItsCompleteTimeOn) {
   std::mt19937 rng(7);
   for (const std::size_t capacity : {std::size_t{1000}, std::size_t{64}}) {
-    SampleRing ring(capacity);
-    std::vector<TimestampNs> sent;
-    for (int i = 0; i < 700; ++i) sent.push_back(1000 + 10 * i);
-    for (std::size_t i = 0; i + 4 < sent.size(); ++i) std::swap(sent[i], sent[i + rng() % 5]);  // jittered
-    std::vector<TimestampNs> taken;
-    for (TimestampNs t : sent) {
-      if (ring.push({t, 1.0})) taken.push_back(t);
-    }
-    for (std::size_t i = 1; i < ring.size(); ++i) ASSERT_LE(ring.at(i - 1).ts_ns, ring.at(i).ts_ns);
-    std::sort(sent.begin(), sent.end());
-    // Every sample sent at or after the oldest held one is held.
-    const auto first = std::lower_bound(sent.begin(), sent.end(), ring.at(0).ts_ns);
-    EXPECT_EQ(static_cast<std::size_t>(sent.end() - first), ring.size()) << "capacity " << capacity;
-    if (capacity >= sent.size()) {
-      EXPECT_EQ(taken.size(), sent.size());
+    for (const char* order : {"jittered", "shuffled", "reversed"}) {
+      SampleRing ring(capacity);
+      std::vector<TimestampNs> sent;
+      for (int i = 0; i < 700; ++i) sent.push_back(1000 + 10 * (i / 2));  // equal times in pairs
+      if (std::string(order) == "jittered") {
+        for (std::size_t i = 0; i + 4 < sent.size(); ++i) std::swap(sent[i], sent[i + rng() % 5]);
+      } else if (std::string(order) == "shuffled") {
+        std::shuffle(sent.begin(), sent.end(), rng);
+      } else {
+        std::reverse(sent.begin(), sent.end());
+      }
+      std::vector<TimestampNs> refused;
+      for (TimestampNs t : sent) {
+        if (!ring.push({t, 1.0})) refused.push_back(t);
+      }
+      SCOPED_TRACE(std::string(order) + ", capacity " + std::to_string(capacity));
+      for (std::size_t i = 1; i < ring.size(); ++i) ASSERT_LE(ring.at(i - 1).ts_ns, ring.at(i).ts_ns);
+      ASSERT_TRUE(ring.complete_from());
+      const TimestampNs from = *ring.complete_from();
+      for (TimestampNs t : refused) EXPECT_LT(t, from);
+      std::sort(sent.begin(), sent.end());
+      const auto first = std::lower_bound(sent.begin(), sent.end(), from);
+      EXPECT_EQ(static_cast<std::size_t>(sent.end() - first), ring.size() - ring.lower_bound(from));
+      if (capacity >= sent.size() && std::string(order) == "jittered") {
+        EXPECT_LE(refused.size(), 4u);  // only those sent before a later first sample
+      }
     }
   }
 }
@@ -83,8 +96,8 @@ TEST(SeriesStore, ReadReturnsRangeAndOldestHeld) {
   ASSERT_EQ(r.samples.size(), 3u);
   EXPECT_EQ(r.samples.front().ts_ns, 104);
   EXPECT_EQ(r.samples.back().value, 6);
-  ASSERT_TRUE(r.oldest_held.has_value());
-  EXPECT_EQ(*r.oldest_held, 103);  // 100..102 fell out of the 5-sample ring
+  ASSERT_TRUE(r.complete_from.has_value());
+  EXPECT_EQ(*r.complete_from, 103);  // 100..102 fell out of the 5-sample ring
   auto snap = store.snapshot(id);
   ASSERT_TRUE(snap && snap->latest);
   EXPECT_EQ(snap->latest->value, 7);
@@ -104,7 +117,7 @@ TEST(SeriesStore, AReleasedSeriesKeepsItsIdAndFreesItsSamples) {
   store.release(SeriesKey("never_seen", {}));  // ignored
   EXPECT_EQ(store.snapshot(id)->held, 0u);
   EXPECT_FALSE(store.snapshot(id)->latest);
-  EXPECT_FALSE(store.read(id, 0, 1000).oldest_held);  // all of it from the database now
+  EXPECT_FALSE(store.read(id, 0, 1000).complete_from);  // all of it from the database now
   EXPECT_EQ(store.snapshot(other)->held, 5u);
   EXPECT_EQ(store.intern(key), id);
   store.append(id, 200, 1);  // a sample after all: a new ring

@@ -255,6 +255,13 @@ test('sizes and times that would wrap a later sum are refused, and reads keep wo
   assert.equal((await r.json()).error.field, 'end_ns');
   await refuse({ type: 'kernel', name: 'k', start_ns: 1e9, end_ns: 1e9 + 8 * 86400e9 }, 'end_ns');
   await refuse({ type: 'inference', model: 'm', latency_ms: 1e300 }, 'latency_ms');
+  await refuse({ type: 'inference', model: 'm', latency_ms: 1, output_tokens: 2 ** 32 }, 'output_tokens');
+  await refuse({ type: 'inference', model: 'm', latency_ms: 1, input_tokens: 2 ** 40 }, 'input_tokens');
+  // The largest token counts, summed over requests, stay exact; model= keeps that model's row.
+  await postEvents(server.url, Array.from({ length: 3 }, (_, i) => ({ type: 'inference', model: 'token_sum', latency_ms: 1, output_tokens: 2 ** 32 - 1, ts_ns: now + i })));
+  const inf = await (await fetch(server.url + '/api/v1/inference?window=all&model=token_sum')).json();
+  assert.deepEqual(inf.models.map((m) => [m.model, m.output_tokens]), [['token_sum', 3 * (2 ** 32 - 1)]]);
+  assert.deepEqual((await (await fetch(server.url + '/api/v1/inference?window=all&model=no_such_model')).json()).models, []);
   await refuse({ type: 'sample', metric: 'm'.repeat(100000), value: 1 }, 'metric');
   await refuse({ type: 'kernel', name: 'k', duration_ms: 1, tags: { ['k'.repeat(5000)]: 'v' } }, 'tags');
   // The largest allowed, many times over: sums stay right and every read answers.
@@ -305,6 +312,8 @@ test('names cannot turn the HTML, terminal or CSV report against their reader', 
   for (const cell of firstCells) assert.ok(!/^[=+\-@\t\r]/.test(cell), `a CSV cell that a spreadsheet runs: ${cell.slice(0, 60)}`);
   assert.ok(csv.includes(`"'=HYPERLINK(""http://evil.example"",""x"")"`), 'the formula kept as text, with a leading apostrophe');
   assert.ok(csv.includes("'-2+3"));
+  assert.ok(!/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u0080-\u009f]/.test(csv), 'no control characters in the CSV');
+  assert.match(csv, /esc\^\[\[31mred\^@nul\uFFFD/, 'ESC and NUL in caret notation, C1 as U+FFFD');
 });
 
 test('one meaning of run=: events tagged with a run that was never started are refused alike everywhere', async () => {
@@ -403,4 +412,82 @@ test('one client cannot take every connection slot: past its own cap it gets 503
     answered = await raw('GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
   }
   assert.equal(statusOf(answered.text), 200, answered.text.slice(0, 200));
+});
+
+test('an ingest WebSocket message is bounded by --ws-max-message-bytes: larger closes with 1009', async () => {
+  const own = await startPerfscope({ label: 'hostile-ws', args: ['--ws-max-message-bytes', '32768'] });
+  try {
+    const batch = (n) => JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ type: 'kernel', name: 'ws_bound', duration_ms: 1 + i })) });
+    const small = batch(100), large = batch(1000);
+    assert.ok(small.length < 32768 && large.length > 32768, `${small.length} and ${large.length} bytes`);
+    // Raw frames (no WebSocket client in every Node this runs on): the upgrade, a batch under
+    // the bound, then one over it.
+    const s = net.connect(Number(new URL(own.url).port), '127.0.0.1');
+    let received = Buffer.alloc(0);
+    const arrived = (pattern) => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${pattern} in 10 s: ${received.toString('latin1').slice(0, 300)}`)), 10000);
+      const check = () => { if (pattern.test(received.toString('latin1'))) { clearTimeout(timer); resolve(); } else setTimeout(check, 20); };
+      check();
+    });
+    const closed = new Promise((resolve) => s.on('close', resolve));
+    s.on('data', (c) => { received = Buffer.concat([received, c]); });
+    s.on('error', () => {});
+    s.write('GET /api/v1/ingest HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+            'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    await arrived(/"type":"hello"/);
+    s.write(wsFrame(small));
+    await arrived(/"accepted":100/);
+    s.write(wsFrame(large));
+    await arrived(/\x88/);  // a Close frame
+    const at = received.lastIndexOf(0x88);
+    assert.equal(received.readUInt16BE(at + 2), 1009, 'a message over the bound closes the connection as too big');
+    s.end();
+    await closed;
+    const kernels = await (await fetch(own.url + '/api/v1/kernels?window=all')).json();
+    const k = (kernels.kernels ?? kernels).find((x) => x.name === 'ws_bound');
+    assert.equal(k.count, 100, 'what was acknowledged is kept; nothing of the refused message');
+  } finally {
+    await own.stop();
+  }
+});
+
+test('body framing per RFC 9112 and 9110: unknown transfer codings, expectations, 100-continue', async () => {
+  const body = '{"events":[]}';
+  const post = (extra) => `POST /api/v1/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${extra}\r\n`;
+  // A coding other than chunked last leaves the length unknown: 400 and close, even with a length.
+  assert.equal(await refusedAndClosed(post(`Transfer-Encoding: foo\r\nContent-Length: ${body.length}\r\n`) + body,
+                                      'Transfer-Encoding: foo'), 400);
+  // A coding this server cannot decode before chunked: 501, then close.
+  const gz = await raw(post('Transfer-Encoding: gzip, chunked\r\n') + `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+  assert.equal(statusOf(gz.text), 501, gz.text.slice(0, 200));
+  assert.ok(gz.closed, 'closed after a 501 on framing');
+  assert.match(gz.text, /"field":"Transfer-Encoding"/);
+  // An expectation the server does not know: 417.
+  const odd = await raw(post(`Expect: foo\r\nContent-Length: ${body.length}\r\n`) + body);
+  assert.equal(statusOf(odd.text), 417, odd.text.slice(0, 200));
+  // 100-continue: the interim answer comes before the body is sent, then the real one.
+  const cont = await rawExchange(port, post(`Expect: 100-continue\r\nContent-Length: ${body.length}\r\n`), { wait: 3000, then: body });
+  assert.match(cont.text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, cont.text.slice(0, 200));
+  // Security headers on every answer; HTML may not be framed.
+  const page = await fetch(server.url + '/');
+  assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(page.headers.get('x-frame-options'), 'DENY');
+  assert.match(page.headers.get('content-security-policy'), /frame-ancestors 'none'/);
+  assert.equal((await fetch(server.url + '/api/v1/info')).headers.get('x-content-type-options'), 'nosniff');
+  await healthy();
+});
+
+test('WebSocket handshakes refused as JSON: a malformed key, an unknown version', async () => {
+  const upgrade = (key, version = '13') => 'GET /api/v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n' +
+    `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: ${version}\r\n\r\n`;
+  for (const key of ['not-a-key', 'dGhlIHNhbXBsZSBub25jZQ', 'dGhlIHNhbXBsZSBub25jZQ=!']) {
+    const r = await raw(upgrade(key));
+    assert.equal(statusOf(r.text), 400, `${key}: ${r.text.slice(0, 200)}`);
+    assert.match(r.text, /"field":"Sec-WebSocket-Key"/);
+  }
+  const v = await raw(upgrade('dGhlIHNhbXBsZSBub25jZQ==', '8'));
+  assert.equal(statusOf(v.text), 426);
+  assert.match(v.text, /Sec-WebSocket-Version: 13/i);
+  assert.match(v.text, /application\/json/);
+  await healthy();
 });

@@ -212,6 +212,12 @@
     const rows = [];
     const side = (x) => Object.entries(x || {}).map(([k, v]) => `${k}=${v}`).join(' ');
     for (const t of report.abtests) {
+      if (t.not_evaluated) {
+        const d = t.definition || {};
+        rows.push([t.name, side(d.variants ? d.variants[0] : d.a), side(d.variants ? d.variants[1] : d.b), '—', '—', '—',
+                   'not evaluated: ' + t.not_evaluated]);
+        continue;
+      }
       const comps = t.comparisons
         ? t.comparisons.map((c) => [side(t.definition.variants[c.control]), side(t.definition.variants[c.variant]), c])
         : [[side(t.definition.a), side(t.definition.b), t]];

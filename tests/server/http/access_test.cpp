@@ -56,6 +56,9 @@ TEST(Access, AnswersUnauthorizedOrForbidden) {
   EXPECT_FALSE(a.check("GET", "/healthz", "", ""));
   EXPECT_FALSE(a.check("GET", "/api/v1/series", "Bearer " + kRead, ""));
   EXPECT_FALSE(a.check("POST", "/api/v1/events", "Bearer " + kWrite, ""));
+  EXPECT_FALSE(a.check("GET", "/api/v1/series", "BEARER " + kRead, ""));  // the scheme in any case
+  EXPECT_FALSE(a.check("GET", "/api/v1/series", "bEaReR " + kRead, ""));
+  EXPECT_TRUE(a.check("GET", "/api/v1/series", "Bearerx" + kRead, ""));
   EXPECT_FALSE(a.check("GET", "/api/v1/stream", "", kRead));  // WebSocket: token as a parameter
 
   auto missing = a.check("GET", "/metrics", "", "");
