@@ -383,6 +383,29 @@ test('an A/B evaluation whose client leaves is cancelled, not computed for nobod
   await healthy();
 });
 
+test('a report lists every A/B test and evaluates them for a bounded time, naming where the rest are', async () => {
+  // After the test above: cancel-a and cancel-b hold 50,000 kernels each. Twenty light tests
+  // (no data), then ten heavy ones (newest, so evaluated first) that together take seconds.
+  const create = async (body) => {
+    const r = await fetch(server.url + '/api/v1/abtests', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal(r.status, 201, await r.text());
+  };
+  for (let i = 0; i < 20; i++) await create({ name: `light ${i}`, a: { kernel: `none-${i}` }, b: { kernel: `none-${i}b` } });
+  for (let i = 0; i < 10; i++) {
+    await create({ name: `heavy ${i}`, a: { kernel: 'cancel-a' }, b: { kernel: 'cancel-b' }, window: 'all', bootstrap_resamples: 100000 });
+  }
+  const all = await (await fetch(server.url + '/api/v1/abtests')).json();
+  const report = await (await fetch(server.url + '/api/v1/report?window=all')).json();
+  assert.equal(report.abtests.length, (all.abtests ?? all).length, 'every A/B test is listed, not the newest 20');
+  const skipped = report.abtests.filter((t) => t.not_evaluated);
+  assert.ok(skipped.length > 0, 'ten evaluations over 100,000 kernels do not fit the report\'s time');
+  for (const t of skipped) assert.match(t.not_evaluated, new RegExp(`/api/v1/abtests/${t.id}`));
+  assert.ok(report.abtests[0].verdict, 'the newest is evaluated');
+  const md = await (await fetch(server.url + '/api/v1/report?window=all&format=md')).text();
+  assert.match(md, /not evaluated: the report/);
+  await healthy();
+});
+
 test('one client cannot take every connection slot: past its own cap it gets 503, others are served', async () => {
   // 70 connections at once that say nothing; the server holds what its cap per client (64)
   // allows, fewer the connections this test's own fetch pool keeps, and answers the rest 503.
