@@ -122,6 +122,14 @@ test('every table, analysis and export follows the scope: 5 min, 1 h, 7 d, a dra
   assert.deepEqual(await page.$$eval('.scope-label', (els) => [...new Set(els.map((e) => e.textContent))]), ['last hour']);
   const report = await page.getAttribute('[data-testid=exports] a[href*="format=html"]', 'href');
   assert.equal(new URL(report, baseUrl).searchParams.get('from'), 'now-3600s');
+  // The exports sit in a menu: opened from the header, it names the scope; Escape closes it.
+  const htmlLink = '[data-testid=exports] a[href*="format=html"]';
+  assert.equal(await page.isVisible(htmlLink), false, 'the menu starts closed');
+  await page.click('[data-testid=exports] summary');
+  assert.equal(await page.isVisible(htmlLink), true, 'the menu opens');
+  assert.match(await page.textContent('[data-testid=exports] .menu'), /Report of last hour/);
+  await page.keyboard.press('Escape');
+  assert.equal(await page.isVisible(htmlLink), false, 'Escape closes it');
   // Back to five minutes: the older kernel's row goes, not left over from the hour.
   await page.selectOption('#range-pick', '5m');
   await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="twenty_minutes_ago"]', { state: 'detached', timeout: 20000 });
@@ -313,7 +321,7 @@ test('the energy panel gives joules per inference from the GPU energy counter', 
   const still = a.gpus.find((g) => g.uuid === 'GPU-aaaa');
   assert.equal(still.joules, null, JSON.stringify(still));
   assert.match(still.unknown.joules, /did not advance in the window while the board drew power/);
-  assert.match(await page.textContent('[data-testid=energy-gpus]'), /GPU 0: – J, 512 W average/);
+  assert.match(await page.textContent('[data-testid=energy-gpus]'), /GPU 0: energy unknown, 512 W average/);
   await page.close();
 });
 

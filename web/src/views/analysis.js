@@ -284,14 +284,15 @@ export function createAnalysisView({ state, charts }) {
   function renderEnergy(e) {
     if (!e) return;
     const num = (v, digits) => (v == null ? '–' : Number(v).toPrecision(digits));
-    // Joules the server could not know show as "–", with its reason on hover.
-    const joules = (g) => (g.joules == null && g.unknown && g.unknown.joules
-      ? `<span class="muted" title="${esc(g.unknown.joules)}">– J</span>` : `${num(g.joules, 4)} J`);
+    // Joules the server could not know say so in words, with its reason on hover.
+    const joules = (g) => (g.joules == null
+      ? `<span class="muted" title="${esc(g.unknown && g.unknown.joules ? g.unknown.joules : 'no energy readings in the range')}">energy unknown</span>`
+      : `${num(g.joules, 4)} J`);
     document.getElementById('energy-gpus').innerHTML = e.gpus.map((g) =>
       `GPU ${esc(g.gpu)}: ${joules(g)}, ${num(g.avg_watts, 3)} W average, ${num(g.peak_watts, 3)} W peak` +
       (g.avg_watts_during_requests == null ? '' :
         `; during requests ${num(g.avg_watts_during_requests, 3)} W average, ${num(g.peak_watts_during_requests, 3)} W peak`))
-      .join(' · ');
+      .join('<br>');
     fillRows(document.querySelector('#energy-table tbody'), e.models.map((m) =>
       `<tr data-model="${esc(m.model)}"><td>${esc(m.model)}${m.version ? ' v' + esc(m.version) : ''}</td>` +
       `<td class="num">${num(m.joules, 4)}</td><td class="num">${num(m.joules_per_inference, 3)}</td>` +

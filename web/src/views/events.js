@@ -174,6 +174,8 @@ export function createEventsView({ state, onData }) {
   }
   function renderInference(models) {
     const body = document.querySelector('#inference-table tbody');
+    // No objective set: no column to judge by (set one above the table and it appears).
+    document.getElementById('inference-table').classList.toggle('no-slo', !sloQuery());
     if (models.length === 0) { fillRows(body, ''); return; }
     const rate = (v) => (v == null ? '–' : v.toFixed(2));
     const q = (d, key) => (d == null || d[key] == null ? '–' : ms(d[key]));
