@@ -216,23 +216,31 @@ export function createEventsView({ state, onData }) {
   state.eventRefreshes = 0;
   let models = [];  // the inference table's last answer
   let operatorsReadAt = 0, inferenceReadAt = 0;
+  let operatorsPace = 10000, inferencePace = 5000;  // ms between reads (see refresh)
   let timer = null;
   async function refresh() {
     timer = null;
     try {
       // Every table over the dashboard's time range. Operators and the inference table's
       // percentiles summarize every execution and request in it: read at most every 10 s and
-      // 5 s, not on every notification of new events.
+      // 5 s, not on every notification of new events — and no more often than 20 times the
+      // last answer took, so a range of millions of requests costs the server a bounded share.
       const now = Date.now();
-      const readOperators = now - operatorsReadAt >= 10000;
+      const readOperators = now - operatorsReadAt >= operatorsPace;
       if (readOperators) operatorsReadAt = now;
-      const readInference = now - inferenceReadAt >= 5000;
+      const readInference = now - inferenceReadAt >= inferencePace;
       if (readInference) inferenceReadAt = now;
       const scope = LiveChart.range.query();
+      const paced = async (url, setPace, floor) => {
+        const t0 = performance.now();
+        const answer = await fetchJson(url);
+        setPace(Math.max(floor, 20 * (performance.now() - t0)));
+        return answer;
+      };
       const [k, m, i, o] = await Promise.all([fetchJson(`/api/v1/kernels?${scope}`),
         fetchJson(`/api/v1/memory?${scope}&max_points=600`),
-        readInference ? fetchJson(`/api/v1/inference?${scope}&latency=true${sloQuery()}`) : null,
-        readOperators ? fetchJson(`/api/v1/operators?${scope}`) : null]);
+        readInference ? paced(`/api/v1/inference?${scope}&latency=true${sloQuery()}`, (v) => { inferencePace = v; }, 5000) : null,
+        readOperators ? paced(`/api/v1/operators?${scope}`, (v) => { operatorsPace = v; }, 10000) : null]);
       // Share of its device's kernel time: a GPU's kernels are not measured against a CPU
       // producer's (a kernel on several devices: of all kernel time).
       const perDevice = new Map();
@@ -252,7 +260,7 @@ export function createEventsView({ state, onData }) {
       onData(kernels.rows, models);
       state.eventRefreshes++;
       // A table skipped by its pace is read when its time comes, even if no event follows.
-      const due = [readInference ? null : inferenceReadAt + 5000, readOperators ? null : operatorsReadAt + 10000]
+      const due = [readInference ? null : inferenceReadAt + inferencePace, readOperators ? null : operatorsReadAt + operatorsPace]
         .filter((t) => t != null);
       if (due.length && timer === null) timer = setTimeout(refresh, Math.max(0, Math.min(...due) - Date.now()));
     } catch (e) { /* next notification retries */ }
