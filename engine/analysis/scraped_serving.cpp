@@ -367,4 +367,12 @@ std::vector<ScrapedServing> scraped_serving(std::span<const SeriesSamples> serie
   return out;
 }
 
+std::optional<double> scraped_latency_p99(const ScrapedServing& m) {
+  auto it = m.fields.find("latency_ms");
+  if (it == m.fields.end()) return std::nullopt;
+  auto e = scraped_quantile(it->second, 0.99);
+  if (!e || !std::isfinite(e->value)) return std::nullopt;
+  return e->value;
+}
+
 }  // namespace perfscope::analysis

@@ -73,6 +73,8 @@ struct ScrapedServing {
   std::size_t resets = 0;  // counter restarts seen in the window
   std::vector<std::string> notes;  // what these figures mean where a server's differs from ours
 };
+// The p99 (ms) of a server's request latency, for the SLA rule; none without a histogram of it.
+std::optional<double> scraped_latency_p99(const ScrapedServing& m);
 
 // One field over several models' entries (the versions of a model asked for without one):
 // histograms with the same bounds add up; a summary only stands alone. nullopt otherwise.

@@ -157,7 +157,7 @@ Result<json> scraped_sides(const ApiContext& ctx, const std::vector<Selector>& s
     const Selector& s = sides[i];
     if (!samples[i].empty() || s.kind != Selector::Kind::kModel || !s.model.tags.empty()) continue;
     if (!all) {
-      auto loaded = load_scraped_serving(ctx, {w.from_ns, std::min(w.to_ns, now_ns())});
+      auto loaded = service::load_scraped_serving(*ctx.history, {w.from_ns, std::min(w.to_ns, now_ns())});
       if (!loaded.ok()) return loaded.status();
       all = std::move(*loaded);
     }
@@ -200,9 +200,9 @@ Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>&
                                 : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
   const auto serving = an::serving_metrics(*requests, window_s, {});
   std::vector<RequestPower> during;
-  auto series = energy_series(ctx, range, *requests, &during);
+  auto series = service::read_energy_series(*ctx.history, range, *requests, &during);
   if (!series.ok()) return series.status();
-  const json energy = energy_json(*series, serving, during);
+  const json energy = energy_json(service::energy_figures(*series, serving, during));
   json out = json::array();
   for (const Selector& s : sides) {
     double joules = 0, inferences = 0, tokens = 0;

@@ -31,6 +31,8 @@
 #include "server/http/message.hpp"
 #include "server/http/request_handler.hpp"
 #include "server/api/app_config.hpp"
+#include "server/service/analysis_service.hpp"
+#include "server/service/scoped_reads.hpp"
 
 namespace perfscope::server {
 
@@ -59,7 +61,7 @@ struct ApiContext {
 
 class Api final : public RequestHandler {
  public:
-  explicit Api(ApiContext context) : ctx_(std::move(context)) {}
+  explicit Api(ApiContext context);
 
   // /healthz, /metrics and /api/…: ours; /healthz inline, the rest on the worker pool.
   Dispatch dispatch(const std::string& path) const override;
@@ -75,13 +77,8 @@ class Api final : public RequestHandler {
   // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
   // events_api.cpp
-  // The memory tracker a scope reads: the server's, or, for a run or tags, one rebuilt from the
-  // scope's stored events (`rebuilt` owns it then).
-  struct ScopedMemory {
-    std::unique_ptr<MemoryTracker> rebuilt;
-    const MemoryTracker* tracker = nullptr;
-  };
-  Result<ScopedMemory> scoped_memory(const db::EventScope& scope) const;
+  // The memory tracker a scope reads (server/service/scoped_reads.hpp).
+  Result<service::ScopedMemory> scoped_memory(const db::EventScope& scope) const;
   HttpResponse kernels(const HttpRequest& request) const;
   HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
   HttpResponse memory(const HttpRequest& request) const;
@@ -101,17 +98,6 @@ class Api final : public RequestHandler {
   // by name from the same pass.
   Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now,
                                   analysis::KernelDurations* durations = nullptr) const;
-  // The tracing windows duty-cycled processes marked (`trace_window_seconds`: a sample at each
-  // opening valued its length) that open within [from, to]; `run` non-empty: that run's only.
-  struct MarkedWindow {
-    std::string run;
-    analysis::TimeInterval window;
-  };
-  Result<std::vector<MarkedWindow>> marked_windows(const std::string& run, TimestampNs from_ns, TimestampNs to_ns) const;
-  // A duty-cycled run's traced windows within [from, to] clipped to the run's own span;
-  // nullopt for a run traced throughout.
-  Result<std::optional<analysis::TracedWindows>> run_windows(const RunEvent& run, TimestampNs from_ns, TimestampNs to_ns,
-                                                             TimestampNs now) const;
   // The document part that says how a duty-cycled run was sampled.
   static nlohmann::json sampling_json(const RunEvent& run, const analysis::TracedWindows& traced);
   // percentiles_api.cpp
@@ -155,6 +141,7 @@ class Api final : public RequestHandler {
   HttpResponse metrics(const HttpRequest& request) const;
 
   ApiContext ctx_;
+  service::AnalysisService analysis_;
 };
 
 // An A/B test definition (as stored) evaluated on the data in its window now.

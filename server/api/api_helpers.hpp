@@ -17,6 +17,9 @@
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
 #include "server/api/query_time.hpp"
+#include "server/service/device_efficiency.hpp"
+#include "server/service/scoped_reads.hpp"
+#include "server/service/series_summary.hpp"
 
 namespace perfscope::server {
 
@@ -47,37 +50,12 @@ Result<std::optional<double>> optional_ms(const HttpRequest& request, const char
 Result<analysis::ServingSlo> serving_slo_of(const HttpRequest& request);
 nlohmann::json latency_json(const analysis::LatencySummary& s);
 nlohmann::json serving_row_json(const analysis::ServingMetrics& m);
-// One series over a window: its finite readings summarized (the analysis document's gauges).
-struct SeriesSummary {
-  SeriesKey key;
-  std::string unit;
-  std::size_t count = 0;
-  double avg = 0, min = 0, peak = 0, p95 = 0, last = 0, first = 0;
-  analysis::Trend trend;
-};
-// Series with no finite reading are left out.
-std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data);
-
-// A GPU's power while requests were in flight (engine/analysis/energy.hpp, power_during).
-struct RequestPower {
-  SeriesKey key;  // the gpu_power_watts series
-  analysis::PowerDuring power;
-};
-// Of every gpu_power_watts series among `data` (raw samples), the readings taken while one of
-// `requests` was in flight.
-std::vector<RequestPower> request_power(const std::vector<db::SeriesData>& data, const std::vector<InferenceEvent>& requests);
-
-// The series energy per model is computed from: the GPUs' energy counters and power, the host's
-// RAPL counters, read raw over `range` and summarized; with `requests`, the GPUs' power while
-// they were in flight into `during`.
-Result<std::vector<SeriesSummary>> energy_series(const ApiContext& ctx, const db::TimeRange& range,
-                                                 const std::vector<InferenceEvent>& requests = {},
-                                                 std::vector<RequestPower>* during = nullptr);
-// Energy per model (engine/analysis/energy.hpp) from those series (any summaries holding them,
-// such as the analysis document's gauges), shared among the models of `serving`: the analysis
-// document's `energy`; A/B tests of models take their sides' rows from it.
-nlohmann::json energy_json(const std::vector<SeriesSummary>& series, const std::vector<analysis::ServingMetrics>& serving,
-                           const std::vector<RequestPower>& during = {});
+// Series summaries and energy figures are the analysis service's (server/service/).
+using service::RequestPower;
+using service::SeriesSummary;
+// Energy per GPU and per model as the analysis document's `energy` gives it; A/B tests of
+// models take their sides' rows from it.
+nlohmann::json energy_json(const service::EnergyFigures& energy);
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);
@@ -91,23 +69,14 @@ inline constexpr std::size_t kMaxMaxPoints = 100000;
 // arithmetic_intensity (null where no execution reported it) and its place on the roofline of
 // each device it ran on (an entry with `unavailable` saying why where it has none).
 void add_kernel_work(nlohmann::json& row, const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
-// Per GPU: its peaks, what the window achieved (kernels' reported work, else GPM's figures;
-// NVML's memory and power) and the checks against its --device-target; the worst ratio to a
-// minimum goes into `inputs` (device_target_of_minimum_worst) for the bottleneck rules.
-nlohmann::json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus,
-                                       const std::vector<analysis::DeviceTarget>& targets,
-                                       const std::vector<SeriesSummary>& gauges,
-                                       const std::vector<db::KernelSummary>& kernels, analysis::Inputs& inputs);
+// Per GPU: its peaks, what the window achieved and the checks against its --device-target.
+nlohmann::json devices_efficiency_json(const std::vector<service::DeviceEfficiency>& devices);
 // The window of a report (every format, CSV included) when the request names none.
 inline constexpr const char* kDefaultReportWindow = "1h";
 // `window`/`from`/`to` as parse_window reads them, with `fallback` when none is given (all, when
 // the request names a run).
 Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, TimestampNs now);
 
-// What every endpoint says of a run= (or a=, b=) that names no run.
-inline std::string no_run_message(const std::string& name) {
-  return "no run named '" + name + "' (events tagged run=" + name + " without a run of that name are selected with tag.run=" +
-         name + ")";
-}
+using service::no_run_message;
 
 }  // namespace perfscope::server

@@ -1,6 +1,7 @@
-// Achieved figures against what a GPU can do and what it should do: a kernel's place on its
-// GPU's roofline (/api/v1/kernels) and each GPU's achieved TFLOP/s, bandwidth, memory and power
-// against its configured targets (the analysis document's `devices`).
+// Achieved figures against what a GPU can do and what it should do, as JSON: a kernel's place on
+// its GPU's roofline (/api/v1/kernels) and each GPU's achieved TFLOP/s, bandwidth, memory and
+// power against its configured targets (the analysis document's `devices`, computed by the
+// analysis service).
 #include <algorithm>
 #include <cmath>
 
@@ -17,15 +18,6 @@ namespace {
 // A figure in `unit`s, or null where there is none.
 json or_null(const std::optional<double>& v, double unit = 1) { return v ? json(*v / unit) : json(nullptr); }
 
-// The DRAM ceiling of a GPU: the config's figure when one was given, else NVML's (max memory
-// clock × bus width), else the datasheet's; and which it was.
-std::pair<double, const char*> dram_ceiling(const GpuDeviceInfo& d) {
-  if (d.spec && d.spec->dram_from_config) return {d.spec->dram_bytes_per_second, "config"};
-  if (d.peak_dram_bandwidth_bytes_per_second > 0) return {d.peak_dram_bandwidth_bytes_per_second, "nvml"};
-  if (d.spec && d.spec->dram_bytes_per_second > 0) return {d.spec->dram_bytes_per_second, "datasheet"};
-  return {0, ""};
-}
-
 json roofline_entry(const std::string& device, const an::KernelWork& work, const std::vector<std::string>& dtypes,
                     const std::vector<GpuDeviceInfo>& gpus) {
   json e = {{"device", device}};
@@ -36,7 +28,7 @@ json roofline_entry(const std::string& device, const an::KernelWork& work, const
   if (!work.arithmetic_intensity()) return unavailable("no execution of measurable duration reported both flops and bytes");
   auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const GpuDeviceInfo& d) { return d.index == device; });
   if (gpu == gpus.end()) return unavailable("device " + device + " is not a GPU this server reads through NVML");
-  const auto [dram, dram_source] = dram_ceiling(*gpu);
+  const auto [dram, dram_source] = service::dram_ceiling(*gpu);
   if (dram <= 0) return unavailable("the peak DRAM bandwidth of " + gpu->name + " is unknown: give it with --gpu-peak");
   if (dtypes.size() != 1) {
     return unavailable(dtypes.empty() ? "no dtype reported with the flops: the compute ceiling depends on it"
@@ -60,17 +52,6 @@ json roofline_entry(const std::string& device, const an::KernelWork& work, const
   return e;
 }
 
-// The window's summary of one of a GPU's series (by its uuid label), or none.
-const SeriesSummary* gauge_of(const std::vector<SeriesSummary>& gauges, const char* family, const std::string& uuid) {
-  for (const SeriesSummary& g : gauges) {
-    if (g.key.name != family) continue;
-    for (const auto& [k, v] : g.key.labels) {
-      if (k == "uuid" && v == uuid) return &g;
-    }
-  }
-  return nullptr;
-}
-
 json achieved_json(const std::optional<an::Achieved>& a) {
   if (!a) return nullptr;
   return {{"value", a->value}, {"source", a->source}, {"basis", a->basis}};
@@ -89,55 +70,29 @@ void add_kernel_work(json& row, const db::KernelSummary& k, const std::vector<Gp
   row["roofline"] = std::move(places);
 }
 
-json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus, const std::vector<an::DeviceTarget>& targets,
-                             const std::vector<SeriesSummary>& gauges, const std::vector<db::KernelSummary>& kernels,
-                             an::Inputs& inputs) {
+json devices_efficiency_json(const std::vector<service::DeviceEfficiency>& devices) {
   json out = json::array();
-  std::optional<double> worst_of_minimum;
-  for (const GpuDeviceInfo& d : gpus) {
-    an::KernelWork work;
-    for (const db::KernelSummary& k : kernels) {
-      if (auto it = k.work_by_device.find(d.index); it != k.work_by_device.end()) work.merge(it->second);
-    }
-    an::DeviceAchieved a;
-    constexpr const char* kKernelBasis = "work the kernels reported over the time of those executions";
-    if (auto v = work.flops_per_second()) {
-      a.tflops = an::Achieved{*v / 1e12, "kernels", kKernelBasis};
-    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_tensor_estimated_flops_per_second", d.uuid)) {
-      a.tflops = an::Achieved{g->avg / 1e12, "gpm_estimate",
-                              "tensor-pipe activity × BF16 peak, mean over the window, idle time included (an estimate)"};
-    }
-    if (auto v = work.bytes_per_second()) {
-      a.gb_per_second = an::Achieved{*v / 1e9, "kernels", kKernelBasis};
-    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_dram_bandwidth_bytes_per_second", d.uuid)) {
-      a.gb_per_second = an::Achieved{g->avg / 1e9, "gpm", "DRAM bandwidth utilization × peak, mean over the window, idle time included"};
-    }
-    if (const SeriesSummary* g = gauge_of(gauges, "gpu_memory_used_bytes", d.uuid)) {
-      a.memory_peak_bytes = an::Achieved{g->peak, "nvml", "peak device memory used in the window"};
-    }
-    if (const SeriesSummary* g = gauge_of(gauges, "gpu_power_watts", d.uuid)) {
-      a.power_avg_watts = an::Achieved{g->avg, "nvml", "mean power draw over the window"};
-    }
+  for (const service::DeviceEfficiency& e : devices) {
+    const GpuDeviceInfo& d = e.gpu;
+    const an::DeviceAchieved& a = e.achieved;
     json peak = nullptr;
     if (d.spec) {
-      const auto [dram, dram_source] = dram_ceiling(d);
       peak = {{"model", d.spec->model}, {"bf16_tflops", or_null(peak_tflops(*d.spec, "bf16"))},
-              {"dram_gb_per_second", dram > 0 ? json(dram / 1e9) : json(nullptr)},
-              {"source", {{"compute", d.spec->source}, {"dram", dram_source}}}};
+              {"dram_gb_per_second", e.dram.bytes_per_second > 0 ? json(e.dram.bytes_per_second / 1e9) : json(nullptr)},
+              {"source", {{"compute", d.spec->source}, {"dram", e.dram.source}}}};
     }
     json row = {{"gpu", d.index}, {"uuid", d.uuid}, {"name", d.name}, {"peak", peak},
                 {"achieved", {{"tflops", achieved_json(a.tflops)}, {"gb_per_second", achieved_json(a.gb_per_second)},
                               {"memory_peak_bytes", achieved_json(a.memory_peak_bytes)},
                               {"power_avg_watts", achieved_json(a.power_avg_watts)}}},
                 {"target", nullptr}, {"checks", json::array()}};
-    if (const an::DeviceTarget* t = an::target_for(targets, d.index, d.uuid, d.name)) {
+    if (const std::optional<an::DeviceTarget>& t = e.target) {
       row["target"] = {{"match", t->match}, {"min_tflops", or_null(t->min_tflops)}, {"target_tflops", or_null(t->target_tflops)},
                        {"min_gb_per_second", or_null(t->min_gb_per_second)},
                        {"target_gb_per_second", or_null(t->target_gb_per_second)},
                        {"memory_budget_bytes", or_null(t->memory_budget_bytes)},
                        {"power_budget_watts", or_null(t->power_budget_watts)}};
-      for (const an::TargetCheck& c : an::check_targets(*t, a)) {
-        if (c.of_minimum) worst_of_minimum = std::min(worst_of_minimum.value_or(*c.of_minimum), *c.of_minimum);
+      for (const an::TargetCheck& c : e.checks) {
         row["checks"].push_back({{"figure", c.figure}, {"achieved", achieved_json(c.achieved)},
                                  {"minimum", or_null(c.minimum)}, {"target", or_null(c.target)},
                                  {"budget", or_null(c.budget)}, {"efficiency", or_null(c.efficiency)},
@@ -148,7 +103,6 @@ json devices_efficiency_json(const std::vector<GpuDeviceInfo>& gpus, const std::
     }
     out.push_back(std::move(row));
   }
-  if (worst_of_minimum) inputs["device_target_of_minimum_worst"] = *worst_of_minimum;
   return out;
 }
 

@@ -24,7 +24,7 @@ namespace {
 Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Selector& sel,
                                                 const std::vector<double>& qs, std::optional<double> sla,
                                                 const TimeWindow& w, bool required) {
-  auto all = load_scraped_serving(ctx, {w.from_ns, std::min(w.to_ns, now_ns())});
+  auto all = service::load_scraped_serving(*ctx.history, {w.from_ns, std::min(w.to_ns, now_ns())});
   if (!all.ok()) return all.status();
   auto selected = select_scraped(*all, sel.model.model, sel.model.version, sel.field_name);
   if (!selected.ok()) return selected.status();

@@ -16,39 +16,6 @@ namespace perfscope::server {
 using nlohmann::json;
 namespace an = perfscope::analysis;
 
-Result<std::vector<Api::MarkedWindow>> Api::marked_windows(const std::string& run, TimestampNs from_ns,
-                                                           TimestampNs to_ns) const {
-  db::HistoryQuery q;
-  q.name = "trace_window_seconds";
-  if (!run.empty()) q.matchers = {{"run", run}};
-  q.from_ns = from_ns;
-  q.to_ns = to_ns;
-  q.max_points = SIZE_MAX;
-  auto marks = ctx_.history->query(q);
-  if (!marks.ok()) return marks.status();
-  std::vector<MarkedWindow> out;
-  for (const db::SeriesData& d : *marks) {
-    const std::string* of = d.info.key.label("run");
-    for (const Sample& m : d.samples) {
-      if (!std::isfinite(m.value) || m.value <= 0) continue;
-      out.push_back({of ? *of : std::string(), {m.ts_ns, m.ts_ns + static_cast<TimestampNs>(m.value * 1e9)}});
-    }
-  }
-  return out;
-}
-
-Result<std::optional<an::TracedWindows>> Api::run_windows(const RunEvent& r, TimestampNs from_ns, TimestampNs to_ns,
-                                                           TimestampNs now) const {
-  if (!r.trace_every_ns) return std::optional<an::TracedWindows>();
-  const TimestampNs from = std::max(from_ns, r.start_ns), to = std::min(to_ns, r.end_ns.value_or(now));
-  // A window opened before `from` may reach into it.
-  auto marks = marked_windows(r.name, from - *r.trace_every_ns, to);
-  if (!marks.ok()) return marks.status();
-  std::vector<an::TimeInterval> windows;
-  for (const MarkedWindow& m : *marks) windows.push_back(m.window);
-  return std::optional<an::TracedWindows>(an::traced_windows(std::move(windows), from, std::max(from, to)));
-}
-
 json Api::sampling_json(const RunEvent& r, const an::TracedWindows& traced) {
   return {{"run", r.name},
           {"window_ms", static_cast<double>(r.trace_window_ns.value_or(0)) / 1e6},
@@ -75,7 +42,7 @@ Result<json> Api::run_json(const RunEvent& r, TimestampNs now, an::KernelDuratio
   }
   std::sort(devices.begin(), devices.end());
   // A duty-cycled run: its timeline over the windows traced; counts and times scaled by them.
-  auto traced = run_windows(r, r.start_ns, INT64_MAX, now);
+  auto traced = service::run_windows(*ctx_.history, r, r.start_ns, INT64_MAX, now);
   if (!traced.ok()) return traced.status();
   an::TimelineOptions timeline;
   if (*traced) timeline.windows = (*traced)->windows;

@@ -13,28 +13,12 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-constexpr TimestampNs kLookbackNs = 5LL * 60 * 1'000'000'000;
 constexpr double kSummaryQs[] = {50, 90, 99};  // the latency summaries' percentiles
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 json optional_json(const std::optional<double>& v) { return v ? finite_or_null(*v) : json(nullptr); }
 
 }  // namespace
-
-Result<std::vector<an::ScrapedServing>> load_scraped_serving(const ApiContext& ctx, const db::TimeRange& range) {
-  std::vector<an::SeriesSamples> series;
-  for (std::string_view pattern : an::scraped_serving_patterns()) {
-    db::HistoryQuery q;
-    q.name = std::string(pattern);
-    q.from_ns = std::max<TimestampNs>(0, range.from_ns - kLookbackNs);
-    q.to_ns = range.to_ns;
-    q.max_points = SIZE_MAX;  // increases need every scrape: a restart hides between two
-    auto data = ctx.history->query(q);
-    if (!data.ok()) return data.status();
-    for (db::SeriesData& d : *data) series.push_back({std::move(d.info.key), std::move(d.samples)});
-  }
-  return an::scraped_serving(series, range.from_ns, range.to_ns);
-}
 
 Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<an::ScrapedServing>& all,
                                                        const std::string& model, const std::string& version,
@@ -109,14 +93,6 @@ std::optional<json> scraped_latency_row(const an::ScrapedServing& m, std::option
     if (auto sla = scraped_sla_json(d, *sla_ms)) row["sla"] = std::move(*sla);
   }
   return row;
-}
-
-std::optional<double> scraped_latency_p99(const an::ScrapedServing& m) {
-  auto it = m.fields.find("latency_ms");
-  if (it == m.fields.end()) return std::nullopt;
-  auto e = an::scraped_quantile(it->second, 0.99);
-  if (!e || !std::isfinite(e->value)) return std::nullopt;
-  return e->value;
 }
 
 json scraped_inference_row(const an::ScrapedServing& m, const an::ServingSlo& slo) {

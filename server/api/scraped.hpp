@@ -19,11 +19,7 @@
 
 namespace perfscope::server {
 
-struct ApiContext;
-
-// Every scraped model in `range`. The newest scrape before the window (up to five minutes
-// back, Prometheus' lookback) is each increase's baseline, so a window starts where it says.
-Result<std::vector<analysis::ScrapedServing>> load_scraped_serving(const ApiContext& ctx, const db::TimeRange& range);
+// Loading them over a window: service::load_scraped_serving (server/service/scoped_reads.hpp).
 
 // One latency field of a model as the scraped servers give it, every version together when
 // `version` is empty.
@@ -61,7 +57,5 @@ nlohmann::json scraped_inference_row(const analysis::ScrapedServing& m, const an
 // bounds_ms, method, metric, warnings, sla}); none without a latency distribution with data.
 std::optional<nlohmann::json> scraped_latency_row(const analysis::ScrapedServing& m, std::optional<double> sla_ms);
 
-// The p99 (ms) of a scraped model's latency, for the SLA rule; none without a histogram.
-std::optional<double> scraped_latency_p99(const analysis::ScrapedServing& m);
 
 }  // namespace perfscope::server

@@ -230,10 +230,10 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   // wall-clock windows; one span per run and window), so gaps between windows read as untraced.
   std::size_t trace_windows = 0;
   {
-    auto marks = marked_windows(scope->run, range.from_ns, range.to_ns);
+    auto marks = service::marked_windows(*ctx_.history, scope->run, range.from_ns, range.to_ns);
     if (!marks.ok()) return status_response(marks.status());
     std::set<std::pair<std::string, TimestampNs>> seen;
-    for (const MarkedWindow& m : *marks) {
+    for (const service::MarkedWindow& m : *marks) {
       if (!seen.emplace(m.run, m.window.from_ns).second) continue;
       if (out.events() >= *max_events) {
         truncated = true;

@@ -1,0 +1,311 @@
+#include "server/service/analysis_service.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <map>
+#include <span>
+
+#include "engine/analysis/stats.hpp"
+#include "server/service/scoped_reads.hpp"
+
+namespace perfscope::service {
+
+namespace an = perfscope::analysis;
+
+namespace {
+
+// Series the bottleneck rules read, by the names the GPU collector publishes.
+constexpr const char* kGpuUtilization = "gpu_utilization_ratio";
+constexpr const char* kGpuDramUtilization = "gpu_dram_bandwidth_utilization_ratio";
+constexpr const char* kGpuMemoryUsed = "gpu_memory_used_bytes";
+constexpr const char* kGpuMemoryTotal = "gpu_memory_total_bytes";
+constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
+constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
+
+// The bottleneck rules' timeline inputs from the device rows of the given runs.
+void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) {
+  std::size_t count = 0, with_launch = 0, short_kernels = 0;
+  double max_ms = 0, idle = 0, host_wait = 0;
+  const an::QueueTimeline* worst = nullptr;
+  for (const RunTimeline& rt : runs) {
+    for (const auto& q : rt.queues) {
+      if (!q.stream.empty()) continue;  // device rows
+      count += q.kernel_count;
+      max_ms = std::max(max_ms, q.kernel_ms.max);
+      with_launch += q.with_launch_info;
+      short_kernels += q.short_kernels;
+      idle += q.idle_ms;
+      host_wait += q.idle_host_wait_ms;
+      if (!worst || q.busy_ratio < worst->busy_ratio) worst = &q;
+    }
+  }
+  if (count == 0) return;
+  inputs["kernel_count"] = static_cast<double>(count);
+  inputs["kernel_max_ms"] = max_ms;
+  inputs["kernel_busy_ratio"] = worst->busy_ratio;
+  inputs["kernel_avg_gap_ms"] = worst->avg_gap_ms;
+  if (with_launch > 0) {
+    inputs["kernel_short_share"] = static_cast<double>(short_kernels) / static_cast<double>(with_launch);
+    inputs["kernel_host_wait_share"] = idle > 0 ? host_wait / idle : 0;
+  }
+}
+
+// The mean of the window's averages of every series of `family` carrying all of `must`.
+std::optional<double> average_of(const std::vector<SeriesSummary>& gauges, const char* family, const Labels& must) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (const auto& g : gauges) {
+    if (g.key.name != family) continue;
+    bool match = true;
+    for (const auto& l : must) match = match && std::find(g.key.labels.begin(), g.key.labels.end(), l) != g.key.labels.end();
+    if (!match) continue;
+    sum += g.avg;
+    ++n;
+  }
+  return n ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
+// The bottleneck rules' inputs from the gauges: only what was measured.
+void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs) {
+  if (auto v = average_of(gauges, kGpuUtilization, {})) inputs["gpu_utilization_avg"] = *v;
+  if (auto v = average_of(gauges, kGpuDramUtilization, {})) inputs["gpu_dram_bandwidth_utilization_avg"] = *v;
+  if (auto v = average_of(gauges, kHostCpu, {{"cpu", "total"}})) inputs["host_cpu_utilization_avg"] = *v;
+  std::map<Labels, double> used, total;
+  for (const auto& g : gauges) {
+    if (g.key.name == kGpuMemoryUsed) used[g.key.labels] = g.peak;
+    if (g.key.name == kGpuMemoryTotal) total[g.key.labels] = g.peak;
+  }
+  double worst = -1;
+  for (const auto& [labels, u] : used) {
+    if (auto it = total.find(labels); it != total.end() && it->second > 0) worst = std::max(worst, u / it->second);
+  }
+  if (worst >= 0) inputs["gpu_memory_used_ratio_peak"] = worst;
+  bool throttle_seen = false;
+  double thermal = 0, power = 0;
+  for (const auto& g : gauges) {
+    if (g.key.name != kGpuThrottle) continue;
+    throttle_seen = true;
+    const std::string* reason = g.key.label("reason");
+    const double increase = std::max(0.0, g.last - g.first);  // a counter: its growth in the window
+    if (reason && reason->find("thermal") != std::string::npos) thermal += increase;
+    if (reason && reason->find("power") != std::string::npos) power += increase;
+  }
+  if (throttle_seen) {
+    inputs["gpu_thermal_throttle_seconds"] = thermal;
+    inputs["gpu_power_cap_throttle_seconds"] = power;
+  }
+}
+
+}  // namespace
+
+Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) const {
+  const db::EventReader& events = *sources_.events;
+  const TimestampNs now = query.now;
+  const db::EventScope& scope = query.scope;
+  AnalysisDocument doc;
+  doc.generated_ns = now;
+  doc.device = scope.device;
+  doc.run = scope.run;
+  doc.slo = query.slo;
+  doc.window = query.window;
+  server::TimeWindow& w = doc.window;
+  if (!scope.run.empty() && w.all) {
+    // One run without a window: its own span (gauges included), from start to end (or now).
+    auto r = events.run(scope.run);
+    if (!r.ok()) return r.status();
+    if (!*r) return Status::not_found(no_run_message(scope.run), "run");
+    w.from_ns = (*r)->start_ns;
+    w.to_ns = (*r)->end_ns.value_or(now);
+    w.all = false;
+  }
+  const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
+
+  // The two largest parts of a busy window run on threads of their own while the rest is
+  // gathered here: the kernel timeline (every execution unpacked and walked in start order)
+  // and the serving metrics (every request read back). The timeline is per run, each over
+  // its own span: the idle time between two processes is nobody's.
+  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
+    auto traces = events.kernel_traces_by_run(range, scope);
+    if (!traces.ok()) return traces.status();
+    std::vector<RunTimeline> out;
+    for (const db::RunKernelTrace& t : *traces) {
+      RunTimeline rt{t.run, {}, {}, {}};
+      if (!t.run.empty()) {
+        // A duty-cycled run's timeline is over the windows it traced.
+        auto report = events.run(t.run);
+        if (!report.ok()) return report.status();
+        if (*report && (*report)->trace_every_ns) {
+          auto traced = run_windows(*sources_.history, **report, range.from_ns, range.to_ns, now);
+          if (!traced.ok()) return traced.status();
+          rt.traced = std::move(*traced);
+          if (rt.traced) rt.report = **report;
+        }
+      }
+      an::TimelineOptions options;
+      if (rt.traced) options.windows = rt.traced->windows;
+      rt.queues = an::analyze_timeline(t.trace, options);
+      out.push_back(std::move(rt));
+    }
+    return out;
+  });
+  std::vector<InferenceEvent> requests;  // written by serving_part, read after it is done
+  auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
+    auto read = events.inference_events(range, scope);
+    if (!read.ok()) return read.status();
+    requests = std::move(*read);
+    double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
+    if (w.all) {  // "all": rates over the span the requests cover
+      TimestampNs lo = INT64_MAX, hi = 0;
+      for (const auto& r : requests) {
+        lo = std::min(lo, r.ts_ns);
+        hi = std::max(hi, r.ts_ns);
+      }
+      window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
+    }
+    return an::serving_metrics(requests, window_s, query.slo);
+  });
+
+  // Gauges: every series, raw samples in the window, in one query (one per family listed
+  // every series again for each: quadratic in the series a GPU host has), family by family.
+  std::vector<db::SeriesData> power_readings;
+  {
+    db::HistoryQuery q;
+    q.name = "*";
+    q.from_ns = range.from_ns;
+    q.to_ns = range.to_ns;
+    q.max_points = SIZE_MAX;
+    auto data = sources_.history->query(q);
+    if (!data.ok()) return data.status();
+    std::stable_sort(data->begin(), data->end(),
+                     [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
+    // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
+    // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
+    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
+    doc.gauges = summarize_series(*data);
+    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != "gpu_power_watts"; });
+    power_readings = std::move(*data);  // for the power while requests were in flight, once they are read
+  }
+
+  // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
+  // histograms and counters over the window serve instead. Tags and runs are the reporters'.
+  if (!scope.by_tags()) {
+    auto s = load_scraped_serving(*sources_.history, range);
+    if (!s.ok()) return s.status();
+    doc.scraped = std::move(*s);
+  }
+
+  auto buffers = events.command_buffers(range, scope);
+  if (!buffers.ok()) return buffers.status();
+  doc.command_queues = an::analyze_command_queues(*buffers);
+  auto kernels = events.kernel_summaries(range, scope);
+  if (!kernels.ok()) return kernels.status();
+  doc.kernels = std::move(*kernels);
+
+  auto timeline_result = timeline_part.get();
+  if (!timeline_result.ok()) return timeline_result.status();
+  doc.timelines = std::move(*timeline_result);
+  // Duty-cycled runs: their kernels' counts and times scaled to the whole of their span
+  // (observed / sampled fraction); durations, minima and maxima are as observed.
+  {
+    bool sampled = false;
+    TimestampNs traced_ns = 0, span_ns = 0;
+    for (const RunTimeline& rt : doc.timelines) {
+      if (!rt.traced) continue;
+      sampled = true;
+      traced_ns += rt.traced->traced_ns;
+      span_ns += rt.traced->span_ns;
+      const double f = rt.traced->fraction;
+      if (!(f > 0) || f >= 1) continue;
+      db::EventScope own = scope;
+      own.run = rt.run;
+      auto part = events.kernel_summaries(range, own);
+      if (!part.ok()) return part.status();
+      for (const db::KernelSummary& p : *part) {
+        auto it = std::find_if(doc.kernels.begin(), doc.kernels.end(), [&](const db::KernelSummary& k) { return k.name == p.name; });
+        if (it == doc.kernels.end()) continue;
+        it->count += static_cast<std::uint64_t>(std::llround(static_cast<double>(p.count) * (1 / f - 1)));
+        it->total_ms += p.total_ms * (1 / f - 1);
+      }
+    }
+    if (sampled) {
+      std::stable_sort(doc.kernels.begin(), doc.kernels.end(),
+                       [](const db::KernelSummary& a, const db::KernelSummary& b) { return a.total_ms > b.total_ms; });
+      doc.sampled_fraction = span_ns > 0 ? static_cast<double>(traced_ns) / static_cast<double>(span_ns) : 1.0;
+    }
+  }
+  for (const auto& s : doc.kernels) doc.kernel_total_ms += s.total_ms;
+  auto serving_result = serving_part.get();
+  if (!serving_result.ok()) return serving_result.status();
+  doc.serving = std::move(*serving_result);
+
+  // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
+  // what live processes hold: a run's allocations are released when it ends).
+  auto memory = scoped_memory(events, sources_.memory, scope);
+  if (!memory.ok()) return memory.status();
+  doc.memory.statistics = memory->tracker->statistics(scope.device);
+  doc.memory.leak_age_s = query.leak_age_s;
+  auto mem_timeline = events.allocated_timeline(range, scope, 10'000);
+  if (!mem_timeline.ok()) return mem_timeline.status();
+  {
+    std::vector<double> t, y;
+    for (const auto& p : *mem_timeline) {
+      t.push_back(static_cast<double>(p.ts_ns - mem_timeline->front().ts_ns) / 1e9);
+      y.push_back(p.bytes);
+    }
+    doc.memory.growth = an::linear_trend(t, y);
+  }
+  if (doc.memory.growth.significant() && doc.memory.growth.slope_per_second > 0) {
+    const TimestampNs cutoff = now - static_cast<TimestampNs>(query.leak_age_s) * 1'000'000'000;
+    for (const LiveAllocation& a : memory->tracker->oldest(20, scope.device)) {
+      if (a.ts_ns > cutoff) break;
+      doc.memory.leak_suspects.push_back({a, static_cast<double>(now - a.ts_ns) / 1e9});
+    }
+  }
+
+  an::Inputs inputs;
+  add_gauge_inputs(doc.gauges, inputs);
+  double worst_p99 = -1;
+  for (const auto& m : doc.serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
+  for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m).value_or(-1));
+  if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
+  if (query.slo.latency_ms) inputs["sla_target_ms"] = *query.slo.latency_ms;
+  // Operators (ONNX Runtime nodes and the like): the worst model's CPU fallback.
+  auto operator_rows = events.operator_executions({"", "", "", scope.wanted_tags()}, range);
+  if (!operator_rows.ok()) return operator_rows.status();
+  doc.operators = an::summarize_operators(*operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
+  for (const auto& m : doc.operators.models) {
+    if (!m.cpu_fallback_share) continue;
+    auto [it, fresh] = inputs.try_emplace("operator_cpu_fallback_share", *m.cpu_fallback_share);
+    if (!fresh) it->second = std::max(it->second, *m.cpu_fallback_share);
+  }
+  // Each GPU against its peaks and targets (reads the kernels' reported work and the gauges).
+  if (sources_.gpus) doc.gpus = sources_.gpus->devices();
+  static const std::vector<an::DeviceTarget> kNoTargets;
+  std::optional<double> worst_of_minimum;
+  doc.devices = device_efficiency(doc.gpus, sources_.device_targets ? *sources_.device_targets : kNoTargets, doc.gauges,
+                                  doc.kernels, worst_of_minimum);
+  if (worst_of_minimum) inputs["device_target_of_minimum_worst"] = *worst_of_minimum;
+  // The window's rules read the timeline over every run together (each figure computed within
+  // one run's span; the worst device row of any run decides the busy ratio and gaps). With
+  // several runs, each run's rules too: its own timeline, the window's gauges.
+  if (doc.timelines.size() > 1) {
+    for (const RunTimeline& rt : doc.timelines) {
+      an::Inputs own = inputs;
+      add_timeline_inputs(std::span(&rt, 1), own);
+      doc.run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
+    }
+  }
+  add_timeline_inputs(doc.timelines, inputs);
+  doc.findings = an::detect_bottlenecks(inputs);
+
+  doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));
+  if (sources_.abtests) {
+    auto tests = sources_.abtests->list(100);
+    if (!tests.ok()) return tests.status();
+    for (const auto& t : *tests) doc.abtests.push_back({t.id, t.name});
+  }
+  return doc;
+}
+
+}  // namespace perfscope::service
