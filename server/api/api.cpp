@@ -11,6 +11,7 @@
 
 #include "db/schema.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/api/collectives_api.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
 #include "server/wire/event_codec.hpp"
@@ -277,6 +278,7 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (request.path == "/api/v1/regressions") return regressions(request);
   if (request.path == "/api/v1/anomalies") return anomalies(request);
   if (request.path == "/api/v1/alerts") return alerts(request);
+  if (request.path == "/api/v1/collectives") return collectives_response(ctx_, request);
   if (request.path == kAbTestsPath) return abtests();
   if (request.path == "/api/v1/processes") return processes(request);
   if (p.rfind("/api/v1/processes/", 0) == 0) return process(request, p.substr(std::string_view("/api/v1/processes/").size()));

@@ -188,6 +188,12 @@ Tags TraceConverter::base_tags() const {
   Tags tags;
   if (!options_.pid.empty()) tags.emplace_back("pid", options_.pid);
   if (!options_.run.empty()) tags.emplace_back("run", options_.run);
+  if (!options_.rank.empty()) {
+    tags.emplace_back("rank", options_.rank);
+    if (!options_.local_rank.empty()) tags.emplace_back("local_rank", options_.local_rank);
+    if (!options_.world_size.empty()) tags.emplace_back("world_size", options_.world_size);
+    sort_labels(tags);
+  }
   return tags;
 }
 

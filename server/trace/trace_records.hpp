@@ -141,6 +141,9 @@ Result<TraceRecord> record_from_json(const nlohmann::json& j);
 struct ConverterOptions {
   std::string run;  // the run name, tagged as `run`
   std::string pid;  // the traced process, tagged as `pid`
+  // A rank of a multi-process job (distributed_rank_from_environment), tagged as `rank`,
+  // `local_rank` and `world_size`; empty outside one.
+  std::string rank = {}, local_rank = {}, world_size = {};
   // Launch calls kept while their kernel has not arrived (CUPTI delivers API and GPU records
   // in separate buffers, in either order); the oldest are forgotten beyond this.
   std::size_t max_pending_calls = 100'000;

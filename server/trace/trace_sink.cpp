@@ -58,6 +58,32 @@ bool write_all(int fd, bool is_socket, std::string_view data) {
 
 }  // namespace
 
+DistributedRank distributed_rank_from_environment(const std::function<const char*(const char*)>& getenv_fn) {
+  struct Launcher {
+    const char *rank, *local_rank, *world_size;
+  };
+  static constexpr Launcher kLaunchers[] = {
+      {"RANK", "LOCAL_RANK", "WORLD_SIZE"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
+  };
+  auto number = [&](const char* name) -> std::string {
+    const char* v = getenv_fn(name);
+    if (!v || !*v || std::strlen(v) > 9) return {};
+    for (const char* c = v; *c; ++c) {
+      if (*c < '0' || *c > '9') return {};
+    }
+    return v;
+  };
+  for (const Launcher& l : kLaunchers) {
+    std::string rank = number(l.rank);
+    if (rank.empty()) continue;
+    return {std::move(rank), number(l.local_rank), number(l.world_size)};
+  }
+  return {};
+}
+
 Result<TraceSinkOptions> sink_options_from_environment() {
   TraceSinkOptions o;
   o.socket_path = env(kSocketVariable);
@@ -80,6 +106,10 @@ Result<TraceSinkOptions> sink_options_from_environment() {
   }
   o.converter.run = env(kRunVariable);
   o.converter.pid = std::to_string(::getpid());
+  DistributedRank rank = distributed_rank_from_environment([](const char* name) { return std::getenv(name); });
+  o.converter.rank = std::move(rank.rank);
+  o.converter.local_rank = std::move(rank.local_rank);
+  o.converter.world_size = std::move(rank.world_size);
   return o;
 }
 

@@ -54,6 +54,16 @@ struct TraceSinkOptions {
   std::function<void(bool open)> on_window;
 };
 
+// A process's place in a multi-process job, from what its launcher set: torchrun and
+// torch.distributed (RANK, LOCAL_RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK, …_LOCAL_RANK,
+// …_SIZE), MPICH and Intel MPI (PMI_RANK, MPI_LOCALRANKID, PMI_SIZE), Slurm (SLURM_PROCID,
+// SLURM_LOCALID, SLURM_NTASKS); the first launcher whose rank is set wins. Values that are not
+// decimal numbers are ignored; rank empty when no launcher set one.
+struct DistributedRank {
+  std::string rank, local_rank, world_size;
+};
+DistributedRank distributed_rank_from_environment(const std::function<const char*(const char*)>& getenv_fn);
+
 // From the variables above and the process id; kUnavailable when no output is named, and
 // kInvalidArgument for bad kinds.
 Result<TraceSinkOptions> sink_options_from_environment();

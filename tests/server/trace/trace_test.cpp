@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -467,6 +468,39 @@ TEST(TraceSink, DutyCycleOpensAndClosesWindowsAndMarksEach) {
   }
   EXPECT_EQ(marks, opened);
   EXPECT_EQ((*sink)->stats().windows, opened);
+}
+
+TEST(TraceSink, ARankOfAMultiProcessJobComesFromItsLauncher) {
+  auto from = [](std::map<std::string, std::string> env) {
+    return distributed_rank_from_environment([env = std::move(env)](const char* name) -> const char* {
+      auto it = env.find(name);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  DistributedRank torchrun = from({{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}});
+  EXPECT_EQ(torchrun.rank, "3");
+  EXPECT_EQ(torchrun.local_rank, "1");
+  EXPECT_EQ(torchrun.world_size, "8");
+  DistributedRank mpi = from({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "6"},
+                              {"SLURM_PROCID", "0"}});
+  EXPECT_EQ(mpi.rank, "5") << "the first launcher whose rank is set wins";
+  EXPECT_EQ(mpi.world_size, "6");
+  DistributedRank slurm = from({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"RANK", "two"}});
+  EXPECT_EQ(slurm.rank, "2") << "a rank that is no number is no rank";
+  EXPECT_EQ(slurm.local_rank, "");
+  EXPECT_EQ(from({}).rank, "");
+
+  TraceConverter c({.run = "job", .pid = "77", .rank = "1", .local_rank = "1", .world_size = "2"});
+  std::vector<Event> out;
+  c.add(kernel(1, 5000), out);
+  c.finish(out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& k = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(tag(k.tags, "rank"), "1");
+  EXPECT_EQ(tag(k.tags, "local_rank"), "1");
+  EXPECT_EQ(tag(k.tags, "world_size"), "2");
+  EXPECT_TRUE(std::is_sorted(k.tags.begin(), k.tags.end()));
+  ASSERT_TRUE(validate(out[0]).ok());
 }
 
 TEST(TraceSink, EnvironmentNamesTheOutputAndKinds) {

@@ -1,0 +1,219 @@
+#include "engine/analysis/collectives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "engine/analysis/stats.hpp"
+
+namespace perfscope::analysis {
+
+namespace {
+
+constexpr std::array<std::string_view, 7> kOps = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
+                                                  "Reduce",    "SendRecv",  "AllToAll"};
+constexpr std::array<std::string_view, 6> kReductions = {"Sum", "Prod", "Min", "Max", "PreMulSum", "SumPostDiv"};
+constexpr std::array<std::string_view, 3> kProtocols = {"LL", "LL128", "SIMPLE"};
+// Longest first, so that NVLS_TREE is not read as NVLS.
+constexpr std::array<std::string_view, 8> kAlgorithms = {"COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "COLLNET",
+                                                         "RING",           "TREE",          "NVLS",      "PAT"};
+
+template <std::size_t N>
+bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
+  return std::find(set.begin(), set.end(), s) != set.end();
+}
+
+double ms(TimestampNs ns) { return static_cast<double>(ns) / 1e6; }
+
+double nearest_rank(std::vector<double> v, double q) {
+  return v.empty() ? 0.0 : percentile(v, q, PercentileConvention::kNearestRank);
+}
+
+}  // namespace
+
+std::optional<CollectiveKernel> parse_collective_kernel(std::string_view name) {
+  for (std::string_view prefix : {std::string_view("ncclDevKernel_"), std::string_view("ncclKernel_")}) {
+    if (!name.starts_with(prefix)) continue;
+    name.remove_prefix(prefix.size());
+    name = name.substr(0, name.find('('));
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0; at <= name.size();) {
+      const std::size_t end = std::min(name.find('_', at), name.size());
+      parts.push_back(name.substr(at, end - at));
+      at = end + 1;
+    }
+    if (parts.empty() || !one_of(parts[0], kOps)) return std::nullopt;
+    CollectiveKernel k;
+    k.op = std::string(parts[0]);
+    std::vector<std::string_view> rest;
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+      // Two-part algorithm names first.
+      if (i + 1 < parts.size()) {
+        std::string joined = std::string(parts[i]) + "_" + std::string(parts[i + 1]);
+        if (one_of(std::string_view(joined), kAlgorithms)) {
+          k.algorithm = joined;
+          ++i;
+          continue;
+        }
+      }
+      if (one_of(parts[i], kAlgorithms)) {
+        k.algorithm = std::string(parts[i]);
+      } else if (one_of(parts[i], kProtocols)) {
+        k.protocol = std::string(parts[i]);
+      } else if (one_of(parts[i], kReductions)) {
+        k.reduction = std::string(parts[i]);
+      } else {
+        rest.push_back(parts[i]);
+      }
+    }
+    for (std::string_view r : rest) k.dtype += (k.dtype.empty() ? "" : "_") + std::string(r);  // "int8_t"
+    return k;
+  }
+  return std::nullopt;
+}
+
+CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const CollectiveOptions& options) {
+  CollectiveAnalysis out;
+  std::erase_if(ranks, [](const RankCollectives& r) { return r.executions.empty(); });
+  std::sort(ranks.begin(), ranks.end(), [](const RankCollectives& a, const RankCollectives& b) {
+    // Numeric ranks in numeric order.
+    if (a.rank.size() != b.rank.size()) return a.rank.size() < b.rank.size();
+    return a.rank < b.rank;
+  });
+  for (auto& r : ranks) {
+    std::sort(r.executions.begin(), r.executions.end(),
+              [](const RankCollectives::Execution& a, const RankCollectives::Execution& b) { return a.start_ns < b.start_ns; });
+    out.ranks.push_back({r.rank, r.device, 0, 0, 0, 0, 0, 0, 0});
+  }
+  if (ranks.size() < 2) {
+    for (const auto& r : ranks) out.unmatched += r.executions.size();
+    out.no_straggler = ranks.empty() ? "no collective kernels in the window" : "collectives of one rank only";
+    return out;
+  }
+
+  // Match instance k across ranks while every rank has one and their operations agree.
+  const std::size_t n = ranks.size();
+  std::size_t shortest = SIZE_MAX;
+  for (const auto& r : ranks) shortest = std::min(shortest, r.executions.size());
+  std::vector<CollectiveInstance> instances;
+  std::map<std::string, std::vector<double>> op_durations, op_transfers;
+  std::map<std::string, std::pair<double, double>> op_wait_total;  // op → (wait, time in it)
+  std::vector<std::vector<double>> lateness_when_last(n);
+  std::vector<double> offset_sum(n, 0);
+  // Per rank and instance after the first: its time between leaving the previous instance and
+  // entering this one (its compute in the step, on its own GPU's clock) beyond the other ranks' mean.
+  std::vector<std::vector<double>> extra_gaps(n);
+  for (std::size_t k = 0; k < shortest; ++k) {
+    const std::string& op = ranks[0].executions[k].op;
+    auto differs = std::find_if(ranks.begin() + 1, ranks.end(), [&](const RankCollectives& r) { return r.executions[k].op != op; });
+    if (differs != ranks.end()) {
+      out.mismatch = "instance " + std::to_string(k) + " is " + op + " on rank " + ranks[0].rank + " but " +
+                     differs->executions[k].op + " on rank " + differs->rank +
+                     " (several communicators, or kernels lost): matching stopped there";
+      break;
+    }
+    CollectiveInstance inst;
+    inst.sequence = k;
+    inst.op = op;
+    for (const auto& r : ranks) {
+      inst.start_ns.push_back(r.executions[k].start_ns);
+      inst.end_ns.push_back(r.executions[k].end_ns);
+    }
+    const auto last = std::max_element(inst.start_ns.begin(), inst.start_ns.end());
+    const auto first = std::min_element(inst.start_ns.begin(), inst.start_ns.end());
+    inst.last_rank = static_cast<std::size_t>(last - inst.start_ns.begin());
+    inst.skew_ms = ms(*last - *first);
+    TimestampNs next_latest = INT64_MIN;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i != inst.last_rank) next_latest = std::max(next_latest, inst.start_ns[i]);
+    }
+    lateness_when_last[inst.last_rank].push_back(ms(*last - next_latest));
+    double start_sum = 0;
+    for (std::size_t i = 0; i < n; ++i) start_sum += static_cast<double>(inst.start_ns[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const TimestampNs start = inst.start_ns[i], end = std::max(inst.end_ns[i], start);
+      const double duration = ms(end - start);
+      const double wait = std::min(duration, ms(std::max<TimestampNs>(0, *last - start)));
+      const double transfer = ms(std::max<TimestampNs>(0, end - std::max(start, *last)));
+      RankCollectiveSummary& s = out.ranks[i];
+      ++s.instances;
+      s.total_ms += duration;
+      s.wait_ms += wait;
+      s.transfer_ms += transfer;
+      const double others_mean = (start_sum - static_cast<double>(start)) / static_cast<double>(n - 1);
+      offset_sum[i] += (static_cast<double>(start) - others_mean) / 1e6;
+      op_durations[op].push_back(duration);
+      op_transfers[op].push_back(transfer);
+      op_wait_total[op].first += wait;
+      op_wait_total[op].second += duration;
+    }
+    if (!instances.empty()) {
+      const CollectiveInstance& before = instances.back();
+      double gap_sum = 0;
+      for (std::size_t i = 0; i < n; ++i) gap_sum += ms(inst.start_ns[i] - before.end_ns[i]);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double gap = ms(inst.start_ns[i] - before.end_ns[i]);
+        extra_gaps[i].push_back(gap - (gap_sum - gap) / static_cast<double>(n - 1));
+      }
+    }
+    ++out.ranks[inst.last_rank].last_arrivals;
+    instances.push_back(std::move(inst));
+  }
+  out.matched = instances.size();
+  for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;
+  for (std::size_t i = 0; i < n; ++i) {
+    RankCollectiveSummary& s = out.ranks[i];
+    s.wait_share = s.total_ms > 0 ? s.wait_ms / s.total_ms : 0;
+    s.mean_arrival_offset_ms = out.matched ? offset_sum[i] / static_cast<double>(out.matched) : 0;
+  }
+  for (const auto& [op, durations] : op_durations) {
+    CollectiveOpSummary s;
+    s.op = op;
+    s.instances = durations.size() / n;
+    s.duration_p50_ms = nearest_rank(durations, 50);
+    s.duration_p99_ms = nearest_rank(durations, 99);
+    s.transfer_p50_ms = nearest_rank(op_transfers[op], 50);
+    const auto [wait, time] = op_wait_total[op];
+    s.wait_share = time > 0 ? wait / time : 0;
+    out.ops.push_back(std::move(s));
+  }
+  std::sort(out.ops.begin(), out.ops.end(), [](const CollectiveOpSummary& a, const CollectiveOpSummary& b) {
+    return a.instances > b.instances || (a.instances == b.instances && a.op < b.op);
+  });
+
+  // The step: the median time between successive instances' first arrivals.
+  std::vector<double> steps;
+  for (std::size_t k = 1; k < instances.size(); ++k) {
+    steps.push_back(ms(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()) -
+                       *std::min_element(instances[k - 1].start_ns.begin(), instances[k - 1].start_ns.end())));
+  }
+  out.step_median_ms = nearest_rank(steps, 50);
+
+  // The straggler: last most often, by a margin that matters.
+  const auto most = std::max_element(out.ranks.begin(), out.ranks.end(), [](const auto& a, const auto& b) {
+    return a.last_arrivals < b.last_arrivals;
+  });
+  const std::size_t who = static_cast<std::size_t>(most - out.ranks.begin());
+  const double share = out.matched ? static_cast<double>(most->last_arrivals) / static_cast<double>(out.matched) : 0;
+  const double lateness = nearest_rank(lateness_when_last[who], 50);
+  const double needed = std::max(options.min_lateness_ms, options.min_lateness_of_step * out.step_median_ms);
+  auto percent = [](double v) { return std::to_string(static_cast<int>(v * 100 + 0.5)) + " %"; };
+  if (out.matched < options.min_instances) {
+    out.no_straggler = std::to_string(out.matched) + " matched collectives; at least " +
+                       std::to_string(options.min_instances) + " are needed";
+  } else if (share < options.min_last_share) {
+    out.no_straggler = "no rank arrived last in at least " + percent(options.min_last_share) + " of " +
+                       std::to_string(out.matched) + " collectives (most: rank " + most->rank + ", " + percent(share) + ")";
+  } else if (lateness < needed) {
+    out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, but by a median " +
+                       std::to_string(lateness) + " ms, under the " + std::to_string(needed) + " ms that matter";
+  } else {
+    out.straggler = Straggler{most->rank, share, lateness, nearest_rank(extra_gaps[who], 50), out.step_median_ms};
+  }
+  const std::size_t keep = std::min(instances.size(), options.max_instances_listed);
+  out.instances.assign(std::make_move_iterator(instances.end() - static_cast<std::ptrdiff_t>(keep)),
+                       std::make_move_iterator(instances.end()));
+  return out;
+}
+
+}  // namespace perfscope::analysis

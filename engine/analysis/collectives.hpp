@@ -1,0 +1,112 @@
+// Collective operations of multi-GPU jobs (NCCL all-reduce, all-gather, …) across their ranks:
+// each collective instance matched across ranks, how long each rank waited in it for the last
+// one to arrive and how long it then moved data, per rank and per operation, and the straggler
+// — the rank that arrives last most often, with how much later it comes.
+//
+// The source here is the kernels NCCL launches, recognised by name (kernel-name fallback: no
+// byte counts, no communicator). Every rank launches a communicator's collectives in the same
+// order, so the k-th collective kernel of one rank is the k-th of every other; matching stops,
+// and says where, at the first instance whose operation differs between ranks.
+//
+// On one rank, a collective's kernel starts when that rank arrives and spins until the last
+// rank has arrived, then moves data: wait = last arrival − own arrival (up to its duration),
+// transfer = end − max(own arrival, last arrival). Arrival times are GPU start times on one
+// clock (the ranks of one host; across hosts the clocks' offsets would enter the skew).
+//
+// Pure functions over values.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/clock.hpp"
+
+namespace perfscope::analysis {
+
+// What an NCCL kernel's name says: the operation ("AllReduce", "AllGather", "ReduceScatter",
+// "Broadcast", "Reduce", "SendRecv", "AllToAll"), and where the name has them the reduction,
+// data type, algorithm and protocol. nullopt for a kernel that is no NCCL collective.
+struct CollectiveKernel {
+  std::string op, reduction, dtype, algorithm, protocol;
+};
+std::optional<CollectiveKernel> parse_collective_kernel(std::string_view name);
+
+// One rank's collective kernels (any order; they are sorted by start).
+struct RankCollectives {
+  std::string rank;    // the rank's name (its `rank` tag, else its process)
+  std::string device;  // the GPU its kernels ran on (the first seen)
+  struct Execution {
+    std::string op;
+    TimestampNs start_ns = 0, end_ns = 0;
+  };
+  std::vector<Execution> executions;
+};
+
+struct CollectiveOptions {
+  // A straggler is named when one rank arrives last in at least this share of the matched
+  // instances, at least min_instances of them, and its median lateness (its arrival after the
+  // next-latest rank's) is at least min_lateness_ms and min_lateness_of_step of the median step
+  // (the time between successive instances' first arrivals).
+  double min_last_share = 2.0 / 3.0;
+  std::size_t min_instances = 5;
+  double min_lateness_ms = 0.1;
+  double min_lateness_of_step = 0.10;
+  std::size_t max_instances_listed = 200;  // the newest instances kept in `instances`
+};
+
+struct CollectiveInstance {
+  std::size_t sequence = 0;  // 0 for the first matched instance in the window
+  std::string op;
+  std::vector<TimestampNs> start_ns, end_ns;  // per rank, in the order of `ranks`
+  std::size_t last_rank = 0;                  // index of the rank that arrived last
+  double skew_ms = 0;                          // last arrival − first arrival
+};
+
+struct RankCollectiveSummary {
+  std::string rank, device;
+  std::size_t instances = 0;  // matched instances it took part in
+  double total_ms = 0, wait_ms = 0, transfer_ms = 0;
+  double wait_share = 0;      // wait / total
+  std::size_t last_arrivals = 0;
+  double mean_arrival_offset_ms = 0;  // its arrival after the mean arrival of the other ranks
+};
+
+struct CollectiveOpSummary {
+  std::string op;
+  std::size_t instances = 0;
+  double duration_p50_ms = 0, duration_p99_ms = 0;  // per rank and instance (nearest rank)
+  double transfer_p50_ms = 0;
+  double wait_share = 0;  // waiting over the time ranks spent in it
+};
+
+struct Straggler {
+  std::string rank;
+  double last_share = 0;              // of the matched instances, those it arrived last in
+  double lateness_median_ms = 0;      // after the next-latest rank, where it was last
+  // The compute it adds to a step: the median over successive instances of its time between
+  // leaving one and entering the next, beyond the other ranks' mean of the same. Each rank's
+  // time is on its own GPU's clock, so an offset between the GPUs' clocks cancels; a median,
+  // so that warm-up steps do not weigh in.
+  double extra_per_step_ms = 0;
+  double step_median_ms = 0;
+};
+
+struct CollectiveAnalysis {
+  std::vector<RankCollectiveSummary> ranks;
+  std::vector<CollectiveOpSummary> ops;
+  std::size_t matched = 0;       // instances matched across every rank
+  std::size_t unmatched = 0;     // collective kernels left after matching stopped or ran out
+  std::string mismatch;          // why matching stopped early (empty: it did not)
+  std::optional<Straggler> straggler;
+  std::string no_straggler;      // why none was named (empty when one was)
+  double step_median_ms = 0;
+  std::vector<CollectiveInstance> instances;  // the newest max_instances_listed
+};
+
+// Ranks with no collective kernel are left out; fewer than two ranks match nothing.
+CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const CollectiveOptions& options = {});
+
+}  // namespace perfscope::analysis

@@ -1,0 +1,85 @@
+#include "server/api/collectives_api.hpp"
+
+#include "server/api/api_helpers.hpp"
+#include "server/service/collectives.hpp"
+
+namespace perfscope::server {
+
+using nlohmann::json;
+namespace an = perfscope::analysis;
+
+namespace {
+
+json job_json(const service::JobCollectives& job) {
+  const an::CollectiveAnalysis& a = job.analysis;
+  json ranks = json::array(), ops = json::array(), instances = json::array();
+  for (const auto& r : a.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"device", r.device}, {"instances", r.instances}, {"total_ms", r.total_ms},
+                     {"wait_ms", r.wait_ms}, {"transfer_ms", r.transfer_ms}, {"wait_share", r.wait_share},
+                     {"last_arrivals", r.last_arrivals}, {"mean_arrival_offset_ms", r.mean_arrival_offset_ms}});
+  }
+  for (const auto& o : a.ops) {
+    ops.push_back({{"op", o.op}, {"instances", o.instances}, {"duration_p50_ms", o.duration_p50_ms},
+                   {"duration_p99_ms", o.duration_p99_ms}, {"transfer_p50_ms", o.transfer_p50_ms},
+                   {"wait_share", o.wait_share}, {"bytes", nullptr}, {"bus_bandwidth_gb_per_second", nullptr}});
+  }
+  for (const auto& i : a.instances) {
+    json per_rank = json::array();
+    for (std::size_t r = 0; r < i.start_ns.size(); ++r) {
+      per_rank.push_back({{"rank", a.ranks[r].rank}, {"start_ns", i.start_ns[r]}, {"end_ns", i.end_ns[r]}});
+    }
+    instances.push_back({{"sequence", i.sequence}, {"op", i.op}, {"skew_ms", i.skew_ms},
+                         {"last_rank", a.ranks[i.last_rank].rank}, {"ranks", per_rank}});
+  }
+  json straggler = nullptr;
+  if (a.straggler) {
+    straggler = {{"rank", a.straggler->rank}, {"last_share", a.straggler->last_share},
+                 {"lateness_median_ms", a.straggler->lateness_median_ms},
+                 {"extra_per_step_ms", a.straggler->extra_per_step_ms}, {"step_median_ms", a.straggler->step_median_ms}};
+  }
+  json out = {{"run", job.run.empty() ? json(nullptr) : json(job.run)}, {"ranks_from", job.ranks_from},
+              {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched},
+              {"step_median_ms", a.step_median_ms}, {"straggler", straggler}, {"instances", instances}};
+  if (!a.mismatch.empty()) out["mismatch"] = a.mismatch;
+  if (!a.no_straggler.empty()) out["no_straggler"] = a.no_straggler;
+  return out;
+}
+
+}  // namespace
+
+HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request) {
+  const TimestampNs now = now_ns();
+  auto scope = scope_of(request);
+  if (!scope.ok()) return status_response(scope.status());
+  auto w = window_or(request, "15m", now);
+  if (!w.ok()) return status_response(w.status());
+  if (!scope->run.empty() && w->all) {
+    auto r = ctx.events->run(scope->run);
+    if (!r.ok()) return status_response(r.status());
+    if (*r) {
+      w->from_ns = (*r)->start_ns;
+      w->to_ns = (*r)->end_ns.value_or(now);
+      w->all = false;
+    }
+  }
+  auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope);
+  if (!jobs.ok()) return status_response(jobs.status());
+  json out = json::array();
+  for (const auto& job : *jobs) out.push_back(job_json(job));
+  return json_response(
+      200, {{"window", window_json(*w)},
+            {"source", "kernel_names"},
+            {"method",
+             "NCCL's kernels recognised by name; a run's ranks by their rank tag (set from the launcher's RANK, "
+             "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID), else by process; the k-th collective kernel of each "
+             "rank matched with the k-th of every other (one communicator), matching stopped where operations "
+             "differ; per rank and instance: wait = last arrival - own arrival (up to its duration), transfer = end "
+             "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances by a median "
+             "lateness after the next-latest rank of >= max(0.1 ms, 10 % of the median step); extra_per_step_ms: the "
+             "median over successive instances of its time from leaving one to entering the next beyond the other "
+             "ranks' mean (each on its own GPU's clock)"},
+            {"unknown", {{"bytes", "kernel names carry no message sizes: bytes and bus bandwidth are unknown"}}},
+            {"jobs", out}});
+}
+
+}  // namespace perfscope::server

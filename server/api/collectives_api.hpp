@@ -1,0 +1,13 @@
+// GET /api/v1/collectives: the collective operations of multi-GPU jobs in a window, per run —
+// ranks with their time in collectives, waiting and moving data, operations with their
+// durations, instances matched across ranks, and the straggler (server/service/collectives.hpp).
+// Parameters: window/from/to (default 15m; a run's own span with run=), run, device, tag.KEY.
+#pragma once
+
+#include "server/api/api.hpp"
+
+namespace perfscope::server {
+
+HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request);
+
+}  // namespace perfscope::server

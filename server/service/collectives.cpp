@@ -1,0 +1,49 @@
+#include "server/service/collectives.hpp"
+
+#include <map>
+
+namespace perfscope::service {
+
+namespace an = perfscope::analysis;
+
+Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
+                                                     const db::EventScope& scope, const an::CollectiveOptions& options) {
+  struct Job {
+    bool tagged = false;  // some kernel carried a rank tag
+    std::map<std::string, an::RankCollectives> by_rank, by_process;
+  };
+  std::map<std::string, Job> jobs;
+  Status s = events.for_each_kernel(range, scope, [&](const KernelEvent& k) {
+    if (!k.name.starts_with("nccl")) return;
+    auto parsed = an::parse_collective_kernel(k.name);
+    if (!parsed) return;
+    Job& job = jobs[std::string(tag_value(k.tags, "run"))];
+    const std::string_view rank = tag_value(k.tags, "rank");
+    const std::string_view pid = tag_value(k.tags, "pid");
+    auto add = [&](std::map<std::string, an::RankCollectives>& into, std::string key) {
+      an::RankCollectives& r = into[key];
+      if (r.rank.empty()) {
+        r.rank = std::move(key);
+        r.device = k.device;
+      }
+      r.executions.push_back({parsed->op, k.start_ns, k.end_ns});
+    };
+    if (!rank.empty()) {
+      job.tagged = true;
+      add(job.by_rank, std::string(rank));
+    }
+    // Every kernel by its process too, for jobs whose processes carry no rank.
+    add(job.by_process, pid.empty() ? "device " + k.device : "pid " + std::string(pid));
+  });
+  if (!s.ok()) return s;
+  std::vector<JobCollectives> out;
+  for (auto& [run, job] : jobs) {
+    std::vector<an::RankCollectives> ranks;
+    auto& from = job.tagged ? job.by_rank : job.by_process;
+    for (auto& [key, r] : from) ranks.push_back(std::move(r));
+    out.push_back({run, job.tagged ? "rank tag" : "process", an::analyze_collectives(std::move(ranks), options)});
+  }
+  return out;
+}
+
+}  // namespace perfscope::service

@@ -1,0 +1,28 @@
+// The collectives of multi-GPU jobs in a window (engine/analysis/collectives.hpp), read from
+// the stored kernels: NCCL's kernels by name, grouped by run and by rank (the `rank` tag the
+// tracing library sets from the launcher's environment, else the process).
+//
+// A function over the event reader; thread-safe as it is.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "db/event_reader.hpp"
+#include "db/time_range.hpp"
+#include "engine/analysis/collectives.hpp"
+
+namespace perfscope::service {
+
+struct JobCollectives {
+  std::string run;         // empty: kernels of no run
+  std::string ranks_from;  // "rank tag" or "process" (no rank tag: each process is a rank)
+  analysis::CollectiveAnalysis analysis;
+};
+
+// One entry per run with collective kernels in the range, by run name.
+Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
+                                                     const db::EventScope& scope,
+                                                     const analysis::CollectiveOptions& options = {});
+
+}  // namespace perfscope::service

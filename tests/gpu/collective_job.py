@@ -1,0 +1,87 @@
+"""A two-rank (or n-rank) data-parallel step loop for the collective analysis: each step every
+rank multiplies matrices, the rank given --extra-matmuls multiplies more, then all ranks
+all-reduce a buffer. Timed on the GPU with CUDA events: the extra compute per step on the slow
+rank, and each rank's whole compute per step (the slow rank's less the other's is what the
+analysis should find as the straggler's extra compute) and every all-reduce (for its
+algorithm and bus bandwidth the nccl-tests way). Start it with torchrun; each rank writes
+OUT_DIR/rank<R>.json.
+"""
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--matmuls", type=int, default=12)
+    p.add_argument("--extra-matmuls", type=int, default=0, help="more matmuls per step on --slow-rank")
+    p.add_argument("--slow-rank", type=int, default=1)
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--allreduce-mb", type=int, default=64)
+    a = p.parse_args()
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    x = torch.randn(a.size, a.size, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(a.size, a.size, device="cuda", dtype=torch.bfloat16)
+    buf = torch.ones(a.allreduce_mb * 1024 * 1024 // 4, device="cuda", dtype=torch.float32)
+    extra = a.extra_matmuls if rank == a.slow_rank else 0
+    extra_ms, compute_ms, allreduce_ms = [], [], []
+    for step in range(a.warmup + a.steps):
+        s0 = torch.cuda.Event(enable_timing=True)
+        s0.record()
+        y = x
+        for _ in range(a.matmuls):
+            y = torch.mm(y, w)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(extra):
+            y = torch.mm(y, w)
+        e1.record()
+        buf.add_(y[0, 0].float() * 0)  # the all-reduce depends on the step's compute
+        s1 = torch.cuda.Event(enable_timing=True)
+        s1.record()
+        c0, c1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        c0.record()
+        dist.all_reduce(buf)
+        c1.record()
+        torch.cuda.synchronize()
+        if step >= a.warmup:
+            extra_ms.append(e0.elapsed_time(e1))
+            compute_ms.append(s0.elapsed_time(s1))
+            allreduce_ms.append(c0.elapsed_time(c1))
+    dist.barrier()
+    nbytes = buf.numel() * buf.element_size()
+    # nccl-tests: algbw = bytes / time; all-reduce busbw = algbw * 2(n-1)/n.
+    med = statistics.median(allreduce_ms)
+    out = {
+        "rank": rank, "world_size": world, "device": local, "steps": a.steps, "extra_matmuls": extra,
+        "extra_ms_median": statistics.median(extra_ms), "extra_ms_mean": statistics.mean(extra_ms),
+        # The whole compute of a step on this rank's GPU, from after the last all-reduce was
+        # enqueued to before the next: the slow rank's median less the other's is the extra
+        # compute per step the analysis should find.
+        "compute_ms_median": statistics.median(compute_ms),
+        "allreduce_bytes": nbytes, "allreduce_ms_median": med, "allreduce_ms_min": min(allreduce_ms),
+        "algbw_gb_per_s": nbytes / (med / 1e3) / 1e9,
+        "busbw_gb_per_s": nbytes / (med / 1e3) / 1e9 * 2 * (world - 1) / world,
+        "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "torch": torch.__version__,
+        "wall_time_s": time.time(),
+    }
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
