@@ -166,12 +166,32 @@ std::vector<Rule> make_rules() {
         "Place the heaviest kernels on the roofline (/api/v1/kernels, with flops, bytes and dtype reported): "
         "memory-bound ones need fewer bytes moved, compute-bound ones tensor cores and larger tiles.",
         "Check for throttling and for time the GPU sat idle between kernels: both lower the achieved rate."}},
+      {"straggler",
+       "A straggling rank holds up every collective",
+       // Set by the collective analysis (engine/analysis/collectives.hpp), which names a
+       // straggler only past its own materiality floor: extra_share is its extra compute per step
+       // over the step, 0 when no rank straggles among ranks that met in collectives.
+       {"collective_matched", "collective_straggler_extra_share"},
+       {{"warning_share", 0.25}},
+       [](const Inputs& in, const Thresholds& t) -> S {
+         const double share = at(in, "collective_straggler_extra_share");
+         if (share <= 0) return std::nullopt;
+         return share >= th(t, "warning_share") ? S(Severity::kWarning) : S(Severity::kInfo);
+       },
+       {"Rebalance the work across ranks: the straggler computes more per step (uneven shards, sequence lengths "
+        "or batch sizes, input loading on that rank) — GET /api/v1/collectives names it and the extra time.",
+        "Check the straggler's GPU: clocks, throttling and other processes on it (the Processes view).",
+        "Every other rank waits inside the collective meanwhile: overlap communication with compute (bucketed, "
+        "asynchronous collectives) so what remains of the wait hides behind work."},
+       {"collective_straggler_gpu", "collective_straggler_extra_ms", "collective_straggler_last_share"}},
   };
 }
 
 // Rules whose inputs come from configuration: what to set, added to their not-evaluated reason.
 std::string_view setup_hint(std::string_view rule_id) {
-  return rule_id == "device_below_minimum" ? "needs --device-target with min_tflops or min_gb_per_second" : "";
+  if (rule_id == "device_below_minimum") return "needs --device-target with min_tflops or min_gb_per_second";
+  if (rule_id == "straggler") return "needs the NCCL collective kernels of two or more GPUs in one run (perfscope run)";
+  return "";
 }
 
 int order(const Finding& f) {
@@ -201,6 +221,9 @@ std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const std::vector<
       } else {
         f.evidence[need] = it->second;
       }
+    }
+    for (const auto& detail : r.details) {
+      if (auto it = inputs.find(detail); it != inputs.end()) f.evidence[detail] = it->second;
     }
     if (!missing.empty()) {
       f.status = "not_evaluated";

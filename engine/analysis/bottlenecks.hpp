@@ -38,6 +38,9 @@ struct Rule {
   // The severity when the rule fires, or nothing. Called only with every need present.
   std::function<std::optional<Severity>(const Inputs&, const std::map<std::string, double>&)> fires;
   std::vector<std::string> recommendations;
+  // Inputs shown with the evidence when present, though the rule does not need them (who and
+  // how much, beside the figures the rule decides on).
+  std::vector<std::string> details = {};
 };
 
 struct Finding {

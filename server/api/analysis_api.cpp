@@ -18,6 +18,7 @@
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
+#include "server/service/series_names.hpp"
 
 namespace perfscope::server {
 
@@ -26,12 +27,7 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-// Series names of the rules' evidence (as the GPU and host collectors publish them).
-constexpr const char* kGpuUtilization = "gpu_utilization_ratio";
-constexpr const char* kGpuDramUtilization = "gpu_dram_bandwidth_utilization_ratio";
-constexpr const char* kGpuMemoryUsed = "gpu_memory_used_bytes";
-constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
-constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
+using namespace service::series_names;
 
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},

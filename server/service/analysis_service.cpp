@@ -1,13 +1,16 @@
 #include "server/service/analysis_service.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <future>
 #include <map>
 #include <span>
 
+#include "engine/analysis/collectives.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/service/scoped_reads.hpp"
+#include "server/service/series_names.hpp"
 
 namespace perfscope::service {
 
@@ -15,13 +18,7 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-// Series the bottleneck rules read, by the names the GPU collector publishes.
-constexpr const char* kGpuUtilization = "gpu_utilization_ratio";
-constexpr const char* kGpuDramUtilization = "gpu_dram_bandwidth_utilization_ratio";
-constexpr const char* kGpuMemoryUsed = "gpu_memory_used_bytes";
-constexpr const char* kGpuMemoryTotal = "gpu_memory_total_bytes";
-constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
-constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
+using namespace series_names;
 
 // The bottleneck rules' timeline inputs from the device rows of the given runs.
 void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) {
@@ -97,6 +94,44 @@ void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inpu
   }
 }
 
+// The collectives of one run's kernels, each GPU taken as a rank (the usual one process per GPU;
+// GET /api/v1/collectives tells ranks apart by their tags).
+an::CollectiveAnalysis collectives_of(const an::KernelTrace& trace) {
+  std::vector<std::optional<an::CollectiveKernel>> parsed;
+  parsed.reserve(trace.names.size());
+  for (const std::string& name : trace.names) {
+    parsed.push_back(name.starts_with("nccl") ? an::parse_collective_kernel(name) : std::nullopt);
+  }
+  std::map<std::uint32_t, an::RankCollectives> by_device;
+  for (const an::TraceKernel& k : trace.kernels) {
+    if (!parsed[k.name]) continue;
+    an::RankCollectives& r = by_device[k.device];
+    if (r.rank.empty()) r.rank = r.device = trace.devices[k.device];
+    r.executions.push_back({parsed[k.name]->op, k.start_ns, k.end_ns});
+  }
+  std::vector<an::RankCollectives> ranks;
+  for (auto& [device, r] : by_device) ranks.push_back(std::move(r));
+  return an::analyze_collectives(std::move(ranks));
+}
+
+// The straggler rule's inputs from a run's collectives (none when its GPUs met in none); over
+// several runs, the worst straggler's.
+void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) {
+  if (c.matched == 0) return;
+  inputs["collective_matched"] += static_cast<double>(c.matched);
+  double& worst = inputs["collective_straggler_extra_share"];
+  if (!c.straggler || !(c.straggler->step_median_ms > 0)) return;
+  const double share = c.straggler->extra_per_step_ms / c.straggler->step_median_ms;
+  if (share <= worst) return;
+  worst = share;
+  inputs["collective_straggler_extra_ms"] = c.straggler->extra_per_step_ms;
+  inputs["collective_straggler_last_share"] = c.straggler->last_share;
+  const std::string& gpu = c.straggler->rank;  // a GPU index here
+  if (double index = 0; std::from_chars(gpu.data(), gpu.data() + gpu.size(), index).ec == std::errc()) {
+    inputs["collective_straggler_gpu"] = index;
+  }
+}
+
 }  // namespace
 
 Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) const {
@@ -125,6 +160,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // gathered here: the kernel timeline (every execution unpacked and walked in start order)
   // and the serving metrics (every request read back). The timeline is per run, each over
   // its own span: the idle time between two processes is nobody's.
+  std::vector<an::CollectiveAnalysis> collectives;  // per run, written by timeline_part
   auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
     auto traces = events.kernel_traces_by_run(range, scope);
     if (!traces.ok()) return traces.status();
@@ -145,6 +181,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
       an::TimelineOptions options;
       if (rt.traced) options.windows = rt.traced->windows;
       rt.queues = an::analyze_timeline(t.trace, options);
+      collectives.push_back(collectives_of(t.trace));
       out.push_back(std::move(rt));
     }
     return out;
@@ -183,7 +220,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
     // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
     std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
     doc.gauges = summarize_series(*data);
-    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != "gpu_power_watts"; });
+    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != kGpuPower; });
     power_readings = std::move(*data);  // for the power while requests were in flight, once they are read
   }
 
@@ -290,13 +327,16 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // one run's span; the worst device row of any run decides the busy ratio and gaps). With
   // several runs, each run's rules too: its own timeline, the window's gauges.
   if (doc.timelines.size() > 1) {
-    for (const RunTimeline& rt : doc.timelines) {
+    for (std::size_t i = 0; i < doc.timelines.size(); ++i) {
+      const RunTimeline& rt = doc.timelines[i];
       an::Inputs own = inputs;
       add_timeline_inputs(std::span(&rt, 1), own);
+      add_collective_inputs(collectives[i], own);
       doc.run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
     }
   }
   add_timeline_inputs(doc.timelines, inputs);
+  for (const an::CollectiveAnalysis& c : collectives) add_collective_inputs(c, inputs);
   doc.findings = an::detect_bottlenecks(inputs);
 
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));

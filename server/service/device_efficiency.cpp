@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include "server/service/series_names.hpp"
+
 namespace perfscope::service {
 
 namespace an = perfscope::analysis;
+using namespace series_names;
 
 DramCeiling dram_ceiling(const GpuDeviceInfo& d) {
   if (d.spec && d.spec->dram_from_config) return {d.spec->dram_bytes_per_second, "config"};
@@ -29,19 +32,19 @@ std::vector<DeviceEfficiency> device_efficiency(const std::vector<GpuDeviceInfo>
     constexpr const char* kKernelBasis = "work the kernels reported over the time of those executions";
     if (auto v = work.flops_per_second()) {
       a.tflops = an::Achieved{*v / 1e12, "kernels", kKernelBasis};
-    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_tensor_estimated_flops_per_second", d.uuid)) {
+    } else if (const SeriesSummary* g = gauge_of(gauges, kGpuTensorEstimate, d.uuid)) {
       a.tflops = an::Achieved{g->avg / 1e12, "gpm_estimate",
                               "tensor-pipe activity × BF16 peak, mean over the window, idle time included (an estimate)"};
     }
     if (auto v = work.bytes_per_second()) {
       a.gb_per_second = an::Achieved{*v / 1e9, "kernels", kKernelBasis};
-    } else if (const SeriesSummary* g = gauge_of(gauges, "gpu_dram_bandwidth_bytes_per_second", d.uuid)) {
+    } else if (const SeriesSummary* g = gauge_of(gauges, kGpuDramBandwidth, d.uuid)) {
       a.gb_per_second = an::Achieved{g->avg / 1e9, "gpm", "DRAM bandwidth utilization × peak, mean over the window, idle time included"};
     }
-    if (const SeriesSummary* g = gauge_of(gauges, "gpu_memory_used_bytes", d.uuid)) {
+    if (const SeriesSummary* g = gauge_of(gauges, kGpuMemoryUsed, d.uuid)) {
       a.memory_peak_bytes = an::Achieved{g->peak, "nvml", "peak device memory used in the window"};
     }
-    if (const SeriesSummary* g = gauge_of(gauges, "gpu_power_watts", d.uuid)) {
+    if (const SeriesSummary* g = gauge_of(gauges, kGpuPower, d.uuid)) {
       a.power_avg_watts = an::Achieved{g->avg, "nvml", "mean power draw over the window"};
     }
     if (const an::DeviceTarget* t = an::target_for(targets, d.index, d.uuid, d.name)) {

@@ -4,16 +4,13 @@
 #include <iterator>
 
 #include "engine/analysis/stats.hpp"
+#include "server/service/series_names.hpp"
 
 namespace perfscope::service {
 
 namespace an = perfscope::analysis;
 
-namespace {
-constexpr const char* kGpuEnergy = "gpu_energy_joules_total";
-constexpr const char* kGpuPower = "gpu_power_watts";
-constexpr const char* kHostEnergy = "host_rapl_energy_joules_total";
-}  // namespace
+using namespace series_names;
 
 std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data) {
   std::vector<SeriesSummary> out;

@@ -383,11 +383,13 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_busy_ratio", 0.3},           {"kernel_avg_gap_ms", 0.05},
                        {"kernel_short_share", 0.8},          {"kernel_host_wait_share", 0.7},
                        {"latency_p99_ms", 120},              {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5}};
+                       {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5},
+                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0.4},
+                       {"collective_straggler_gpu", 1},      {"collective_straggler_extra_ms", 1.6}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
                          "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
-                         "operators_cpu_fallback", "device_below_minimum"}) {
+                         "operators_cpu_fallback", "device_below_minimum", "straggler"}) {
     const Finding& f = find(fired, id);
     EXPECT_EQ(f.status, "fired") << id;
     EXPECT_FALSE(f.recommendations.empty()) << id;
@@ -397,6 +399,13 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(fired, "sla_at_risk").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "launch_overhead_bound").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "operators_cpu_fallback").severity, Severity::kCritical);
+  // The straggler's GPU and extra time ride along as evidence; a tenth of a step is a note.
+  EXPECT_EQ(find(fired, "straggler").severity, Severity::kWarning);
+  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_gpu"), 1);
+  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_extra_ms"), 1.6);
+  EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_straggler_extra_share", 0.1}}), "straggler")
+                .severity,
+            Severity::kInfo);
   EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
             Severity::kWarning);
   EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
@@ -416,7 +425,8 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_busy_ratio", 0.1},           {"kernel_avg_gap_ms", 100},
                        {"kernel_short_share", 0},            {"kernel_host_wait_share", 0.1},
                        {"latency_p99_ms", 10},               {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9}};
+                       {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9},
+                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0}};
   for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
 
   // Nothing measured: every rule says what it lacks.
