@@ -183,14 +183,14 @@ std::vector<Rule> make_rules() {
         "Check the straggler's GPU: clocks, throttling and other processes on it (the Processes view).",
         "Every other rank waits inside the collective meanwhile: overlap communication with compute (bucketed, "
         "asynchronous collectives) so what remains of the wait hides behind work."},
-       {"collective_straggler_gpu", "collective_straggler_extra_ms", "collective_straggler_last_share"}},
+       {"collective_straggler_rank", "collective_straggler_extra_ms", "collective_straggler_last_share"}},
   };
 }
 
 // Rules whose inputs come from configuration: what to set, added to their not-evaluated reason.
 std::string_view setup_hint(std::string_view rule_id) {
   if (rule_id == "device_below_minimum") return "needs --device-target with min_tflops or min_gb_per_second";
-  if (rule_id == "straggler") return "needs the NCCL collective kernels of two or more GPUs in one run (perfscope run)";
+  if (rule_id == "straggler") return "needs the NCCL collective kernels of two or more ranks in one run (perfscope run)";
   return "";
 }
 

@@ -93,8 +93,6 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
 
   // Match instance k across ranks while every rank has one and their operations agree.
   const std::size_t n = ranks.size();
-  std::size_t shortest = SIZE_MAX;
-  for (const auto& r : ranks) shortest = std::min(shortest, r.executions.size());
   std::vector<CollectiveInstance> instances;
   std::map<std::string, std::vector<double>> op_durations, op_transfers;
   std::map<std::string, std::pair<double, double>> op_wait_total;  // op → (wait, time in it)
@@ -103,21 +101,48 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   // Per rank and instance after the first: its time between leaving the previous instance and
   // entering this one (its compute in the step, on its own GPU's clock) beyond the other ranks' mean.
   std::vector<std::vector<double>> extra_gaps(n);
-  for (std::size_t k = 0; k < shortest; ++k) {
-    const std::string& op = ranks[0].executions[k].op;
-    auto differs = std::find_if(ranks.begin() + 1, ranks.end(), [&](const RankCollectives& r) { return r.executions[k].op != op; });
-    if (differs != ranks.end()) {
+  // Each rank's next execution. A matched instance's kernels overlap: none can end before the
+  // last rank arrived. Where one does, that rank's kernel has no partner (a lost record, or a
+  // window that began between the ranks' kernels): it is skipped and matching goes on.
+  std::vector<std::size_t> next(n, 0);
+  auto exhausted = [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (next[i] >= ranks[i].executions.size()) return true;
+    }
+    return false;
+  };
+  while (!exhausted()) {
+    const std::size_t k = instances.size();
+    const std::string& op = ranks[0].executions[next[0]].op;
+    std::size_t differs = n;
+    for (std::size_t i = 1; i < n && differs == n; ++i) {
+      if (ranks[i].executions[next[i]].op != op) differs = i;
+    }
+    if (differs != n) {
       out.mismatch = "instance " + std::to_string(k) + " is " + op + " on rank " + ranks[0].rank + " but " +
-                     differs->executions[k].op + " on rank " + differs->rank +
+                     ranks[differs].executions[next[differs]].op + " on rank " + ranks[differs].rank +
                      " (several communicators, or kernels lost): matching stopped there";
       break;
+    }
+    TimestampNs last_start = INT64_MIN;
+    std::size_t earliest_end = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& e = ranks[i].executions[next[i]];
+      last_start = std::max(last_start, e.start_ns);
+      if (e.end_ns < ranks[earliest_end].executions[next[earliest_end]].end_ns) earliest_end = i;
+    }
+    if (ranks[earliest_end].executions[next[earliest_end]].end_ns + options.overlap_tolerance_ns < last_start) {
+      ++next[earliest_end];
+      ++out.skipped;
+      continue;
     }
     CollectiveInstance inst;
     inst.sequence = k;
     inst.op = op;
-    for (const auto& r : ranks) {
-      inst.start_ns.push_back(r.executions[k].start_ns);
-      inst.end_ns.push_back(r.executions[k].end_ns);
+    for (std::size_t i = 0; i < n; ++i) {
+      inst.start_ns.push_back(ranks[i].executions[next[i]].start_ns);
+      inst.end_ns.push_back(ranks[i].executions[next[i]].end_ns);
+      ++next[i];
     }
     const auto last = std::max_element(inst.start_ns.begin(), inst.start_ns.end());
     const auto first = std::min_element(inst.start_ns.begin(), inst.start_ns.end());
@@ -127,7 +152,6 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     for (std::size_t i = 0; i < n; ++i) {
       if (i != inst.last_rank) next_latest = std::max(next_latest, inst.start_ns[i]);
     }
-    lateness_when_last[inst.last_rank].push_back(ms(*last - next_latest));
     double start_sum = 0;
     for (std::size_t i = 0; i < n; ++i) start_sum += static_cast<double>(inst.start_ns[i]);
     for (std::size_t i = 0; i < n; ++i) {
@@ -156,11 +180,14 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
         extra_gaps[i].push_back(gap - (gap_sum - gap) / static_cast<double>(n - 1));
       }
     }
-    ++out.ranks[inst.last_rank].last_arrivals;
+    if (std::count(inst.start_ns.begin(), inst.start_ns.end(), *last) == 1) {
+      ++out.ranks[inst.last_rank].last_arrivals;
+      lateness_when_last[inst.last_rank].push_back(ms(*last - next_latest));
+    }
     instances.push_back(std::move(inst));
   }
   out.matched = instances.size();
-  for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;
+  for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;  // the skipped among them
   for (std::size_t i = 0; i < n; ++i) {
     RankCollectiveSummary& s = out.ranks[i];
     s.wait_share = s.total_ms > 0 ? s.wait_ms / s.total_ms : 0;
@@ -204,9 +231,10 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   } else if (share < options.min_last_share) {
     out.no_straggler = "no rank arrived last in at least " + percent(options.min_last_share) + " of " +
                        std::to_string(out.matched) + " collectives (most: rank " + most->rank + ", " + percent(share) + ")";
-  } else if (lateness < needed) {
+  } else if (lateness < needed || nearest_rank(extra_gaps[who], 50) < needed) {
     out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, but by a median " +
-                       std::to_string(lateness) + " ms, under the " + std::to_string(needed) + " ms that matter";
+                       std::to_string(lateness) + " ms with " + std::to_string(nearest_rank(extra_gaps[who], 50)) +
+                       " ms more compute per step, one of them under the " + std::to_string(needed) + " ms that matter";
   } else {
     out.straggler = Straggler{most->rank, share, lateness, nearest_rank(extra_gaps[who], 50), out.step_median_ms};
   }

@@ -6,7 +6,9 @@
 // The source here is the kernels NCCL launches, recognised by name (kernel-name fallback: no
 // byte counts, no communicator). Every rank launches a communicator's collectives in the same
 // order, so the k-th collective kernel of one rank is the k-th of every other; matching stops,
-// and says where, at the first instance whose operation differs between ranks.
+// and says where, at the first instance whose operation differs between ranks. A kernel that
+// ended before another rank's partner began has none (a lost record, a window edge between the
+// ranks' kernels): it is skipped, and counted.
 //
 // On one rank, a collective's kernel starts when that rank arrives and spins until the last
 // rank has arrived, then moves data: wait = last arrival − own arrival (up to its duration),
@@ -48,13 +50,17 @@ struct RankCollectives {
 struct CollectiveOptions {
   // A straggler is named when one rank arrives last in at least this share of the matched
   // instances, at least min_instances of them, and its median lateness (its arrival after the
-  // next-latest rank's) is at least min_lateness_ms and min_lateness_of_step of the median step
-  // (the time between successive instances' first arrivals).
+  // next-latest rank's) and its extra compute per step (Straggler::extra_per_step_ms) are each at
+  // least min_lateness_ms and min_lateness_of_step of the median step (the time between
+  // successive instances' first arrivals): lateness without extra compute is a clock offset.
   double min_last_share = 2.0 / 3.0;
   std::size_t min_instances = 5;
   double min_lateness_ms = 0.1;
   double min_lateness_of_step = 0.10;
   std::size_t max_instances_listed = 200;  // the newest instances kept in `instances`
+  // A matched instance's kernels overlap: a rank's kernel that ended more than this before the
+  // last rank's began has no partner (a lost record, a window edge) and is skipped.
+  TimestampNs overlap_tolerance_ns = 50'000;
 };
 
 struct CollectiveInstance {
@@ -98,7 +104,8 @@ struct CollectiveAnalysis {
   std::vector<RankCollectiveSummary> ranks;
   std::vector<CollectiveOpSummary> ops;
   std::size_t matched = 0;       // instances matched across every rank
-  std::size_t unmatched = 0;     // collective kernels left after matching stopped or ran out
+  std::size_t unmatched = 0;     // collective kernels left unmatched (skipped ones included)
+  std::size_t skipped = 0;       // kernels without a partner on every rank, skipped to keep in step
   std::string mismatch;          // why matching stopped early (empty: it did not)
   std::optional<Straggler> straggler;
   std::string no_straggler;      // why none was named (empty when one was)

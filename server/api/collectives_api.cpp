@@ -38,7 +38,7 @@ json job_json(const service::JobCollectives& job) {
                  {"extra_per_step_ms", a.straggler->extra_per_step_ms}, {"step_median_ms", a.straggler->step_median_ms}};
   }
   json out = {{"run", job.run.empty() ? json(nullptr) : json(job.run)}, {"ranks_from", job.ranks_from},
-              {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched},
+              {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched}, {"skipped", a.skipped},
               {"step_median_ms", a.step_median_ms}, {"straggler", straggler}, {"instances", instances}};
   if (!a.mismatch.empty()) out["mismatch"] = a.mismatch;
   if (!a.no_straggler.empty()) out["no_straggler"] = a.no_straggler;
@@ -72,10 +72,12 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
             {"method",
              "NCCL's kernels recognised by name; a run's ranks by their rank tag (set from the launcher's RANK, "
              "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID), else by process; the k-th collective kernel of each "
-             "rank matched with the k-th of every other (one communicator), matching stopped where operations "
+             "rank matched with the k-th of every other (one communicator); a kernel that ended before another rank's "
+             "partner began has none (a lost record, a window edge) and is skipped; matching stopped where operations "
              "differ; per rank and instance: wait = last arrival - own arrival (up to its duration), transfer = end "
-             "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances by a median "
-             "lateness after the next-latest rank of >= max(0.1 ms, 10 % of the median step); extra_per_step_ms: the "
+             "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances whose median "
+             "lateness after the next-latest rank and extra compute per step are both >= max(0.1 ms, 10 % of the median "
+             "step); extra_per_step_ms: the "
              "median over successive instances of its time from leaving one to entering the next beyond the other "
              "ranks' mean (each on its own GPU's clock)"},
             {"unknown", {{"bytes", "kernel names carry no message sizes: bytes and bus bandwidth are unknown"}}},

@@ -9,6 +9,7 @@
 
 #include "engine/analysis/collectives.hpp"
 #include "engine/analysis/stats.hpp"
+#include "server/service/collectives.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_names.hpp"
 
@@ -94,26 +95,6 @@ void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inpu
   }
 }
 
-// The collectives of one run's kernels, each GPU taken as a rank (the usual one process per GPU;
-// GET /api/v1/collectives tells ranks apart by their tags).
-an::CollectiveAnalysis collectives_of(const an::KernelTrace& trace) {
-  std::vector<std::optional<an::CollectiveKernel>> parsed;
-  parsed.reserve(trace.names.size());
-  for (const std::string& name : trace.names) {
-    parsed.push_back(name.starts_with("nccl") ? an::parse_collective_kernel(name) : std::nullopt);
-  }
-  std::map<std::uint32_t, an::RankCollectives> by_device;
-  for (const an::TraceKernel& k : trace.kernels) {
-    if (!parsed[k.name]) continue;
-    an::RankCollectives& r = by_device[k.device];
-    if (r.rank.empty()) r.rank = r.device = trace.devices[k.device];
-    r.executions.push_back({parsed[k.name]->op, k.start_ns, k.end_ns});
-  }
-  std::vector<an::RankCollectives> ranks;
-  for (auto& [device, r] : by_device) ranks.push_back(std::move(r));
-  return an::analyze_collectives(std::move(ranks));
-}
-
 // The straggler rule's inputs from a run's collectives (none when its GPUs met in none); over
 // several runs, the worst straggler's.
 void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) {
@@ -126,9 +107,9 @@ void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) 
   worst = share;
   inputs["collective_straggler_extra_ms"] = c.straggler->extra_per_step_ms;
   inputs["collective_straggler_last_share"] = c.straggler->last_share;
-  const std::string& gpu = c.straggler->rank;  // a GPU index here
-  if (double index = 0; std::from_chars(gpu.data(), gpu.data() + gpu.size(), index).ec == std::errc()) {
-    inputs["collective_straggler_gpu"] = index;
+  const std::string& rank = c.straggler->rank;  // a rank number, or "pid N" for processes without one
+  if (double number = 0; std::from_chars(rank.data(), rank.data() + rank.size(), number).ec == std::errc()) {
+    inputs["collective_straggler_rank"] = number;
   }
 }
 
@@ -160,7 +141,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // gathered here: the kernel timeline (every execution unpacked and walked in start order)
   // and the serving metrics (every request read back). The timeline is per run, each over
   // its own span: the idle time between two processes is nobody's.
-  std::vector<an::CollectiveAnalysis> collectives;  // per run, written by timeline_part
+  bool nccl = false;  // some run's kernels hold NCCL collectives; written by timeline_part
   auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
     auto traces = events.kernel_traces_by_run(range, scope);
     if (!traces.ok()) return traces.status();
@@ -181,7 +162,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
       an::TimelineOptions options;
       if (rt.traced) options.windows = rt.traced->windows;
       rt.queues = an::analyze_timeline(t.trace, options);
-      collectives.push_back(collectives_of(t.trace));
+      nccl = nccl || std::any_of(t.trace.names.begin(), t.trace.names.end(),
+                                 [](const std::string& name) { return name.starts_with("nccl"); });
       out.push_back(std::move(rt));
     }
     return out;
@@ -326,17 +308,24 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // The window's rules read the timeline over every run together (each figure computed within
   // one run's span; the worst device row of any run decides the busy ratio and gaps). With
   // several runs, each run's rules too: its own timeline, the window's gauges.
+  // Multi-GPU jobs: their collectives by rank, read again with the ranks' tags (only where some
+  // run holds NCCL kernels), as GET /api/v1/collectives gives them.
+  std::map<std::string, an::CollectiveAnalysis> collectives;
+  if (nccl) {
+    auto jobs = read_collectives(events, range, scope);
+    if (!jobs.ok()) return jobs.status();
+    for (JobCollectives& job : *jobs) collectives.emplace(job.run, std::move(job.analysis));
+  }
   if (doc.timelines.size() > 1) {
-    for (std::size_t i = 0; i < doc.timelines.size(); ++i) {
-      const RunTimeline& rt = doc.timelines[i];
+    for (const RunTimeline& rt : doc.timelines) {
       an::Inputs own = inputs;
       add_timeline_inputs(std::span(&rt, 1), own);
-      add_collective_inputs(collectives[i], own);
+      if (auto it = collectives.find(rt.run); it != collectives.end()) add_collective_inputs(it->second, own);
       doc.run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
     }
   }
   add_timeline_inputs(doc.timelines, inputs);
-  for (const an::CollectiveAnalysis& c : collectives) add_collective_inputs(c, inputs);
+  for (const auto& [run, c] : collectives) add_collective_inputs(c, inputs);
   doc.findings = an::detect_bottlenecks(inputs);
 
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));

@@ -385,7 +385,7 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"latency_p99_ms", 120},              {"sla_target_ms", 100},
                        {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5},
                        {"collective_matched", 70},           {"collective_straggler_extra_share", 0.4},
-                       {"collective_straggler_gpu", 1},      {"collective_straggler_extra_ms", 1.6}};
+                       {"collective_straggler_rank", 1},      {"collective_straggler_extra_ms", 1.6}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
                          "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
@@ -399,9 +399,9 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(fired, "sla_at_risk").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "launch_overhead_bound").severity, Severity::kCritical);
   EXPECT_EQ(find(fired, "operators_cpu_fallback").severity, Severity::kCritical);
-  // The straggler's GPU and extra time ride along as evidence; a tenth of a step is a note.
+  // The straggler's rank and extra time ride along as evidence; a tenth of a step is a note.
   EXPECT_EQ(find(fired, "straggler").severity, Severity::kWarning);
-  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_gpu"), 1);
+  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_rank"), 1);
   EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_extra_ms"), 1.6);
   EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_straggler_extra_share", 0.1}}), "straggler")
                 .severity,

@@ -104,6 +104,42 @@ TEST(Collectives, MatchingStopsWhereTheRanksDisagreeAndSaysSo) {
   EXPECT_NE(a.mismatch.find("AllGather on rank 1"), std::string::npos) << a.mismatch;
 }
 
+TEST(Collectives, AKernelWithoutAPartnerIsSkippedNotMatchedAStepOff) {
+  // Equal ranks; rank 1's first and fifteenth records lost (or a window that began between the
+  // ranks' first kernels). Matched a step off, every instance would name rank 1 a straggler.
+  auto ranks = job(30, 10 * kMs, 0, kMs / 2, 50'000);
+  ranks[1].executions.erase(ranks[1].executions.begin() + 15);
+  ranks[1].executions.erase(ranks[1].executions.begin());
+  auto a = analyze_collectives(ranks);
+  EXPECT_EQ(a.skipped, 2u);
+  EXPECT_EQ(a.matched, 28u);
+  EXPECT_EQ(a.unmatched, 2u);
+  EXPECT_TRUE(a.mismatch.empty()) << a.mismatch;
+  EXPECT_FALSE(a.straggler) << a.straggler->rank;
+  for (const auto& i : a.instances) EXPECT_LT(i.skew_ms, 0.2) << "instance " << i.sequence;
+}
+
+TEST(Collectives, LatenessWithoutExtraComputeIsNoStraggler) {
+  // Rank 1's GPU clock reads 0.3 ms ahead: it seems to arrive last by 0.3 ms (15 % of a 2 ms
+  // step) every time, yet computes no more than rank 0 between collectives.
+  auto ranks = job(50, 2 * kMs, 0, kMs / 2, 0);
+  for (auto& e : ranks[1].executions) {
+    e.start_ns += 300'000;
+    e.end_ns += 300'000;
+  }
+  auto a = analyze_collectives(ranks);
+  EXPECT_EQ(a.matched, 50u);
+  EXPECT_EQ(a.ranks[1].last_arrivals, 50u);
+  EXPECT_FALSE(a.straggler);
+  EXPECT_NE(a.no_straggler.find("more compute per step"), std::string::npos) << a.no_straggler;
+}
+
+TEST(Collectives, ATieForLastCountsForNoRank) {
+  auto a = analyze_collectives(job(10, 10 * kMs, 0, kMs, 0));
+  EXPECT_EQ(a.ranks[0].last_arrivals + a.ranks[1].last_arrivals, 0u);
+  EXPECT_FALSE(a.straggler);
+}
+
 TEST(Collectives, RanksSortNumericallyAndOneRankMatchesNothing) {
   std::vector<RankCollectives> ranks;
   for (std::string r : {"10", "2", "0"}) ranks.push_back({r, r, {{"AllReduce", 0, kMs}}});

@@ -69,6 +69,23 @@ test('equal ranks have no straggler, and say why', async () => {
   assert.match(job.no_straggler, /no rank arrived last|that matter/);
 });
 
+test('a window that begins between the ranks\' kernels of one all-reduce skips the lone kernel', async () => {
+  const all = await jobOf('equal');
+  // An instance whose kernels ended apart: a window from between the two ends holds one rank's
+  // kernel of it but not the other's (kernels are selected by their end).
+  const cut = all.instances.slice(5).find((i) => i.ranks[0].end_ns !== i.ranks[1].end_ns);
+  assert.ok(cut, 'an instance whose ranks ended apart');
+  const from = BigInt(Math.min(cut.ranks[0].end_ns, cut.ranks[1].end_ns)) + 1n;
+  const res = await fetch(`${server.url}/api/v1/collectives?from=${from}&to=now&tag.run=equal`);
+  assert.equal(res.status, 200);
+  const job = (await res.json()).jobs[0];
+  assert.ok(job.skipped >= 1, JSON.stringify({ skipped: job.skipped, unmatched: job.unmatched }));
+  assert.equal(job.straggler, null, JSON.stringify(job.straggler));
+  // Every instance pairs the same kernels as over the whole job.
+  const pairs = new Set(all.instances.map((i) => i.ranks.map((r) => r.start_ns).join('/')));
+  for (const i of job.instances) assert.ok(pairs.has(i.ranks.map((r) => r.start_ns).join('/')), `instance ${i.sequence}`);
+});
+
 test('a rank tag selects one rank\'s kernels, and an unknown run is refused by name', async () => {
   const one = await (await fetch(`${server.url}/api/v1/kernels?window=all&tag.run=straggler&tag.rank=1`)).json();
   assert.ok(one.kernels.length > 0);
