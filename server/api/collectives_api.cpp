@@ -2,6 +2,7 @@
 
 #include "server/api/api_helpers.hpp"
 #include "server/service/collectives.hpp"
+#include "server/service/run_window.hpp"
 
 namespace perfscope::server {
 
@@ -53,15 +54,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
   if (!scope.ok()) return status_response(scope.status());
   auto w = window_or(request, "15m", now);
   if (!w.ok()) return status_response(w.status());
-  if (!scope->run.empty() && w->all) {
-    auto r = ctx.events->run(scope->run);
-    if (!r.ok()) return status_response(r.status());
-    if (*r) {
-      w->from_ns = (*r)->start_ns;
-      w->to_ns = (*r)->end_ns.value_or(now);
-      w->all = false;
-    }
-  }
+  if (Status s = service::resolve_run_window(*ctx.events, scope->run, *w, now); !s.ok()) return status_response(s);
   auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope);
   if (!jobs.ok()) return status_response(jobs.status());
   json out = json::array();

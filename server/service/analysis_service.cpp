@@ -10,6 +10,7 @@
 #include "engine/analysis/collectives.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/service/collectives.hpp"
+#include "server/service/run_window.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_names.hpp"
 
@@ -126,15 +127,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   doc.slo = query.slo;
   doc.window = query.window;
   server::TimeWindow& w = doc.window;
-  if (!scope.run.empty() && w.all) {
-    // One run without a window: its own span (gauges included), from start to end (or now).
-    auto r = events.run(scope.run);
-    if (!r.ok()) return r.status();
-    if (!*r) return Status::not_found(no_run_message(scope.run), "run");
-    w.from_ns = (*r)->start_ns;
-    w.to_ns = (*r)->end_ns.value_or(now);
-    w.all = false;
-  }
+  // One run without a window: its own span (gauges included).
+  if (Status s = resolve_run_window(events, scope.run, w, now); !s.ok()) return s;
   const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
 
   // The two largest parts of a busy window run on threads of their own while the rest is

@@ -10,30 +10,27 @@ namespace {
 constexpr TimestampNs kMs = 1'000'000;
 
 TEST(CollectiveKernel, NamesOfNcclKernelsOldAndNew) {
-  auto k = parse_collective_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
-  ASSERT_TRUE(k);
-  EXPECT_EQ(k->op, "AllReduce");
-  EXPECT_EQ(k->reduction, "Sum");
-  EXPECT_EQ(k->dtype, "bf16");
-  EXPECT_EQ(k->algorithm, "RING");
-  EXPECT_EQ(k->protocol, "LL");
-  auto tree = parse_collective_kernel("ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE");
-  ASSERT_TRUE(tree);
-  EXPECT_EQ(tree->algorithm, "NVLS_TREE");
-  EXPECT_EQ(tree->protocol, "SIMPLE");
-  EXPECT_EQ(tree->dtype, "f32");
-  auto old = parse_collective_kernel("ncclKernel_AllReduce_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)");
-  ASSERT_TRUE(old);
-  EXPECT_EQ(old->op, "AllReduce");
-  EXPECT_EQ(old->dtype, "int8_t");
-  EXPECT_EQ(old->protocol, "LL");
-  auto send = parse_collective_kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)");
-  ASSERT_TRUE(send);
-  EXPECT_EQ(send->op, "SendRecv");
-  EXPECT_EQ(send->dtype, "");
-  auto gather = parse_collective_kernel("ncclDevKernel_AllGather_RING_LL128");
-  ASSERT_TRUE(gather);
-  EXPECT_EQ(gather->protocol, "LL128");
+  struct Case {
+    const char* name;
+    CollectiveKernel want;  // op, reduction, dtype, algorithm, protocol
+  };
+  const Case cases[] = {
+      {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", {"AllReduce", "Sum", "bf16", "RING", "LL"}},
+      {"ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE", {"AllReduce", "Sum", "f32", "NVLS_TREE", "SIMPLE"}},
+      {"ncclKernel_AllReduce_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+       {"AllReduce", "Sum", "int8_t", "RING", "LL"}},
+      {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", {"SendRecv", "", "", "", ""}},
+      {"ncclDevKernel_AllGather_RING_LL128", {"AllGather", "", "", "RING", "LL128"}},
+  };
+  for (const Case& c : cases) {
+    auto k = parse_collective_kernel(c.name);
+    ASSERT_TRUE(k) << c.name;
+    EXPECT_EQ(k->op, c.want.op) << c.name;
+    EXPECT_EQ(k->reduction, c.want.reduction) << c.name;
+    EXPECT_EQ(k->dtype, c.want.dtype) << c.name;
+    EXPECT_EQ(k->algorithm, c.want.algorithm) << c.name;
+    EXPECT_EQ(k->protocol, c.want.protocol) << c.name;
+  }
   EXPECT_FALSE(parse_collective_kernel("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)")) << "no operation in it";
   EXPECT_FALSE(parse_collective_kernel("ampere_sgemm_128x64_nn"));
   EXPECT_FALSE(parse_collective_kernel("nccl"));
