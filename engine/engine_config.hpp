@@ -34,6 +34,10 @@ struct EngineConfig {
   std::size_t history_buffer_size = 10000;  // samples kept in memory per series
   bool enable_host_collector = true;
   bool enable_gpu_collector = true;
+  // Where procfs and sysfs are read: the host's, mounted into a container (a node agent's
+  // /host/proc and /host/sys, as node_exporter's --path.procfs and --path.sysfs).
+  std::string procfs = "/proc";
+  std::string sysfs = "/sys";
   std::string nvml_library;  // empty: the system's libnvidia-ml.so.1
   std::size_t gpu_process_series_limit = 2000;  // processes given series of their own
   // How often GPU processes are read (on the collector's process thread): the driver lists each

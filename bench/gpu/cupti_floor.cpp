@@ -11,9 +11,9 @@
 // CUPTI_FLOOR_RUNTIME_WINDOW_MS=W with CUPTI_FLOOR_RUNTIME_EVERY_MS=E: the runtime kind (calls
 // that start GPU work) on for W ms of every E ms and off between, kernels always on — what
 // launch correlation on a sample of the time would cost.
-// Loaded like libperfscope_cupti.so: CUDA_INJECTION64_PATH=libcupti_floor.so program…
+// Loaded like libperfscope_cupti.so: CUDA_INJECTION64_PATH=libcupti_floor.so program…, and
+// finding its CUPTI the same way (cupti_library.hpp).
 // Prints the record count at exit (to stderr, or appended to CUPTI_FLOOR_COUNTS).
-#include <cupti.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,28 +24,32 @@
 #include <string>
 
 #include "server/trace/cupti_api_filter.hpp"
+#include "server/trace/cupti_library.hpp"
 
 namespace {
+
+namespace cupti = perfscope::trace::cupti;
+cupti::Api g_cupti;  // set once in InitializeInjection
 
 std::size_t g_buffer_bytes = 4 << 20;  // as the perfscope library
 std::atomic<unsigned long long> g_records{0};
 
-void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+void requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, g_buffer_bytes));
   *size = *buffer ? g_buffer_bytes : 0;
   *max_records = 0;
 }
 
-void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  CUpti_Activity* record = nullptr;
+void completed(cupti::Context, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  cupti::Activity* record = nullptr;
   unsigned long long n = 0;
-  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++n;
+  while (g_cupti.activity_get_next_record(buffer, valid, &record) == cupti::kSuccess) ++n;
   g_records += n;
   std::free(buffer);
 }
 
 void at_exit() {
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_cupti.activity_flush_all(cupti::kFlushForced);
   const char* path = std::getenv("CUPTI_FLOOR_COUNTS");
   FILE* out = path ? std::fopen(path, "a") : stderr;
   if (!out) return;
@@ -60,31 +64,31 @@ namespace {
 
 struct Kind {
   const char* name;
-  CUpti_ActivityKind kind;
+  cupti::ActivityKind kind;
   bool work_only;
 };
-constexpr Kind kAll[] = {{"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
-                         {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY, false},
-                         {"memset", CUPTI_ACTIVITY_KIND_MEMSET, false},
-                         {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME, false},
-                         {"runtime-work", CUPTI_ACTIVITY_KIND_RUNTIME, true},
-                         {"driver", CUPTI_ACTIVITY_KIND_DRIVER, false},
-                         {"driver-work", CUPTI_ACTIVITY_KIND_DRIVER, true},
-                         {"memory", CUPTI_ACTIVITY_KIND_MEMORY2, false}};
+constexpr Kind kAll[] = {{"kernel", cupti::kKindConcurrentKernel, false},
+                         {"memcpy", cupti::kKindMemcpy, false},
+                         {"memset", cupti::kKindMemset, false},
+                         {"runtime", cupti::kKindRuntime, false},
+                         {"runtime-work", cupti::kKindRuntime, true},
+                         {"driver", cupti::kKindDriver, false},
+                         {"driver-work", cupti::kKindDriver, true},
+                         {"memory", cupti::kKindMemory2, false}};
 std::string g_wanted;
 
 bool wanted(const Kind& k) { return ("," + g_wanted + ",").find(std::string(",") + k.name + ",") != std::string::npos; }
 
 // CUPTI attached with the wanted kinds, as perfscope's library attaches it.
 void attach(bool say) {
-  cuptiActivityRegisterCallbacks(requested, completed);
+  g_cupti.activity_register_callbacks(requested, completed);
   for (const Kind& k : kAll) {
     if (!wanted(k)) continue;
-    cuptiActivityEnable(k.kind);
+    g_cupti.activity_enable(k.kind);
     if (!k.work_only) continue;
-    const auto domain = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-    const auto quiet = perfscope::trace::calls_without_gpu_work(domain);
-    const std::size_t off = perfscope::trace::record_only_gpu_work(k.kind, quiet);
+    const auto domain = k.kind == cupti::kKindRuntime ? cupti::kDomainRuntimeApi : cupti::kDomainDriverApi;
+    const auto quiet = perfscope::trace::calls_without_gpu_work(g_cupti, domain);
+    const std::size_t off = perfscope::trace::record_only_gpu_work(g_cupti, k.kind, quiet);
     if (say) std::fprintf(stderr, "cupti_floor: %s: %zu of %zu functions switched off\n", k.name, off, quiet.size());
   }
 }
@@ -92,15 +96,21 @@ void attach(bool say) {
 // Detached between windows, as perfscope's library detaches it.
 void detach() {
   for (const Kind& k : kAll) {
-    if (wanted(k)) cuptiActivityDisable(k.kind);
+    if (wanted(k)) g_cupti.activity_disable(k.kind);
   }
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  cuptiFinalize();
+  g_cupti.activity_flush_all(cupti::kFlushForced);
+  g_cupti.finalize();
 }
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  auto loaded = perfscope::trace::load_cupti(perfscope::trace::cupti_candidates(perfscope::trace::cupti_search_from_process()));
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "cupti_floor: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  g_cupti = loaded->api;
   const char* kinds = std::getenv("CUPTI_FLOOR_KINDS");
   g_wanted = kinds ? kinds : "kernel";
   if (const char* bytes = std::getenv("CUPTI_FLOOR_BUFFER_BYTES")) g_buffer_bytes = std::strtoull(bytes, nullptr, 10) / 8 * 8;
@@ -109,7 +119,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::thread([period] {
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(period));
-        cuptiActivityFlushAll(0);
+        g_cupti.activity_flush_all(0);
       }
     }).detach();
   }
@@ -146,12 +156,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     const auto on = std::chrono::milliseconds(std::atoi(window));
     const auto off = std::chrono::milliseconds(std::atoi(every)) - on;
     std::thread([on, off] {
-      const auto quiet = perfscope::trace::calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
+      const auto quiet = perfscope::trace::calls_without_gpu_work(g_cupti, cupti::kDomainRuntimeApi);
       for (;;) {
-        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
-        perfscope::trace::record_only_gpu_work(CUPTI_ACTIVITY_KIND_RUNTIME, quiet);
+        g_cupti.activity_enable(cupti::kKindRuntime);
+        perfscope::trace::record_only_gpu_work(g_cupti, cupti::kKindRuntime, quiet);
         std::this_thread::sleep_for(on);
-        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        g_cupti.activity_disable(cupti::kKindRuntime);
         std::this_thread::sleep_for(off);
       }
     }).detach();

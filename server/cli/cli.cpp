@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "server/api/query_time.hpp"
@@ -325,6 +326,9 @@ CommandLineParser::Table::Table() {
   run->add_option("--trace-every", rn.trace_every, "Duty cycle: a window opens every this long (e.g. 4s)");
   run->add_option("--output,-o", rn.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
   run->add_option("--library", rn.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
+  run->add_option("--cupti", rn.cupti,
+                  "The CUPTI library to trace with (default: the one the program loaded, its Python environment's, "
+                  "the CUDA toolkit's, then the system's)");
   run->add_option("command", rn.command, "The command and its arguments, after --")->required();
   demo = app.add_subcommand(
       "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
@@ -382,6 +386,11 @@ CommandLineParser::Table::Table() {
   serve->add_option("--enable-host-collector", c.engine.enable_host_collector,
                     "Collect host and process metrics from procfs/sysfs (true|false)")
       ->envname("PERFSCOPE_ENABLE_HOST_COLLECTOR")->capture_default_str();
+  serve->add_option("--procfs", c.engine.procfs,
+                    "Where procfs is mounted: the host's in a container (e.g. /host/proc, with the host's PID namespace)")
+      ->envname("PERFSCOPE_PROCFS")->capture_default_str();
+  serve->add_option("--sysfs", c.engine.sysfs, "Where sysfs is mounted: the host's in a container (e.g. /host/sys)")
+      ->envname("PERFSCOPE_SYSFS")->capture_default_str();
   serve->add_option("--enable-gpu-collector", c.engine.enable_gpu_collector,
                     "Collect NVIDIA GPU metrics through NVML when it is present (true|false)")
       ->envname("PERFSCOPE_ENABLE_GPU_COLLECTOR")->capture_default_str();
@@ -592,6 +601,13 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());
     c.storage.max_bytes = *bytes;
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::path(c.engine.procfs) / "stat", ec)) {
+      throw CLI::ValidationError("--procfs", "'" + c.engine.procfs + "' is not a procfs mount (it has no stat file)");
+    }
+    if (!std::filesystem::is_directory(c.engine.sysfs, ec)) {
+      throw CLI::ValidationError("--sysfs", "'" + c.engine.sysfs + "' is not a directory");
+    }
     parsed.command = Command::kServe;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help, --version

@@ -29,6 +29,7 @@
 #include "server/api/query_time.hpp"
 #include "server/cli/tools.hpp"
 #include "server/client/client.hpp"
+#include "server/trace/cupti_library.hpp"
 #include "server/trace/trace_sink.hpp"
 #include "server/wire/event_codec.hpp"
 
@@ -288,8 +289,17 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
     std::cerr << kWhat << ": the CUPTI injection library (libperfscope_cupti.so) was not found"
               << (options.library.empty() ? " beside the perfscope executable or in PERFSCOPE_CUPTI_LIBRARY"
                                           : " at " + options.library)
-              << "; it is built where the CUDA toolkit (CUPTI) is installed\n";
+              << "; it is built with perfscope (cmake --build, target perfscope_cupti)\n";
     return 2;
+  }
+  std::string cupti;
+  if (!options.cupti.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(options.cupti, ec)) {
+      std::cerr << kWhat << ": --cupti: no library at " << options.cupti << "\n";
+      return 2;
+    }
+    cupti = fs::absolute(options.cupti).lexically_normal().string();
   }
   const std::string name = options.name.empty() ? default_name(options.command.front()) : options.name;
   const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
@@ -308,6 +318,7 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
                                                              {trace::kSocketVariable, socket.path()},
                                                              {trace::kKindsVariable, trace::format_trace_kinds(*kinds)},
                                                              {trace::kRunVariable, name}};
+  if (!cupti.empty()) variables.emplace_back(trace::kCuptiPathVariable, cupti);
   if (schedule->duty_cycled()) {
     variables.emplace_back(trace::kWindowVariable, std::to_string(schedule->window_ns));
     variables.emplace_back(trace::kEveryVariable, std::to_string(schedule->every_ns));

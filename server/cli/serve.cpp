@@ -164,10 +164,13 @@ Status Server::Impl::start() {
   events = std::make_unique<db::EventReader>(config.storage.database_path());
   abtests = std::make_unique<db::AbTestReader>(config.storage.database_path());
 
-  if (config.engine.enable_host_collector) sampler.add_collector(std::make_unique<HostCollector>());
+  if (config.engine.enable_host_collector) {
+    sampler.add_collector(std::make_unique<HostCollector>(HostPaths{config.engine.procfs, config.engine.sysfs}));
+  }
   if (config.engine.enable_gpu_collector) {
     GpuCollectorOptions gpu_options;
     gpu_options.library_path = config.engine.nvml_library;
+    gpu_options.proc_root = config.engine.procfs;
     gpu_options.process_series_limit = config.engine.gpu_process_series_limit;
     gpu_options.process_interval = config.engine.gpu_process_interval;
     gpu_options.tracker = &processes;

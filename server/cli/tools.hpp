@@ -26,6 +26,7 @@ struct RunOptions {
   std::string kinds = "kernel,memcpy,memset,launch,memory";
   std::string output;   // where events go when no server answers; empty: perfscope-run-NAME.ndjson
   std::string library;  // empty: PERFSCOPE_CUPTI_LIBRARY, else beside the perfscope executable
+  std::string cupti;    // the CUPTI library to trace with; empty: found in the traced process
   // Duty-cycled tracing (trace::make_trace_schedule): any two of these; empty: traced throughout.
   std::string duty_cycle;   // "5%"
   std::string trace_window, trace_every;  // durations: "200ms", "4s"

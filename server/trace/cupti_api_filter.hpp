@@ -1,55 +1,63 @@
 // Recording only the API calls that start GPU work (gpu_work_calls.hpp), with CUPTI's
-// per-function switches. Shared by the injection library and the tracing-cost floor
-// (bench/gpu/cupti_floor.cpp), so the floor measures the same choice. Needs cupti.h.
+// per-function switches, and finding functions by name. Shared by the injection library and
+// the tracing-cost floor (bench/gpu/cupti_floor.cpp), so the floor measures the same choice.
 //
 // CUPTI's semantics (its documentation and observed behaviour): once a kind of API records is
 // enabled every function is recorded but the ones switched off, and enabling the kind again
 // forgets those switches — so they are applied after every cuptiActivityEnable of the kind.
+// Callback ids are looked up by name, so no release's numbering is built in.
 #pragma once
 
-#include <cupti.h>
-
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "server/trace/cupti_api.hpp"
 #include "server/trace/gpu_work_calls.hpp"
 
 namespace perfscope::trace {
 
-// The functions of a domain (runtime or driver API) that start no GPU work, found by name
-// among the callback ids this CUPTI knows.
-inline std::vector<CUpti_CallbackId> calls_without_gpu_work(CUpti_CallbackDomain domain) {
-  const std::uint32_t size =
-      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? static_cast<std::uint32_t>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
-                                            : static_cast<std::uint32_t>(CUPTI_DRIVER_TRACE_CBID_SIZE);
-  std::vector<CUpti_CallbackId> ids;
-  for (std::uint32_t id = 1; id < size; ++id) {
+// Past the largest callback id of any release so far (CUDA 13.0: 523 runtime, 807 driver).
+inline constexpr std::uint32_t kMaxCallbackId = 4096;
+
+// Every function of a domain (runtime or driver API) this CUPTI names, by name.
+inline std::unordered_map<std::string, cupti::CallbackId> callback_ids(const cupti::Api& api,
+                                                                       cupti::CallbackDomain domain) {
+  std::unordered_map<std::string, cupti::CallbackId> ids;
+  for (std::uint32_t id = 1; id < kMaxCallbackId; ++id) {
     const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    if (api.get_callback_name(domain, id, &name) != cupti::kSuccess || name == nullptr) continue;
+    ids.emplace(name, id);
+  }
+  return ids;
+}
+
+// The functions of a domain that start no GPU work.
+inline std::vector<cupti::CallbackId> calls_without_gpu_work(const cupti::Api& api, cupti::CallbackDomain domain) {
+  std::vector<cupti::CallbackId> ids;
+  for (const auto& [name, id] : callback_ids(api, domain)) {
     if (!starts_gpu_work(name)) ids.push_back(id);
   }
   return ids;
 }
 
-// Switches recording off for `ids` of an enabled kind (CUPTI_ACTIVITY_KIND_RUNTIME or _DRIVER).
-// Returns how many were switched off: 0 where this CUPTI has no per-function switches, and
-// then every call is recorded as before.
-inline std::size_t record_only_gpu_work(CUpti_ActivityKind kind, const std::vector<CUpti_CallbackId>& ids) {
+// Switches recording off for `ids` of an enabled kind (kKindRuntime or kKindDriver). Returns
+// how many were switched off: 0 where this CUPTI has no per-function switches (before 12.6),
+// and then every call is recorded as before.
+inline std::size_t record_only_gpu_work(const cupti::Api& api, cupti::ActivityKind kind,
+                                        const std::vector<cupti::CallbackId>& ids) {
+  auto* enable = kind == cupti::kKindRuntime ? api.activity_enable_runtime_api : api.activity_enable_driver_api;
+  if (enable == nullptr) return 0;
   std::size_t off = 0;
-#if CUPTI_API_VERSION >= 24
-  for (CUpti_CallbackId id : ids) {
-    const CUptiResult r = kind == CUPTI_ACTIVITY_KIND_RUNTIME ? cuptiActivityEnableRuntimeApi(id, 0)
-                                                               : cuptiActivityEnableDriverApi(id, 0);
-    if (r == CUPTI_SUCCESS) {
+  for (cupti::CallbackId id : ids) {
+    const cupti::Result r = enable(id, 0);
+    if (r == cupti::kSuccess) {
       ++off;
-    } else if (r == CUPTI_ERROR_NOT_SUPPORTED) {
+    } else if (r == cupti::kErrorNotSupported) {
       break;
     }
   }
-#else
-  (void)kind;
-  (void)ids;
-#endif
   return off;
 }
 

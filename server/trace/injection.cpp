@@ -7,9 +7,12 @@
 // activity kinds (and launch callbacks) when a window opens, and when it closes flushes and
 // detaches CUPTI from the process until the next one.
 //
+// No CUPTI is linked: the one the program can use is found and loaded at start
+// (cupti_library.hpp), through the declarations of cupti_api.hpp, so this library builds where
+// no CUDA toolkit is installed and traces a program with the CUPTI its own CUDA came with.
+//
 // Only InitializeInjection is exported; everything else is hidden so that nothing here can
 // clash with the traced program's own libraries.
-#include <cupti.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,33 +24,20 @@
 #include <unordered_map>
 
 #include "server/trace/cupti_api_filter.hpp"
+#include "server/trace/cupti_library.hpp"
 #include "server/trace/trace_sink.hpp"
 
 namespace perfscope::trace {
 namespace {
 
-// Our plain records carry CUPTI's enum values; these are the facts the conversion relies on.
-static_assert(cupti_values::kMemcpyHtoD == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
-static_assert(cupti_values::kMemcpyDtoH == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
-static_assert(cupti_values::kMemcpyDtoD == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
-static_assert(cupti_values::kMemcpyHtoH == CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
-static_assert(cupti_values::kMemcpyPtoP == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
-static_assert(cupti_values::kMemoryPageable == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
-static_assert(cupti_values::kMemoryPinned == CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
-static_assert(cupti_values::kMemoryDevice == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
-static_assert(cupti_values::kMemoryManaged == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED);
-static_assert(cupti_values::kMemoryDeviceStatic == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC);
-static_assert(cupti_values::kMemoryManagedStatic == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC);
+using cupti::ApiActivity;
+using cupti::KernelActivity;
+using cupti::MemcpyActivity;
+using cupti::MemoryActivity;
+using cupti::MemsetActivity;
 
-// The record layouts of the toolkit we build against.
-#if CUPTI_API_VERSION >= 130200
-using KernelActivity = CUpti_ActivityKernel11;
-#else
-using KernelActivity = CUpti_ActivityKernel10;
-#endif
-using MemcpyActivity = CUpti_ActivityMemcpy6;
-using MemsetActivity = CUpti_ActivityMemset4;
-using MemoryActivity = CUpti_ActivityMemory4;
+// The CUPTI in use: set once in InitializeInjection, before anything calls it.
+cupti::Api g_cupti;
 
 constexpr std::size_t kBufferBytes = 4 << 20;  // ~26k records of ~160 bytes
 
@@ -65,12 +55,12 @@ std::once_flag g_exit_once;
 // The activity kinds the run asked for, in the order they are enabled.
 struct Kind {
   bool on;
-  CUpti_ActivityKind kind;
+  cupti::ActivityKind kind;
   const char* name;
 };
 std::vector<Kind> g_kinds;  // set once in InitializeInjection
 // The runtime and driver functions that start no GPU work: their calls are not recorded.
-std::vector<CUpti_CallbackId> g_runtime_quiet, g_driver_quiet;  // set once in InitializeInjection
+std::vector<cupti::CallbackId> g_runtime_quiet, g_driver_quiet;  // set once in InitializeInjection
 
 // Kernel names by CUPTI's pointer: CUPTI shares one name string among all records of a kernel,
 // so a record costs a lookup, not a copy. Cleared when CUPTI detaches (its strings may go).
@@ -80,30 +70,36 @@ auto& g_names = *new std::unordered_map<const char*, KernelName>;  // guarded by
 
 // Launch calls recorded by callbacks (the `launch` kind), collected from the launching
 // threads and handed to the sink with the next drained buffer.
-CUpti_SubscriberHandle g_subscriber = nullptr;
+cupti::SubscriberHandle g_subscriber = nullptr;
 std::mutex g_launches_mu;
 std::vector<TraceRecord> g_launches;  // guarded by g_launches_mu
 thread_local std::uint64_t t_enter_ns[2];  // per domain: a runtime launch calls the driver's
 thread_local std::uint32_t t_thread_id = 0;
 
-// Runtime launch calls first, then the driver's (Triton and other driver-API users).
-constexpr CUpti_CallbackId kRuntimeLaunches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+// The launch calls, by CUPTI's names: the runtime's first, then the driver's (Triton and other
+// driver-API users). Their ids are looked up in the CUPTI loaded.
+constexpr const char* kRuntimeLaunchNames[] = {
+    "cudaLaunchKernel_v7000",           "cudaLaunchKernel_ptsz_v7000",
+    "cudaLaunchKernelExC_v11060",       "cudaLaunchKernelExC_ptsz_v11060",
+    "cudaLaunchCooperativeKernel_v9000", "cudaLaunchCooperativeKernel_ptsz_v9000",
+    "cudaGraphLaunch_v10000",           "cudaGraphLaunch_ptsz_v10000",
 };
-constexpr CUpti_CallbackId kDriverLaunches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+constexpr const char* kDriverLaunchNames[] = {
+    "cuLaunchKernel",           "cuLaunchKernel_ptsz",           "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+    "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch",    "cuGraphLaunch_ptsz",
 };
-bool g_launch_runtime = false, g_launch_driver = false;  // set once in InitializeInjection
+std::vector<cupti::CallbackId> g_runtime_launches, g_driver_launches;  // set once in InitializeInjection
+
+// The ids of `names` this CUPTI knows.
+template <std::size_t N>
+std::vector<cupti::CallbackId> launch_ids(cupti::CallbackDomain domain, const char* const (&names)[N]) {
+  const auto ids = callback_ids(g_cupti, domain);
+  std::vector<cupti::CallbackId> out;
+  for (const char* name : names) {
+    if (auto it = ids.find(name); it != ids.end()) out.push_back(it->second);
+  }
+  return out;
+}
 
 // The launch calls collected since the last hand-over go to the sink.
 void hand_over_launches() {
@@ -111,13 +107,13 @@ void hand_over_launches() {
   if (!g_launches.empty()) sink().push(std::exchange(g_launches, {}));
 }
 
-void report(const char* what, CUptiResult result) {
+void report(const char* what, cupti::Result result) {
   const char* text = nullptr;
-  cuptiGetResultString(result, &text);
+  g_cupti.get_result_string(result, &text);
   std::fprintf(stderr, "perfscope: %s: %s\n", what, text ? text : "unknown CUPTI error");
 }
 
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;
   *max_records = 0;
@@ -129,56 +125,54 @@ TraceRecord kernel_record(const KernelActivity* k) {
   auto [name, added] = g_names.try_emplace(k->name);
   if (added && k->name) name->second = KernelName(k->name);
   r.name = name->second;
-  r.correlation_id = k->correlationId;
-  r.device = k->deviceId;
-  r.stream = k->streamId;
+  r.correlation_id = k->correlation_id;
+  r.device = k->device_id;
+  r.stream = k->stream_id;
   r.start_ns = k->start;
   r.end_ns = k->end;
-  r.grid = {k->gridX, k->gridY, k->gridZ};
-  r.block = {k->blockX, k->blockY, k->blockZ};
-  r.registers_per_thread = k->registersPerThread;
-  r.static_shared_bytes = k->staticSharedMemory;
-  r.dynamic_shared_bytes = k->dynamicSharedMemory;
+  r.grid = {k->grid_x, k->grid_y, k->grid_z};
+  r.block = {k->block_x, k->block_y, k->block_z};
+  r.registers_per_thread = k->registers_per_thread;
+  r.static_shared_bytes = static_cast<std::uint32_t>(k->static_shared_memory);
+  r.dynamic_shared_bytes = static_cast<std::uint32_t>(k->dynamic_shared_memory);
   return r;
 }
 
-void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t /*size*/,
-                               size_t valid_size) {
+void buffer_completed(cupti::Context context, uint32_t stream_id, uint8_t* buffer, size_t /*size*/,
+                      size_t valid_size) {
   std::vector<TraceRecord> records;
   records.reserve(valid_size / 160 + 1);
-  CUpti_Activity* record = nullptr;
+  cupti::Activity* record = nullptr;
   std::unique_lock names_lock(g_names_mu);  // buffers complete on CUPTI's thread and on a forced flush's
-  while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+  while (g_cupti.activity_get_next_record(buffer, valid_size, &record) == cupti::kSuccess) {
     switch (record->kind) {
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case cupti::kKindConcurrentKernel:
         records.push_back(kernel_record(reinterpret_cast<const KernelActivity*>(record)));
         break;
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      case cupti::kKindMemcpy: {
         const auto* m = reinterpret_cast<const MemcpyActivity*>(record);
-        records.push_back(CopyRecord{false, m->copyKind, m->srcKind, m->dstKind, m->bytes, m->correlationId,
-                                     m->deviceId, m->streamId, m->start, m->end});
+        records.push_back(CopyRecord{false, m->copy_kind, m->src_kind, m->dst_kind, m->bytes, m->correlation_id,
+                                     m->device_id, m->stream_id, m->start, m->end});
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
+      case cupti::kKindMemset: {
         const auto* m = reinterpret_cast<const MemsetActivity*>(record);
-        records.push_back(CopyRecord{true, 0, m->memoryKind, m->memoryKind, m->bytes, m->correlationId,
-                                     m->deviceId, m->streamId, m->start, m->end});
+        records.push_back(CopyRecord{true, 0, m->memory_kind, m->memory_kind, m->bytes, m->correlation_id,
+                                     m->device_id, m->stream_id, m->start, m->end});
         break;
       }
-      case CUPTI_ACTIVITY_KIND_RUNTIME:
-      case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-        records.push_back(ApiRecord{a->correlationId, a->cbid, a->start, a->end, a->threadId});
+      case cupti::kKindRuntime:
+      case cupti::kKindDriver: {
+        const auto* a = reinterpret_cast<const ApiActivity*>(record);
+        records.push_back(ApiRecord{a->correlation_id, a->cbid, a->start, a->end, a->thread_id});
         break;
       }
-      case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      case cupti::kKindMemory2: {
         const auto* m = reinterpret_cast<const MemoryActivity*>(record);
-        const auto op = m->memoryOperationType;
-        if (op != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION && op != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
-          break;
-        }
-        records.push_back(MemoryRecord{op == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, m->address, m->bytes,
-                                       m->timestamp, m->deviceId, static_cast<std::uint32_t>(m->memoryKind)});
+        const std::uint32_t op = m->memory_operation_type;
+        if (op != cupti::kMemoryOperationAllocation && op != cupti::kMemoryOperationRelease) break;
+        records.push_back(MemoryRecord{op == cupti::kMemoryOperationAllocation, m->address, m->bytes, m->timestamp,
+                                       m->device_id, m->memory_kind});
         break;
       }
       default:
@@ -187,7 +181,9 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   }
   names_lock.unlock();
   size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped) == CUPTI_SUCCESS) sink().add_cupti_dropped(dropped);
+  if (g_cupti.activity_get_num_dropped_records(context, stream_id, &dropped) == cupti::kSuccess) {
+    sink().add_cupti_dropped(dropped);
+  }
   std::free(buffer);
   hand_over_launches();  // first: the converter matches either order, but this one needs no waiting
   sink().push(std::move(records));
@@ -195,18 +191,18 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
 
 // On the launching thread, at entry and exit of each subscribed launch call: two timestamps
 // and, at exit, one record appended under an uncontended lock.
-void CUPTIAPI launch_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+void launch_callback(void*, cupti::CallbackDomain domain, cupti::CallbackId cbid, const void* data) {
+  const auto* info = static_cast<const cupti::CallbackData*>(data);
   std::uint64_t now = 0;
-  cuptiGetTimestamp(&now);
-  const int slot = domain == CUPTI_CB_DOMAIN_DRIVER_API ? 1 : 0;
-  if (info->callbackSite == CUPTI_API_ENTER) {
+  g_cupti.get_timestamp(&now);
+  const int slot = domain == cupti::kDomainDriverApi ? 1 : 0;
+  if (info->callback_site == cupti::kApiEnter) {
     t_enter_ns[slot] = now;
     return;
   }
   if (t_thread_id == 0) t_thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
   std::lock_guard lock(g_launches_mu);
-  g_launches.push_back(ApiRecord{info->correlationId, cbid, t_enter_ns[slot], now, t_thread_id});
+  g_launches.push_back(ApiRecord{info->correlation_id, cbid, t_enter_ns[slot], now, t_thread_id});
 }
 
 // Attaches CUPTI with the run's activity kinds (and launch callbacks): once at start, or at
@@ -218,33 +214,32 @@ bool g_attached = false;  // guarded by g_tracing_mu
 bool g_exiting = false;   // guarded by g_tracing_mu: at_exit has flushed; nothing attaches again
 
 void attach() {
-  if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS) {
+  if (cupti::Result r = g_cupti.activity_register_callbacks(buffer_requested, buffer_completed);
+      r != cupti::kSuccess) {
     report("cuptiActivityRegisterCallbacks", r);
     return;
   }
-  if (g_launch_runtime || g_launch_driver) {
-    if (CUptiResult r = cuptiSubscribe(&g_subscriber, launch_callback, nullptr); r != CUPTI_SUCCESS) {
+  if (!g_runtime_launches.empty() || !g_driver_launches.empty()) {
+    if (cupti::Result r = g_cupti.subscribe(&g_subscriber, launch_callback, nullptr); r != cupti::kSuccess) {
       report("subscribing to launch callbacks", r);
       g_subscriber = nullptr;
     }
   }
-  if (g_subscriber && g_launch_runtime) {
-    for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-  }
-  if (g_subscriber && g_launch_driver) {
-    for (CUpti_CallbackId id : kDriverLaunches) cuptiEnableCallback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  if (g_subscriber) {
+    for (cupti::CallbackId id : g_runtime_launches) g_cupti.enable_callback(1, g_subscriber, cupti::kDomainRuntimeApi, id);
+    for (cupti::CallbackId id : g_driver_launches) g_cupti.enable_callback(1, g_subscriber, cupti::kDomainDriverApi, id);
   }
   for (const Kind& k : g_kinds) {
     if (!k.on) continue;
-    if (CUptiResult r = cuptiActivityEnable(k.kind); r != CUPTI_SUCCESS) {
+    if (cupti::Result r = g_cupti.activity_enable(k.kind); r != cupti::kSuccess) {
       std::string what = std::string("enabling ") + k.name + " activity";
       report(what.c_str(), r);
       continue;
     }
     // Only the calls that start GPU work are recorded (after every enable: enabling forgets).
-    if (k.kind != CUPTI_ACTIVITY_KIND_RUNTIME && k.kind != CUPTI_ACTIVITY_KIND_DRIVER) continue;
-    const auto& quiet = k.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? g_runtime_quiet : g_driver_quiet;
-    if (!quiet.empty() && record_only_gpu_work(k.kind, quiet) == 0) {
+    if (k.kind != cupti::kKindRuntime && k.kind != cupti::kKindDriver) continue;
+    const auto& quiet = k.kind == cupti::kKindRuntime ? g_runtime_quiet : g_driver_quiet;
+    if (!quiet.empty() && record_only_gpu_work(g_cupti, k.kind, quiet) == 0) {
       static std::once_flag said;
       std::call_once(said, [&] {
         std::fprintf(stderr, "perfscope: this CUPTI cannot switch single functions off: every %s call is recorded\n",
@@ -258,14 +253,14 @@ void attach() {
 // The window's records are handed over first (a forced flush), then CUPTI lets go.
 void detach() {
   for (const Kind& k : g_kinds) {
-    if (k.on) cuptiActivityDisable(k.kind);
+    if (k.on) g_cupti.activity_disable(k.kind);
   }
   if (g_subscriber) {
-    cuptiUnsubscribe(g_subscriber);
+    g_cupti.unsubscribe(g_subscriber);
     g_subscriber = nullptr;
   }
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (CUptiResult r = cuptiFinalize(); r != CUPTI_SUCCESS) report("detaching CUPTI between windows", r);
+  g_cupti.activity_flush_all(cupti::kFlushForced);
+  if (cupti::Result r = g_cupti.finalize(); r != cupti::kSuccess) report("detaching CUPTI between windows", r);
   {
     std::lock_guard lock(g_names_mu);
     g_names.clear();
@@ -290,7 +285,7 @@ void at_exit() {
       std::lock_guard lock(g_tracing_mu);
       g_exiting = true;
       // Detached (between two windows), there is nothing to flush, and a CUPTI call would attach it.
-      if (g_attached) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      if (g_attached) g_cupti.activity_flush_all(cupti::kFlushForced);
     }
     hand_over_launches();
     sink().close();
@@ -310,9 +305,18 @@ int initialize() {
     std::fprintf(stderr, "perfscope: tracing off: %s\n", options.status().message().c_str());
     return 1;
   }
+  auto cupti_library = load_cupti(cupti_candidates(cupti_search_from_process()));
+  if (!cupti_library.ok()) {
+    std::fprintf(stderr, "perfscope: tracing off: %s\n", cupti_library.status().message().c_str());
+    return 1;
+  }
+  g_cupti = cupti_library->api;
+  // One line per process: which CUPTI traces it is the first question when records look wrong.
+  std::fprintf(stderr, "perfscope: tracing with CUPTI %s, %s (%s)\n", cupti_version_name(cupti_library->version).c_str(),
+               std::string(cupti_origin_name(cupti_library->origin)).c_str(), cupti_library->path.c_str());
   options->on_tick = [] {
     std::lock_guard lock(g_tracing_mu);
-    if (g_attached) cuptiActivityFlushAll(0);  // detached, a CUPTI call would attach it again
+    if (g_attached) g_cupti.activity_flush_all(0);  // detached, a CUPTI call would attach it again
   };
   options->on_window = [](bool open) { set_window(open); };
   const TraceKinds kinds = options->kinds;
@@ -320,21 +324,21 @@ int initialize() {
   const bool duty_cycled = options->schedule.duty_cycled();
   // Never CUPTI_ACTIVITY_KIND_KERNEL: it serializes kernels.
   g_kinds = {
-      {kinds.kernel, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel"},
-      {kinds.memcpy, CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy"},
-      {kinds.memset, CUPTI_ACTIVITY_KIND_MEMSET, "memset"},
-      {kinds.runtime, CUPTI_ACTIVITY_KIND_RUNTIME, "runtime"},
-      {kinds.driver, CUPTI_ACTIVITY_KIND_DRIVER, "driver"},
-      {kinds.memory, CUPTI_ACTIVITY_KIND_MEMORY2, "memory"},
+      {kinds.kernel, cupti::kKindConcurrentKernel, "kernel"},
+      {kinds.memcpy, cupti::kKindMemcpy, "memcpy"},
+      {kinds.memset, cupti::kKindMemset, "memset"},
+      {kinds.runtime, cupti::kKindRuntime, "runtime"},
+      {kinds.driver, cupti::kKindDriver, "driver"},
+      {kinds.memory, cupti::kKindMemory2, "memory"},
   };
   // Not in a duty cycle: switching single functions off, then detaching and attaching CUPTI
   // window after window, corrupted the heap of 2 of 10 processes on the H100's driver (the bare
   // floor library as well as this one; bench/RESULTS.md). A window records every call instead.
-  if (kinds.runtime && !duty_cycled) g_runtime_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_RUNTIME_API);
-  if (kinds.driver && !duty_cycled) g_driver_quiet = calls_without_gpu_work(CUPTI_CB_DOMAIN_DRIVER_API);
+  if (kinds.runtime && !duty_cycled) g_runtime_quiet = calls_without_gpu_work(g_cupti, cupti::kDomainRuntimeApi);
+  if (kinds.driver && !duty_cycled) g_driver_quiet = calls_without_gpu_work(g_cupti, cupti::kDomainDriverApi);
   // Launch callbacks for the domains whose launch calls are not already activity records.
-  g_launch_runtime = kinds.launch && !kinds.runtime;
-  g_launch_driver = kinds.launch && !kinds.driver;
+  if (kinds.launch && !kinds.runtime) g_runtime_launches = launch_ids(cupti::kDomainRuntimeApi, kRuntimeLaunchNames);
+  if (kinds.launch && !kinds.driver) g_driver_launches = launch_ids(cupti::kDomainDriverApi, kDriverLaunchNames);
   auto opened = TraceSink::open(std::move(*options));
   if (!opened.ok()) {
     std::fprintf(stderr, "perfscope: tracing off: %s\n", opened.status().message().c_str());

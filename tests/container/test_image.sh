@@ -97,6 +97,8 @@ check "and fails when nothing answers" \
 check "the dashboard is served" "curl -fsS '$url/' | grep -qi '<title>perfscope'"
 check "the licence and notices are installed" \
   "buildah run --isolation chroot '$container' -- grep -q 'cmake: CLI11' /usr/share/doc/perfscope/NOTICE"
+check "perfscope run finds the tracing library the image ships" \
+  "buildah run --isolation chroot '$container' -- /usr/local/bin/perfscope run --server '$url' --token '$write_token' --name in-image -- true"
 check "retention is on: 15 days raw, 400 days of tiers" \
   "curl -fsS -H 'Authorization: Bearer $read_token' '$url/api/v1/info' | grep -q '\"raw_max_age_s\":1296000,\"rollup_max_age_s\":34560000,'"
 check "/metrics is served with the read token" \

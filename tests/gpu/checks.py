@@ -46,3 +46,19 @@ def torch_kernel_totals(chrome_trace_path):
                 out[e["name"]][0] += 1
                 out[e["name"]][1] += float(e["dur"])
     return out
+
+
+def file_kernel_totals(ndjson_path, start_ns, end_ns):
+    """{name: [executions, total µs]} as perfscope_kernel_totals, from a trace file the injection
+    library wrote (PERFSCOPE_TRACE_FILE) instead of a server."""
+    out = defaultdict(lambda: [0, 0.0])
+    with open(ndjson_path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("type") != "kernel" or e.get("tags", {}).get("op", "").startswith("mem"):
+                continue
+            launch = int(e.get("launch_start_ns") or e["start_ns"])
+            if start_ns <= launch <= end_ns:
+                out[e["name"]][0] += 1
+                out[e["name"]][1] += (int(e["end_ns"]) - int(e["start_ns"])) / 1e3
+    return out

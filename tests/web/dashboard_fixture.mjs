@@ -80,3 +80,44 @@ export async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min 
   }
   return page.evaluate(count, { selector, want: rgb });
 }
+
+// Waits until the CPU chart's total line covers the stretch of the plot its data spans (at
+// least 80 % of the pixel columns between its first and last value, and that stretch at least
+// 8 px wide), and returns { span, drawn }: the line is drawn wherever there is data. A pixel
+// count alone depends on how long the server has run and on the value (a flat line at 100 %
+// on a busy machine is one pixel thick at the plot's edge); this does not. The bound only
+// guards against a hang: the stretch grows as samples arrive.
+export async function cpuLineDrawn(page, rgb = [0x73, 0xbf, 0x69]) {
+  const covered = (want) => {
+    const c = window.perfscope.charts.cpu;
+    const p = c.plot;
+    const canvas = document.querySelector('[data-testid=chart-cpu] canvas');
+    if (!p || !canvas || canvas.width === 0) return false;
+    const values = c.cols[0];
+    const first = values.findIndex((v) => v !== null);
+    const last = values.findLastIndex((v) => v !== null);
+    if (first < 0) return false;
+    const left = Math.max(p.bbox.left, Math.floor(p.valToPos(c.xs[first], 'x', true)));
+    const right = Math.min(p.bbox.left + p.bbox.width - 1, Math.ceil(p.valToPos(c.xs[last], 'x', true)));
+    if (right - left < 8) return false;
+    const { data, width } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    const height = data.length / 4 / width;
+    let drawn = 0;
+    for (let x = left; x <= right; x++) {
+      for (let y = 0; y < height; y++) {
+        const i = (y * width + x) * 4;
+        if (data[i + 3] > 0 && Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 90) {
+          drawn++;
+          break;
+        }
+      }
+    }
+    const span = right - left + 1;
+    return drawn >= 0.8 * span ? { span, drawn } : false;
+  };
+  try {
+    return await (await page.waitForFunction(covered, rgb, { timeout: 90000, polling: 200 })).jsonValue();
+  } catch {
+    return null;  // the caller's assertion says what is missing
+  }
+}

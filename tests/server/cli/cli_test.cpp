@@ -94,6 +94,9 @@ TEST(Cli, InvalidValuesExitWithCode2) {
            {"serve", "--listen", "127.0.0.1:70000"},
            {"serve", "--history-buffer-size", "0"},
            {"serve", "--enable-host-collector", "maybe"},
+           {"serve", "--procfs", "/nonexistent-proc"},
+           {"serve", "--procfs", "/"},  // a directory, but no procfs
+           {"serve", "--sysfs", "/nonexistent-sys"},
            {"serve", "--no-such-flag"},
            {"frobnicate"},
            {}}) {
@@ -101,6 +104,18 @@ TEST(Cli, InvalidValuesExitWithCode2) {
     EXPECT_EQ(c.command, Command::kExit);
     EXPECT_EQ(c.exit_code, 2) << (args.empty() ? "(no args)" : args.back());
   }
+}
+
+TEST(Cli, HostRootsForANodeAgent) {
+  const std::string proc = std::string(PERFSCOPE_FIXTURES) + "/vm/proc";
+  const std::string sys = std::string(PERFSCOPE_FIXTURES) + "/sensors/sys";
+  ParsedCommand c = parse({"serve", "--procfs", proc.c_str(), "--sysfs", sys.c_str()});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.config.engine.procfs, proc);
+  EXPECT_EQ(c.config.engine.sysfs, sys);
+  ScopedEnv env("PERFSCOPE_PROCFS", proc.c_str());
+  EXPECT_EQ(parse({"serve"}).config.engine.procfs, proc);
+  EXPECT_EQ(parse({"serve"}).config.engine.sysfs, "/sys");
 }
 
 TEST(Cli, HelpExitsWithZero) {

@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, runPerfscope } from '../../support/perfscope_server.mjs';
+import { eventsOfRun as eventsOfRunOf } from '../../support/report_csv.mjs';
 
 const bin = process.env.PERFSCOPE_BIN;
 const replay = process.env.PERFSCOPE_TRACE_REPLAY;
@@ -34,45 +35,7 @@ function run(args, command) {
   });
 }
 
-// RFC 4180 rows as objects keyed by the header.
-function parseCsv(text) {
-  const rows = [];
-  let row = [], field = '', quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; }
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; }
-    else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field); rows.push(row); row = []; field = '';
-    } else field += c;
-  }
-  if (field !== '' || row.length) { row.push(field); rows.push(row); }
-  const [header, ...body] = rows;
-  return body.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
-}
-
-async function csv(table) {
-  const r = await fetch(`${server.url}/api/v1/report?format=csv&table=${table}&window=all`);
-  assert.equal(r.status, 200);
-  return parseCsv(await r.text());
-}
-
-async function eventsOfRun(table, name) {
-  for (let i = 0; i < 50; i++) {  // the writer commits in intervals
-    const rows = (await csv(table)).filter((r) => r.tags.includes(`run="${name}"`));
-    if (rows.length > 0) {
-      await new Promise((r) => setTimeout(r, 300));
-      return (await csv(table)).filter((r) => r.tags.includes(`run="${name}"`));
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return [];
-}
+const eventsOfRun = (table, name) => eventsOfRunOf(server.url, table, name);
 
 test('every recorded kernel, copy and allocation reaches the server, tagged with the run', async () => {
   const r = await run(['--server', server.url, '--name', 'ci-a', '--library', replay],

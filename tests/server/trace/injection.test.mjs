@@ -1,0 +1,116 @@
+// The injection library (libperfscope_cupti.so) end to end without a GPU, built with no CUDA
+// toolkit: `perfscope run` starts a stand-in CUDA program (cuda_program) that loads the library
+// as the CUDA driver does; the library finds a CUPTI the way it finds a real one and traces
+// through it, and that CUPTI (a stand-in, fake_cupti) plays back records recorded on an H100.
+// Checks which CUPTI is chosen — a pip-installed PyTorch's, one the program loaded itself, one
+// given with --cupti — that the records arrive complete with their launch calls, and that with
+// no usable CUPTI the program runs untraced and says why. (Where a CUDA toolkit is installed,
+// the search would find it after the environment's; the stand-ins come first, so it is never
+// reached.)
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startPerfscope } from '../../support/perfscope_server.mjs';
+import { eventsOfRun } from '../../support/report_csv.mjs';
+
+const bin = process.env.PERFSCOPE_BIN;
+const program = process.env.PERFSCOPE_CUDA_PROGRAM;
+const fakeCupti = process.env.PERFSCOPE_FAKE_CUPTI;
+const anyLibrary = process.env.PERFSCOPE_FAKE_NVML;  // loads and does nothing: torch/lib's stand-in
+const records = path.join(process.env.PERFSCOPE_FIXTURES, 'cupti', 'records.ndjson');
+const lines = readFileSync(records, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const gpuWork = lines.filter((r) => ['kernel', 'memcpy', 'memset'].includes(r.record)).length;
+const launches = lines.filter((r) => r.record === 'api' && r.cbid === 211).length;
+const memoryOps = lines.filter((r) => r.record === 'memory').length;
+const work = mkdtempSync(path.join(tmpdir(), 'perfscope-injection-'));
+let server;
+
+// A pip-installed PyTorch's layout: its CUPTI in nvidia/cu13/lib, its own libraries in torch/lib.
+const site = path.join(work, 'venv', 'lib', 'python3.12', 'site-packages');
+const pipCupti = path.join(site, 'nvidia', 'cu13', 'lib', 'libcupti.so.13');
+const torchLib = path.join(site, 'torch', 'lib', 'libtorch_cuda.so');
+const looseCupti = path.join(work, 'elsewhere', 'libcupti.so.13');
+
+before(async () => {
+  for (const [from, to] of [[fakeCupti, pipCupti], [fakeCupti, looseCupti], [anyLibrary, torchLib]]) {
+    mkdirSync(path.dirname(to), { recursive: true });
+    copyFileSync(from, to);
+  }
+  server = await startPerfscope({ label: 'injection' });
+});
+after(async () => { await server.stop(); rmSync(work, { recursive: true, force: true }); });
+
+// No toolkit anywhere the search looks: only what each case puts there.
+function environment(extra = {}) {
+  const env = { ...process.env, ...extra };
+  for (const k of ['CUDA_HOME', 'CUDA_PATH', 'LD_LIBRARY_PATH', 'PERFSCOPE_CUPTI_PATH', 'PERFSCOPE_CUPTI_LIBRARY']) {
+    if (!(k in extra)) delete env[k];
+  }
+  return env;
+}
+
+function run(args, command, env = environment()) {
+  return new Promise((resolve) => {
+    const p = spawn(bin, ['run', '--server', server.url, ...args, '--', program, records, ...command], { cwd: work, env });
+    let stderr = '';
+    p.stderr.on('data', (d) => { stderr += d; });
+    p.on('exit', (status) => resolve({ status, stderr }));
+  });
+}
+
+const kernelsOf = (name) => eventsOfRun(server.url, 'kernels', name);
+
+test('a pip-installed PyTorch: the CUPTI of its Python environment traces it', async () => {
+  const r = await run(['--name', 'pip-env'], ['--preload', torchLib]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /perfscope: tracing with CUPTI 13\.0\.1, the Python environment's \((.*)\)/);
+  assert.equal(r.stderr.match(/the Python environment's \((.*)\)/)[1], pipCupti);
+  assert.match(r.stderr, new RegExp(`played back through ${pipCupti.replace(/[.]/g, '\\.')}`));
+  const kernels = await kernelsOf('pip-env');
+  assert.equal(kernels.length, gpuWork, JSON.stringify(kernels.slice(0, 2)));
+  const tiny = kernels.filter((k) => k.name === 'tiny_kernel(int*, int)');
+  assert.equal(tiny.length, launches, 'every launched kernel, demangled');
+  // Launch callbacks went through CUPTI's subscriber to the converter: every kernel has its
+  // call, at the times the stand-in CUPTI's clock gave inside the callback (the recorded ones).
+  // (Nanoseconds since 1970 exceed a double's integers: compared as the file's text.)
+  const launchStarts = new Set(readFileSync(records, 'utf8').split('\n').filter((l) => /"cbid":211\b/.test(l))
+    .map((l) => l.match(/"start_ns":(\d+)/)[1]));
+  assert.equal(launchStarts.size, launches);
+  assert.ok(tiny.every((k) => launchStarts.has(k.launch_start_ns)), JSON.stringify(tiny[0]));
+  assert.equal(tiny[0].block, '256x1x1');
+  assert.equal((await eventsOfRun(server.url, 'memory', 'pip-env')).length, memoryOps);
+});
+
+test('a CUPTI the program loaded itself comes before any other', async () => {
+  const r = await run(['--name', 'own-cupti'], ['--preload', looseCupti, '--preload', torchLib]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr.match(/tracing with CUPTI [^,]+, loaded by the program \((.*)\)/)?.[1], looseCupti, r.stderr);
+  assert.equal((await kernelsOf('own-cupti')).length, gpuWork);
+});
+
+test('--cupti names the library, whatever else is there', async () => {
+  const r = await run(['--name', 'given', '--cupti', looseCupti], ['--preload', torchLib]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr.match(/tracing with CUPTI [^,]+, given \((.*)\)/)?.[1], looseCupti, r.stderr);
+  assert.equal((await kernelsOf('given')).length, gpuWork);
+  const missing = await run(['--name', 'given-missing', '--cupti', path.join(work, 'nope.so')], []);
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /--cupti: no library at .*nope\.so/);
+});
+
+test('with no usable CUPTI the program runs untraced and says why', async () => {
+  // (A machine's own toolkit would be found by the search: the cases name their library.)
+  const notCupti = await run(['--name', 'not-cupti', '--cupti', torchLib], []);
+  assert.equal(notCupti.status, 0, notCupti.stderr);
+  assert.match(notCupti.stderr, /perfscope: tracing off: no usable CUPTI library \(.*libtorch_cuda\.so: has no cuptiGetVersion\); name one with `perfscope run --cupti PATH`/);
+  assert.match(notCupti.stderr, /cuda_program: ran without CUPTI/);
+  // CUDA 11.8's CUPTI (API version 18) is older than the records declared: refused.
+  const old = await run(['--name', 'old-cupti', '--cupti', looseCupti], [],
+                        environment({ PERFSCOPE_FAKE_CUPTI_VERSION: '18' }));
+  assert.equal(old.status, 0, old.stderr);
+  assert.match(old.stderr, /tracing off: no usable CUPTI library \(.*libcupti\.so\.13: CUPTI API version 18 is older than CUDA 12\.0's\)/);
+  assert.match(old.stderr, /cuda_program: ran without CUPTI/);
+});
