@@ -272,6 +272,7 @@ struct CommandLineParser::Table {
     std::string cardinality_limits, cardinality_window = "24h";
     std::string config_file;
     std::vector<std::string> scrape, gpu_peaks, device_targets;
+    std::string log_level = "info", log_format = "text";
   };
 
   Table();
@@ -510,6 +511,14 @@ CommandLineParser::Table::Table() {
                       ->envname("PERFSCOPE_TLS_KEY_FILE");
   tls_cert->needs(tls_key);
   tls_key->needs(tls_cert);
+  serve->add_option("--log-level", texts.log_level, "Least severe log lines written: debug, info, warn or error")
+      ->envname("PERFSCOPE_LOG_LEVEL")->capture_default_str();
+  serve->add_option("--log-format", texts.log_format,
+                    "text, or json: one object a line with the keys ts, level, msg (and an access line's own)")
+      ->envname("PERFSCOPE_LOG_FORMAT")->capture_default_str();
+  serve->add_option("--access-log", parsed.log.access,
+                    "Log every HTTP answer: client, request line (token values redacted), status, bytes, time (true|false)")
+      ->envname("PERFSCOPE_ACCESS_LOG")->capture_default_str();
   serve->add_option("--profile-output", c.server.profile_output,
                     "On shutdown, write the JSON report of everything recorded to this file")
       ->envname("PERFSCOPE_PROFILE_OUTPUT");
@@ -601,6 +610,12 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     if (!bytes.ok()) throw CLI::ValidationError("--retention-max-size", bytes.status().message());
     c.storage.max_bytes = *bytes;
     if (c.storage.data_dir.empty()) throw CLI::ValidationError("--data-dir", "must not be empty");
+    auto level = parse_log_level(t.log_level);
+    if (!level.ok()) throw CLI::ValidationError("--log-level", level.status().message());
+    auto format = parse_log_format(t.log_format);
+    if (!format.ok()) throw CLI::ValidationError("--log-format", format.status().message());
+    parsed.log.level = *level;
+    parsed.log.format = *format;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(std::filesystem::path(c.engine.procfs) / "stat", ec)) {
       throw CLI::ValidationError("--procfs", "'" + c.engine.procfs + "' is not a procfs mount (it has no stat file)");

@@ -15,6 +15,7 @@
 
 #include "server/api/app_config.hpp"
 #include "server/cli/tools.hpp"
+#include "server/http/log.hpp"
 
 namespace perfscope::server {
 
@@ -30,6 +31,7 @@ struct ParsedCommand {
   DemoOptions demo;
   ReportOptions report;
   TopOptions top;
+  LogOptions log;  // serve's --log-level, --log-format, --access-log
   std::string healthcheck_server = "http://127.0.0.1:8080";
   std::string healthcheck_certificate;  // pinned when derived from a TLS server's own settings
 };

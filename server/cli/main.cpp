@@ -17,6 +17,7 @@ extern "C" void request_stop(int) { stop_requested = true; }
 int main(int argc, char** argv) {
   using namespace perfscope::server;
   ParsedCommand cmd = parse_command_line(argc, argv);
+  configure_logging(cmd.log);  // before any thread starts
   switch (cmd.command) {
     case Command::kExit:
       return cmd.exit_code;

@@ -18,6 +18,7 @@
 
 #include "engine/cancellation.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/log.hpp"
 #include "server/http/spooled_body.hpp"
 #include "server/net/read_buffer.hpp"
 #include "server/http/websocket_session.hpp"
@@ -188,6 +189,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
     std::chrono::steady_clock::time_point last_progress;
   };
   std::optional<SpooledWrite> spooled_;
+  // The request being answered, for the access log (only kept while it is on).
+  struct Access {
+    std::string method = "-", target = "-";
+    int status = 0;
+    std::uint64_t bytes = 0;
+    std::chrono::steady_clock::time_point read;  // when the request was in
+  };
+  std::optional<Access> access_;
+  void note_request(std::string_view method, std::string_view target);
+  void log_response(bool completed);
   std::uint64_t spooled_generation_ = 0;  // tells a stale watchdog wake from the current body's
   bool watching_ = false;  // watch_for_departure's wait is pending
 };
@@ -298,7 +309,30 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
 }
 
 template <class Stream>
+void HttpSession<Stream>::note_request(std::string_view method, std::string_view target) {
+  if (!access_log_enabled()) return;
+  access_.emplace();
+  access_->method = std::string(method);
+  access_->target = std::string(target);
+  access_->read = std::chrono::steady_clock::now();
+}
+
+template <class Stream>
+void HttpSession<Stream>::log_response(bool completed) {
+  if (!access_) return;
+  beast::error_code ec;
+  const auto remote = lowest().socket().remote_endpoint(ec);
+  const std::string address = ec ? std::string() : remote.address().to_string();
+  log_access({address, access_->method, access_->target, access_->status, access_->bytes,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - access_->read).count(),
+              completed});
+  access_.reset();
+}
+
+template <class Stream>
 void HttpSession<Stream>::refuse(const http::request_parser<http::string_body>::value_type& head, HttpResponse response) {
+  note_request(std::string_view(head.method_string().data(), head.method_string().size()),
+               std::string_view(head.target().data(), head.target().size()));
   request_version_ = head.version();
   request_keep_alive_ = false;  // the body, if any, is left unread
   head_request_ = head.method() == http::verb::head;
@@ -308,6 +342,13 @@ void HttpSession<Stream>::refuse(const http::request_parser<http::string_body>::
 template <class Stream>
 void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   if (ec == http::error::end_of_stream) return do_close();
+  if (ec && ec != beast::error::timeout && ec != net::error::operation_aborted) {
+    // What was read of the request line, when anything was.
+    const auto& head = parser_->get();
+    note_request(head.method_string().empty() ? std::string_view("-")
+                                              : std::string_view(head.method_string().data(), head.method_string().size()),
+                 head.target().empty() ? std::string_view("-") : std::string_view(head.target().data(), head.target().size()));
+  }
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
     request_keep_alive_ = false;
     const bool body = ec == http::error::body_limit;
@@ -326,6 +367,8 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   }
 
   http::request<http::string_body> req = parser_->release();
+  note_request(std::string_view(req.method_string().data(), req.method_string().size()),
+               std::string_view(req.target().data(), req.target().size()));
   request_version_ = req.version();
   request_keep_alive_ = req.keep_alive() && ++requests_ < ctx_.config.max_requests_per_connection;
   head_request_ = req.method() == http::verb::head;
@@ -351,6 +394,10 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
       return send(error_response(404, "not_found", "no WebSocket endpoint at " + request.path));
     }
     lowest().expires_never();
+    if (access_) {  // the upgrade is logged as it is handed over (the stream is logged by nothing else)
+      access_->status = 101;
+      log_response(true);
+    }
     return start_websocket_session(std::move(stream_), ctx_, role, std::move(slot_), std::move(req));
   }
   request.accept = std::string(req[http::field::accept]);
@@ -468,6 +515,10 @@ void HttpSession<Stream>::send(HttpResponse r) {
     res.content_length(r.spooled ? r.spooled->size() : r.body.size());
   };
   const auto status = static_cast<http::status>(r.status);
+  if (access_) {
+    access_->status = r.status;
+    access_->bytes = head_request_ ? 0 : r.spooled ? r.spooled->size() : r.body.size();
+  }
   if (r.spooled && !head_request_) {
     auto res = std::make_shared<http::response<http::buffer_body>>(status, request_version_);
     head(*res);
@@ -555,6 +606,7 @@ void HttpSession<Stream>::watch_spooled_progress(std::uint64_t generation) {
 
 template <class Stream>
 void HttpSession<Stream>::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
+  log_response(!ec);
   response_.reset();
   spooled_.reset();
   if (ec) return do_close();

@@ -84,34 +84,28 @@ bool resolve(void* handle, Fn*& out, const char* name) {
 
 // Fills `api` from `handle`; the name of the first required entry point missing, or empty.
 std::string resolve_api(void* handle, cupti::Api& api) {
-  struct Required {
-    bool found;
-    const char* name;
+  std::string missing;
+  auto need = [&](auto& fn, const char* name) {
+    if (!resolve(handle, fn, name) && missing.empty()) missing = name;
   };
-  const Required required[] = {
-      {resolve(handle, api.get_version, "cuptiGetVersion"), "cuptiGetVersion"},
-      {resolve(handle, api.get_result_string, "cuptiGetResultString"), "cuptiGetResultString"},
-      {resolve(handle, api.activity_register_callbacks, "cuptiActivityRegisterCallbacks"),
-       "cuptiActivityRegisterCallbacks"},
-      {resolve(handle, api.activity_enable, "cuptiActivityEnable"), "cuptiActivityEnable"},
-      {resolve(handle, api.activity_disable, "cuptiActivityDisable"), "cuptiActivityDisable"},
-      {resolve(handle, api.activity_flush_all, "cuptiActivityFlushAll"), "cuptiActivityFlushAll"},
-      {resolve(handle, api.activity_get_next_record, "cuptiActivityGetNextRecord"), "cuptiActivityGetNextRecord"},
-      {resolve(handle, api.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords"),
-       "cuptiActivityGetNumDroppedRecords"},
-      {resolve(handle, api.finalize, "cuptiFinalize"), "cuptiFinalize"},
-      {resolve(handle, api.subscribe, "cuptiSubscribe"), "cuptiSubscribe"},
-      {resolve(handle, api.unsubscribe, "cuptiUnsubscribe"), "cuptiUnsubscribe"},
-      {resolve(handle, api.enable_callback, "cuptiEnableCallback"), "cuptiEnableCallback"},
-      {resolve(handle, api.get_timestamp, "cuptiGetTimestamp"), "cuptiGetTimestamp"},
-      {resolve(handle, api.get_callback_name, "cuptiGetCallbackName"), "cuptiGetCallbackName"},
-  };
+  need(api.get_version, "cuptiGetVersion");
+  need(api.get_result_string, "cuptiGetResultString");
+  need(api.activity_register_callbacks, "cuptiActivityRegisterCallbacks");
+  need(api.activity_enable, "cuptiActivityEnable");
+  need(api.activity_disable, "cuptiActivityDisable");
+  need(api.activity_flush_all, "cuptiActivityFlushAll");
+  need(api.activity_get_next_record, "cuptiActivityGetNextRecord");
+  need(api.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
+  need(api.finalize, "cuptiFinalize");
+  need(api.subscribe, "cuptiSubscribe");
+  need(api.unsubscribe, "cuptiUnsubscribe");
+  need(api.enable_callback, "cuptiEnableCallback");
+  need(api.get_timestamp, "cuptiGetTimestamp");
+  need(api.get_callback_name, "cuptiGetCallbackName");
+  // Optional: CUPTI before 12.6 has no per-function switches.
   resolve(handle, api.activity_enable_runtime_api, "cuptiActivityEnableRuntimeApi");
   resolve(handle, api.activity_enable_driver_api, "cuptiActivityEnableDriverApi");
-  for (const Required& r : required) {
-    if (!r.found) return r.name;
-  }
-  return {};
+  return missing;
 }
 
 }  // namespace

@@ -81,18 +81,25 @@ export async function drawnPixels(page, selector, rgb = [0x73, 0xbf, 0x69], min 
   return page.evaluate(count, { selector, want: rgb });
 }
 
-// Waits until the CPU chart's total line covers the stretch of the plot its data spans (at
-// least 80 % of the pixel columns between its first and last value, and that stretch at least
-// 8 px wide), and returns { span, drawn }: the line is drawn wherever there is data. A pixel
-// count alone depends on how long the server has run and on the value (a flat line at 100 %
-// on a busy machine is one pixel thick at the plot's edge); this does not. The bound only
-// guards against a hang: the stretch grows as samples arrive.
+// Waits until the CPU chart's lines cover the stretch of the plot its data spans — at least
+// 80 % of the pixel columns between its first and last value hold a line's colour, and at least
+// a quarter the total's own (the per-core lines are drawn over it where they meet it), that
+// stretch at least 8 px wide — and returns { span, drawn, total }. A pixel count alone depends
+// on how long the server has run and on the value (a flat line at 100 % on a busy machine is
+// one pixel thick at the plot's edge); this does not. The bound only guards against a hang:
+// the stretch grows as samples arrive.
 export async function cpuLineDrawn(page, rgb = [0x73, 0xbf, 0x69]) {
-  const covered = (want) => {
+  const covered = (total) => {
     const c = window.perfscope.charts.cpu;
     const p = c.plot;
     const canvas = document.querySelector('[data-testid=chart-cpu] canvas');
     if (!p || !canvas || canvas.width === 0) return false;
+    const hex = (s) => (typeof s === 'string' && /^#[0-9a-f]{6}$/i.test(s)
+      ? [1, 3, 5].map((i) => parseInt(s.slice(i, i + 2), 16)) : null);
+    const colours = p.series.map((s, i) => (i === 0 ? null : hex(typeof s.stroke === 'function' ? s.stroke(p, i) : s.stroke)))
+      .filter(Boolean);
+    const near = (data, i, want) => data[i + 3] > 0 &&
+      Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 90;
     const values = c.cols[0];
     const first = values.findIndex((v) => v !== null);
     const last = values.findLastIndex((v) => v !== null);
@@ -102,18 +109,19 @@ export async function cpuLineDrawn(page, rgb = [0x73, 0xbf, 0x69]) {
     if (right - left < 8) return false;
     const { data, width } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     const height = data.length / 4 / width;
-    let drawn = 0;
+    let drawn = 0, own = 0;
     for (let x = left; x <= right; x++) {
-      for (let y = 0; y < height; y++) {
+      let any = false, mine = false;
+      for (let y = 0; y < height && !(any && mine); y++) {
         const i = (y * width + x) * 4;
-        if (data[i + 3] > 0 && Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 90) {
-          drawn++;
-          break;
-        }
+        if (!mine && near(data, i, total)) mine = any = true;
+        else if (!any && colours.some((want) => near(data, i, want))) any = true;
       }
+      drawn += any;
+      own += mine;
     }
     const span = right - left + 1;
-    return drawn >= 0.8 * span ? { span, drawn } : false;
+    return drawn >= 0.8 * span && own >= 0.25 * span ? { span, drawn, total: own } : false;
   };
   try {
     return await (await page.waitForFunction(covered, rgb, { timeout: 90000, polling: 200 })).jsonValue();

@@ -26,11 +26,11 @@ test('a kernel row opens the kernel: launch configurations, newest executions, k
   await page.click(row);
   await page.waitForSelector('[data-testid=kernel-detail]', { state: 'visible' });
   assert.equal(await page.textContent('#kd-name'), 'detail_kernel');
-  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), /^3 executions · total 12\.000 ms · avg 4\.000 ms \(min 2\.000, max 6\.000\)/);
+  assert.match(await page.textContent('[data-testid=kernel-detail-summary]'), /^3 executions · total 12\.0 ms · avg 4\.00 ms \(min 2\.00, max 6\.00\)/);
   assert.match(await page.textContent('[data-testid=kernel-detail-configs] tbody'), /64×1×1\s*256×1×1\s*–\s*32\s*3/);
   await page.waitForFunction(() => document.querySelectorAll('#kd-records tbody tr').length === 3);
   const first = await page.textContent('#kd-records tbody tr:first-child');
-  assert.match(first, /6\.000 ms/);  // newest first
+  assert.match(first, /6\.00 ms/);  // newest first
   assert.match(first, /0 · 9/);
   assert.match(first, /0\.500 ms/);  // launch delay: start − launch call end
   assert.equal(await page.inputValue('[data-testid=percentile-subject]'), 'kernel:detail_kernel');
@@ -467,9 +467,9 @@ test('the serving table gives each model its percentiles, TTFT, TPOT, errors and
   await page.waitForSelector(`${row} td[data-col=p50]:not(:empty)`, { timeout: 20000 });
   const cell = async (col) => (await page.textContent(`${row} td[data-col=${col}]`)).trim();
   // Nearest rank over 1..100 ms; TPOT = (latency − TTFT) / 10 = 0.09 × latency.
-  assert.deepEqual([await cell('p50'), await cell('p90'), await cell('p99')], ['50.000', '90.000', '99.000']);
-  assert.equal(await cell('ttft'), '5.000 · 9.900');
-  assert.equal(await cell('tpot'), '4.500 · 8.910');
+  assert.deepEqual([await cell('p50'), await cell('p90'), await cell('p99')], ['50.0', '90.0', '99.0']);
+  assert.equal(await cell('ttft'), '5.00 · 9.90');
+  assert.equal(await cell('tpot'), '4.50 · 8.91');
   assert.equal(await cell('errors'), '10 (10.0%)');
   // Within 50 ms and successful: 1..50 less the five failures among them.
   assert.equal(await cell('slo'), '45.0%');
@@ -567,6 +567,14 @@ test('every view in the header opens, with no text overlapping or cut off, saved
       // against the device's width: a mobile layout viewport (innerWidth) widens to the content.
       const overflow = await page.evaluate((w) => document.documentElement.scrollWidth - w, width);
       assert.ok(overflow <= 0, `view ${view} at ${width} px scrolls sideways by ${overflow} px`);
+      // The first panel or figure keeps a gap below the navigation bar, whatever the view begins with.
+      const gap = await page.evaluate(() => {
+        const nav = document.getElementById('views').getBoundingClientRect().bottom;
+        const tops = [...document.querySelectorAll('.panel, .stat')].filter((e) => e.offsetParent !== null)
+          .map((e) => e.getBoundingClientRect().top);
+        return Math.min(...tops) - nav;
+      });
+      assert.ok(gap >= 8, `view ${view} at ${width} px: its first panel is ${gap} px below the navigation`);
       // The tables read once and their follow-up requests answered (the latency panel's
       // percentiles), then two animation frames: the charts have drawn what they hold.
       await page.waitForFunction(() => window.perfscope.state.eventRefreshes > 0, null, { timeout: 15000 });

@@ -1,7 +1,7 @@
 // The dashboard's formatting helpers, as a page would call them (no browser needed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fmtInstant, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
+import { fmtInstant, ms, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
 
 test('a kernel signature shortens to its qualified name, as profilers list it', () => {
   const cases = [
@@ -42,4 +42,9 @@ test('an instant is written with its date, to the millisecond', () => {
   const ns = new Date(2026, 10, 26, 9, 58, 40, 7).getTime() * 1e6;
   assert.equal(fmtInstant(ns), '2026-11-26 09:58:40.007');
   assert.equal(fmtInstant(null), '–');
+});
+
+test('milliseconds to three significant digits, whole ones from 100 on', () => {
+  assert.deepEqual([300, 1234.5, 40, 99.95, 4.5, 1, 0.046, 0.00012, 0, -12.34, null, NaN].map(ms),
+                   ['300', '1235', '40.0', '100', '4.50', '1.00', '0.0460', '0.000120', '0', '-12.3', '–', '–']);
 });

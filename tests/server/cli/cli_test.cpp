@@ -97,6 +97,8 @@ TEST(Cli, InvalidValuesExitWithCode2) {
            {"serve", "--procfs", "/nonexistent-proc"},
            {"serve", "--procfs", "/"},  // a directory, but no procfs
            {"serve", "--sysfs", "/nonexistent-sys"},
+           {"serve", "--log-level", "loud"},
+           {"serve", "--log-format", "xml"},
            {"serve", "--no-such-flag"},
            {"frobnicate"},
            {}}) {
@@ -104,6 +106,20 @@ TEST(Cli, InvalidValuesExitWithCode2) {
     EXPECT_EQ(c.command, Command::kExit);
     EXPECT_EQ(c.exit_code, 2) << (args.empty() ? "(no args)" : args.back());
   }
+}
+
+TEST(Cli, LoggingOptions) {
+  ParsedCommand c = parse({"serve", "--log-level", "warn", "--log-format", "json", "--access-log", "true"});
+  ASSERT_EQ(c.command, Command::kServe);
+  EXPECT_EQ(c.log.level, LogLevel::kWarn);
+  EXPECT_EQ(c.log.format, LogFormat::kJson);
+  EXPECT_TRUE(c.log.access);
+  ParsedCommand d = parse({"serve"});
+  EXPECT_EQ(d.log.level, LogLevel::kInfo);
+  EXPECT_EQ(d.log.format, LogFormat::kText);
+  EXPECT_FALSE(d.log.access);
+  ScopedEnv env("PERFSCOPE_LOG_FORMAT", "json");
+  EXPECT_EQ(parse({"serve"}).log.format, LogFormat::kJson);
 }
 
 TEST(Cli, HostRootsForANodeAgent) {

@@ -12,7 +12,19 @@ export const fmtW = (v) => (v == null ? '–' : v.toFixed(1) + ' W');
 export const fmtC = (v) => (v == null ? '–' : v.toFixed(0) + ' °C');
 export const fmtMHz = (v) => (v == null ? '–' : (v / 1e6).toFixed(0) + ' MHz');
 // Milliseconds: more digits for the short kernels a launch-bound program is made of.
-export const ms = (v) => (v == null ? '–' : v < 0.1 ? v.toFixed(4) : v.toFixed(3));
+// Milliseconds to three significant digits, as Grafana shows them (40.0, 4.50, 0.0460), and
+// whole ones from 100 on (300, 1235):
+// a table of latencies reads at a glance, and the API and exports keep every digit.
+export const ms = (v) => {
+  if (v == null || !Number.isFinite(v)) return '–';
+  const r = Number(v.toPrecision(3));  // rounded first: 99.95 is 100, not 100.0
+  const a = Math.abs(r);
+  if (a === 0) return '0';
+  if (a >= 100) return v.toFixed(0);  // whole milliseconds: 1235, not 1230
+  if (a >= 10) return r.toFixed(1);
+  if (a >= 1) return r.toFixed(2);
+  return r.toPrecision(3);
+};
 // Counts and other plain figures, humanized: 74.8 k, 1.20 M (never 7.48e+4).
 export const fmtSI = (v) => {
   if (v == null || Number.isNaN(Number(v))) return '–';

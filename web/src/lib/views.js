@@ -18,6 +18,15 @@ export function initViews({ onShow }) {
       el.classList.toggle('off-view', !member);
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
+    // The first block shown under the navigation keeps the gap a row of figures has: a view that
+    // begins with a panel would otherwise touch the navigation bar.
+    const visible = (el) => !el.hidden && !el.classList.contains('off-view');
+    let first = null;
+    for (let el = nav.nextElementSibling; el; el = el.nextElementSibling) {
+      el.classList.remove('lead');
+      if (!first && visible(el) && (el.tagName !== 'MAIN' || [...el.children].some(visible))) first = el;
+    }
+    if (first) first.classList.add('lead');
     if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view }, { push: true });
     if (onShow) onShow(state.view);  // charts shown after being hidden take their width again; views load
   }
