@@ -174,6 +174,8 @@ std::vector<MetricFamily> HostCollector::families() const {
   using T = MetricType;
   return {
       {"host_cpu_utilization_ratio", "ratio", T::kGauge, "Busy fraction of CPU time (cpu=\"total\" or a core), non-idle and non-iowait"},
+      {"host_cpu_seconds_total", "seconds", T::kCounter,
+       "CPU time of a core in a mode since boot (mode=user|nice|system|idle|iowait|irq|softirq|steal), as node_exporter's node_cpu_seconds_total; written once a second"},
       {"host_context_switches_total", "", T::kCounter, "Context switches since boot"},
       {"host_context_switches_per_second", "", T::kGauge, "Context switches per second over the last sampling interval"},
       {"host_interrupts_total", "", T::kCounter, "Interrupts serviced since boot"},
@@ -218,7 +220,7 @@ bool HostCollector::rate(double current, double& previous, double dt_s, double& 
 void HostCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
   double dt_s = prev_ns_ > 0 && now_ns > prev_ns_ ? static_cast<double>(now_ns - prev_ns_) / 1e9 : 0;
   prev_ns_ = now_ns;
-  collect_stat(dt_s, out);
+  collect_stat(now_ns, dt_s, out);
   collect_meminfo(out);
   collect_vmstat(dt_s, out);
   collect_loadavg(out);
@@ -229,9 +231,14 @@ void HostCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
   collect_cgroup(out);
 }
 
-void HostCollector::collect_stat(double dt_s, std::vector<Reading>& out) {
+void HostCollector::collect_stat(TimestampNs now_ns, double dt_s, std::vector<Reading>& out) {
   auto text = stat_.read();
   if (!text) return;
+  // Per core and mode, the counters Prometheus users rate() over, once a second: eight a core
+  // at every pass would be most of a many-core host's samples, and a scrape reads one value.
+  const bool counters = now_ns >= next_cpu_counters_ns_;
+  if (counters) next_cpu_counters_ns_ = now_ns + kCpuCounterInterval;
+  static constexpr const char* kModes[] = {"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"};
   for_each_line(*text, [&](std::string_view line) {
     std::string_view f[12];
     std::size_t n = split_fields(line, f, 12);
@@ -245,6 +252,12 @@ void HostCollector::collect_stat(double dt_s, std::vector<Reading>& out) {
       total -= v[8] + v[9];  // guest time is already counted in user/nice
       unsigned long long busy = total - v[3] - v[4];
       std::string cpu = f[0] == "cpu" ? "total" : std::string(f[0].substr(3));
+      if (counters && cpu != "total" && clock_ticks_per_s_ > 0) {
+        for (std::size_t m = 0; m < std::size(kModes) && m + 1 < n; ++m) {
+          out.push_back(reading("host_cpu_seconds_total", {{"cpu", cpu}, {"mode", kModes[m]}},
+                                static_cast<double>(v[m]) / static_cast<double>(clock_ticks_per_s_)));
+        }
+      }
       auto [it, fresh] = prev_cpu_.try_emplace(cpu);
       if (!fresh) {
         // Clamp negative deltas (hotplug, counter resets) to zero.

@@ -55,7 +55,7 @@ class HostCollector final : public Collector {
   };
 
   void discover();
-  void collect_stat(double dt_s, std::vector<Reading>& out);
+  void collect_stat(TimestampNs now_ns, double dt_s, std::vector<Reading>& out);
   void collect_meminfo(std::vector<Reading>& out);
   void collect_vmstat(double dt_s, std::vector<Reading>& out);
   void collect_loadavg(std::vector<Reading>& out);
@@ -77,6 +77,8 @@ class HostCollector final : public Collector {
 
   ProcFile stat_, meminfo_, vmstat_, loadavg_, self_stat_, self_status_;
   std::map<std::string, CpuTicks> prev_cpu_;
+  static constexpr TimestampNs kCpuCounterInterval = 1'000'000'000;
+  TimestampNs next_cpu_counters_ns_ = 0;  // host_cpu_seconds_total is written again from then
   double prev_ctxt_ = -1, prev_intr_ = -1, prev_pgfault_ = -1, prev_proc_cpu_s_ = -1;
 
   std::vector<std::pair<std::string, ProcFile>> cpufreq_;  // cpu label, scaling_cur_freq

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
+#include <vector>
 
 namespace perfscope {
 namespace {
@@ -119,6 +121,34 @@ TEST(HostCollector, CapturedVmProcfsGivesLevelsOnFirstPassAndRatesOnSecond) {
     EXPECT_FALSE(s->detail.empty()) << name;
   }
   EXPECT_TRUE(source(c, "proc_stat")->available);
+}
+
+TEST(HostCollector, CpuSecondsPerCoreAndModeOnceASecond) {
+  FixtureTree tree("vm");
+  HostCollector c(tree.paths());
+  const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  ReadingMap first = collect(c, kSecond);
+  // cpu0's line of the fixture, field by field: user nice system idle iowait irq softirq steal.
+  std::ifstream stat(tree.path("proc/stat"));
+  std::map<std::string, std::vector<double>> ticks;
+  for (std::string line; std::getline(stat, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    for (double t; fields >> t;) ticks[name].push_back(t);
+  }
+  const char* modes[] = {"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"};
+  for (const std::string cpu : {"0", "1"}) {
+    for (std::size_t m = 0; m < 8; ++m) {
+      const std::string key = "host_cpu_seconds_total{cpu=\"" + cpu + "\",mode=\"" + modes[m] + "\"}";
+      ASSERT_TRUE(first.count(key)) << key;
+      EXPECT_DOUBLE_EQ(first.at(key), ticks.at("cpu" + cpu).at(m) / hz) << key;
+    }
+  }
+  EXPECT_FALSE(first.count(R"(host_cpu_seconds_total{cpu="total",mode="user"})"));  // sum by (mode) gives it
+  // Not again within the second; again once it has passed.
+  EXPECT_FALSE(collect(c, kSecond + kSecond / 10).count(R"(host_cpu_seconds_total{cpu="0",mode="user"})"));
+  EXPECT_TRUE(collect(c, 2 * kSecond).count(R"(host_cpu_seconds_total{cpu="0",mode="user"})"));
 }
 
 TEST(HostCollector, CounterResetsNeverGiveNegativeRatesOrRatiosAboveOne) {
