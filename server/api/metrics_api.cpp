@@ -114,15 +114,22 @@ HttpResponse Api::metrics(const HttpRequest& request) const {
 
   if (ctx_.writer) {
     const db::WriterStats ws = ctx_.writer->stats();
-    const std::pair<const char*, std::uint64_t> counters[] = {
-        {"database_rows_written_total", ws.rows_written},
-        {"database_commits_total", ws.commits},
-        {"database_write_errors_total", ws.write_errors},
-        {"database_sample_batches_dropped_total", ws.batches_dropped},
+    struct Counter {
+      const char* name;
+      const char* help;
+      std::uint64_t value;
     };
-    for (const auto& [name, value] : counters) {
-      families.push_back(one_sample({name, "", T::kCounter, "Database writer: " + std::string(name)}, {}, static_cast<double>(value)));
-      taken.insert(name);
+    const Counter counters[] = {
+        {"database_rows_written_total", "Rows the database writer committed", ws.rows_written},
+        {"database_commits_total", "Transactions the database writer committed", ws.commits},
+        {"database_write_errors_total", "Commits the database writer could not make",
+         ws.write_errors},
+        {"database_sample_batches_dropped_total", "Sampling passes dropped, stalest first, while the writer's queue was full (event batches never are)",
+         ws.batches_dropped},
+    };
+    for (const Counter& c : counters) {
+      families.push_back(one_sample({c.name, "", T::kCounter, c.help}, {}, static_cast<double>(c.value)));
+      taken.insert(c.name);
     }
   }
 
