@@ -47,6 +47,26 @@ if (( ${#missing[@]} )); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Node 20.10 or newer runs the tests (playwright-core; WebSocket behind --experimental-websocket).
+# Debian 12 ships Node 18: then Node's own build comes from the npm registry, where its binaries
+# are published as node-linux-<arch>, into .tools/node (scripts/test.sh puts it first on PATH).
+node_ok() { "$1" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)' 2>/dev/null; }
+node_version=20.20.2
+if (( with_tests )) && ! node_ok node && ! node_ok .tools/node/bin/node; then
+  case "$(uname -m)" in
+    x86_64) node_arch=x64 ;;
+    aarch64) node_arch=arm64 ;;
+    *) echo "install_deps.sh: the tests need Node 20.10 or newer, and none is published for $(uname -m)" >&2; exit 1 ;;
+  esac
+  echo "perfscope: Node $(node --version) is older than the tests need (20.10); installing Node $node_version into .tools/node"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "node-linux-$node_arch@$node_version" >/dev/null)
+  mkdir -p .tools/node
+  tar -xzf "$tmp/node-linux-$node_arch-$node_version.tgz" -C .tools/node --strip-components=1 package/bin/node package/LICENSE
+  rm -rf "$tmp"
+  node_ok .tools/node/bin/node || { echo "install_deps.sh: .tools/node/bin/node does not run" >&2; exit 1; }
+fi
+
 # npm packages: reinstall only when the lock file changed since the last install.
 lock_hash=$(sha256sum web/package-lock.json | cut -d' ' -f1)
 stamp=web/node_modules/.perfscope-lock-sha256

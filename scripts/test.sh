@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh --tests
+# Where the system's Node is too old for the tests, the one install_deps.sh fetched comes first.
+if [[ -x .tools/node/bin/node ]]; then export PATH="$PWD/.tools/node/bin:$PATH"; fi
 # ccache keyed on paths relative to the checkout, so a fresh clone reuses what an earlier
 # build of the same sources compiled; room for the four build trees below.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
