@@ -162,6 +162,16 @@ std::size_t size_of_kind(int kind) {
   }
 }
 
+// What GPU work records share: where and when it ran, and the launch it belongs to.
+template <typename Record>
+void fill_gpu_work(Record& rec, const nlohmann::json& r) {
+  rec.start = r.value("start_ns", std::uint64_t{0});
+  rec.end = r.value("end_ns", std::uint64_t{0});
+  rec.deviceId = r.value("device", 0u);
+  rec.streamId = r.value("stream", 0u);
+  rec.correlationId = r.value("correlation_id", 0u);
+}
+
 // One recorded line, as CUPTI would produce it. Called without g_mu (a callback may call back).
 void play(const nlohmann::json& r) {
   const std::string what = r.value("record", "");
@@ -200,11 +210,7 @@ void play(const nlohmann::json& r) {
     k.kind = kConcurrentKernel;
     g_names.push_back(r.value("name", ""));
     k.name = g_names.back().c_str();
-    k.correlationId = r.value("correlation_id", 0u);
-    k.deviceId = r.value("device", 0u);
-    k.streamId = r.value("stream", 0u);
-    k.start = r.value("start_ns", std::uint64_t{0});
-    k.end = r.value("end_ns", std::uint64_t{0});
+    fill_gpu_work(k, r);
     const auto grid = r.value("grid", std::vector<int>{1, 1, 1});
     const auto block = r.value("block", std::vector<int>{1, 1, 1});
     k.gridX = grid.at(0), k.gridY = grid.at(1), k.gridZ = grid.at(2);
@@ -220,21 +226,13 @@ void play(const nlohmann::json& r) {
     m.srcKind = r.value("src_kind", std::uint8_t{0});
     m.dstKind = r.value("dst_kind", std::uint8_t{0});
     m.bytes = r.value("bytes", std::uint64_t{0});
-    m.start = r.value("start_ns", std::uint64_t{0});
-    m.end = r.value("end_ns", std::uint64_t{0});
-    m.deviceId = r.value("device", 0u);
-    m.streamId = r.value("stream", 0u);
-    m.correlationId = r.value("correlation_id", 0u);
+    fill_gpu_work(m, r);
     keep(m);
   } else if (what == "memset" && g_kinds.count(kMemset)) {
     CUpti_ActivityMemset4 m{};
     m.kind = kMemset;
     m.bytes = r.value("bytes", std::uint64_t{0});
-    m.start = r.value("start_ns", std::uint64_t{0});
-    m.end = r.value("end_ns", std::uint64_t{0});
-    m.deviceId = r.value("device", 0u);
-    m.streamId = r.value("stream", 0u);
-    m.correlationId = r.value("correlation_id", 0u);
+    fill_gpu_work(m, r);
     m.memoryKind = r.value("dst_kind", std::uint16_t{0});
     keep(m);
   } else if (what == "memory" && g_kinds.count(kMemory2)) {
