@@ -617,10 +617,12 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     parsed.log.level = *level;
     parsed.log.format = *format;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(std::filesystem::path(c.engine.procfs) / "stat", ec)) {
+    // Checked where a collector reads them: the host collector both, the GPU collector procfs.
+    const bool reads_procfs = c.engine.enable_host_collector || c.engine.enable_gpu_collector;
+    if (reads_procfs && !std::filesystem::is_regular_file(std::filesystem::path(c.engine.procfs) / "stat", ec)) {
       throw CLI::ValidationError("--procfs", "'" + c.engine.procfs + "' is not a procfs mount (it has no stat file)");
     }
-    if (!std::filesystem::is_directory(c.engine.sysfs, ec)) {
+    if (c.engine.enable_host_collector && !std::filesystem::is_directory(c.engine.sysfs, ec)) {
       throw CLI::ValidationError("--sysfs", "'" + c.engine.sysfs + "' is not a directory");
     }
     parsed.command = Command::kServe;

@@ -1,5 +1,7 @@
 #include "server/http/log.hpp"
 
+#include "server/http/message.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -28,7 +30,7 @@ std::string timestamp() {
 std::size_t utf8_sequence(std::string_view s) {
   const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   const unsigned char c = b(0);
-  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
   if (n == 0 || s.size() < n) return 0;
   for (std::size_t i = 1; i < n; ++i) {
     if ((b(i) & 0xC0) != 0x80) return 0;
@@ -135,7 +137,11 @@ std::string redact_target(std::string_view target) {
     std::string_view pair = rest.substr(0, amp);
     if (!first) out += '&';
     first = false;
-    out += pair.starts_with("token=") ? std::string("token=REDACTED") : std::string(pair);
+    const std::size_t eq = pair.find('=');
+    // The name as the server reads it (percent-decoded): access_token=, access%5Ftoken=, token=.
+    const std::string key = percent_decode(pair.substr(0, eq), true);
+    const bool credential = key == "access_token" || key == "token";
+    out += credential && eq != std::string_view::npos ? std::string(pair.substr(0, eq)) + "=REDACTED" : std::string(pair);
     if (amp == std::string_view::npos) break;
     rest.remove_prefix(amp + 1);
   }

@@ -1,7 +1,7 @@
 // Line logging to stderr: a UTC timestamp, a level and a message, as text or as one JSON
 // object a line (stable keys: ts, level, msg, and an access entry's own). Safe from any thread
 // (one write per line). Never logs secrets: callers pass only what may be shown, and an access
-// entry's `token` query parameter is written as REDACTED.
+// entry's credential query parameters (`access_token`, `token`) are written as REDACTED.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,8 @@ struct AccessEntry {
 };
 void log_access(const AccessEntry& entry);  // written at info level when access logging is on
 
-// The target with every `token=` query value replaced by REDACTED.
+// The target with the value of every credential query parameter (`access_token`, `token`,
+// their names decoded as the server decodes them) replaced by REDACTED.
 std::string redact_target(std::string_view target);
 
 }  // namespace perfscope::server

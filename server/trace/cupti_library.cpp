@@ -32,6 +32,18 @@ bool newer_first(const std::string& a, const std::string& b) {
   return version_of(fs::path(a).filename().string()) > version_of(fs::path(b).filename().string());
 }
 
+// Files of the program's CUDA major version first (libcupti.so.13 for libcudart.so.13), each
+// group newest first; a toolkit's year-numbered file (libcupti.so.2025.3.1) matches none.
+void order_for(std::vector<std::string>& files, int cuda_major) {
+  std::sort(files.begin(), files.end());  // the same order whatever the directory's
+  std::stable_sort(files.begin(), files.end(), newer_first);
+  if (cuda_major <= 0) return;
+  std::stable_partition(files.begin(), files.end(), [&](const std::string& f) {
+    const auto v = version_of(fs::path(f).filename().string());
+    return !v.empty() && v.front() == cuda_major;
+  });
+}
+
 // The libcupti files of a folder, newest version first (a bare libcupti.so, the development
 // link, last: it is often absent or dangling outside a toolkit).
 std::vector<std::string> cupti_files_in(const fs::path& dir) {
@@ -44,8 +56,6 @@ std::vector<std::string> cupti_files_in(const fs::path& dir) {
   }
   std::vector<std::string> out;
   for (const fs::path& p : found) out.push_back(p.string());
-  std::sort(out.begin(), out.end());  // the same order whatever the directory's
-  std::stable_sort(out.begin(), out.end(), newer_first);
   return out;
 }
 
@@ -59,13 +69,11 @@ std::string site_packages_of(std::string_view path) {
   return {};
 }
 
-// An interpreter at PREFIX/bin/python* has its packages in PREFIX/lib/python*/site-packages.
-std::vector<std::string> site_packages_of_interpreter(const std::string& executable) {
+// An environment at PREFIX has its packages in PREFIX/lib/python*/site-packages.
+std::vector<std::string> site_packages_of_prefix(const fs::path& prefix) {
   std::vector<std::string> out;
-  const fs::path exe(executable);
-  if (!exe.filename().string().starts_with("python") || exe.parent_path().filename() != "bin") return out;
   std::error_code ec;
-  const fs::path lib = exe.parent_path().parent_path() / "lib";
+  const fs::path lib = prefix / "lib";
   for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->path().filename().string().starts_with("python")) continue;
     for (const char* sub : {"site-packages", "dist-packages"}) {
@@ -74,6 +82,13 @@ std::vector<std::string> site_packages_of_interpreter(const std::string& executa
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The prefix of an interpreter at PREFIX/bin/python*, or empty.
+std::string prefix_of_interpreter(const std::string& executable) {
+  const fs::path exe(executable);
+  if (!exe.filename().string().starts_with("python") || exe.parent_path().filename() != "bin") return {};
+  return exe.parent_path().parent_path().string();
 }
 
 template <typename Fn>
@@ -132,6 +147,16 @@ CuptiSearch cupti_search_from_process() {
       &search.loaded_objects);
   std::error_code ec;
   search.executable = fs::read_symlink("/proc/self/exe", ec).string();
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+    if (const char* prefix = std::getenv(var); prefix && *prefix) search.python_prefixes.push_back(prefix);
+  }
+  for (const std::string& object : search.loaded_objects) {
+    const std::string name = fs::path(object).filename().string();
+    if (name.starts_with("libcudart.so.")) {
+      search.cuda_major = static_cast<int>(std::strtol(name.c_str() + std::string_view("libcudart.so.").size(), nullptr, 10));
+      break;
+    }
+  }
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     if (const char* root = std::getenv(var); root && *root) search.toolkit_roots.push_back(root);
   }
@@ -155,11 +180,16 @@ std::vector<CuptiCandidate> cupti_candidates(const CuptiSearch& search) {
   for (const std::string& object : search.loaded_objects) {
     if (is_cupti_file(fs::path(object).filename().string())) add(object, CuptiOrigin::kLoaded);
   }
+  if (!out.empty()) return out;  // the program's own, or none: never a second CUPTI in one process
   std::vector<std::string> sites;
   for (const std::string& object : search.loaded_objects) {
     if (std::string site = site_packages_of(object); !site.empty()) sites.push_back(std::move(site));
   }
-  for (std::string& site : site_packages_of_interpreter(search.executable)) sites.push_back(std::move(site));
+  std::vector<std::string> prefixes = search.python_prefixes;
+  if (std::string prefix = prefix_of_interpreter(search.executable); !prefix.empty()) prefixes.push_back(prefix);
+  for (const std::string& prefix : prefixes) {
+    for (std::string& site : site_packages_of_prefix(prefix)) sites.push_back(std::move(site));
+  }
   std::vector<std::string> seen_sites;
   for (const std::string& site : sites) {
     if (std::find(seen_sites.begin(), seen_sites.end(), site) != seen_sites.end()) continue;
@@ -170,15 +200,19 @@ std::vector<CuptiCandidate> cupti_candidates(const CuptiSearch& search) {
     for (fs::directory_iterator it(fs::path(site) / "nvidia", ec), end; !ec && it != end; it.increment(ec)) {
       for (std::string& file : cupti_files_in(it->path() / "lib")) files.push_back(std::move(file));
     }
-    std::stable_sort(files.begin(), files.end(), newer_first);
+    order_for(files, search.cuda_major);
     for (const std::string& file : files) add(file, CuptiOrigin::kPythonEnvironment);
   }
   for (const std::string& root : search.toolkit_roots) {
     for (const char* sub : {"lib64", "extras/CUPTI/lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"}) {
-      for (const std::string& file : cupti_files_in(fs::path(root) / sub)) add(file, CuptiOrigin::kToolkit);
+      std::vector<std::string> files = cupti_files_in(fs::path(root) / sub);
+      order_for(files, search.cuda_major);
+      for (const std::string& file : files) add(file, CuptiOrigin::kToolkit);
     }
   }
-  for (const char* soname : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) add(soname, CuptiOrigin::kSystem);
+  std::vector<std::string> sonames = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+  order_for(sonames, search.cuda_major);
+  for (const std::string& soname : sonames) add(soname, CuptiOrigin::kSystem);
   return out;
 }
 
@@ -191,15 +225,14 @@ std::string cupti_version_name(std::uint32_t version) {
 Result<LoadedCupti> load_cupti(const std::vector<CuptiCandidate>& candidates) {
   std::string why;
   for (const CuptiCandidate& candidate : candidates) {
-    auto tried = [&](const std::string& what) {
-      if (candidate.origin == CuptiOrigin::kSystem && what == "not found") return;  // the usual case
-      why += (why.empty() ? "" : "; ") + candidate.path + ": " + what;
-    };
+    auto tried = [&](const std::string& what) { why += (why.empty() ? "" : "; ") + candidate.path + ": " + what; };
     void* handle = dlopen(candidate.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      const char* err = dlerror();
-      const bool absent = candidate.origin == CuptiOrigin::kSystem && err && std::string_view(err).find("No such file") != std::string_view::npos;
-      tried(absent ? "not found" : (err ? err : "could not be loaded"));
+      // A soname the loader does not find is the usual case, not worth a word.
+      if (candidate.origin != CuptiOrigin::kSystem) {
+        const char* err = dlerror();
+        tried(err ? err : "could not be loaded");
+      }
       continue;
     }
     LoadedCupti loaded;

@@ -4,12 +4,15 @@
 // lib64 or extras/CUPTI/lib64, and a user may name one. The one whose CUDA matches the program
 // is the one it already loaded, so that comes first:
 //   1. the path given (PERFSCOPE_CUPTI_PATH, `perfscope run --cupti`), and nothing else;
-//   2. a libcupti already loaded in the process;
+//   2. a libcupti already loaded in the process, and nothing else: two CUPTIs must never hook
+//      one driver, so when the program's own is refused nothing traces;
 //   3. the Python environment's: nvidia/*/lib under the site-packages of any loaded library
-//      and of the interpreter running the program (bin/python → lib/python*/site-packages);
+//      and of the environment running the program (VIRTUAL_ENV, CONDA_PREFIX, or the
+//      interpreter's bin/python → lib/python*/site-packages);
 //   4. the CUDA toolkit's: CUDA_HOME, CUDA_PATH, /usr/local/cuda;
 //   5. the dynamic loader's own search (LD_LIBRARY_PATH, the system's cache).
-// Within one place, the newest major version first.
+// Within one place, the one of the program's CUDA major version first (that of a loaded
+// libcudart.so.N), then the newest.
 //
 // Functions are thread-compatible; a loaded library is never unloaded.
 #pragma once
@@ -41,6 +44,8 @@ struct CuptiSearch {
   std::string given;                        // a path, or empty
   std::vector<std::string> loaded_objects;  // paths of the shared objects in the process
   std::string executable;                   // the program's own path (/proc/self/exe)
+  std::vector<std::string> python_prefixes; // VIRTUAL_ENV, CONDA_PREFIX
+  int cuda_major = 0;                       // of a loaded libcudart.so.N; 0: unknown
   std::vector<std::string> toolkit_roots;   // CUDA_HOME, CUDA_PATH, /usr/local/cuda
 };
 CuptiSearch cupti_search_from_process();

@@ -47,10 +47,12 @@ function raw(url, text) {
 test('json lines with an access entry for every answer, tokens redacted', async () => {
   const server = await serve(['--log-format', 'json', '--access-log', 'true']);
   assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
-  assert.equal((await fetch(`${server.url}/api/v1/info?token=sekrit-value`)).status, 200);
+  assert.equal((await fetch(`${server.url}/api/v1/info?access_token=sekrit-value`)).status, 200);
+  assert.equal((await fetch(`${server.url}/api/v1/info?access%5Ftoken=sekrit-value`)).status, 200);
   assert.equal((await fetch(`${server.url}/api/v1/nothing-here`)).status, 404);
   assert.match(await raw(server.url, 'GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: zz\r\n\r\n'), /^HTTP\/1\.1 400/);
-  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/api/v1/stream`);
+  // The dashboard's stream: its token travels in the query.
+  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/api/v1/stream?access_token=sekrit-value`);
   await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject; });
   ws.close();
   await new Promise((r) => setTimeout(r, 300));
@@ -68,10 +70,11 @@ test('json lines with an access entry for every answer, tokens redacted', async 
                    { ts: undefined, level: 'info', msg: 'access', remote: '127.0.0.1', method: 'GET', target: '/healthz',
                      status: 200, completed: true, duration_ms: undefined, bytes: undefined });
   assert.ok(entry('/healthz').bytes > 0 && entry('/healthz').duration_ms >= 0);
-  assert.equal(entry('/api/v1/info?token=REDACTED').status, 200);
+  assert.equal(entry('/api/v1/info?access_token=REDACTED').status, 200);
+  assert.equal(entry('/api/v1/info?access%5Ftoken=REDACTED').status, 200);
   assert.equal(entry('/api/v1/nothing-here').status, 404);
   assert.equal(entry('/x').status, 400);
-  assert.equal(entry('/api/v1/stream').status, 101);
+  assert.equal(entry('/api/v1/stream?access_token=REDACTED').status, 101);
 });
 
 test('text lines by default, and --log-level warn keeps only warnings and errors', async () => {

@@ -38,35 +38,53 @@ TEST(CuptiSearch, AGivenPathIsTheOnlyCandidate) {
   EXPECT_EQ(cupti_candidates(s), (std::vector<CuptiCandidate>{{s.given, CuptiOrigin::kGiven}}));
 }
 
-TEST(CuptiSearch, TheProgramsOwnThenItsPythonEnvironmentThenTheToolkitThenTheLoader) {
+TEST(CuptiSearch, ItsPythonEnvironmentThenTheToolkitThenTheLoader) {
   testing::TempDir dir;
   const std::string site = "venv/lib/python3.12/site-packages/";
-  const std::string own = touch(dir, "own/libcupti.so.13");
   const std::string cu13 = touch(dir, site + "nvidia/cu13/lib/libcupti.so.13");
   const std::string cu12 = touch(dir, site + "nvidia/cuda_cupti/lib/libcupti.so.12");
   touch(dir, site + "nvidia/cublas/lib/libcublas.so.12");  // not CUPTI
   const std::string kit_old = touch(dir, "cuda/extras/CUPTI/lib64/libcupti.so.12.8");
   const std::string kit_new = touch(dir, "cuda/extras/CUPTI/lib64/libcupti.so.13.0.85");
   CuptiSearch s;
-  s.loaded_objects = {"/lib/x86_64-linux-gnu/libc.so.6", dir.str() + "/" + site + "torch/lib/libtorch_cuda.so", own};
+  s.loaded_objects = {"/lib/x86_64-linux-gnu/libc.so.6", dir.str() + "/" + site + "torch/lib/libtorch_cuda.so"};
   s.toolkit_roots = {dir.str() + "/cuda", dir.str() + "/nowhere"};
   const auto candidates = cupti_candidates(s);
-  EXPECT_EQ(paths_of(candidates), (std::vector<std::string>{own, cu13, cu12, kit_new, kit_old, "libcupti.so.13",
+  EXPECT_EQ(paths_of(candidates), (std::vector<std::string>{cu13, cu12, kit_new, kit_old, "libcupti.so.13",
                                                             "libcupti.so.12", "libcupti.so"}));
-  EXPECT_EQ(candidates[0].origin, CuptiOrigin::kLoaded);
-  EXPECT_EQ(candidates[1].origin, CuptiOrigin::kPythonEnvironment);
-  EXPECT_EQ(candidates[3].origin, CuptiOrigin::kToolkit);
+  EXPECT_EQ(candidates[0].origin, CuptiOrigin::kPythonEnvironment);
+  EXPECT_EQ(candidates[2].origin, CuptiOrigin::kToolkit);
   EXPECT_EQ(candidates.back().origin, CuptiOrigin::kSystem);
+  // A program of CUDA 12 (its libcudart.so.12 loaded): CUDA 12's first in every place.
+  s.cuda_major = 12;
+  EXPECT_EQ(paths_of(cupti_candidates(s)), (std::vector<std::string>{cu12, cu13, kit_old, kit_new, "libcupti.so.12",
+                                                                     "libcupti.so.13", "libcupti.so"}));
 }
 
-TEST(CuptiSearch, TheInterpretersEnvironmentBeforeAnythingIsImported) {
+TEST(CuptiSearch, ACuptiTheProgramLoadedIsTheOnlyCandidate) {
+  testing::TempDir dir;
+  const std::string own = touch(dir, "own/libcupti.so.13");
+  touch(dir, "venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13");
+  CuptiSearch s;
+  s.loaded_objects = {dir.str() + "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", own};
+  s.toolkit_roots = {dir.str() + "/cuda"};
+  // Refused, it leaves the program untraced: a second CUPTI must never hook the same driver.
+  EXPECT_EQ(cupti_candidates(s), (std::vector<CuptiCandidate>{{own, CuptiOrigin::kLoaded}}));
+}
+
+TEST(CuptiSearch, TheEnvironmentsOwnBeforeAnythingIsImported) {
   testing::TempDir dir;
   const std::string cupti = touch(dir, "venv/lib/python3.11/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12");
   CuptiSearch s;
-  s.executable = dir.str() + "/venv/bin/python3.11";
+  s.executable = dir.str() + "/venv/bin/python3.11";  // an interpreter installed in the prefix
   EXPECT_EQ(cupti_candidates(s).front(), (CuptiCandidate{cupti, CuptiOrigin::kPythonEnvironment}));
   s.executable = dir.str() + "/venv/bin/myprogram";  // not an interpreter: no environment of its own
   EXPECT_EQ(cupti_candidates(s).front().origin, CuptiOrigin::kSystem);
+  // A venv's bin/python links to the system's interpreter, which /proc/self/exe names: the
+  // environment comes from VIRTUAL_ENV (or CONDA_PREFIX) then.
+  s.executable = "/usr/bin/python3.11";
+  s.python_prefixes = {dir.str() + "/venv"};
+  EXPECT_EQ(cupti_candidates(s).front(), (CuptiCandidate{cupti, CuptiOrigin::kPythonEnvironment}));
 }
 
 TEST(CuptiSearch, ALibraryLoadedFromTheEnvironmentIsNamedOnceAsLoaded) {

@@ -18,18 +18,23 @@ export function initViews({ onShow }) {
       el.classList.toggle('off-view', !member);
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
-    // The first block shown under the navigation keeps the gap a row of figures has: a view that
-    // begins with a panel would otherwise touch the navigation bar.
-    const visible = (el) => !el.hidden && !el.classList.contains('off-view');
-    let first = null;
-    for (let el = nav.nextElementSibling; el; el = el.nextElementSibling) {
-      el.classList.remove('lead');
-      if (!first && visible(el) && (el.tagName !== 'MAIN' || [...el.children].some(visible))) first = el;
-    }
-    if (first) first.classList.add('lead');
+    markLead();
     if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view }, { push: true });
     if (onShow) onShow(state.view);  // charts shown after being hidden take their width again; views load
   }
+  // The first block shown under the navigation keeps the gap a row of figures has: a view that
+  // begins with a panel would otherwise touch the navigation bar. Again whenever a block is
+  // shown or hidden (the GPU sections appear once the first readings arrive).
+  function markLead() {
+    const visible = (el) => !el.hidden && !el.classList.contains('off-view');
+    let first = null;
+    for (let el = nav.nextElementSibling; el; el = el.nextElementSibling) {
+      if (!first && visible(el) && (el.tagName !== 'MAIN' || [...el.children].some(visible))) first = el;
+      else if (el.classList.contains('lead')) el.classList.remove('lead');
+    }
+    if (first && !first.classList.contains('lead')) first.classList.add('lead');
+  }
+  new MutationObserver(markLead).observe(document.body, { attributes: true, attributeFilter: ['hidden'], subtree: true });
   nav.addEventListener('click', (e) => {
     const a = e.target.closest('a[data-view-link]');
     if (!a) return;
