@@ -49,6 +49,8 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   chroot "$root" update-ca-certificates >/dev/null 2>&1
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# What an installed system (or a container runtime) provides and debootstrap does not.
+[[ -s $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
 for m in proc sys dev dev/pts; do
   mount --bind "/$m" "$root/$m"
   mounts+=("$root/$m")
