@@ -1,13 +1,15 @@
 #include "server/http/log.hpp"
 
-#include "server/http/message.hpp"
-
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/http/message.hpp"
 
 namespace perfscope::server {
 namespace {
@@ -26,52 +28,11 @@ std::string timestamp() {
   return stamp;
 }
 
-// The length of the valid UTF-8 sequence at the start of `s` (0: not one).
-std::size_t utf8_sequence(std::string_view s) {
-  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = b(0);
-  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-  if (n == 0 || s.size() < n) return 0;
-  for (std::size_t i = 1; i < n; ++i) {
-    if ((b(i) & 0xC0) != 0x80) return 0;
-  }
-  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F))) return 0;  // overlong, surrogate
-  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || (c == 0xF4 && b(1) > 0x8F))) return 0;  // overlong, > U+10FFFF
-  return n;
-}
-
-// A JSON string, quoted: control characters escaped, valid UTF-8 as it is, any other byte as
-// U+FFFD (a request target may hold anything; a log line stays one valid JSON object).
+// A JSON string, quoted, as nlohmann-json writes it: control characters escaped, valid UTF-8
+// as it is, any other byte as U+FFFD (a request target may hold anything; a log line stays one
+// valid JSON object).
 void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      if (const std::size_t n = utf8_sequence(text.substr(i)); n > 0) {
-        out.append(text.substr(i, n));
-        i += n - 1;
-      } else {
-        out += "\ufffd";
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", c);
-          out += esc;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
+  out += nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 const char* level_name(LogLevel level, bool lower) {
@@ -153,21 +114,23 @@ void log_access(const AccessEntry& e) {
   const std::string target = redact_target(e.target);
   char duration[32];
   std::snprintf(duration, sizeof duration, "%.3f", e.duration_ms);
-  std::string fields = ",\"remote\":";
-  append_json_string(fields, e.remote);
-  fields += ",\"method\":";
-  append_json_string(fields, e.method);
-  fields += ",\"target\":";
-  append_json_string(fields, target);
-  fields += ",\"status\":" + std::to_string(e.status) + ",\"bytes\":" + std::to_string(e.bytes) +
-            ",\"duration_ms\":" + duration + ",\"completed\":" + (e.completed ? "true" : "false");
+  if (g_options.format == LogFormat::kJson) {
+    std::string fields = ",\"remote\":";
+    append_json_string(fields, e.remote);
+    fields += ",\"method\":";
+    append_json_string(fields, e.method);
+    fields += ",\"target\":";
+    append_json_string(fields, target);
+    fields += ",\"status\":" + std::to_string(e.status) + ",\"bytes\":" + std::to_string(e.bytes) +
+              ",\"duration_ms\":" + duration + ",\"completed\":" + (e.completed ? "true" : "false");
+    return write_line(LogLevel::kInfo, "access", fields);
+  }
   // Text: the request line quoted as in common access logs, its control characters escaped.
   std::string request_line;
   append_json_string(request_line, std::string(e.method) + " " + target);
-  const std::string tail = " " + std::string(e.remote.empty() ? "-" : e.remote) + " " + request_line + " " +
-                           std::to_string(e.status) + " " + std::to_string(e.bytes) + " " + duration + "ms" +
-                           (e.completed ? "" : " incomplete");
-  write_line(LogLevel::kInfo, "access", fields, tail);
+  write_line(LogLevel::kInfo, "access", {},
+             " " + std::string(e.remote.empty() ? "-" : e.remote) + " " + request_line + " " + std::to_string(e.status) +
+                 " " + std::to_string(e.bytes) + " " + duration + "ms" + (e.completed ? "" : " incomplete"));
 }
 
 }  // namespace perfscope::server
