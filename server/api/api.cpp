@@ -1,7 +1,5 @@
 #include "server/api/api.hpp"
 
-#include "db/wal_index.hpp"
-
 #include <charconv>
 #include <cmath>
 
@@ -111,28 +109,6 @@ json config_to_json(const AppConfig& c) {
   };
 }
 
-RequestHandler::Dispatch Api::dispatch(const std::string& path) const {
-  // Everything under /api/ is ours (unknown endpoints get our 404); the rest is static assets.
-  if (path != "/healthz" && path != "/readyz" && path != "/metrics" && path.rfind("/api/", 0) != 0) return Dispatch::kNotMine;
-  // Cheap, and must answer while the workers are busy: inline.
-  return path == "/healthz" || path == "/readyz" ? Dispatch::kInline : Dispatch::kWorker;
-}
-
-namespace {
-constexpr std::string_view kEventsPath = kIngestPath;  // POSTed batches, and WebSocket ingest
-constexpr std::string_view kKernelsPath = "/api/v1/kernels";
-constexpr std::string_view kAbTestsPath = "/api/v1/abtests";
-constexpr std::string_view kRunsPath = "/api/v1/runs";
-constexpr std::string_view kRecordsSuffix = "/records";
-
-HttpResponse method_not_allowed(const HttpRequest& request, const char* allow) {
-  HttpResponse r = error_response(405, "method_not_allowed", request.method + " is not allowed on " + request.path);
-  r.headers.emplace_back("Allow", allow);
-  return r;
-}
-
-}  // namespace
-
 std::string param(const HttpRequest& request, const char* name) {
   auto it = request.query.find(name);
   return it == request.query.end() ? std::string() : it->second;
@@ -209,84 +185,6 @@ Result<TimeWindow> window_or(const HttpRequest& request, const char* fallback, T
 json window_json(const TimeWindow& w) {
   if (w.all) return "all";
   return {{"from_ns", w.from_ns}, {"to_ns", w.to_ns}};
-}
-
-void Api::handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const {
-  if (request.path == kEventsPath) {
-    if (request.method != "POST") return done(method_not_allowed(request, "POST"));
-    return ingest(request, std::move(done));
-  }
-  if (request.path == kAbTestsPath && request.method == "POST") return create_abtest(request, std::move(done));
-  done(handle(request));
-}
-
-namespace {
-
-// GET /readyz, beside /healthz (alive: the process answers): ready to take work — the
-// database can take a commit now and the collectors have made their first pass. 503 with
-// each failing check's reason otherwise, so a load balancer or Kubernetes stops sending
-// events that would be refused. Checks that do not apply (no database, no collector) pass.
-HttpResponse readiness(const ApiContext& ctx) {
-  json checks = json::object();
-  bool ready = true;
-  if (ctx.writer && ctx.config) {
-    const Status db = db::check_database_writable(ctx.config->storage.database_path());
-    checks["database"] = db.ok() ? "ok" : db.message();
-    ready = ready && db.ok();
-  }
-  if (ctx.sampler) {
-    const bool sampled = ctx.sampler->passes() > 0;
-    checks["collectors"] = sampled ? "ok" : "the collectors have not completed their first pass";
-    ready = ready && sampled;
-  }
-  return json_response(ready ? 200 : 503, {{"status", ready ? "ready" : "not_ready"}, {"checks", checks}});
-}
-
-}  // namespace
-
-
-HttpResponse Api::handle(const HttpRequest& request) const {
-  if (request.path == kEventsPath) return method_not_allowed(request, "POST");
-  if (request.path == kAbTestsPath && request.method != "GET" && request.method != "HEAD") {
-    return method_not_allowed(request, "GET, HEAD, POST");
-  }
-  if (request.method != "GET" && request.method != "HEAD") return method_not_allowed(request, "GET, HEAD");
-  if (request.path == "/healthz") return json_response(200, {{"status", "ok"}});
-  if (request.path == "/readyz") return readiness(ctx_);
-  if (auto refused = unknown_run(request)) return *refused;
-  if (request.path == "/metrics") return metrics(request);
-  if (request.path == "/api/v1/info") return info();
-  if (request.path == "/api/v1/series") return series();
-  if (request.path == "/api/v1/devices") return devices();
-  if (request.path == "/api/v1/series/query") return series_query(request);
-  if (request.path == kKernelsPath) return kernels(request);
-  const std::string& p = request.path;
-  if (p.size() > kKernelsPath.size() + 1 + kRecordsSuffix.size() && p.rfind(std::string(kKernelsPath) + "/", 0) == 0 &&
-      p.compare(p.size() - kRecordsSuffix.size(), kRecordsSuffix.size(), kRecordsSuffix) == 0) {
-    // The name may itself hold '/' (C++ templates, file paths): everything in between.
-    std::string name = p.substr(kKernelsPath.size() + 1, p.size() - kKernelsPath.size() - 1 - kRecordsSuffix.size());
-    return kernel_records(request, name);
-  }
-  if (request.path == "/api/v1/memory") return memory(request);
-  if (request.path == "/api/v1/inference") return inference(request);
-  if (request.path == "/api/v1/operators") return operators(request);
-  if (request.path == "/api/v1/percentiles") return percentiles(request);
-  if (request.path == "/api/v1/analysis") return analysis(request);
-  if (request.path == "/api/v1/report") return report(request);
-  if (request.path == "/api/v1/trace") return trace(request);
-  if (request.path == "/api/v1/timeline") return timeline(request);
-  if (request.path == "/api/v1/regressions") return regressions(request);
-  if (request.path == "/api/v1/anomalies") return anomalies(request);
-  if (request.path == "/api/v1/alerts") return alerts(request);
-  if (request.path == "/api/v1/collectives") return collectives_response(ctx_, request);
-  if (request.path == kAbTestsPath) return abtests();
-  if (request.path == "/api/v1/processes") return processes(request);
-  if (p.rfind("/api/v1/processes/", 0) == 0) return process(request, p.substr(std::string_view("/api/v1/processes/").size()));
-  if (request.path == kRunsPath) return runs(request);
-  if (request.path == std::string(kRunsPath) + "/compare") return compare_runs(request);  // not a run's name
-  if (p.rfind(std::string(kRunsPath) + "/", 0) == 0) return run(p.substr(kRunsPath.size() + 1));
-  if (p.rfind(std::string(kAbTestsPath) + "/", 0) == 0) return abtest(p.substr(kAbTestsPath.size() + 1));
-  return error_response(404, "not_found", "no such endpoint: " + request.path);
 }
 
 // One meaning of run= on every endpoint: it names a run that perfscope knows (a `run` event:

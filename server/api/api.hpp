@@ -1,5 +1,5 @@
-// Api: the REST handlers, as the transport's RequestHandler — health and info (api.cpp, with
-// the routing), event ingest, the views over events and series, percentiles, A/B tests, the
+// Api: the REST handlers, as the transport's RequestHandler — the routes (routes.cpp), health
+// and info (api.cpp), event ingest, the views over events and series, percentiles, A/B tests, the
 // analysis document, reports, CSV, the trace and /metrics (one *_api.cpp file each, named in
 // the class below). Request → response functions over the engine and db; no sockets. They may
 // block on SQLite, so the HTTP session calls them on a worker thread. Ingest completes
@@ -31,6 +31,7 @@
 #include "server/http/message.hpp"
 #include "server/http/request_handler.hpp"
 #include "server/api/app_config.hpp"
+#include "server/api/route_table.hpp"
 #include "server/service/analysis_service.hpp"
 #include "server/service/scoped_reads.hpp"
 
@@ -71,6 +72,9 @@ class Api final : public RequestHandler {
   HttpResponse handle(const HttpRequest& request) const override;
 
  private:
+  // Every endpoint: method, path, where it is answered and by which member (routes.cpp).
+  struct Endpoint;
+  static const RouteTable<Endpoint>& routes();
   // The 404 for a run= that names no run (the same on every endpoint); nullopt otherwise.
   std::optional<HttpResponse> unknown_run(const HttpRequest& request) const;
   HttpResponse info() const;
