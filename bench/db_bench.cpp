@@ -7,9 +7,9 @@
 #include <future>
 #include <random>
 
-#include "db/retention.hpp"
-#include "db/rollups.hpp"
-#include "db/schema.hpp"
+#include "db/internal/retention_steps.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/migrations.hpp"
 
 #include "db/writer.hpp"
 

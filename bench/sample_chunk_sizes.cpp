@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "db/sample_codec.hpp"
+#include "db/internal/sample_codec.hpp"
 #include "db/sample_reader.hpp"
-#include "db/schema.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/migrations.hpp"
+#include "db/internal/sqlite.hpp"
 
 using namespace perfscope;
 using namespace perfscope::db;

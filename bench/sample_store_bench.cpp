@@ -18,9 +18,9 @@
 #include <filesystem>
 #include <random>
 
-#include "db/sample_chunks.hpp"
+#include "db/internal/sample_chunks.hpp"
 #include "db/sample_reader.hpp"
-#include "db/schema.hpp"
+#include "db/internal/migrations.hpp"
 #include "db/series_history.hpp"
 
 namespace {

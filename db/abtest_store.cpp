@@ -1,5 +1,7 @@
 #include "db/abtest_store.hpp"
 
+#include "db/internal/connection_pool.hpp"
+
 #include <memory>
 
 namespace perfscope::db {
@@ -28,6 +30,9 @@ void create_abtest(Writer& writer, std::string name, std::string definition, Tim
       });
 }
 
+AbTestReader::AbTestReader(std::string path) : pool_(std::make_unique<ConnectionPool>(std::move(path))) {}
+AbTestReader::~AbTestReader() = default;
+
 namespace {
 AbTestRecord read_record(const Statement& r) {
   return AbTestRecord{r.column_int64(0), r.column_text(1), r.column_text(2), r.column_int64(3)};
@@ -35,7 +40,7 @@ AbTestRecord read_record(const Statement& r) {
 }  // namespace
 
 Result<std::vector<AbTestRecord>> AbTestReader::list(std::size_t limit) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare("SELECT id, name, definition, created_ns FROM abtests ORDER BY id DESC LIMIT ?1");
   if (!stmt.ok()) return stmt.status();
@@ -47,7 +52,7 @@ Result<std::vector<AbTestRecord>> AbTestReader::list(std::size_t limit) const {
 }
 
 Result<std::optional<AbTestRecord>> AbTestReader::get(std::int64_t id) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare("SELECT id, name, definition, created_ns FROM abtests WHERE id = ?1");
   if (!stmt.ok()) return stmt.status();

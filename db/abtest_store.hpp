@@ -7,14 +7,16 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "db/connection_pool.hpp"
 #include "db/writer.hpp"
 
 namespace perfscope::db {
+
+class ConnectionPool;  // db/internal/connection_pool.hpp
 
 struct AbTestRecord {
   std::int64_t id = 0;
@@ -29,13 +31,16 @@ void create_abtest(Writer& writer, std::string name, std::string definition, Tim
 
 class AbTestReader {
  public:
-  explicit AbTestReader(std::string path) : pool_(std::move(path)) {}
+  explicit AbTestReader(std::string path);
+  ~AbTestReader();
+  AbTestReader(const AbTestReader&) = delete;
+  AbTestReader& operator=(const AbTestReader&) = delete;
   // Newest first.
   Result<std::vector<AbTestRecord>> list(std::size_t limit) const;
   Result<std::optional<AbTestRecord>> get(std::int64_t id) const;
 
  private:
-  ConnectionPool pool_;
+  std::unique_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -1,4 +1,4 @@
-#include "db/connection_pool.hpp"
+#include "db/internal/connection_pool.hpp"
 
 #include <atomic>
 

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 
-#include "db/kernel_chunks.hpp"
+#include "db/internal/connection_pool.hpp"
+#include "db/internal/kernel_chunks.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/tag_filter.hpp"
 #include "db/schema.hpp"
 
 namespace perfscope::db {
@@ -14,7 +17,7 @@ namespace {
 
 // The kernel_series ids a selector matches (tags: every wanted tag present).
 Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const KernelSelector& sel) {
-  const TagFilter filter = EventScope("", "", sel.tags).tag_filter("tags", 5);
+  const TagFilter filter = tag_filter(EventScope("", "", sel.tags), "tags", 5);
   auto series = conn.prepare(
       ("SELECT id FROM kernel_series WHERE (?1 = '' OR name = ?1) AND (?2 = '' OR variant = ?2) "
        "AND (?3 = '' OR device = ?3) AND (?4 = '' OR stream = ?4)" + filter.sql).c_str());
@@ -59,7 +62,7 @@ std::optional<InferenceField> inference_field_from(std::string_view name) {
 }
 
 Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto ids = matching_kernel_series(**conn, sel);
   if (!ids.ok()) return ids.status();
@@ -71,7 +74,7 @@ Result<std::optional<RollupAnswer>> EventReader::kernel_rollup(const KernelSelec
 Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const InferenceSelector& sel, InferenceField field,
                                                                   const TimeRange& range) const {
   if (!sel.tags.empty()) return std::optional<RollupAnswer>();  // tagged requests: raw rows only
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   const std::string_view name = to_string(field);
   if (!sel.version.empty()) {
@@ -82,7 +85,7 @@ Result<std::optional<RollupAnswer>> EventReader::inference_rollup(const Inferenc
 
 Result<std::optional<RollupAnswer>> EventReader::command_buffer_rollup(const std::string& queue, const std::string& device,
                                                                        const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   if (!queue.empty() && !device.empty()) {
     return read_rollups(**conn, rollup_source::kCommandBuffer, {rollup_key(queue, device)}, "", range);
@@ -99,7 +102,7 @@ Result<std::optional<RollupAnswer>> EventReader::command_buffer_rollup(const std
 
 Result<std::optional<RollupAnswer>> EventReader::series_rollup(const std::vector<std::int64_t>& series_ids,
                                                                const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   std::vector<std::string> keys;
   for (std::int64_t id : series_ids) keys.push_back(std::to_string(id));
@@ -107,7 +110,7 @@ Result<std::optional<RollupAnswer>> EventReader::series_rollup(const std::vector
 }
 
 Result<std::vector<double>> EventReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto chunks = (*conn)->prepare(
       "SELECT count, total_ns, first_end_ns, last_end_ns, data FROM kernel_chunks "
@@ -148,10 +151,10 @@ Result<std::vector<double>> EventReader::inference_values_ms(const InferenceSele
       break;
   }
   // Fixed fragments chosen above; every value from the request is a bound parameter.
-  const TagFilter filter = EventScope("", "", sel.tags).tag_filter("tags", 5);
+  const TagFilter filter = tag_filter(EventScope("", "", sel.tags), "tags", 5);
   std::string sql = std::string("SELECT ") + expr + " FROM inference WHERE model = ?1 AND (?2 = '' OR version = ?2) "
                     "AND ts_ns BETWEEN ?3 AND ?4" + filter.sql + extra;
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(sql.c_str());
   if (!stmt.ok()) return stmt.status();
@@ -165,7 +168,7 @@ Result<std::vector<double>> EventReader::inference_values_ms(const InferenceSele
 
 Result<std::vector<double>> EventReader::command_buffer_latencies_ms(const std::string& queue, const std::string& device,
                                                                      const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
       "SELECT end_ns - submit_ns FROM command_buffers WHERE (?1 = '' OR queue = ?1) AND (?2 = '' OR device = ?2) "

@@ -5,8 +5,10 @@
 #include <set>
 #include <tuple>
 
-#include "db/kernel_chunks.hpp"
-#include "db/schema.hpp"
+#include "db/internal/connection_pool.hpp"
+#include "db/internal/kernel_chunks.hpp"
+#include "db/internal/tag_filter.hpp"
+#include "db/internal/migrations.hpp"
 #include "engine/saturating.hpp"
 
 namespace perfscope::db {
@@ -18,25 +20,13 @@ Tags EventScope::wanted_tags() const {
   return wanted;
 }
 
-TagFilter EventScope::tag_filter(std::string_view column, int first) const {
-  TagFilter f;
-  for (const auto& tag : wanted_tags()) {
-    // Stored tags are `k="v",…` with quotes inside values escaped: the delimited needle matches
-    // exactly that tag, never a part of another's value.
-    f.needles.push_back("," + format_labels({tag}) + ",");
-    f.sql += " AND instr(',' || " + std::string(column) + " || ',', ?" + std::to_string(first++) + ") > 0";
-  }
-  return f;
-}
-
-void TagFilter::bind(Statement& stmt, int first) const {
-  for (const std::string& needle : needles) stmt.bind(first++, needle);
-}
+EventReader::EventReader(std::string path) : pool_(std::make_unique<ConnectionPool>(std::move(path))) {}
+EventReader::~EventReader() = default;
 
 Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange& range, const EventScope& scope) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("s.tags", 4);
+  const TagFilter filter = tag_filter(scope, "s.tags", 4);
   // Chunks wholly inside the range contribute their aggregates; the blob of the others is
   // unpacked and filtered (the data column is last: SQLite reads it only when asked).
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
@@ -137,11 +127,11 @@ Result<std::vector<KernelSummary>> EventReader::kernel_summaries(const TimeRange
 Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& name, const TimeRange& range,
                                                              std::size_t limit, const EventScope& scope) const {
   if (limit == 0) return std::vector<KernelEvent>{};
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   // Newest chunks first, without their data (a sort carries whole rows); each chunk's data
   // is fetched only while it can still hold one of the `limit` newest records.
-  const TagFilter filter = scope.tag_filter("s.tags", 5);
+  const TagFilter filter = tag_filter(scope, "s.tags", 5);
   auto chunks = (*conn)->prepare(
       (std::string("SELECT c.id, c.series_id, c.last_end_ns FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
       ("WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 AND (?4 = '' OR s.device = ?4)" + filter.sql +
@@ -207,9 +197,9 @@ Result<std::vector<KernelEvent>> EventReader::kernel_records(const std::string& 
 
 Status EventReader::for_each_kernel(const TimeRange& range, const EventScope& scope,
                                     const std::function<void(const KernelEvent&)>& fn) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("s.tags", 4);
+  const TagFilter filter = tag_filter(scope, "s.tags", 4);
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.data FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
                                 "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" +
@@ -237,9 +227,9 @@ Status EventReader::for_each_kernel(const TimeRange& range, const EventScope& sc
 
 Status EventReader::for_each_memory_event(const TimeRange& range, const std::function<void(const MemoryEvent&)>& fn,
                                           const EventScope& scope) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("tags", 4);
+  const TagFilter filter = tag_filter(scope, "tags", 4);
   auto stmt = (*conn)->prepare((std::string("SELECT ") + kMemoryEventColumns +
                                 " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 AND (?3 = '' OR device = ?3)" +
                                 filter.sql + " ORDER BY id")
@@ -263,11 +253,11 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces_by_run(const Time
 
 Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& range, const EventScope& scope,
                                                                bool by_run) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   // Series by series, each in time order (the series index's order, no sort): a stream's
   // executions then come as a few runs of ascending start, which the timeline merges.
-  const TagFilter filter = scope.tag_filter("s.tags", 4);
+  const TagFilter filter = tag_filter(scope, "s.tags", 4);
   auto stmt = (*conn)->prepare(
       (std::string("SELECT s.id, s.name, s.device, s.stream, s.tags, c.count, c.data FROM kernel_series s "
                   "CROSS JOIN kernel_chunks c ON c.series_id = s.id ") +
@@ -340,9 +330,9 @@ Result<std::vector<RunKernelTrace>> EventReader::kernel_traces(const TimeRange& 
 
 Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeRange& range,
                                                                     const EventScope& scope) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("tags", 4);
+  const TagFilter filter = tag_filter(scope, "tags", 4);
   auto stmt = (*conn)->prepare(
       (std::string("SELECT buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns FROM command_buffers ") +
       ("WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3)" + filter.sql)).c_str());
@@ -366,9 +356,9 @@ Result<std::vector<CommandBufferEvent>> EventReader::command_buffers(const TimeR
 }
 
 Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRange& range, const EventScope& scope) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("tags", 3);
+  const TagFilter filter = tag_filter(scope, "tags", 3);
   auto stmt = (*conn)->prepare(
       ("SELECT model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, input_tokens, "
        "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" + filter.sql).c_str());
@@ -403,9 +393,9 @@ Result<std::vector<InferenceEvent>> EventReader::inference_events(const TimeRang
 
 Result<std::vector<analysis::OperatorExecution>> EventReader::operator_executions(const OperatorSelector& which,
                                                                                  const TimeRange& range) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = EventScope("", "", which.tags).tag_filter("tags", 6);
+  const TagFilter filter = tag_filter(EventScope("", "", which.tags), "tags", 6);
   auto stmt = (*conn)->prepare(
       ("SELECT op_type, name, provider, model, input_shapes, duration_ms, ts_ns FROM operators "
        "WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR op_type = ?3 OR name = ?3) AND (?4 = '' OR model = ?4) "
@@ -424,9 +414,9 @@ Result<std::vector<analysis::OperatorExecution>> EventReader::operator_execution
 
 Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const TimeRange& range,
                                                                        const EventScope& scope) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
-  const TagFilter filter = scope.tag_filter("tags", 3);
+  const TagFilter filter = tag_filter(scope, "tags", 3);
   auto stmt = (*conn)->prepare(
       ("SELECT model, version, COUNT(*), SUM(1 - ok), SUM(batch_size), TOTAL(input_tokens), TOTAL(output_tokens), "
        "AVG(latency_ms), MIN(ts_ns), MAX(ts_ns) FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" +
@@ -455,7 +445,7 @@ Result<std::vector<InferenceSummary>> EventReader::inference_summaries(const Tim
 
 Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRange& range, const EventScope& scope,
                                                                     std::size_t max_points) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   // The running sum starts at the first event ever recorded: what was allocated before the
   // window, then the window's events in (time, id) order added one by one (a window function
@@ -464,9 +454,9 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   auto before = (*conn)->prepare(
       (std::string("SELECT TOTAL(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END) FROM memory_events ") +
       ("WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
-       scope.tag_filter("tags", 3).sql)).c_str());
+       tag_filter(scope, "tags", 3).sql)).c_str());
   if (!before.ok()) return before.status();
-  const TagFilter filter = scope.tag_filter("tags", 3);
+  const TagFilter filter = tag_filter(scope, "tags", 3);
   before->bind(1, scope.device).bind(2, range.from_ns);
   filter.bind(*before, 3);
   if (auto row = before->step(); !row.ok()) return row.status();
@@ -476,9 +466,9 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
   auto stmt = (*conn)->prepare(
       (std::string("SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events ") +
       ("WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
-       scope.tag_filter("tags", 4).sql + " ORDER BY ts_ns, id")).c_str());
+       tag_filter(scope, "tags", 4).sql + " ORDER BY ts_ns, id")).c_str());
   if (!stmt.ok()) return stmt.status();
-  const TagFilter window_filter = scope.tag_filter("tags", 4);  // bound text must outlive the statement's run
+  const TagFilter window_filter = tag_filter(scope, "tags", 4);  // bound text must outlive the statement's run
   stmt->bind(1, scope.device).bind(2, range.from_ns).bind(3, range.to_ns);
   window_filter.bind(*stmt, 4);
   std::vector<AllocatedPoint> all;
@@ -504,7 +494,7 @@ Result<std::vector<AllocatedPoint>> EventReader::allocated_timeline(const TimeRa
 }
 
 Result<std::vector<std::pair<std::string, std::int64_t>>> EventReader::table_counts() const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   std::vector<std::pair<std::string, std::int64_t>> out;
   // Kernels and samples are counted inside their chunks.

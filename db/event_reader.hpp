@@ -14,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "db/connection_pool.hpp"
-#include "db/rollups.hpp"
+#include "db/rollup_answer.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/operators.hpp"
 #include "engine/analysis/roofline.hpp"
@@ -24,6 +23,8 @@
 #include "engine/process_tracker.hpp"
 
 namespace perfscope::db {
+
+class ConnectionPool;  // db/internal/connection_pool.hpp
 
 struct LaunchConfig {
   std::array<std::uint32_t, 3> grid{};
@@ -63,14 +64,6 @@ struct InferenceSummary {
   TimestampNs last_ns = 0;
 };
 
-// The SQL that keeps rows whose tags column holds every wanted tag, and the values it binds
-// (from parameter `first` on). Bound text is not copied: keep this alive while the statement runs.
-struct TagFilter {
-  std::string sql;                   // " AND instr(',' || COLUMN || ',', ?N) > 0" per tag; empty: none
-  std::vector<std::string> needles;  // `,k="v",` as stored tags spell each tag
-  void bind(Statement& stmt, int first) const;
-};
-
 // Which events a read covers: one device (all when empty), one run (every run, and events of
 // none, when empty; events carry their run as the tag run=NAME) and tags every event must
 // carry (`tag.KEY=VALUE` in the API).
@@ -85,8 +78,6 @@ struct EventScope {
   bool by_tags() const { return !run.empty() || !tags.empty(); }
   // Every tag an event must carry: `tags` and, when set, run=NAME; sorted.
   Tags wanted_tags() const;
-  // The filter over a tags column (`s.tags`, `tags`), its values bound from parameter `first`.
-  TagFilter tag_filter(std::string_view column, int first) const;
 };
 
 // One run's kernel executions (run empty: those of no run).
@@ -134,7 +125,10 @@ std::optional<InferenceField> inference_field_from(std::string_view name);
 
 class EventReader {
  public:
-  explicit EventReader(std::string path) : pool_(std::move(path)) {}
+  explicit EventReader(std::string path);
+  ~EventReader();
+  EventReader(const EventReader&) = delete;
+  EventReader& operator=(const EventReader&) = delete;
 
   // One row per kernel name in the range (by end time), longest total time first.
   Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const EventScope& scope) const;
@@ -200,7 +194,7 @@ class EventReader {
  private:
   Result<std::vector<RunKernelTrace>> kernel_traces(const TimeRange& range, const EventScope& scope, bool by_run) const;
 
-  ConnectionPool pool_;
+  std::unique_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -1,6 +1,7 @@
-#include "db/gpu_process_store.hpp"
+#include "db/internal/gpu_process_rows.hpp"
 
 #include "db/event_reader.hpp"
+#include "db/internal/connection_pool.hpp"
 
 namespace perfscope::db {
 
@@ -43,6 +44,11 @@ GpuProcessRecord read_row(const Statement& r) {
 }
 
 }  // namespace
+
+void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, Writer::Completion done) {
+  writer.run_task([records = std::move(records)](Connection& c) { return write_gpu_processes(c, records); },
+                  std::move(done));
+}
 
 Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>& records) {
   auto find = conn.prepare((std::string("SELECT ") + kColumns + " FROM gpu_processes WHERE gpu_uuid = ?1 AND process_key = ?2").c_str());
@@ -93,7 +99,7 @@ Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, Times
 
 Result<std::vector<GpuProcessRecord>> EventReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
                                                                  std::size_t limit, const std::string& key) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   return read_gpu_processes(**conn, from_ns, to_ns, limit, key);
 }

@@ -1,23 +1,19 @@
 // GPU processes on disk: one row per (GPU UUID, process key) holding the tracker's sums
-// (schema step 7). write_gpu_processes() merges records into their rows inside the caller's
-// transaction (the writer's), so the parts of one process written before and after a restart
-// add up; EventReader::gpu_processes() reads the rows a window overlaps.
+// (schema step 7). store_gpu_processes() merges records into their rows on the writer's
+// thread, so the parts of one process written before and after a restart add up;
+// EventReader::gpu_processes() reads the rows a window overlaps.
 //
-// Thread-safety: as the Connection given (one thread at a time).
+// Thread-safety: store_gpu_processes() from any thread; `done` runs on the writer's thread.
 #pragma once
 
 #include <vector>
 
-#include "db/sqlite.hpp"
+#include "db/writer.hpp"
 #include "engine/process_tracker.hpp"
 
 namespace perfscope::db {
 
-Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>& records);
-
-// The stored records whose lifetime overlaps [from_ns, to_ns], newest last seen first.
-// `key` non-empty: only that process (one record per GPU it ran on).
-Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, TimestampNs from_ns, TimestampNs to_ns,
-                                                         std::size_t limit, const std::string& key = {});
+// Queues the records' merge as one transaction of the writer; `done` gets its status.
+void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, Writer::Completion done);
 
 }  // namespace perfscope::db

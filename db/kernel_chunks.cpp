@@ -1,4 +1,4 @@
-#include "db/kernel_chunks.hpp"
+#include "db/internal/kernel_chunks.hpp"
 
 #include <algorithm>
 

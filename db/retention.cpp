@@ -1,4 +1,4 @@
-#include "db/retention.hpp"
+#include "db/internal/retention_steps.hpp"
 
 #include <algorithm>
 #include <future>
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "db/event_reader.hpp"
-#include "db/kernel_chunks.hpp"
-#include "db/rollups.hpp"
-#include "db/sample_chunks.hpp"
+#include "db/internal/kernel_chunks.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/sample_chunks.hpp"
 #include "db/writer.hpp"
 #include "engine/analysis/serving.hpp"
 

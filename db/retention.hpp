@@ -1,5 +1,5 @@
 // Retention: raw rows older than a maximum age — or the oldest ones, while the database is
-// over its maximum size — are rolled up into the histogram tiers (rollups.hpp) and deleted in
+// over its maximum size — are rolled up into the histogram tiers (internal/rollups.hpp) and deleted in
 // the same transaction, so every value is either raw or rolled up, never lost half-way; old
 // tier rows are dropped once their bucket has aged; freed pages go back to the filesystem by
 // incremental vacuum. What is retired:
@@ -12,8 +12,9 @@
 // By age, each tier row goes once its bucket is wholly past the cutoff (for size: whole days),
 // and GPU processes' lifetime records that ended before the same cutoff with them.
 //
-// retention_step() runs inside the caller's transaction (the writer's thread). RetentionTask
-// schedules it on the writer: start()/stop()/stats() from any thread.
+// retention_step() (db/internal/retention_steps.hpp) runs inside the caller's transaction (the
+// writer's thread). RetentionTask schedules it on the writer: start()/stop()/stats() from any
+// thread.
 #pragma once
 
 #include <chrono>
@@ -23,7 +24,7 @@
 #include <string>
 #include <thread>
 
-#include "db/sqlite.hpp"
+#include "engine/status.hpp"
 #include "engine/clock.hpp"
 
 namespace perfscope::db {
@@ -50,13 +51,6 @@ struct RetentionResult {
   bool more = false;             // another step has work now
   bool over_size = false;        // over the size limit with nothing left that may go
 };
-
-// Pages in use × page size: what the file shrinks to after incremental vacuum.
-Result<std::uint64_t> database_bytes_used(Connection& conn);
-// Rolls up and deletes every raw row older than cutoff (see above); adds to `result`.
-Status retire_raw_before(Connection& conn, TimestampNs cutoff, RetentionResult& result);
-// One bounded step of the policy at time `now`, inside the caller's transaction.
-Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& policy, TimestampNs now);
 
 struct RetentionStats {
   std::uint64_t runs = 0;    // steps committed

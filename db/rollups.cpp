@@ -1,4 +1,4 @@
-#include "db/rollups.hpp"
+#include "db/internal/rollups.hpp"
 
 #include <algorithm>
 

@@ -1,9 +1,10 @@
-#include "db/run_store.hpp"
+#include "db/internal/run_store.hpp"
 
 #include <algorithm>
 #include <charconv>
 
 #include "db/event_reader.hpp"
+#include "db/internal/connection_pool.hpp"
 
 namespace perfscope::db {
 namespace {
@@ -140,7 +141,7 @@ Status write_run(Connection& conn, const RunEvent& report) {
 }
 
 Result<std::vector<RunEvent>> EventReader::runs(std::size_t limit) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
       (std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY start_ns DESC, name LIMIT ?1").c_str());
@@ -153,7 +154,7 @@ Result<std::vector<RunEvent>> EventReader::runs(std::size_t limit) const {
 }
 
 Result<std::optional<RunEvent>> EventReader::run(const std::string& name) const {
-  auto conn = pool_.lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   return read_run(**conn, name);
 }

@@ -1,4 +1,4 @@
-#include "db/sample_chunks.hpp"
+#include "db/internal/sample_chunks.hpp"
 
 #include <algorithm>
 #include <bit>

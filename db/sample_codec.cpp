@@ -1,4 +1,4 @@
-#include "db/sample_codec.hpp"
+#include "db/internal/sample_codec.hpp"
 
 #include <algorithm>
 #include <array>

@@ -2,20 +2,24 @@
 
 #include <algorithm>
 
-#include "db/rollups.hpp"
-#include "db/sample_chunks.hpp"
+#include "db/internal/connection_pool.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/sample_chunks.hpp"
 
 namespace perfscope::db {
 
+SampleReader::SampleReader(std::string path) : pool_(std::make_unique<ConnectionPool>(std::move(path))) {}
+SampleReader::~SampleReader() = default;
+
 Result<std::unique_ptr<SampleReader>> SampleReader::open(const std::string& path) {
   std::unique_ptr<SampleReader> reader(new SampleReader(path));
-  auto probe = reader->lease();  // fail early if the file cannot be opened
+  auto probe = reader->pool_->lease();  // fail early if the file cannot be opened
   if (!probe.ok()) return probe.status();
   return reader;
 }
 
 Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare("SELECT id, name, labels, unit, type, help FROM series ORDER BY name, labels");
   if (!stmt.ok()) return stmt.status();
@@ -44,13 +48,13 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
 }
 
 Result<std::int64_t> SampleReader::count(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   return SampleChunkReader(**conn).count(db_id, TimeRange{from_ns, to_ns});
 }
 
 Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   std::vector<Sample> out;
   Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
@@ -62,7 +66,7 @@ Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs f
 
 Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                        TimestampNs width_ns) const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   // Samples arrive in time order: one pass, a bucket at a time.
   std::vector<Bucket> out;
@@ -102,7 +106,7 @@ Bucket bucket_row(const Statement& r) {
 
 Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                               TimestampNs width_ns) const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   std::vector<Bucket> out;
   std::int64_t tier_s = 60;
@@ -125,7 +129,7 @@ Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id
 }
 
 Result<TimestampNs> SampleReader::retired_before() const {
-  auto conn = lease();
+  auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare("SELECT raw_before_ns FROM retention WHERE id = 1");
   if (!stmt.ok()) return stmt.status();

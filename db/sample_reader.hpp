@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "db/connection_pool.hpp"
 #include "engine/downsample.hpp"
 #include "engine/series.hpp"
 
 namespace perfscope::db {
+
+class ConnectionPool;  // db/internal/connection_pool.hpp
 
 struct StoredSeries {
   std::int64_t db_id = 0;
@@ -27,6 +28,9 @@ class SampleReader {
  public:
   // The database must exist and be migrated (the writer opens it first).
   static Result<std::unique_ptr<SampleReader>> open(const std::string& path);
+  ~SampleReader();
+  SampleReader(const SampleReader&) = delete;
+  SampleReader& operator=(const SampleReader&) = delete;
 
   // Every stored series, optionally with its newest sample.
   Result<std::vector<StoredSeries>> list_series(bool with_latest) const;
@@ -44,10 +48,9 @@ class SampleReader {
   Result<TimestampNs> retired_before() const;
 
  private:
-  explicit SampleReader(std::string path) : pool_(std::move(path)) {}
-  Result<ConnectionPool::Lease> lease() const { return pool_.lease(); }
+  explicit SampleReader(std::string path);
 
-  ConnectionPool pool_;
+  std::unique_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

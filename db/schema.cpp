@@ -1,4 +1,4 @@
-#include "db/schema.hpp"
+#include "db/internal/migrations.hpp"
 
 #include <array>
 #include <filesystem>
@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "db/kernel_chunks.hpp"
-#include "db/sample_chunks.hpp"
+#include "db/internal/kernel_chunks.hpp"
+#include "db/internal/sample_chunks.hpp"
 
 namespace perfscope::db {
 namespace {
@@ -371,6 +371,8 @@ Status samples_into_chunks(Connection& conn) {
 }  // namespace
 
 int schema_version() { return static_cast<int>(kMigrations.size()); }
+
+std::string sqlite_version() { return sqlite3_libversion(); }
 
 MemoryEvent read_memory_event(const Statement& r) {
   MemoryEvent e;

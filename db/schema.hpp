@@ -1,24 +1,21 @@
-// The database schema and its migrations. Versions are numbered by SQLite's user_version;
-// migrate() applies every step above the file's version in one transaction each, so a file
-// is never left half-migrated. Call from one thread, on the writer's connection, at open.
+// The database file as callers see it: the schema version this build writes, the check that a
+// file may be opened at all, and the SQLite library underneath (for /api/v1/info). The
+// migrations themselves are db/internal/migrations.hpp's.
 #pragma once
 
-#include "db/sqlite.hpp"
-#include "engine/events.hpp"
+#include <string>
+
+#include "engine/status.hpp"
 
 namespace perfscope::db {
 
 // The schema version this build writes.
 int schema_version();
-Status migrate(Connection& conn);
 // Before anything writes to `path`: fine when it does not exist, is empty, or is a perfscope
 // database this build can read or migrate; otherwise an error naming the file — a corrupt file,
 // another program's SQLite database, or one from a newer perfscope — so it is never changed.
 Status check_database_file(const std::string& path);
-
-// Columns of memory_events that read_memory_event() expects, in order, for a SELECT list.
-inline constexpr const char* kMemoryEventColumns = "op, address, size_bytes, kind, tag, device, ts_ns, tags";
-// One memory_events row as an event (a free's size is 0 here; the tracker fills it in).
-MemoryEvent read_memory_event(const Statement& row);
+// The version of the SQLite library in use ("3.40.1").
+std::string sqlite_version();
 
 }  // namespace perfscope::db

@@ -1,4 +1,4 @@
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 #include "db/page_cache.hpp"
 #include "db/wal_index.hpp"

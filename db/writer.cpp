@@ -2,11 +2,12 @@
 
 #include <cmath>
 
-#include "db/kernel_chunks.hpp"
-#include "db/rollups.hpp"
-#include "db/run_store.hpp"
-#include "db/sample_chunks.hpp"
-#include "db/schema.hpp"
+#include "db/internal/kernel_chunks.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/run_store.hpp"
+#include "db/internal/sample_chunks.hpp"
+#include "db/internal/sqlite.hpp"
+#include "db/internal/migrations.hpp"
 
 namespace perfscope::db {
 
@@ -62,9 +63,9 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
   auto kernels = KernelChunkWriter::prepare(*conn);
   if (!kernels.ok()) return kernels.status();
   st->kernels = std::move(*kernels);
-  std::unique_ptr<Writer> writer(new Writer(std::move(*conn), std::move(st), store, memory, options));
+  std::unique_ptr<Writer> writer(new Writer(std::make_unique<Connection>(std::move(*conn)), std::move(st), store, memory, options));
   // On the writer's own connection: the chunk writer keeps it (to read stored chunks back).
-  auto samples = SampleChunkWriter::prepare(writer->conn_);
+  auto samples = SampleChunkWriter::prepare(*writer->conn_);
   if (!samples.ok()) return samples.status();
   writer->st_->samples = std::move(*samples);
   if (Status s = writer->rebuild_memory(); !s.ok()) return s;
@@ -72,7 +73,7 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
   return writer;
 }
 
-Writer::Writer(Connection conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
+Writer::Writer(std::unique_ptr<Connection> conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
                WriterOptions options)
     : conn_(std::move(conn)), st_(std::move(statements)), store_(store), memory_(memory), options_(options) {}
 
@@ -80,7 +81,7 @@ Writer::~Writer() { stop(); }
 
 Status Writer::rebuild_memory() {
   memory_.clear();
-  auto stmt = conn_.prepare((std::string("SELECT ") + kMemoryEventColumns + " FROM memory_events ORDER BY id").c_str());
+  auto stmt = conn_->prepare((std::string("SELECT ") + kMemoryEventColumns + " FROM memory_events ORDER BY id").c_str());
   if (!stmt.ok()) return stmt.status();
   return stmt->for_each_row([&](Statement& r) {
     MemoryEvent e = read_memory_event(r);
@@ -155,9 +156,9 @@ void Writer::run_tasks(std::deque<Item>& items) {
   for (Item& item : items) {
     auto* t = std::get_if<TaskItem>(&item);
     if (!t) continue;
-    Transaction tx(conn_);
+    Transaction tx(*conn_);
     Status s = tx.begin_status();
-    if (s.ok()) s = t->task(conn_);
+    if (s.ok()) s = t->task(*conn_);
     if (s.ok()) s = tx.commit();
     if (reopen_samples_) {
       st_->samples->reset();
@@ -293,7 +294,7 @@ Status Writer::write_event(Event& event) {
           return st_->op.bind(1, e.op_type).bind(2, e.name).bind(3, e.provider).bind(4, e.duration_ms).bind(5, e.model)
               .bind(6, format_shapes(e.input_shapes)).bind(7, e.ts_ns).bind(8, format_labels(e.tags)).run();
         } else if constexpr (std::is_same_v<T, RunEvent>) {
-          if (Status s = write_run(conn_, e); !s.ok()) return s;
+          if (Status s = write_run(*conn_, e); !s.ok()) return s;
           return e.end_ns ? release_run_memory(e.name, *e.end_ns) : Status();
         } else {
           SeriesId id = store_.intern(SeriesKey(e.metric, e.labels));
@@ -325,7 +326,7 @@ Status Writer::release_run_memory(const std::string& run, TimestampNs end_ns) {
 }
 
 Status Writer::write(std::deque<Item>& items) {
-  Transaction tx(conn_);
+  Transaction tx(*conn_);
   if (!tx.begin_status().ok()) return tx.begin_status();
   {
     auto row = st_->retired_before.step();
@@ -354,7 +355,7 @@ Status Writer::write(std::deque<Item>& items) {
   if (Status s = st_->kernels->flush(); !s.ok()) return s;
   if (Status s = st_->samples->flush(); !s.ok()) return s;
   if (st_->late_samples.minutes() > 0) {
-    if (auto written = st_->late_samples.write(conn_); !written.ok()) return written.status();
+    if (auto written = st_->late_samples.write(*conn_); !written.ok()) return written.status();
   }
   return tx.commit();
 }

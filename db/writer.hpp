@@ -23,12 +23,13 @@
 #include <unordered_map>
 #include <variant>
 
-#include "db/sqlite.hpp"
 #include "engine/events.hpp"
 #include "engine/memory_tracker.hpp"
 #include "engine/series_store.hpp"
 
 namespace perfscope::db {
+
+class Connection;  // db/internal/sqlite.hpp
 
 struct WriterOptions {
   std::size_t batch_rows = 1000;
@@ -69,7 +70,8 @@ class Writer {
   void submit(std::vector<Event> events, Completion done);
   // Runs `task` on the writer thread in a transaction of its own (after the batch queued
   // with it commits); `done` gets its status after the commit or rollback. For rare writes
-  // other than events (A/B test definitions, administration).
+  // other than events (A/B test definitions, retention, GPU process records). db/'s own stores
+  // write through it (the connection is db/internal/sqlite.hpp's); callers use their functions.
   using Task = std::function<Status(Connection&)>;
   void run_task(Task task, Completion done);
   // From inside a task that changed stored sample chunks (retention): the open chunks the
@@ -92,7 +94,7 @@ class Writer {
   using Item = std::variant<std::shared_ptr<const SampleBatch>, EventBatch, TaskItem>;
   struct Statements;
 
-  Writer(Connection conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
+  Writer(std::unique_ptr<Connection> conn, std::unique_ptr<Statements> statements, SeriesStore& store, MemoryTracker& memory,
          WriterOptions options);
   void run();
   Status write(std::deque<Item>& items);
@@ -103,7 +105,7 @@ class Writer {
   Result<std::int64_t> db_series_id(SeriesId id);
   Status rebuild_memory();
 
-  Connection conn_;
+  std::unique_ptr<Connection> conn_;  // outlives st_, whose statements it prepared
   std::unique_ptr<Statements> st_;
   SeriesStore& store_;
   MemoryTracker& memory_;

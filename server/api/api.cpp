@@ -3,8 +3,6 @@
 #include <charconv>
 #include <cmath>
 
-#include <sqlite3.h>
-
 #include <boost/version.hpp>
 
 #include "db/schema.hpp"
@@ -13,7 +11,7 @@
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
 #include "server/wire/event_codec.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/api/version.hpp"
 
 namespace perfscope::server {
@@ -222,7 +220,7 @@ HttpResponse Api::info() const {
       {"name", "perfscope"},
       {"version", version()},
       {"build", {{"type", build_type()}, {"compiler", compiler()}, {"cxx_standard", __cplusplus},
-                 {"boost", BOOST_LIB_VERSION}, {"sqlite", sqlite3_libversion()}}},
+                 {"boost", BOOST_LIB_VERSION}, {"sqlite", db::sqlite_version()}}},
       {"started_at_ns", ctx_.started_ns},
       {"uptime_seconds", uptime},
       {"sampler", {{"interval_ms", ctx_.config->engine.sampling_interval.count()},

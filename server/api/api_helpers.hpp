@@ -16,7 +16,7 @@
 #include "engine/gpu_collector.hpp"
 #include "engine/status.hpp"
 #include "server/http/message.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/service/device_efficiency.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_summary.hpp"

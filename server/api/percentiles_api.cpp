@@ -6,7 +6,7 @@
 #include "engine/analysis/rollup.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/api/version.hpp"
 
 namespace perfscope::server {

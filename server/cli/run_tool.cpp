@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/clock.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/cli/tools.hpp"
 #include "server/client/client.hpp"
 #include "server/trace/cupti_library.hpp"

@@ -192,10 +192,9 @@ Status Server::Impl::start() {
     // GPU processes that ended in this pass: their lifetime records go to the store.
     auto finished = processes.take_finished();
     if (finished.empty()) return;
-    writer->run_task([finished = std::move(finished)](db::Connection& c) { return db::write_gpu_processes(c, finished); },
-                     [](const Status& s) {
-                       if (!s.ok()) log_warn("cannot store GPU process records: " + s.message());
-                     });
+    db::store_gpu_processes(*writer, std::move(finished), [](const Status& s) {
+      if (!s.ok()) log_warn("cannot store GPU process records: " + s.message());
+    });
   });
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) {
     auto found = anomalies.observe(*b);
@@ -434,8 +433,7 @@ void Server::Impl::shutdown() {
     std::vector<GpuProcessRecord> records = processes.running();
     for (GpuProcessRecord& r : processes.take_finished()) records.push_back(std::move(r));
     if (!records.empty()) {
-      writer->run_task([records = std::move(records)](db::Connection& c) { return db::write_gpu_processes(c, records); },
-                       [](const Status&) {});
+      db::store_gpu_processes(*writer, std::move(records), [](const Status&) {});
     }
     writer->stop();  // commits everything the sampler produced
     db::WriterStats ws = writer->stats();

@@ -29,7 +29,7 @@
 #include "engine/analysis/trend.hpp"
 #include "engine/gpu_collector.hpp"
 #include "engine/memory_tracker.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/service/device_efficiency.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_summary.hpp"

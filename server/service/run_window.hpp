@@ -5,7 +5,7 @@
 #include <string>
 
 #include "db/event_reader.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 #include "server/service/scoped_reads.hpp"
 
 namespace perfscope::service {

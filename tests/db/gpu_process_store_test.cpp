@@ -1,6 +1,7 @@
 // GPU process records on disk: written through the writer's task queue, merged with the part of
 // the same process written before a restart, read back exactly by the window they overlap.
 #include "db/gpu_process_store.hpp"
+#include "db/internal/gpu_process_rows.hpp"
 
 #include <gtest/gtest.h>
 

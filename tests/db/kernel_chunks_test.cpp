@@ -1,4 +1,4 @@
-#include "db/kernel_chunks.hpp"
+#include "db/internal/kernel_chunks.hpp"
 
 #include <map>
 
@@ -7,7 +7,7 @@
 #include <future>
 
 #include "db/event_reader.hpp"
-#include "db/schema.hpp"
+#include "db/internal/migrations.hpp"
 #include "db/writer.hpp"
 #include "support/commit_events.hpp"
 #include "support/temp_dir.hpp"

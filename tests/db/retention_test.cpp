@@ -1,4 +1,6 @@
 #include "db/retention.hpp"
+
+#include "db/internal/retention_steps.hpp"
 #include "db/sample_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -11,8 +13,9 @@
 
 #include "db/event_reader.hpp"
 #include "db/gpu_process_store.hpp"
-#include "db/rollups.hpp"
-#include "db/schema.hpp"
+#include "db/internal/gpu_process_rows.hpp"
+#include "db/internal/rollups.hpp"
+#include "db/internal/migrations.hpp"
 #include "db/writer.hpp"
 #include "support/commit_events.hpp"
 #include "support/temp_dir.hpp"

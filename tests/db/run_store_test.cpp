@@ -1,4 +1,4 @@
-#include "db/run_store.hpp"
+#include "db/internal/run_store.hpp"
 
 #include <gtest/gtest.h>
 

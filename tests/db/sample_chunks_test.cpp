@@ -1,4 +1,4 @@
-#include "db/sample_chunks.hpp"
+#include "db/internal/sample_chunks.hpp"
 
 #include <bit>
 #include <map>
@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "db/retention.hpp"
-#include "db/rollups.hpp"
+#include "db/internal/retention_steps.hpp"
+#include "db/internal/rollups.hpp"
 #include "db/sample_reader.hpp"
-#include "db/schema.hpp"
+#include "db/internal/migrations.hpp"
 #include "db/writer.hpp"
 #include "engine/host_collector.hpp"
 #include "engine/sampler.hpp"

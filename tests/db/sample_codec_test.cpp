@@ -1,4 +1,4 @@
-#include "db/sample_codec.hpp"
+#include "db/internal/sample_codec.hpp"
 
 #include <bit>
 #include <cmath>

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <future>
 
-#include "db/connection_pool.hpp"
+#include "db/internal/connection_pool.hpp"
 #include "db/sample_reader.hpp"
-#include "db/schema.hpp"
+#include "db/internal/migrations.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {

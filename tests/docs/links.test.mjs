@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function markdownFiles() {
-  const files = ['README.md', 'SECURITY.md'].filter((f) => existsSync(path.join(root, f)));
+  const files = ['README.md', 'SECURITY.md', 'ARCHITECTURE.md'].filter((f) => existsSync(path.join(root, f)));
   for (const f of readdirSync(path.join(root, 'docs'))) if (f.endsWith('.md')) files.push(path.join('docs', f));
   return files;
 }

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "server/http/message.hpp"
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 
 using namespace perfscope;
 using namespace perfscope::server;

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "db/sample_codec.hpp"
+#include "db/internal/sample_codec.hpp"
 
 using namespace perfscope;
 using namespace perfscope::db;

@@ -1,4 +1,4 @@
-#include "server/api/query_time.hpp"
+#include "server/service/query_time.hpp"
 
 #include <gtest/gtest.h>
 

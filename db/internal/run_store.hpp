@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 #include "engine/events.hpp"
 
 namespace perfscope::db {

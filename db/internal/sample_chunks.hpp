@@ -30,8 +30,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "db/sample_codec.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sample_codec.hpp"
+#include "db/internal/sqlite.hpp"
 #include "db/time_range.hpp"
 
 namespace perfscope::db {

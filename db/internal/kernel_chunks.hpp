@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 #include "db/time_range.hpp"
 #include "engine/events.hpp"
 

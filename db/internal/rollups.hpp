@@ -23,7 +23,8 @@
 #include <tuple>
 #include <vector>
 
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
+#include "db/rollup_answer.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/rollup.hpp"
 
@@ -68,14 +69,6 @@ struct TierSpan {
 };
 // The fewest aligned spans covering [lo, hi) (both minute-aligned), largest tiers inside.
 std::vector<TierSpan> cover_range(TimestampNs lo, TimestampNs hi);
-
-struct RollupAnswer {
-  analysis::Rollup rollup;
-  TimestampNs from_ns = 0;  // the buckets merged: from the earliest start to the latest end
-  TimestampNs to_ns = 0;
-  std::size_t rows = 0;
-  TimestampNs raw_before_ns = 0;  // retention's cutoff: the rolled-up values are all older
-};
 
 // Merges the rows of `keys` whose buckets overlap `range` (a bucket counts whole); nullopt
 // when none does.

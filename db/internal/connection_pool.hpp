@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace perfscope::db {
 

@@ -1,0 +1,174 @@
+// The layer table of the whole tree (ARCHITECTURE.md, server/README.md), checked on the
+// sources: which folder may include which, that db/'s public headers reach no SQLite, that
+// db/internal/ stays inside db/ (its tests and benchmarks aside), and that Beast and Asio stay
+// in the transport. Reads the #include lines of every C++ file; builds nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
+import { join, relative, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+// Folder → the folders its files may include (itself always). Lower layers first.
+export const LAYERS = {
+  'engine': [],
+  'db': ['engine'],
+  'server/wire': ['engine'],
+  'server/net': [],
+  'server/trace': ['server/wire', 'engine'],
+  'server/client': ['server/wire', 'server/net', 'engine'],
+  'server/http': ['server/wire', 'server/net', 'engine', 'web'],
+  'server/service': ['engine', 'db'],
+  'server/api': ['server/http', 'server/wire', 'server/service', 'engine', 'db', 'web'],
+  'server/scrape': ['server/client', 'server/wire', 'engine'],
+  'server/cli': ['server/api', 'server/scrape', 'server/client', 'server/trace', 'server/http', 'server/service',
+                 'server/wire', 'server/net', 'engine', 'db', 'web'],
+};
+// Where Beast and Asio may be included: the transport's sources, and the headers that only the
+// transport includes.
+const ASIO_SOURCES = ['server/net/', 'server/http/', 'server/client/', 'server/cli/'];
+const ASIO_HEADERS = ['server/net/net.hpp', 'server/http/session_context.hpp', 'server/http/websocket_session.hpp'];
+
+function sources(dir) {
+  const out = [];
+  for (const name of readdirSync(join(root, dir))) {
+    const path = join(dir, name);
+    if (statSync(join(root, path)).isDirectory()) out.push(...sources(path));
+    else if (/\.(cpp|hpp|h)$/.test(name)) out.push(path);
+  }
+  return out;
+}
+
+function includes(file) {
+  const text = readFileSync(join(root, file), 'utf8');
+  const project = [], system = [];
+  for (const m of text.matchAll(/^\s*#\s*include\s*([<"])([^>"]+)[>"]/gm)) {
+    if (m[1] === '"' && existsSync(join(root, m[2]))) project.push(m[2]);
+    else system.push(m[2]);
+  }
+  return { project, system };
+}
+
+// The folder of the layer table a file belongs to (the longest match), or null.
+function folderOf(file) {
+  let best = null;
+  for (const folder of Object.keys(LAYERS).concat(['web'])) {
+    if (file === folder || file.startsWith(folder + '/')) {
+      if (!best || folder.length > best.length) best = folder;
+    }
+  }
+  return best;
+}
+
+// Every project header a file reaches, and every system header among them.
+function closure(file, memo = new Map()) {
+  if (memo.has(file)) return memo.get(file);
+  const reached = { files: new Set(), system: new Set() };
+  memo.set(file, reached);
+  const { project, system } = includes(file);
+  for (const s of system) reached.system.add(s);
+  for (const p of project) {
+    reached.files.add(p);
+    const sub = closure(p, memo);
+    for (const f of sub.files) reached.files.add(f);
+    for (const s of sub.system) reached.system.add(s);
+  }
+  return reached;
+}
+
+const tree = ['engine', 'db', 'server'].flatMap(sources);
+
+test('each folder includes only the folders below it in the layer table', () => {
+  const wrong = [];
+  for (const file of tree) {
+    const from = folderOf(file);
+    if (!from) continue;
+    const allowed = new Set([from, ...LAYERS[from]]);
+    for (const inc of includes(file).project) {
+      const to = folderOf(inc);
+      if (to && !allowed.has(to)) wrong.push(`${file} includes ${inc} (${from} may use ${[...allowed].join(', ')})`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test('the layer table names every folder that holds C++ sources', () => {
+  const unplaced = tree.filter((f) => !folderOf(f));
+  assert.deepEqual(unplaced, []);
+});
+
+test("db/'s public headers reach no SQLite and no internal header", () => {
+  const memo = new Map();
+  const leaks = [];
+  for (const header of sources('db').filter((f) => f.endsWith('.hpp') && !f.startsWith('db/internal/'))) {
+    const reached = closure(header, memo);
+    if (reached.system.has('sqlite3.h')) leaks.push(`${header} reaches <sqlite3.h>`);
+    for (const f of reached.files) if (f.startsWith('db/internal/')) leaks.push(`${header} reaches ${f}`);
+  }
+  assert.deepEqual(leaks, []);
+});
+
+test('db/internal/ is included only by db/ itself, its tests and its benchmarks', () => {
+  const outside = [];
+  for (const file of [...tree, ...sources('tests'), ...sources('bench')]) {
+    if (file.startsWith('db/') || file.startsWith('tests/db/') || file.startsWith('tests/fuzz/') || file.startsWith('bench/')) continue;
+    for (const inc of includes(file).project) if (inc.startsWith('db/internal/')) outside.push(`${file} includes ${inc}`);
+  }
+  assert.deepEqual(outside, []);
+});
+
+test('Beast and Asio stay in the transport, never reached from a header of engine/, db/, service/ or api/', () => {
+  const asio = (s) => s.startsWith('boost/beast') || s.startsWith('boost/asio');
+  const wrong = [];
+  const memo = new Map();
+  for (const file of tree) {
+    const direct = includes(file).system.filter(asio);
+    if (direct.length === 0) continue;
+    const ok = file.endsWith('.cpp') ? ASIO_SOURCES.some((d) => file.startsWith(d)) : ASIO_HEADERS.includes(file);
+    if (!ok) wrong.push(`${file} includes <${direct[0]}>`);
+  }
+  for (const header of tree.filter((f) => f.endsWith('.hpp') && /^(engine|db|server\/service|server\/api)\//.test(f))) {
+    const reached = [...closure(header, memo).system].filter(asio);
+    if (reached.length) wrong.push(`${header} reaches <${reached[0]}>`);
+  }
+  assert.deepEqual(wrong, []);
+});
+
+// Every library a folder's CMakeLists.txt defines, with the project libraries it links.
+function cmakeTargets() {
+  const targets = new Map();  // name → { folder, links }
+  for (const folder of Object.keys(LAYERS).concat(['web'])) {
+    const file = join(root, folder, 'CMakeLists.txt');
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, 'utf8').replace(/#.*$/gm, '');
+    for (const m of text.matchAll(/add_(?:library|executable)\(\s*([A-Za-z0-9_]+)/g)) targets.set(m[1], { folder, links: [] });
+    for (const m of text.matchAll(/target_link_libraries\(\s*([A-Za-z0-9_]+)([^)]*)\)/g)) {
+      targets.get(m[1])?.links.push(...m[2].split(/\s+/).filter((t) => t && !/^(PUBLIC|PRIVATE|INTERFACE)$/.test(t)));
+    }
+  }
+  return targets;
+}
+
+test("the CMake links agree with the layer table: a library links only its own folder's and lower layers' libraries", () => {
+  const targets = cmakeTargets();
+  const wrong = [];
+  for (const [name, { folder, links }] of targets) {
+    const allowed = new Set([folder, ...(LAYERS[folder] ?? [])]);
+    for (const link of links) {
+      const to = targets.get(link);
+      if (to && !allowed.has(to.folder)) wrong.push(`${name} (${folder}) links ${link} (${to.folder})`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(targets.get('perfscope_service')?.links.includes('db'), 'the links were read');
+});
+
+test('the checks see what they check (a file of every layer was read)', () => {
+  for (const folder of Object.keys(LAYERS)) {
+    assert.ok(tree.some((f) => folderOf(f) === folder), `no source found in ${folder}`);
+  }
+  assert.ok(includes('db/internal/sqlite.hpp').system.includes('sqlite3.h'), 'the SQLite wrapper includes sqlite3.h');
+  assert.ok(closure('db/internal/connection_pool.hpp').system.has('sqlite3.h'), 'closure follows project includes');
+  assert.equal(relative(root, join(root, 'db')), 'db');
+});
