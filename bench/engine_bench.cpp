@@ -3,11 +3,11 @@
 //   series append       <= 50 ns        (BM_SeriesAppend)
 #include <benchmark/benchmark.h>
 
-#include "engine/host_collector.hpp"
-#include "engine/monitor.hpp"
-#include "engine/tick_clock.hpp"
-#include "engine/sampler.hpp"
-#include "engine/series_store.hpp"
+#include "engine/collectors/host_collector.hpp"
+#include "engine/sdk/monitor.hpp"
+#include "engine/sdk/tick_clock.hpp"
+#include "engine/series/sampler.hpp"
+#include "engine/series/series_store.hpp"
 
 namespace perfscope {
 namespace {

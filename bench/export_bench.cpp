@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_metrics.hpp"
+#include "engine/events/event_metrics.hpp"
 #include "server/api/metrics_exposition.hpp"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <thread>
 
-#include "engine/clock.hpp"
-#include "engine/gpu_collector.hpp"
+#include "engine/base/clock.hpp"
+#include "engine/collectors/gpu_collector.hpp"
 
 namespace {
 

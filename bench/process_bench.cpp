@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/gpu_collector.hpp"
-#include "engine/process_tracker.hpp"
+#include "engine/collectors/gpu_collector.hpp"
+#include "engine/collectors/process_tracker.hpp"
 
 extern char** environ;
 

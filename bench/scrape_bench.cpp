@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/series_store.hpp"
+#include "engine/series/series_store.hpp"
 #include "server/scrape/scrape_series.hpp"
 #include "server/wire/exposition_parse.hpp"
 

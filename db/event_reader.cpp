@@ -9,7 +9,7 @@
 #include "db/internal/kernel_chunks.hpp"
 #include "db/internal/tag_filter.hpp"
 #include "db/internal/migrations.hpp"
-#include "engine/saturating.hpp"
+#include "engine/base/saturating.hpp"
 
 namespace perfscope::db {
 

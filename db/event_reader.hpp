@@ -19,8 +19,8 @@
 #include "engine/analysis/operators.hpp"
 #include "engine/analysis/roofline.hpp"
 #include "engine/analysis/timeline.hpp"
-#include "engine/events.hpp"
-#include "engine/process_tracker.hpp"
+#include "engine/events/events.hpp"
+#include "engine/collectors/process_tracker.hpp"
 
 namespace perfscope::db {
 

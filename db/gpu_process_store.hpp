@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "db/writer.hpp"
-#include "engine/process_tracker.hpp"
+#include "engine/collectors/process_tracker.hpp"
 
 namespace perfscope::db {
 

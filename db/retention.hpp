@@ -24,8 +24,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/status.hpp"
-#include "engine/clock.hpp"
+#include "engine/base/status.hpp"
+#include "engine/base/clock.hpp"
 
 namespace perfscope::db {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "engine/analysis/rollup.hpp"
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 
 namespace perfscope::db {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/downsample.hpp"
-#include "engine/series.hpp"
+#include "engine/series/downsample.hpp"
+#include "engine/series/series.hpp"
 
 namespace perfscope::db {
 

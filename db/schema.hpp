@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::db {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "db/sample_reader.hpp"
-#include "engine/downsample.hpp"
-#include "engine/series_store.hpp"
+#include "engine/series/downsample.hpp"
+#include "engine/series/series_store.hpp"
 
 namespace perfscope::db {
 

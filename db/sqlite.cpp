@@ -2,7 +2,7 @@
 
 #include "db/page_cache.hpp"
 #include "db/wal_index.hpp"
-#include "engine/cancellation.hpp"
+#include "engine/base/cancellation.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -53,7 +53,7 @@ Result<Connection> Connection::open(const std::string& path, bool read_only) {
                                     "PRAGMA journal_size_limit=4194304;";
   if (Status s = conn.exec(pragmas.c_str()); !s.ok()) return s;
   // A read for a request whose client has left stops at the next check (every ~1000 virtual
-  // machine steps, microseconds apart) with SQLITE_INTERRUPT (engine/cancellation.hpp). The
+  // machine steps, microseconds apart) with SQLITE_INTERRUPT (engine/base/cancellation.hpp). The
   // writer's connection is never interrupted.
   if (read_only) {
     sqlite3_progress_handler(raw, 1000, [](void*) -> int { return cancellation_requested() ? 1 : 0; }, nullptr);

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 
 namespace perfscope::db {
 

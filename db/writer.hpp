@@ -23,9 +23,9 @@
 #include <unordered_map>
 #include <variant>
 
-#include "engine/events.hpp"
-#include "engine/memory_tracker.hpp"
-#include "engine/series_store.hpp"
+#include "engine/events/events.hpp"
+#include "engine/events/memory_tracker.hpp"
+#include "engine/series/series_store.hpp"
 
 namespace perfscope::db {
 

@@ -24,7 +24,7 @@
 
 #include "db/internal/sqlite.hpp"
 #include "db/time_range.hpp"
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::db {
 

@@ -5,7 +5,7 @@
 
 #include "db/internal/sqlite.hpp"
 #include "db/schema.hpp"
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::db {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "db/internal/sqlite.hpp"
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::db {
 

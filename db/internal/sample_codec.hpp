@@ -35,8 +35,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/series.hpp"
-#include "engine/status.hpp"
+#include "engine/series/series.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::db {
 

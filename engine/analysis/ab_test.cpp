@@ -12,7 +12,7 @@
 #include <boost/math/distributions/students_t.hpp>
 
 #include "engine/analysis/stats.hpp"
-#include "engine/cancellation.hpp"
+#include "engine/base/cancellation.hpp"
 
 namespace perfscope::analysis {
 namespace {

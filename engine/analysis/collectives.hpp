@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 
 namespace perfscope::analysis {
 

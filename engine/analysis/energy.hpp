@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/series.hpp"
+#include "engine/series/series.hpp"
 
 namespace perfscope::analysis {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/analysis/stats.hpp"
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 
 namespace perfscope::analysis {
 
@@ -23,7 +23,7 @@ struct OperatorExecution {
   std::string name;     // the graph node
   std::string provider;  // CUDAExecutionProvider, CPUExecutionProvider, …
   std::string model;
-  std::string input_shapes;  // "1x3x224x224,64x3x7x7" (engine/events.hpp's format_shapes)
+  std::string input_shapes;  // "1x3x224x224,64x3x7x7" (engine/events/events.hpp's format_shapes)
   double duration_ms = 0;
   TimestampNs ts_ns = 0;
 };

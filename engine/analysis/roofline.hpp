@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::analysis {
 

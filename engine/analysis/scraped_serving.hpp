@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "engine/analysis/bucket_quantile.hpp"
-#include "engine/series.hpp"
+#include "engine/series/series.hpp"
 
 namespace perfscope::analysis {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/analysis/timeline.hpp"
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::analysis {
 

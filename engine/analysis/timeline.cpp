@@ -8,7 +8,7 @@
 #include <span>
 
 #include "engine/analysis/stats.hpp"
-#include "engine/saturating.hpp"
+#include "engine/base/saturating.hpp"
 
 namespace perfscope::analysis {
 namespace {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::analysis {
 

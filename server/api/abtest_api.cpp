@@ -7,7 +7,7 @@
 #include "engine/analysis/ab_test.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/stats.hpp"
-#include "engine/cancellation.hpp"
+#include "engine/base/cancellation.hpp"
 #include "db/abtest_store.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"

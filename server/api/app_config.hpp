@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/cardinality.hpp"
-#include "engine/engine_config.hpp"
+#include "engine/events/cardinality.hpp"
+#include "engine/collectors/engine_config.hpp"
 #include "server/http/config.hpp"
 
 namespace perfscope::server {
@@ -33,7 +33,7 @@ struct AppConfig {
   EngineConfig engine;
   ServerConfig server;
   StorageConfig storage;
-  CardinalityLimits cardinality;  // distinct values per event dimension (engine/cardinality.hpp)
+  CardinalityLimits cardinality;  // distinct values per event dimension (engine/events/cardinality.hpp)
   std::string config_file;  // empty when none was given
 };
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "engine/event_metrics.hpp"
+#include "engine/events/event_metrics.hpp"
 #include "server/api/api.hpp"
 #include "server/api/metrics_exposition.hpp"
 #include "server/api/version.hpp"

@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "engine/process_tracker.hpp"
+#include "engine/collectors/process_tracker.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/wire/event_codec.hpp"

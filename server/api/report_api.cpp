@@ -10,7 +10,7 @@
 #include <set>
 
 #include "engine/analysis/stats.hpp"
-#include "engine/cancellation.hpp"
+#include "engine/base/cancellation.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"

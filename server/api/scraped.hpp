@@ -15,7 +15,7 @@
 #include "db/time_range.hpp"
 #include "engine/analysis/scraped_serving.hpp"
 #include "engine/analysis/serving.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::server {
 

@@ -12,7 +12,7 @@
 
 #include "db/event_reader.hpp"
 #include "db/time_range.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "server/http/message.hpp"
 
 namespace perfscope::server {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 #include <optional>
 #include <string>

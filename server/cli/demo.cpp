@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/monitor.hpp"
+#include "engine/sdk/monitor.hpp"
 #include "server/client/client.hpp"
 #include "server/cli/tools.hpp"
 

@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 #include "server/service/query_time.hpp"
 #include "server/cli/tools.hpp"
 #include "server/client/client.hpp"

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "server/api/app_config.hpp"
 
 namespace perfscope::server {

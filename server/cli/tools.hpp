@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::server {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::server {
 

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/clock.hpp"
-#include "engine/status.hpp"
+#include "engine/base/clock.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::server {
 

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/events.hpp"
-#include "engine/monitor.hpp"
+#include "engine/events/events.hpp"
+#include "engine/sdk/monitor.hpp"
 
 namespace perfscope::server {
 

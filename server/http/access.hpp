@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "server/http/message.hpp"
 
 namespace perfscope::server {

@@ -16,7 +16,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "engine/cancellation.hpp"
+#include "engine/base/cancellation.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/log.hpp"
 #include "server/http/spooled_body.hpp"
@@ -159,7 +159,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   void watch_spooled_progress(std::uint64_t generation);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
-  // (engine/cancellation.hpp). The watch ends when the answer is sent.
+  // (engine/base/cancellation.hpp). The watch ends when the answer is sent.
   void watch_for_departure(std::stop_source departure);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
   void do_close();

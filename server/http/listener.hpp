@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "server/http/session_context.hpp"
 
 namespace perfscope::server {

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::server {
 

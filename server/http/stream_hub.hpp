@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/anomaly_monitor.hpp"
-#include "engine/gpu_alerts.hpp"
-#include "engine/series_store.hpp"
+#include "engine/analysis/anomaly_monitor.hpp"
+#include "engine/analysis/gpu_alerts.hpp"
+#include "engine/series/series_store.hpp"
 
 namespace perfscope::server {
 

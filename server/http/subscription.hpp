@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/series.hpp"
+#include "engine/series/series.hpp"
 
 namespace perfscope::server {
 

@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/collector.hpp"
-#include "engine/engine_config.hpp"
-#include "engine/series_store.hpp"
+#include "engine/series/collector.hpp"
+#include "engine/collectors/engine_config.hpp"
+#include "engine/series/series_store.hpp"
 
 namespace perfscope::server {
 

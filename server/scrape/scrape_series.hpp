@@ -17,8 +17,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/collector.hpp"
-#include "engine/status.hpp"
+#include "engine/series/collector.hpp"
+#include "engine/base/status.hpp"
 #include "server/wire/exposition_parse.hpp"
 
 namespace perfscope::server {

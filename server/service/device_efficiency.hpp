@@ -11,7 +11,7 @@
 
 #include "db/event_reader.hpp"
 #include "engine/analysis/device_targets.hpp"
-#include "engine/gpu_collector.hpp"
+#include "engine/collectors/gpu_collector.hpp"
 #include "server/service/series_summary.hpp"
 
 namespace perfscope::service {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/clock.hpp"
-#include "engine/status.hpp"
+#include "engine/base/clock.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::server {
 

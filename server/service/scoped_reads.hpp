@@ -15,7 +15,7 @@
 #include "db/time_range.hpp"
 #include "engine/analysis/scraped_serving.hpp"
 #include "engine/analysis/timeline.hpp"
-#include "engine/memory_tracker.hpp"
+#include "engine/events/memory_tracker.hpp"
 
 namespace perfscope::service {
 

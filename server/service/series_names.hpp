@@ -1,5 +1,5 @@
 // The series the analyses read, by the names the collectors publish them under (engine/
-// gpu_collector.cpp, engine/host_collector.cpp): one home for the names on the analysis side.
+// gpu_collector.cpp, engine/collectors/host_collector.cpp): one home for the names on the analysis side.
 #pragma once
 
 namespace perfscope::service::series_names {

@@ -14,7 +14,7 @@
 #include "engine/analysis/energy.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/trend.hpp"
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::service {
 

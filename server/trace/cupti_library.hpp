@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "server/trace/cupti_api.hpp"
 
 namespace perfscope::trace {

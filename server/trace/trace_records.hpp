@@ -19,7 +19,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::trace {
 

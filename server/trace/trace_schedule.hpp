@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/clock.hpp"
-#include "engine/status.hpp"
+#include "engine/base/clock.hpp"
+#include "engine/base/status.hpp"
 
 namespace perfscope::trace {
 

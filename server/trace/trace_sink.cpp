@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 #include "server/wire/event_codec.hpp"
 
 namespace perfscope::trace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 namespace perfscope::server {
 

@@ -12,8 +12,8 @@
 #include "db/sample_reader.hpp"
 #include "db/internal/migrations.hpp"
 #include "db/writer.hpp"
-#include "engine/host_collector.hpp"
-#include "engine/sampler.hpp"
+#include "engine/collectors/host_collector.hpp"
+#include "engine/series/sampler.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {

@@ -13,8 +13,8 @@
 #include "engine/analysis/timeline.hpp"
 #include "engine/analysis/timeline_view.hpp"
 #include "engine/analysis/trend.hpp"
-#include "engine/anomaly_monitor.hpp"
-#include "engine/gpu_alerts.hpp"
+#include "engine/analysis/anomaly_monitor.hpp"
+#include "engine/analysis/gpu_alerts.hpp"
 
 namespace perfscope::analysis {
 namespace {

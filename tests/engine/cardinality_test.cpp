@@ -1,4 +1,4 @@
-#include "engine/cardinality.hpp"
+#include "engine/events/cardinality.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/downsample.hpp"
+#include "engine/series/downsample.hpp"
 
 #include <gtest/gtest.h>
 

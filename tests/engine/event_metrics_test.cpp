@@ -1,4 +1,4 @@
-#include "engine/event_metrics.hpp"
+#include "engine/events/event_metrics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The NVIDIA collector through the same dlopen path users take, against a scripted stand-in
 // library (tests/fake_nvml) — and against no library at all.
-#include "engine/gpu_collector.hpp"
+#include "engine/collectors/gpu_collector.hpp"
 
 #include <gtest/gtest.h>
 #include <chrono>

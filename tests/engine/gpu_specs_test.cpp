@@ -2,7 +2,7 @@
 // come per data type.
 #include <gtest/gtest.h>
 
-#include "engine/gpu_specs.hpp"
+#include "engine/events/gpu_specs.hpp"
 
 namespace perfscope {
 namespace {

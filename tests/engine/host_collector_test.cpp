@@ -1,4 +1,4 @@
-#include "engine/host_collector.hpp"
+#include "engine/collectors/host_collector.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "engine/memory_tracker.hpp"
+#include "engine/events/memory_tracker.hpp"
 
 #include <gtest/gtest.h>
 

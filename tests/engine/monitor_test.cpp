@@ -1,4 +1,4 @@
-#include "engine/monitor.hpp"
+#include "engine/sdk/monitor.hpp"
 
 #include <gtest/gtest.h>
 

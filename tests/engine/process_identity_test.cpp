@@ -1,7 +1,7 @@
 // Process identity: cgroup paths as each container runtime writes them (cgroup v1 and v2, the
 // systemd and cgroupfs drivers, Kubernetes QoS levels), stat lines with awkward commands, and
 // a fixture procfs tree read as the collector reads it.
-#include "engine/process_identity.hpp"
+#include "engine/collectors/process_identity.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // ProcessTracker: lifetime records of GPU processes, energy split by SM share (adding up to the
 // board's energy while any process computes), pid reuse, records merged across a restart.
-#include "engine/process_tracker.hpp"
+#include "engine/collectors/process_tracker.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/sampler.hpp"
+#include "engine/series/sampler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/series_store.hpp"
+#include "engine/series/series_store.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/series.hpp"
+#include "engine/series/series.hpp"
 
 #include <gtest/gtest.h>
 

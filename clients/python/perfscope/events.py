@@ -1,4 +1,4 @@
-"""The event model of POST /api/v1/events and the server's rules for it (engine/events.cpp).
+"""The event model of POST /api/v1/events and the server's rules for it (engine/events/events.cpp).
 
 An event is a plain dict, as the server reads it. ``validate`` checks one against the same
 rules the server applies, so a bad event is caught (and named by its field) before it can

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 #include "support/live_server.hpp"
 
 namespace perfscope::server {

@@ -1,7 +1,7 @@
 // Event ingest over HTTP against the real server, and the views that read it back.
 #include <gtest/gtest.h>
 
-#include "engine/clock.hpp"
+#include "engine/base/clock.hpp"
 #include "server/http/compression.hpp"
 #include "support/live_server.hpp"
 

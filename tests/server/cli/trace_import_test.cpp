@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/events.hpp"
+#include "engine/events/events.hpp"
 #include "server/cli/trace_import.hpp"
 
 namespace perfscope::server {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/monitor.hpp"
+#include "engine/sdk/monitor.hpp"
 #include "support/live_server.hpp"
 
 namespace perfscope::server {

@@ -1,0 +1,42 @@
+#include "engine/analysis/anomaly_monitor.hpp"
+
+namespace perfscope {
+
+std::vector<Anomaly> AnomalyMonitor::observe(const SampleBatch& batch) {
+  std::vector<Anomaly> found;
+  for (const auto& [id, value] : batch.values) {
+    if (id >= slots_.size()) slots_.resize(static_cast<std::size_t>(id) + 1);
+    Slot& slot = slots_[id];
+    if (!slot.decided) {
+      // Gauges only: a counter's every sample is "new" by construction.
+      auto snap = store_.snapshot(id);
+      auto family = snap ? store_.family(snap->key.name) : std::nullopt;
+      slot.decided = true;
+      if (!family || family->type != MetricType::kCounter) slot.detector.emplace(options_);
+    }
+    if (!slot.detector) continue;
+    const double center = slot.detector->center();
+    if (auto score = slot.detector->observe(value)) {
+      auto snap = store_.snapshot(id);
+      if (!snap) continue;
+      found.push_back({batch.ts_ns, snap->key, value, *score, center});
+    }
+  }
+  if (!found.empty()) {
+    std::lock_guard lock(mu_);
+    for (const Anomaly& a : found) kept_.push_back(a);
+    while (kept_.size() > keep_) kept_.pop_front();
+  }
+  return found;
+}
+
+std::vector<Anomaly> AnomalyMonitor::recent(TimestampNs from_ns, TimestampNs to_ns) const {
+  std::lock_guard lock(mu_);
+  std::vector<Anomaly> out;
+  for (const Anomaly& a : kept_) {
+    if (a.ts_ns >= from_ns && a.ts_ns <= to_ns) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace perfscope

@@ -1,0 +1,48 @@
+// AnomalyMonitor: one streaming AnomalyDetector per sampled gauge (counters are skipped), fed every sampling pass
+// (O(1) per point), and the most recent anomalies kept for queries.
+//
+// Thread-safety: observe() from the sampler thread only; recent() from any thread.
+#pragma once
+
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "engine/analysis/change_points.hpp"
+#include "engine/series/series_store.hpp"
+
+namespace perfscope {
+
+struct Anomaly {
+  TimestampNs ts_ns = 0;
+  SeriesKey key;
+  double value = 0;
+  double score = 0;   // robust z-score
+  double center = 0;  // what the series was running at
+};
+
+class AnomalyMonitor {
+ public:
+  explicit AnomalyMonitor(const SeriesStore& store, std::size_t keep = 1000,
+                          analysis::AnomalyDetector::Options options = {})
+      : store_(store), keep_(keep), options_(options) {}
+
+  // Scores one pass; returns the anomalies it found (also kept for recent()).
+  std::vector<Anomaly> observe(const SampleBatch& batch);
+  // Kept anomalies in [from, to], oldest first.
+  std::vector<Anomaly> recent(TimestampNs from_ns, TimestampNs to_ns) const;
+
+ private:
+  const SeriesStore& store_;
+  const std::size_t keep_;
+  const analysis::AnomalyDetector::Options options_;
+  struct Slot {
+    bool decided = false;
+    std::optional<analysis::AnomalyDetector> detector;  // none: not scored (counters)
+  };
+  std::vector<Slot> slots_;  // by SeriesId; sampler thread only
+  mutable std::mutex mu_;
+  std::deque<Anomaly> kept_;  // guarded by mu_
+};
+
+}  // namespace perfscope

@@ -1,0 +1,282 @@
+#include "engine/collectors/gpu_process_reader.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <span>
+
+#include "engine/collectors/proc_file.hpp"
+
+namespace perfscope {
+
+namespace {
+
+double ticks_per_second() {
+  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return ticks;
+}
+
+// NVML's list calls, read with one call into a buffer kept from the last read; a second call
+// only when the list outgrew it (the driver then says how long it is). The documented pattern
+// — ask for the size, then read — makes every read two driver calls, and the per-process ones
+// are among the dearest NVML has (bench/gpu_bench NvmlCall). `count` is what was read.
+template <typename T, typename Call>
+int read_list(std::vector<T>& buffer, unsigned& count, Call call) {
+  if (buffer.empty()) buffer.resize(32);
+  count = static_cast<unsigned>(buffer.size());
+  int rc = call(buffer.data(), &count);
+  if (rc == nvml::kInsufficientSize) {
+    buffer.resize(count + 8);  // room for a few more appearing meanwhile
+    count = static_cast<unsigned>(buffer.size());
+    rc = call(buffer.data(), &count);
+  }
+  count = rc == nvml::kSuccess ? std::min<unsigned>(count, static_cast<unsigned>(buffer.size())) : 0;
+  return rc;
+}
+
+}  // namespace
+
+GpuProcessReader::GpuProcessReader(const nvml::Api& api, GpuProcessOptions options)
+    : api_(api), options_(std::move(options)) {}
+
+const GpuProcessReader::KnownProcess* GpuProcessReader::process_of(unsigned pid, TimestampNs now_ns) {
+  constexpr TimestampNs kRecheckNs = 1'000'000'000;
+  static const std::uint64_t page_bytes = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  auto it = processes_.find(pid);
+  if (it != processes_.end() && now_ns - it->second.checked_ns < kRecheckNs) return &it->second;
+  auto stat = read_small_file(options_.proc_root + "/" + std::to_string(pid) + "/stat");
+  auto start = stat ? parse_stat_start_ticks(*stat) : std::nullopt;
+  if (!start) {
+    if (it != processes_.end()) processes_.erase(it);
+    return nullptr;
+  }
+  if (it == processes_.end() || it->second.identity.start_ticks != *start) {
+    auto identity = read_process_identity(options_.proc_root, static_cast<int>(pid), 1024);
+    if (!identity.ok()) return nullptr;
+    if (processes_.size() >= 4096) processes_.clear();  // gone processes are never asked for again
+    it = processes_.insert_or_assign(pid, KnownProcess{std::move(*identity)}).first;
+  }
+  KnownProcess& k = it->second;
+  if (auto usage = parse_stat_usage(*stat)) {
+    k.cpu_ticks = usage->cpu_ticks;
+    k.rss_bytes = usage->rss_pages * page_bytes;
+  }
+  k.checked_ns = now_ns;
+  return &k;
+}
+
+void GpuProcessReader::read_utilization(PerGpu& gpu, nvml::Device handle, GpuProcessResult& result) {
+  if (!api_.process_utilization || gpu.no_utilization) return;
+  unsigned count = 0;
+  const int rc = read_list(gpu.util_buffer, count, [&](nvml::ProcessUtilizationSample* buffer, unsigned* n) {
+    return api_.process_utilization(handle, buffer, n, gpu.util_last_seen_us);
+  });
+  if (rc == nvml::kNotFound || (rc == nvml::kSuccess && count == 0)) return;  // nothing newer
+  if (rc == nvml::kGpuIsLost) {
+    result.lost = true;
+    return;
+  }
+  if (rc != nvml::kSuccess) {
+    gpu.no_utilization = true;
+    result.unsupported.push_back("process_utilization");
+    return;
+  }
+  // The driver samples every ~200 ms and lists only the processes that used the GPU in that
+  // period: the newest period's list replaces the last one, and a process missing from it was
+  // at 0 (holding its older value would credit an intermittent process with its busy moments).
+  const std::span<const nvml::ProcessUtilizationSample> samples(gpu.util_buffer.data(), count);
+  unsigned long long newest = 0;
+  for (const auto& s : samples) newest = std::max(newest, s.timestamp_us);
+  gpu.util.clear();
+  for (const auto& s : samples) {
+    if (s.timestamp_us + 150'000 < newest) continue;  // an older period than the newest
+    auto [it, fresh] = gpu.util.try_emplace(s.pid, s);
+    if (!fresh && s.timestamp_us > it->second.timestamp_us) it->second = s;
+  }
+  gpu.util_last_seen_us = std::max(gpu.util_last_seen_us, newest);
+}
+
+GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
+  GpuProcessResult result;
+  result.uuid = job.uuid;
+  PerGpu& gpu = gpus_[job.uuid];
+  const TimestampNs now_ns = job.now_ns;
+  // The probe pass (time 0) observes nothing.
+  auto observe = [&](const std::vector<GpuProcessReading>& readings) {
+    if (options_.tracker && now_ns > 0) options_.tracker->observe(now_ns, job.uuid, job.index, job.energy_j, readings);
+  };
+  unsigned count = 0;
+  const int rc = read_list(gpu.process_buffer, count, [&](nvml::ProcessInfo* buffer, unsigned* n) {
+    return api_.compute_processes(job.handle, n, buffer);
+  });
+  if (rc != nvml::kSuccess) {
+    if (rc == nvml::kGpuIsLost) result.lost = true;
+    else result.unsupported.push_back("processes");
+    return result;
+  }
+  std::unordered_map<std::string, Labels> with_series;  // this read's
+  // Processes read last time and gone now: their series get no more readings.
+  auto retire_gone = [&] {
+    for (const auto& [text, l] : gpu.with_series) {
+      if (with_series.contains(text)) continue;
+      for (const char* family : {"gpu_process_memory_bytes", "gpu_process_accounting_utilization_ratio",
+                                 "gpu_process_accounting_max_memory_bytes", "gpu_process_cpu_seconds_total",
+                                 "gpu_process_resident_memory_bytes"}) {
+        result.retired.emplace_back(family, l);
+      }
+      for (const char* engine : {"sm", "memory", "encoder", "decoder"}) {
+        Labels e = l;
+        e.emplace_back("engine", engine);
+        sort_labels(e);
+        result.retired.emplace_back("gpu_process_utilization_ratio", std::move(e));
+      }
+    }
+    gpu.with_series = std::move(with_series);
+  };
+  if (count == 0) {
+    gpu.util.clear();
+    retire_gone();
+    observe({});
+    return result;
+  }
+  const std::span<const nvml::ProcessInfo> procs(gpu.process_buffer.data(), count);
+  read_utilization(gpu, job.handle, result);
+  const bool utilization = api_.process_utilization && !gpu.no_utilization;
+  const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
+  std::set<unsigned> running;
+  std::vector<GpuProcessReading> readings;
+  struct ContainerSum {
+    std::string runtime;
+    double memory = 0, sm = 0, processes = 0;
+  };
+  std::map<std::string, ContainerSum> containers;  // by short id: bounded by the containers, not the processes
+  std::vector<Reading>& out = result.readings;
+  for (const nvml::ProcessInfo& p : procs) {
+    running.insert(p.pid);
+    const KnownProcess* who = process_of(p.pid, now_ns);
+    GpuProcessReading& reading = readings.emplace_back();
+    reading.visible = who != nullptr;
+    if (who) {
+      reading.identity = who->identity;
+      reading.cpu_seconds = static_cast<double>(who->cpu_ticks) / ticks_per_second();
+      reading.rss_bytes = static_cast<double>(who->rss_bytes);
+    } else {
+      reading.identity.pid = static_cast<int>(p.pid);
+    }
+    if (p.used_gpu_memory != ~0ULL) reading.memory_bytes = static_cast<double>(p.used_gpu_memory);
+    Labels l = job.labels;
+    l.emplace_back("pid", std::to_string(p.pid));
+    // A pid this procfs does not show lives in another pid namespace (or just ended).
+    l.emplace_back("command", who ? who->identity.command : "[not visible]");
+    if (who && who->identity.container.in_container()) l.emplace_back("container", who->identity.container.id.substr(0, 12));
+    sort_labels(l);
+    // A process absent from the newest period's list, or a list older than 2 s (nothing used the
+    // GPU since, so the driver has nothing newer to list), is at 0.
+    auto u = gpu.util.find(p.pid);
+    const bool recent = utilization && u != gpu.util.end() && gpu.util_last_seen_us + 2'000'000 >= now_us;
+    const nvml::ProcessUtilizationSample shares = recent ? u->second : nvml::ProcessUtilizationSample{};
+    if (utilization) reading.sm_ratio = shares.sm / 100.0;
+    if (who && who->identity.container.in_container()) {
+      ContainerSum& sum = containers[who->identity.container.id.substr(0, 12)];
+      sum.runtime = who->identity.container.runtime;
+      sum.memory += reading.memory_bytes;
+      sum.sm += shares.sm / 100.0;
+      sum.processes += 1;
+    }
+    // Series of its own while under the limit; the tracker records every process regardless.
+    std::string identity = format_labels(l);
+    if (!process_series_.contains(identity)) {
+      if (process_series_.size() >= options_.series_limit) {
+        series_refused_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      process_series_.insert(identity);
+    }
+    with_series.emplace(std::move(identity), l);
+    if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
+      out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
+    }
+    if (utilization) {
+      for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
+                                   std::pair{"encoder", shares.encoder}, std::pair{"decoder", shares.decoder}}) {
+        Labels e = l;
+        e.emplace_back("engine", engine);
+        sort_labels(e);
+        out.push_back({SeriesKey("gpu_process_utilization_ratio", std::move(e)), value / 100.0});
+      }
+    }
+    // Where an administrator enabled accounting, the driver's own figures over the process's life.
+    if (nvml::AccountingStats stats{}; job.accounting && api_.accounting_stats(job.handle, p.pid, &stats) == nvml::kSuccess) {
+      out.push_back({SeriesKey("gpu_process_accounting_utilization_ratio", l), stats.gpu_utilization / 100.0});
+      out.push_back({SeriesKey("gpu_process_accounting_max_memory_bytes", l), static_cast<double>(stats.max_memory_usage)});
+    }
+    if (who) {
+      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});
+      out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
+    }
+  }
+  for (const auto& [id, sum] : containers) {
+    Labels l = job.labels;
+    l.emplace_back("container", id);
+    l.emplace_back("runtime", sum.runtime);
+    sort_labels(l);
+    out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
+    out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
+    if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
+  }
+  std::erase_if(gpu.util, [&](const auto& entry) { return !running.contains(entry.first); });
+  retire_gone();
+  observe(readings);
+  return result;
+}
+
+GpuProcessWorker::GpuProcessWorker(GpuProcessReader& reader) : reader_(reader), thread_([this] { run(); }) {}
+
+GpuProcessWorker::~GpuProcessWorker() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GpuProcessWorker::submit(std::vector<GpuProcessJob> jobs) {
+  {
+    std::lock_guard lock(mu_);
+    for (GpuProcessJob& job : jobs) {
+      auto same = std::find_if(pending_.begin(), pending_.end(), [&](const GpuProcessJob& p) { return p.uuid == job.uuid; });
+      if (same == pending_.end()) {
+        pending_.push_back(std::move(job));
+        continue;
+      }
+      // Not started yet: the newer job replaces it, carrying the board energy of both intervals.
+      if (same->energy_j) job.energy_j = job.energy_j.value_or(0) + *same->energy_j;
+      *same = std::move(job);
+    }
+  }
+  wake_.notify_one();
+}
+
+std::vector<GpuProcessResult> GpuProcessWorker::take() {
+  std::lock_guard lock(mu_);
+  return std::exchange(done_, {});
+}
+
+void GpuProcessWorker::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (stop_) return;
+    std::vector<GpuProcessJob> jobs = std::exchange(pending_, {});
+    lock.unlock();
+    std::vector<GpuProcessResult> results;
+    for (const GpuProcessJob& job : jobs) results.push_back(reader_.read(job));
+    lock.lock();
+    for (GpuProcessResult& r : results) done_.push_back(std::move(r));
+  }
+}
+
+}  // namespace perfscope
