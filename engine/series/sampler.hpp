@@ -1,17 +1,20 @@
-// Sampler: runs the enabled collectors every sampling interval on its own thread, stamps
-// each pass with one wall-clock time, interns the readings into the SeriesStore and hands
+// Sampler: runs the enabled collectors every sampling interval on its own thread, times each
+// collector's part of the pass (as node_exporter times its collectors), stamps each pass with
+// one wall-clock time, interns the readings into the SeriesStore and hands
 // the pass, as one immutable SampleBatch, to every registered sink (the database writer,
 // the WebSocket hub).
 //
 // Thread-safety: add_collector/add_sink before start(); start/stop from one owning thread;
-// collectors() and stats() are safe from any thread. Sinks run on the sampler thread and
+// collectors(), passes() and collector_timings() are safe from any thread. Sinks run on the sampler thread and
 // must not block (queue the batch and return).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,6 +24,14 @@
 #include "engine/series/series_store.hpp"
 
 namespace perfscope {
+
+// How long one collector's collect() took: in the last pass and in all passes so far.
+struct CollectorTiming {
+  std::string name;
+  double last_seconds = 0;
+  double total_seconds = 0;
+  std::uint64_t passes = 0;
+};
 
 class Sampler {
  public:
@@ -43,6 +54,8 @@ class Sampler {
   const std::vector<std::unique_ptr<Collector>>& collectors() const { return collectors_; }
   std::chrono::milliseconds interval() const { return interval_; }
   std::uint64_t passes() const { return passes_.load(std::memory_order_relaxed); }
+  // One per collector, in the order they were added.
+  std::vector<CollectorTiming> collector_timings() const;
 
  private:
   void run();
@@ -53,6 +66,13 @@ class Sampler {
   std::vector<BatchSink> sinks_;
   std::vector<Reading> readings_;  // reused between passes
   std::vector<SeriesKey> retired_;  // reused between passes
+  // Per collector, written by the sampling thread, read from any; a deque, as atomics do not move.
+  struct Timing {
+    std::atomic<std::int64_t> last_ns{0};
+    std::atomic<std::int64_t> total_ns{0};
+    std::atomic<std::uint64_t> passes{0};
+  };
+  std::deque<Timing> timings_;
 
   std::thread thread_;
   std::mutex mu_;

@@ -200,21 +200,24 @@ std::optional<HttpResponse> Api::unknown_run(const HttpRequest& request) const {
 
 HttpResponse Api::info() const {
   auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+  // Every collector of the server's table: the running ones with their sources and what their
+  // part of each sampling pass costs, the others with the option that turns them on.
   json collectors = json::array();
-  if (ctx_.sampler) {
-    for (const auto& c : ctx_.sampler->collectors()) {
-      json sources = json::array();
-      for (const SourceStatus& s : c->sources()) {
-        sources.push_back({{"name", s.name}, {"available", s.available}, {"detail", s.detail}});
+  const std::vector<CollectorTiming> timings = ctx_.sampler ? ctx_.sampler->collector_timings() : std::vector<CollectorTiming>{};
+  for (const CollectorSwitch& sw : ctx_.collectors) {
+    json row = {{"name", sw.name}, {"enabled", sw.enabled}, {"option", sw.option}, {"sources", json::array()}};
+    for (std::size_t i = 0; ctx_.sampler && i < ctx_.sampler->collectors().size(); ++i) {
+      const Collector& c = *ctx_.sampler->collectors()[i];
+      if (c.name() != sw.name) continue;
+      for (const SourceStatus& s : c.sources()) {
+        row["sources"].push_back({{"name", s.name}, {"available", s.available}, {"detail", s.detail}});
       }
-      collectors.push_back({{"name", c->name()}, {"enabled", true}, {"sources", sources}});
+      const CollectorTiming& t = timings[i];
+      row["last_pass_seconds"] = t.last_seconds;
+      row["mean_pass_seconds"] = t.passes ? t.total_seconds / static_cast<double>(t.passes) : 0.0;
+      row["passes"] = t.passes;
     }
-  }
-  if (!ctx_.config->engine.enable_host_collector) {
-    collectors.push_back({{"name", "host"}, {"enabled", false}, {"sources", json::array()}});
-  }
-  if (!ctx_.config->engine.enable_gpu_collector) {
-    collectors.push_back({{"name", "nvidia"}, {"enabled", false}, {"sources", json::array()}});
+    collectors.push_back(std::move(row));
   }
   json body = {
       {"name", "perfscope"},

@@ -37,8 +37,16 @@
 
 namespace perfscope::server {
 
+// A collector of the server's table (server/cli/collectors.hpp) as /api/v1/info lists it.
+struct CollectorSwitch {
+  std::string name;
+  std::string option;  // the serve option that turns it on or off
+  bool enabled = false;
+};
+
 struct ApiContext {
   const AppConfig* config = nullptr;
+  std::vector<CollectorSwitch> collectors;  // every collector the server knows, on or off
   const Sampler* sampler = nullptr;          // null when no collector is enabled
   const db::SeriesHistory* history = nullptr;
   const db::EventReader* events = nullptr;

@@ -133,6 +133,23 @@ HttpResponse Api::metrics(const HttpRequest& request) const {
     }
   }
 
+  if (ctx_.sampler) {
+    // As node_exporter's node_scrape_collector_duration_seconds: what each collector's part of a
+    // sampling pass took, the last pass's and all passes' together.
+    ExpositionFamily last{{"collector_duration_seconds", "seconds", T::kGauge,
+                           "Time the collector took in the last sampling pass"}, {}, {}, {}};
+    ExpositionFamily total{{"collector_seconds_total", "seconds", T::kCounter,
+                            "Time the collector took in every sampling pass so far"}, {}, {}, {}};
+    for (const CollectorTiming& t : ctx_.sampler->collector_timings()) {
+      last.samples.push_back({{{"collector", t.name}}, t.last_seconds});
+      total.samples.push_back({{{"collector", t.name}}, t.total_seconds});
+    }
+    for (ExpositionFamily* f : {&last, &total}) {
+      taken.insert(f->family.name);
+      families.push_back(std::move(*f));
+    }
+  }
+
   if (ctx_.cardinality) {
     ExpositionFamily distinct{{"cardinality_values", "", T::kGauge,
                                "Distinct values counted per event dimension (tag_value: its fullest key)"}, {}, {}, {}};

@@ -18,18 +18,17 @@
 #include "db/page_cache.hpp"
 #include "db/writer.hpp"
 #include "db/series_history.hpp"
-#include "engine/collectors/host_collector.hpp"
 #include "engine/series/sampler.hpp"
 #include "server/http/access.hpp"
 #include "server/api/api.hpp"
 #include "server/http/listener.hpp"
 #include "server/http/log.hpp"
 #include "server/http/static_assets.hpp"
-#include "server/scrape/scrape_collector.hpp"
 #include "engine/analysis/anomaly_monitor.hpp"
 #include "engine/analysis/gpu_alerts.hpp"
 #include "engine/collectors/gpu_collector.hpp"
 #include "server/http/stream_hub.hpp"
+#include "server/cli/collectors.hpp"
 #include "server/cli/tools.hpp"
 
 namespace perfscope::server {
@@ -116,6 +115,7 @@ struct Server::Impl {
   AnomalyMonitor anomalies;
   GpuAlerts gpu_alerts;
   const GpuCollector* gpus = nullptr;  // owned by the sampler
+  std::vector<CollectorSwitch> collector_switches;  // every collector of the table, on or off
   MemoryTracker memory;
   std::unique_ptr<db::Writer> writer;
   std::unique_ptr<db::RetentionTask> retention;  // stopped before the writer
@@ -164,27 +164,20 @@ Status Server::Impl::start() {
   events = std::make_unique<db::EventReader>(config.storage.database_path());
   abtests = std::make_unique<db::AbTestReader>(config.storage.database_path());
 
-  if (config.engine.enable_host_collector) {
-    sampler.add_collector(std::make_unique<HostCollector>(HostPaths{config.engine.procfs, config.engine.sysfs}));
-  }
-  if (config.engine.enable_gpu_collector) {
-    GpuCollectorOptions gpu_options;
-    gpu_options.library_path = config.engine.nvml_library;
-    gpu_options.proc_root = config.engine.procfs;
-    gpu_options.process_series_limit = config.engine.gpu_process_series_limit;
-    gpu_options.process_interval = config.engine.gpu_process_interval;
-    gpu_options.tracker = &processes;
-    gpu_options.peaks = config.engine.gpu_peaks;
-    gpu_options.process_thread = true;  // the driver's per-process calls stay out of the sampler's pass
-    auto gpu = std::make_unique<GpuCollector>(gpu_options);
-    gpus = gpu.get();
-    for (const SourceStatus& s : gpu->sources()) {
-      if (s.name == "nvml" && !s.available) log_info("no NVIDIA GPU metrics: " + s.detail);
+  const CollectorDeps deps{store, processes};
+  for (const CollectorSpec& spec : collector_specs()) {
+    collector_switches.push_back({std::string(spec.name), std::string(spec.option), spec.enabled(config)});
+    if (!spec.enabled(config)) continue;
+    std::unique_ptr<Collector> collector = spec.build(config, deps);
+    if (auto* gpu = dynamic_cast<const GpuCollector*>(collector.get())) {
+      gpus = gpu;  // the API reads its devices and peaks
+      for (const SourceStatus& s : gpu->sources()) {
+        if (s.name == "nvml" && !s.available) log_info("no NVIDIA GPU metrics: " + s.detail);
+      }
     }
-    sampler.add_collector(std::move(gpu));
+    sampler.add_collector(std::move(collector));
   }
   if (!config.engine.scrape_targets.empty()) {
-    sampler.add_collector(std::make_unique<ScrapeCollector>(config.engine.scrape_targets, store));
     log_info("scraping " + std::to_string(config.engine.scrape_targets.size()) + " Prometheus endpoint(s)");
   }
   sampler.add_sink([this](const std::shared_ptr<const SampleBatch>& b) { writer->enqueue(b); });
@@ -212,6 +205,7 @@ Status Server::Impl::start() {
   actx.abtests = abtests.get();
   actx.anomalies = &anomalies;
   actx.gpus = gpus;
+  actx.collectors = collector_switches;
   actx.processes = &processes;
   actx.gpu_alerts = &gpu_alerts;
   actx.memory = &memory;

@@ -66,5 +66,39 @@ TEST(Sampler, ThreadRunsPassesAtTheIntervalUntilStopped) {
   EXPECT_EQ(sampler.passes(), static_cast<std::uint64_t>(after_stop));
 }
 
+// A collector whose part of a pass takes at least `delay`.
+class SlowCollector final : public Collector {
+ public:
+  explicit SlowCollector(std::chrono::milliseconds delay) : delay_(delay) {}
+  std::string_view name() const override { return "slow"; }
+  std::vector<MetricFamily> families() const override { return {}; }
+  std::vector<SourceStatus> sources() const override { return {}; }
+  void collect(TimestampNs, std::vector<Reading>&) override { std::this_thread::sleep_for(delay_); }
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
+TEST(Sampler, EachCollectorsPartOfAPassIsTimedOnItsOwn) {
+  SeriesStore store(100);
+  Sampler sampler(store, std::chrono::milliseconds(100));
+  sampler.add_collector(std::make_unique<CountingCollector>());
+  sampler.add_collector(std::make_unique<SlowCollector>(std::chrono::milliseconds(30)));
+  EXPECT_EQ(sampler.collector_timings()[1].passes, 0u);
+  sampler.sample_once();
+  sampler.sample_once();
+  const std::vector<CollectorTiming> t = sampler.collector_timings();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].name, "counting");
+  EXPECT_EQ(t[1].name, "slow");
+  EXPECT_EQ(t[0].passes, 2u);
+  EXPECT_EQ(t[1].passes, 2u);
+  EXPECT_GE(t[1].last_seconds, 0.030);
+  EXPECT_GE(t[1].total_seconds, 0.060);
+  EXPECT_GE(t[1].total_seconds, t[1].last_seconds);
+  // The quick one is not charged with the slow one's time.
+  EXPECT_LT(t[0].total_seconds, t[1].total_seconds);
+}
+
 }  // namespace
 }  // namespace perfscope

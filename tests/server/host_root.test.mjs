@@ -37,6 +37,26 @@ test('the host collector reads the given roots, and says so', async () => {
   assert.ok(source('temperature').detail.startsWith(sys), source('temperature').detail);
 });
 
+test('every collector of the table is listed, on or off with the option that switches it, the running ones timed', async () => {
+  let info;
+  for (let i = 0; i < 100; i++) {  // after a pass has been timed
+    info = await (await fetch(`${server.url}/api/v1/info`)).json();
+    if (info.collectors.find((c) => c.name === 'host')?.passes > 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const byName = Object.fromEntries(info.collectors.map((c) => [c.name, c]));
+  assert.deepEqual(Object.keys(byName), ['host', 'nvidia', 'scrape']);
+  assert.equal(byName.host.enabled, true);
+  assert.ok(byName.host.passes > 0 && byName.host.last_pass_seconds > 0, JSON.stringify(byName.host));
+  assert.deepEqual({ ...byName.nvidia }, { name: 'nvidia', enabled: false, option: '--enable-gpu-collector', sources: [] });
+  assert.equal(byName.scrape.enabled, false);
+  assert.equal(byName.scrape.option, '--scrape');
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  assert.match(metrics, /^perfscope_collector_duration_seconds\{collector="host"\} [0-9.e-]+$/m);
+  assert.match(metrics, /^perfscope_collector_seconds_total\{collector="host"\} [0-9.e-]+$/m);
+  assert.doesNotMatch(metrics, /collector="nvidia"/);
+});
+
 test('its figures are the mounted tree\'s, not this machine\'s', async () => {
   const total = await latest('host_memory_total_bytes');
   assert.equal(total.at(-1).v, memTotalKiB * 1024);

@@ -29,10 +29,14 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   EXPECT_GE(info["uptime_seconds"].get<double>(), 0);
   EXPECT_EQ(info["config"]["sampling_interval_ms"], 50);
   EXPECT_EQ(info["config"]["history_buffer_size"], 10000);
-  // The host collector, and the NVIDIA one, whose NVML source says whether this machine has it.
-  ASSERT_EQ(info["collectors"].size(), 2u);
+  // The host collector, and the NVIDIA one, whose NVML source says whether this machine has it;
+  // the scrape collector off (no target), with the option that turns it on.
+  ASSERT_EQ(info["collectors"].size(), 3u);
   EXPECT_EQ(info["collectors"][0]["name"], "host");
   EXPECT_EQ(info["collectors"][1]["name"], "nvidia");
+  EXPECT_EQ(info["collectors"][2]["name"], "scrape");
+  EXPECT_EQ(info["collectors"][2]["enabled"], false);
+  EXPECT_EQ(info["collectors"][2]["option"], "--scrape");
   EXPECT_EQ(info["collectors"][1]["sources"][0]["name"], "nvml");
   EXPECT_FALSE(info["collectors"][1]["sources"][0]["detail"].get<std::string>().empty());
   EXPECT_EQ(info["config"]["enable_gpu_collector"], true);
