@@ -1,6 +1,5 @@
 #include "db/internal/gpu_process_rows.hpp"
 
-#include "db/event_reader.hpp"
 #include "db/internal/connection_pool.hpp"
 
 namespace perfscope::db {
@@ -97,8 +96,11 @@ Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, Times
   return out;
 }
 
-Result<std::vector<GpuProcessRecord>> EventReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
-                                                                 std::size_t limit, const std::string& key) const {
+GpuProcessStoreReader::GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+
+Result<std::vector<GpuProcessRecord>> GpuProcessStoreReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
+                                                                           std::size_t limit,
+                                                                           const std::string& key) const {
   auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   return read_gpu_processes(**conn, from_ns, to_ns, limit, key);

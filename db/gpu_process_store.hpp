@@ -1,11 +1,14 @@
 // GPU processes on disk: one row per (GPU UUID, process key) holding the tracker's sums
 // (schema step 7). store_gpu_processes() merges records into their rows on the writer's
 // thread, so the parts of one process written before and after a restart add up;
-// EventReader::gpu_processes() reads the rows a window overlaps.
+// GpuProcessStoreReader reads the rows a window overlaps (pooled read connections).
 //
-// Thread-safety: store_gpu_processes() from any thread; `done` runs on the writer's thread.
+// Thread-safety: store_gpu_processes() from any thread, `done` running on the writer's thread;
+// the reader's methods from any thread (they block on SQLite).
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "db/writer.hpp"
@@ -13,7 +16,22 @@
 
 namespace perfscope::db {
 
+class ConnectionPool;  // db/internal/connection_pool.hpp
+
 // Queues the records' merge as one transaction of the writer; `done` gets its status.
 void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, Writer::Completion done);
+
+class GpuProcessStoreReader {
+ public:
+  explicit GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool);
+
+  // Stored lifetime records of GPU processes overlapping a window, newest last seen first.
+  // `key` non-empty: only that process's records (one per GPU it ran on).
+  Result<std::vector<GpuProcessRecord>> gpu_processes(TimestampNs from_ns, TimestampNs to_ns, std::size_t limit,
+                                                      const std::string& key = {}) const;
+
+ private:
+  std::shared_ptr<ConnectionPool> pool_;
+};
 
 }  // namespace perfscope::db

@@ -167,4 +167,12 @@ Result<std::vector<std::string>> rollup_keys(Connection& conn, std::string_view 
   return keys;
 }
 
+Result<std::optional<RollupAnswer>> read_rollups_by_prefix(Connection& conn, std::string_view source,
+                                                           std::string_view field, std::string_view prefix,
+                                                           const TimeRange& range) {
+  auto keys = rollup_keys(conn, source, field, prefix);
+  if (!keys.ok()) return keys.status();
+  return read_rollups(conn, source, *keys, field, range);
+}
+
 }  // namespace perfscope::db

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "db/event_reader.hpp"
+#include "db/run_reader.hpp"
 #include "db/internal/connection_pool.hpp"
 
 namespace perfscope::db {
@@ -140,7 +140,9 @@ Status write_run(Connection& conn, const RunEvent& report) {
   return stmt->run();
 }
 
-Result<std::vector<RunEvent>> EventReader::runs(std::size_t limit) const {
+RunReader::RunReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+
+Result<std::vector<RunEvent>> RunReader::runs(std::size_t limit) const {
   auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   auto stmt = (*conn)->prepare(
@@ -153,7 +155,7 @@ Result<std::vector<RunEvent>> EventReader::runs(std::size_t limit) const {
   return out;
 }
 
-Result<std::optional<RunEvent>> EventReader::run(const std::string& name) const {
+Result<std::optional<RunEvent>> RunReader::run(const std::string& name) const {
   auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();
   return read_run(**conn, name);

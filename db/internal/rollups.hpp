@@ -75,6 +75,10 @@ std::vector<TierSpan> cover_range(TimestampNs lo, TimestampNs hi);
 Result<std::optional<RollupAnswer>> read_rollups(Connection& conn, std::string_view source,
                                                  const std::vector<std::string>& keys, std::string_view field,
                                                  const TimeRange& range);
+// Merges the rows of every stored key of a source that starts with `prefix`.
+Result<std::optional<RollupAnswer>> read_rollups_by_prefix(Connection& conn, std::string_view source,
+                                                           std::string_view field, std::string_view prefix,
+                                                           const TimeRange& range);
 // The stored keys of a source that start with `prefix`.
 Result<std::vector<std::string>> rollup_keys(Connection& conn, std::string_view source, std::string_view field,
                                              std::string_view prefix);

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "db/event_reader.hpp"
+#include "db/event_scope.hpp"
 #include "db/internal/sqlite.hpp"
 
 namespace perfscope::db {

@@ -49,7 +49,8 @@ std::shared_ptr<const SampleBatch> Sampler::sample_once() {
   for (std::size_t i = 0; i < collectors_.size(); ++i) {
     const auto start = std::chrono::steady_clock::now();
     collectors_[i]->collect(batch->ts_ns, readings_);
-    const std::int64_t took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    const std::int64_t took =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
     Timing& t = timings_[i];
     t.last_ns.store(took, std::memory_order_relaxed);
     t.total_ns.fetch_add(took, std::memory_order_relaxed);

@@ -203,7 +203,8 @@ HttpResponse Api::info() const {
   // Every collector of the server's table: the running ones with their sources and what their
   // part of each sampling pass costs, the others with the option that turns them on.
   json collectors = json::array();
-  const std::vector<CollectorTiming> timings = ctx_.sampler ? ctx_.sampler->collector_timings() : std::vector<CollectorTiming>{};
+  const std::vector<CollectorTiming> timings =
+      ctx_.sampler ? ctx_.sampler->collector_timings() : std::vector<CollectorTiming>{};
   for (const CollectorSwitch& sw : ctx_.collectors) {
     json row = {{"name", sw.name}, {"enabled", sw.enabled}, {"option", sw.option}, {"sources", json::array()}};
     for (std::size_t i = 0; ctx_.sampler && i < ctx_.sampler->collectors().size(); ++i) {
