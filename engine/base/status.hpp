@@ -76,3 +76,22 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace perfscope
+
+// Early returns, as Abseil's and LevelDB's code spells them, in functions that return a Status
+// or a Result<T>: PERFSCOPE_RETURN_IF_ERROR(expr) returns the Status `expr` gives when it is
+// not ok; PERFSCOPE_ASSIGN_OR_RETURN(lhs, expr) declares or assigns `lhs` (`auto rows`,
+// `doc.kernels`) from the value of the Result `expr`, or returns its Status. `expr` must not
+// hold an unparenthesized comma.
+#define PERFSCOPE_RETURN_IF_ERROR(expr)                                                                    \
+  do {                                                                                                     \
+    if (::perfscope::Status perfscope_status_ = (expr); !perfscope_status_.ok()) return perfscope_status_; \
+  } while (false)
+
+#define PERFSCOPE_ASSIGN_OR_RETURN(lhs, expr) \
+  PERFSCOPE_ASSIGN_OR_RETURN_IMPL_(PERFSCOPE_STATUS_CONCAT_(perfscope_result_, __LINE__), lhs, expr)
+#define PERFSCOPE_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                                      \
+  if (!result.ok()) return result.status();                  \
+  lhs = std::move(result).value()
+#define PERFSCOPE_STATUS_CONCAT_(a, b) PERFSCOPE_STATUS_CONCAT_INNER_(a, b)
+#define PERFSCOPE_STATUS_CONCAT_INNER_(a, b) a##b

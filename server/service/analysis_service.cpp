@@ -128,7 +128,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   doc.window = query.window;
   server::TimeWindow& w = doc.window;
   // One run without a window: its own span (gauges included).
-  if (Status s = resolve_run_window(events, scope.run, w, now); !s.ok()) return s;
+  PERFSCOPE_RETURN_IF_ERROR(resolve_run_window(events, scope.run, w, now));
   const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
 
   // The two largest parts of a busy window run on threads of their own while the rest is
@@ -137,20 +137,16 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // its own span: the idle time between two processes is nobody's.
   bool nccl = false;  // some run's kernels hold NCCL collectives; written by timeline_part
   auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
-    auto traces = events.kernel_traces_by_run(range, scope);
-    if (!traces.ok()) return traces.status();
+    PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::RunKernelTrace> traces, events.kernel_traces_by_run(range, scope));
     std::vector<RunTimeline> out;
-    for (const db::RunKernelTrace& t : *traces) {
+    for (const db::RunKernelTrace& t : traces) {
       RunTimeline rt{t.run, {}, {}, {}};
       if (!t.run.empty()) {
         // A duty-cycled run's timeline is over the windows it traced.
-        auto report = events.run(t.run);
-        if (!report.ok()) return report.status();
-        if (*report && (*report)->trace_every_ns) {
-          auto traced = run_windows(*sources_.history, **report, range.from_ns, range.to_ns, now);
-          if (!traced.ok()) return traced.status();
-          rt.traced = std::move(*traced);
-          if (rt.traced) rt.report = **report;
+        PERFSCOPE_ASSIGN_OR_RETURN(const std::optional<RunEvent> report, events.run(t.run));
+        if (report && report->trace_every_ns) {
+          PERFSCOPE_ASSIGN_OR_RETURN(rt.traced, run_windows(*sources_.history, *report, range.from_ns, range.to_ns, now));
+          if (rt.traced) rt.report = *report;
         }
       }
       an::TimelineOptions options;
@@ -164,9 +160,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   });
   std::vector<InferenceEvent> requests;  // written by serving_part, read after it is done
   auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
-    auto read = events.inference_events(range, scope);
-    if (!read.ok()) return read.status();
-    requests = std::move(*read);
+    PERFSCOPE_ASSIGN_OR_RETURN(requests, events.inference_events(range, scope));
     double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
     if (w.all) {  // "all": rates over the span the requests cover
       TimestampNs lo = INT64_MAX, hi = 0;
@@ -203,21 +197,14 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
   // histograms and counters over the window serve instead. Tags and runs are the reporters'.
   if (!scope.by_tags()) {
-    auto s = load_scraped_serving(*sources_.history, range);
-    if (!s.ok()) return s.status();
-    doc.scraped = std::move(*s);
+    PERFSCOPE_ASSIGN_OR_RETURN(doc.scraped, load_scraped_serving(*sources_.history, range));
   }
 
-  auto buffers = events.command_buffers(range, scope);
-  if (!buffers.ok()) return buffers.status();
-  doc.command_queues = an::analyze_command_queues(*buffers);
-  auto kernels = events.kernel_summaries(range, scope);
-  if (!kernels.ok()) return kernels.status();
-  doc.kernels = std::move(*kernels);
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<CommandBufferEvent> buffers, events.command_buffers(range, scope));
+  doc.command_queues = an::analyze_command_queues(buffers);
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.kernels, events.kernel_summaries(range, scope));
 
-  auto timeline_result = timeline_part.get();
-  if (!timeline_result.ok()) return timeline_result.status();
-  doc.timelines = std::move(*timeline_result);
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.timelines, timeline_part.get());
   // Duty-cycled runs: their kernels' counts and times scaled to the whole of their span
   // (observed / sampled fraction); durations, minima and maxima are as observed.
   {
@@ -232,9 +219,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
       if (!(f > 0) || f >= 1) continue;
       db::EventScope own = scope;
       own.run = rt.run;
-      auto part = events.kernel_summaries(range, own);
-      if (!part.ok()) return part.status();
-      for (const db::KernelSummary& p : *part) {
+      PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::KernelSummary> part, events.kernel_summaries(range, own));
+      for (const db::KernelSummary& p : part) {
         auto it = std::find_if(doc.kernels.begin(), doc.kernels.end(), [&](const db::KernelSummary& k) { return k.name == p.name; });
         if (it == doc.kernels.end()) continue;
         it->count += static_cast<std::uint64_t>(std::llround(static_cast<double>(p.count) * (1 / f - 1)));
@@ -248,9 +234,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
     }
   }
   for (const auto& s : doc.kernels) doc.kernel_total_ms += s.total_ms;
-  auto serving_result = serving_part.get();
-  if (!serving_result.ok()) return serving_result.status();
-  doc.serving = std::move(*serving_result);
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.serving, serving_part.get());
 
   // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
   // what live processes hold: a run's allocations are released when it ends).
@@ -258,12 +242,12 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   if (!memory.ok()) return memory.status();
   doc.memory.statistics = memory->tracker->statistics(scope.device);
   doc.memory.leak_age_s = query.leak_age_s;
-  auto mem_timeline = events.allocated_timeline(range, scope, 10'000);
-  if (!mem_timeline.ok()) return mem_timeline.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AllocatedPoint> mem_timeline,
+                             events.allocated_timeline(range, scope, 10'000));
   {
     std::vector<double> t, y;
-    for (const auto& p : *mem_timeline) {
-      t.push_back(static_cast<double>(p.ts_ns - mem_timeline->front().ts_ns) / 1e9);
+    for (const auto& p : mem_timeline) {
+      t.push_back(static_cast<double>(p.ts_ns - mem_timeline.front().ts_ns) / 1e9);
       y.push_back(p.bytes);
     }
     doc.memory.growth = an::linear_trend(t, y);
@@ -284,9 +268,10 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (query.slo.latency_ms) inputs["sla_target_ms"] = *query.slo.latency_ms;
   // Operators (ONNX Runtime nodes and the like): the worst model's CPU fallback.
-  auto operator_rows = events.operator_executions({"", "", "", scope.wanted_tags()}, range);
-  if (!operator_rows.ok()) return operator_rows.status();
-  doc.operators = an::summarize_operators(*operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
+  const db::OperatorSelector every_operator{"", "", "", scope.wanted_tags()};
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<an::OperatorExecution> operator_rows,
+                             events.operator_executions(every_operator, range));
+  doc.operators = an::summarize_operators(operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
   for (const auto& m : doc.operators.models) {
     if (!m.cpu_fallback_share) continue;
     auto [it, fresh] = inputs.try_emplace("operator_cpu_fallback_share", *m.cpu_fallback_share);
@@ -306,9 +291,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // run holds NCCL kernels), as GET /api/v1/collectives gives them.
   std::map<std::string, an::CollectiveAnalysis> collectives;
   if (nccl) {
-    auto jobs = read_collectives(events, range, scope);
-    if (!jobs.ok()) return jobs.status();
-    for (JobCollectives& job : *jobs) collectives.emplace(job.run, std::move(job.analysis));
+    PERFSCOPE_ASSIGN_OR_RETURN(std::vector<JobCollectives> jobs, read_collectives(events, range, scope));
+    for (JobCollectives& job : jobs) collectives.emplace(job.run, std::move(job.analysis));
   }
   if (doc.timelines.size() > 1) {
     for (const RunTimeline& rt : doc.timelines) {
@@ -324,9 +308,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
 
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));
   if (sources_.abtests) {
-    auto tests = sources_.abtests->list(100);
-    if (!tests.ok()) return tests.status();
-    for (const auto& t : *tests) doc.abtests.push_back({t.id, t.name});
+    PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AbTestRecord> tests, sources_.abtests->list(100));
+    for (const auto& t : tests) doc.abtests.push_back({t.id, t.name});
   }
   return doc;
 }
