@@ -12,6 +12,7 @@
 #include "db/internal/migrations.hpp"
 
 #include "db/writer.hpp"
+#include "db/internal/writer_tasks.hpp"
 
 namespace {
 
@@ -158,7 +159,7 @@ void BM_RetentionStepBusyMinute(benchmark::State& state) {
     std::promise<perfscope::Status> done;
     // "now" one minute further each time: each step retires the next minute.
     const perfscope::TimestampNs now = kT0 + (minute++) * kMinute + 1;
-    (*writer)->run_task(
+    db::WriterTasks::run(**writer, 
         [&](db::Connection& conn) {
           auto r = db::retention_step(conn, policy, now);
           if (!r.ok()) return r.status();

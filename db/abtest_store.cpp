@@ -1,6 +1,7 @@
 #include "db/abtest_store.hpp"
 
 #include "db/internal/connection_pool.hpp"
+#include "db/internal/writer_tasks.hpp"
 
 #include <memory>
 
@@ -9,7 +10,7 @@ namespace perfscope::db {
 void create_abtest(Writer& writer, std::string name, std::string definition, TimestampNs created_ns,
                    std::function<void(Result<std::int64_t>)> done) {
   auto id = std::make_shared<std::int64_t>(0);
-  writer.run_task(
+  WriterTasks::run(writer, 
       [name = std::move(name), definition = std::move(definition), created_ns, id](Connection& conn) -> Status {
         auto stmt = conn.prepare("INSERT INTO abtests(name, definition, created_ns) VALUES(?1, ?2, ?3) RETURNING id");
         if (!stmt.ok()) return stmt.status();

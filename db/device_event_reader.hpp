@@ -29,7 +29,8 @@ struct AllocatedPoint {
 
 class MemoryEventReader {
  public:
-  explicit MemoryEventReader(std::shared_ptr<ConnectionPool> pool);
+  MemoryEventReader(const MemoryEventReader&) = delete;
+  MemoryEventReader& operator=(const MemoryEventReader&) = delete;
 
   // Memory events in the range, in arrival order (frees carry the size of their allocation
   // only in the live tracker; here a free's size is 0). For exports.
@@ -40,13 +41,19 @@ class MemoryEventReader {
   Result<std::vector<AllocatedPoint>> allocated_timeline(const TimeRange& range, const EventScope& scope,
                                                          std::size_t max_points) const;
 
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit MemoryEventReader(std::shared_ptr<ConnectionPool> pool);
+  ~MemoryEventReader() = default;
+
  private:
   std::shared_ptr<ConnectionPool> pool_;
 };
 
 class CommandQueueReader {
  public:
-  explicit CommandQueueReader(std::shared_ptr<ConnectionPool> pool);
+  CommandQueueReader(const CommandQueueReader&) = delete;
+  CommandQueueReader& operator=(const CommandQueueReader&) = delete;
 
   // Whole command buffers in the range (by end time), for the analysis document.
   Result<std::vector<CommandBufferEvent>> command_buffers(const TimeRange& range, const EventScope& scope) const;
@@ -56,6 +63,11 @@ class CommandQueueReader {
                                                           const TimeRange& range) const;
   Result<std::optional<RollupAnswer>> command_buffer_rollup(const std::string& queue, const std::string& device,
                                                             const TimeRange& range) const;
+
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit CommandQueueReader(std::shared_ptr<ConnectionPool> pool);
+  ~CommandQueueReader() = default;
 
  private:
   std::shared_ptr<ConnectionPool> pool_;

@@ -1,6 +1,7 @@
 #include "db/internal/gpu_process_rows.hpp"
 
 #include "db/internal/connection_pool.hpp"
+#include "db/internal/writer_tasks.hpp"
 
 namespace perfscope::db {
 
@@ -45,8 +46,8 @@ GpuProcessRecord read_row(const Statement& r) {
 }  // namespace
 
 void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, Writer::Completion done) {
-  writer.run_task([records = std::move(records)](Connection& c) { return write_gpu_processes(c, records); },
-                  std::move(done));
+  WriterTasks::run(
+      writer, [records = std::move(records)](Connection& c) { return write_gpu_processes(c, records); }, std::move(done));
 }
 
 Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>& records) {

@@ -23,12 +23,18 @@ void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, 
 
 class GpuProcessStoreReader {
  public:
-  explicit GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool);
+  GpuProcessStoreReader(const GpuProcessStoreReader&) = delete;
+  GpuProcessStoreReader& operator=(const GpuProcessStoreReader&) = delete;
 
   // Stored lifetime records of GPU processes overlapping a window, newest last seen first.
   // `key` non-empty: only that process's records (one per GPU it ran on).
   Result<std::vector<GpuProcessRecord>> gpu_processes(TimestampNs from_ns, TimestampNs to_ns, std::size_t limit,
                                                       const std::string& key = {}) const;
+
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool);
+  ~GpuProcessStoreReader() = default;
 
  private:
   std::shared_ptr<ConnectionPool> pool_;

@@ -59,7 +59,8 @@ std::optional<InferenceField> inference_field_from(std::string_view name);
 
 class InferenceReader {
  public:
-  explicit InferenceReader(std::shared_ptr<ConnectionPool> pool);
+  InferenceReader(const InferenceReader&) = delete;
+  InferenceReader& operator=(const InferenceReader&) = delete;
 
   Result<std::vector<InferenceSummary>> inference_summaries(const TimeRange& range, const EventScope& scope = {}) const;
   // Whole requests in the range (by completion time), for the analysis document.
@@ -73,6 +74,11 @@ class InferenceReader {
                                                   const TimeRange& range) const;
   Result<std::optional<RollupAnswer>> inference_rollup(const InferenceSelector& selector, InferenceField field,
                                                        const TimeRange& range) const;
+
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit InferenceReader(std::shared_ptr<ConnectionPool> pool);
+  ~InferenceReader() = default;
 
  private:
   std::shared_ptr<ConnectionPool> pool_;

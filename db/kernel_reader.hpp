@@ -69,7 +69,8 @@ struct KernelSelector {
 
 class KernelReader {
  public:
-  explicit KernelReader(std::shared_ptr<ConnectionPool> pool);
+  KernelReader(const KernelReader&) = delete;
+  KernelReader& operator=(const KernelReader&) = delete;
 
   // One row per kernel name in the range (by end time), longest total time first.
   Result<std::vector<KernelSummary>> kernel_summaries(const TimeRange& range, const EventScope& scope) const;
@@ -89,6 +90,11 @@ class KernelReader {
   // nullopt when none does): add the raw values to it for the answer over the whole range.
   Result<std::vector<double>> kernel_durations_ms(const KernelSelector& selector, const TimeRange& range) const;
   Result<std::optional<RollupAnswer>> kernel_rollup(const KernelSelector& selector, const TimeRange& range) const;
+
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit KernelReader(std::shared_ptr<ConnectionPool> pool);
+  ~KernelReader() = default;
 
  private:
   Result<std::vector<RunKernelTrace>> kernel_traces(const TimeRange& range, const EventScope& scope, bool by_run) const;

@@ -12,6 +12,7 @@
 #include "db/internal/rollups.hpp"
 #include "db/internal/sample_chunks.hpp"
 #include "db/writer.hpp"
+#include "db/internal/writer_tasks.hpp"
 #include "engine/analysis/serving.hpp"
 
 namespace perfscope::db {
@@ -361,11 +362,11 @@ bool RetentionTask::step() {
   auto result = std::make_shared<RetentionResult>();
   std::promise<Status> done;
   auto finished = done.get_future();
-  writer_.run_task(
+  WriterTasks::run(writer_, 
       [this, result](Connection& conn) {
         auto r = retention_step(conn, policy_, now_ns());
         if (!r.ok()) return r.status();
-        if (r->raw_rows_deleted > 0) writer_.reopen_sample_chunks();
+        if (r->raw_rows_deleted > 0) WriterTasks::reopen_sample_chunks(writer_);
         *result = *r;
         return Status();
       },

@@ -17,11 +17,17 @@ class ConnectionPool;  // db/internal/connection_pool.hpp
 
 class RunReader {
  public:
-  explicit RunReader(std::shared_ptr<ConnectionPool> pool);
+  RunReader(const RunReader&) = delete;
+  RunReader& operator=(const RunReader&) = delete;
 
   // Newest first by start, at most `limit`; one by name.
   Result<std::vector<RunEvent>> runs(std::size_t limit) const;
   Result<std::optional<RunEvent>> run(const std::string& name) const;
+
+ protected:
+  // A part of EventReader (event_reader.hpp), over its pool of connections.
+  explicit RunReader(std::shared_ptr<ConnectionPool> pool);
+  ~RunReader() = default;
 
  private:
   std::shared_ptr<ConnectionPool> pool_;

@@ -244,7 +244,7 @@ const std::array kMigrations = {
       DROP TABLE kernel_series;
       ALTER TABLE kernel_series_next RENAME TO kernel_series;
     )sql", nullptr, true},
-    // 11: sampled series in encoded chunks (db/sample_chunks.hpp), the sampler's pass times
+    // 11: sampled series in encoded chunks (db/internal/sample_chunks.hpp), the sampler's pass times
     // stored once for every series sampled on them.
     Migration{R"sql(
       CREATE TABLE sample_passes (

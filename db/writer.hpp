@@ -68,21 +68,22 @@ class Writer {
   void enqueue(std::shared_ptr<const SampleBatch> batch);
   // Queues validated events; `done` runs once they are committed (ok) or rejected.
   void submit(std::vector<Event> events, Completion done);
-  // Runs `task` on the writer thread in a transaction of its own (after the batch queued
-  // with it commits); `done` gets its status after the commit or rollback. For rare writes
-  // other than events (A/B test definitions, retention, GPU process records). db/'s own stores
-  // write through it (the connection is db/internal/sqlite.hpp's); callers use their functions.
-  using Task = std::function<Status(Connection&)>;
-  void run_task(Task task, Completion done);
-  // From inside a task that changed stored sample chunks (retention): the open chunks the
-  // writer holds start anew once the task is done, so none is written over what it changed.
-  void reopen_sample_chunks() { reopen_samples_ = true; }
   // Blocks until everything queued so far is committed (tests, shutdown).
   void flush();
   void stop();
   WriterStats stats() const;
 
  private:
+  friend struct WriterTasks;  // db/internal/writer_tasks.hpp: run_task for db's own stores
+  // Runs `task` on the writer thread in a transaction of its own (after the batch queued
+  // with it commits); `done` gets its status after the commit or rollback. For rare writes
+  // other than events (A/B test definitions, retention, GPU process records). db/'s own stores
+  // write through it (db/internal/writer_tasks.hpp); callers use their functions.
+  using Task = std::function<Status(Connection&)>;
+  void run_task(Task task, Completion done);
+  // From inside a task that changed stored sample chunks (retention): the open chunks the
+  // writer holds start anew once the task is done, so none is written over what it changed.
+  void reopen_sample_chunks() { reopen_samples_ = true; }
   struct EventBatch {
     std::vector<Event> events;
     Completion done;

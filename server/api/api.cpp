@@ -206,7 +206,8 @@ HttpResponse Api::info() const {
   const std::vector<CollectorTiming> timings =
       ctx_.sampler ? ctx_.sampler->collector_timings() : std::vector<CollectorTiming>{};
   for (const CollectorSwitch& sw : ctx_.collectors) {
-    json row = {{"name", sw.name}, {"enabled", sw.enabled}, {"option", sw.option}, {"sources", json::array()}};
+    json row = {{"name", sw.name}, {"enabled", sw.enabled}, {"option", sw.option}, {"sources", json::array()},
+                {"last_pass_seconds", nullptr}, {"mean_pass_seconds", nullptr}, {"passes", nullptr}};
     for (std::size_t i = 0; ctx_.sampler && i < ctx_.sampler->collectors().size(); ++i) {
       const Collector& c = *ctx_.sampler->collectors()[i];
       if (c.name() != sw.name) continue;

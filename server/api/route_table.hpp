@@ -55,13 +55,6 @@ class RouteTable {
     return m;
   }
 
-  // Every route in order, for listing (the API's own description of its endpoints).
-  std::vector<const Route*> routes() const {
-    std::vector<const Route*> out;
-    for (const Entry& e : entries_) out.push_back(&e.route);
-    return out;
-  }
-
  private:
   struct Pattern {
     std::string prefix, suffix;

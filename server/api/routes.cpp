@@ -123,10 +123,10 @@ HttpResponse Api::handle(const HttpRequest& request) const {
   if (found.path_known && (!found.handler || found.handler->answer_async)) {
     return method_not_allowed(request, found.allow);
   }
-  if (!found.handler || found.handler->checks_run) {
+  if (!found.handler) return error_response(404, "not_found", "no such endpoint: " + request.path);
+  if (found.handler->checks_run) {
     if (auto refused = unknown_run(request)) return *refused;
   }
-  if (!found.handler) return error_response(404, "not_found", "no such endpoint: " + request.path);
   return found.handler->answer(*this, request, found.name);
 }
 

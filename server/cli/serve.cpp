@@ -166,8 +166,9 @@ Status Server::Impl::start() {
 
   const CollectorDeps deps{store, processes};
   for (const CollectorSpec& spec : collector_specs()) {
-    collector_switches.push_back({std::string(spec.name), std::string(spec.option), spec.enabled(config)});
-    if (!spec.enabled(config)) continue;
+    const bool enabled = spec.enabled(config);
+    collector_switches.push_back({std::string(spec.name), std::string(spec.option), enabled});
+    if (!enabled) continue;
     std::unique_ptr<Collector> collector = spec.build(config, deps);
     if (auto* gpu = dynamic_cast<const GpuCollector*>(collector.get())) {
       gpus = gpu;  // the API reads its devices and peaks

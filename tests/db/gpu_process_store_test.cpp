@@ -9,6 +9,7 @@
 
 #include "db/event_reader.hpp"
 #include "db/writer.hpp"
+#include "db/internal/writer_tasks.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {
@@ -43,7 +44,7 @@ GpuProcessRecord record(const std::string& key, TimestampNs first, TimestampNs l
 
 Status write(Writer& w, std::vector<GpuProcessRecord> records) {
   std::promise<Status> done;
-  w.run_task([records = std::move(records)](Connection& c) { return write_gpu_processes(c, records); },
+  WriterTasks::run(w, [records = std::move(records)](Connection& c) { return write_gpu_processes(c, records); },
              [&](const Status& s) { done.set_value(s); });
   return done.get_future().get();
 }

@@ -17,6 +17,7 @@
 #include "db/internal/rollups.hpp"
 #include "db/internal/migrations.hpp"
 #include "db/writer.hpp"
+#include "db/internal/writer_tasks.hpp"
 #include "support/commit_events.hpp"
 #include "support/temp_dir.hpp"
 
@@ -143,7 +144,7 @@ void retire_until_caught_up(Writer& w, const RetentionPolicy& policy, TimestampN
 Result<RetentionResult> run_step(Writer& w, const RetentionPolicy& policy, TimestampNs now) {
   auto out = std::make_shared<Result<RetentionResult>>(Status::internal("not run"));
   std::promise<Status> done;
-  w.run_task([&](Connection& conn) {
+  WriterTasks::run(w, [&](Connection& conn) {
                 *out = retention_step(conn, policy, now);
                 return out->ok() ? Status() : out->status();
               },

@@ -12,6 +12,7 @@
 #include "db/internal/connection_pool.hpp"
 #include "db/sample_reader.hpp"
 #include "db/internal/migrations.hpp"
+#include "db/internal/writer_tasks.hpp"
 #include "support/temp_dir.hpp"
 
 namespace perfscope::db {
@@ -193,7 +194,7 @@ TEST(Writer, AReadOnlyDatabaseRefusesABatchWholeAndSaysWhy) {
   // the file is writable again: tests/faults/disk_full.test.mjs, with the real file made
   // immutable and back.)
   std::promise<Status> set;
-  (*writer)->run_task([](Connection& c) { return c.exec("PRAGMA query_only = ON"); },
+  WriterTasks::run(**writer, [](Connection& c) { return c.exec("PRAGMA query_only = ON"); },
                       [&](const Status& s) { set.set_value(s); });
   ASSERT_TRUE(set.get_future().get().ok());
   Status refused = submit("during");

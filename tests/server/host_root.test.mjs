@@ -48,7 +48,8 @@ test('every collector of the table is listed, on or off with the option that swi
   assert.deepEqual(Object.keys(byName), ['host', 'nvidia', 'scrape']);
   assert.equal(byName.host.enabled, true);
   assert.ok(byName.host.passes > 0 && byName.host.last_pass_seconds > 0, JSON.stringify(byName.host));
-  assert.deepEqual({ ...byName.nvidia }, { name: 'nvidia', enabled: false, option: '--enable-gpu-collector', sources: [] });
+  assert.deepEqual({ ...byName.nvidia }, { name: 'nvidia', enabled: false, option: '--enable-gpu-collector', sources: [],
+                                           last_pass_seconds: null, mean_pass_seconds: null, passes: null });
   assert.equal(byName.scrape.enabled, false);
   assert.equal(byName.scrape.option, '--scrape');
   const metrics = await (await fetch(`${server.url}/metrics`)).text();

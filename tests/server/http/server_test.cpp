@@ -37,6 +37,8 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   EXPECT_EQ(info["collectors"][2]["name"], "scrape");
   EXPECT_EQ(info["collectors"][2]["enabled"], false);
   EXPECT_EQ(info["collectors"][2]["option"], "--scrape");
+  EXPECT_TRUE(info["collectors"][2]["passes"].is_null());
+  EXPECT_GT(info["collectors"][0]["passes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(info["collectors"][1]["sources"][0]["name"], "nvml");
   EXPECT_FALSE(info["collectors"][1]["sources"][0]["detail"].get<std::string>().empty());
   EXPECT_EQ(info["config"]["enable_gpu_collector"], true);
