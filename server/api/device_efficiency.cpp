@@ -1,10 +1,7 @@
-// Achieved figures against what a GPU can do and what it should do, as JSON: a kernel's place on
-// its GPU's roofline (/api/v1/kernels) and each GPU's achieved TFLOP/s, bandwidth, memory and
-// power against its configured targets (the analysis document's `devices`, computed by the
-// analysis service).
-#include <algorithm>
-#include <cmath>
-
+// Achieved figures against what a GPU can do and what it should do, rendered as JSON: a kernel's
+// place on its GPU's roofline (/api/v1/kernels) and each GPU's achieved TFLOP/s, bandwidth,
+// memory and power against its configured targets (the analysis document's `devices`). Both are
+// computed by the analysis service (server/service/device_efficiency.hpp).
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 
@@ -18,37 +15,22 @@ namespace {
 // A figure in `unit`s, or null where there is none.
 json or_null(const std::optional<double>& v, double unit = 1) { return v ? json(*v / unit) : json(nullptr); }
 
-json roofline_entry(const std::string& device, const an::KernelWork& work, const std::vector<std::string>& dtypes,
-                    const std::vector<GpuDeviceInfo>& gpus) {
-  json e = {{"device", device}};
-  auto unavailable = [&](std::string why) {
-    e["unavailable"] = std::move(why);
+json roofline_json(const service::RooflinePlace& p) {
+  json e = {{"device", p.device}};
+  if (!p.unavailable.empty()) {
+    e["unavailable"] = p.unavailable;
     return e;
-  };
-  if (!work.arithmetic_intensity()) return unavailable("no execution of measurable duration reported both flops and bytes");
-  auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const GpuDeviceInfo& d) { return d.index == device; });
-  if (gpu == gpus.end()) return unavailable("device " + device + " is not a GPU this server reads through NVML");
-  const auto [dram, dram_source] = service::dram_ceiling(*gpu);
-  if (dram <= 0) return unavailable("the peak DRAM bandwidth of " + gpu->name + " is unknown: give it with --gpu-peak");
-  if (dtypes.size() != 1) {
-    return unavailable(dtypes.empty() ? "no dtype reported with the flops: the compute ceiling depends on it"
-                                      : "flops in several dtypes: report each as a kernel of its own");
   }
-  std::optional<double> peak = gpu->spec ? peak_tflops(*gpu->spec, dtypes[0]) : std::nullopt;
-  if (!peak) return unavailable("no " + dtypes[0] + " peak known for " + gpu->name + ": give it with --gpu-peak");
-  const an::Ceilings ceilings{*peak * 1e12, dram};
-  const std::optional<an::RooflinePoint> placed = an::place_on_roofline(work, ceilings);
-  if (!placed) return unavailable("no execution of measurable duration reported both flops and bytes");
-  const an::RooflinePoint& p = *placed;
-  e.update({{"model", gpu->spec->model}, {"dtype", dtypes[0]}, {"peak_tflops", *peak},
-            {"peak_gb_per_second", dram / 1e9}, {"peak_source", {{"compute", gpu->spec->source}, {"dram", dram_source}}},
-            {"ridge_flops_per_byte", ceilings.ridge()}, {"arithmetic_intensity", p.intensity},
-            {"achieved_tflops", p.achieved_flops_per_second / 1e12},
-            {"attainable_tflops", p.attainable_flops_per_second / 1e12},
-            {"fraction_of_attainable", p.fraction_of_attainable},
-            {"achieved_gb_per_second", p.achieved_bytes_per_second / 1e9},
-            {"fraction_of_peak_bandwidth", p.fraction_of_peak_bandwidth},
-            {"bound", p.memory_bound ? "memory" : "compute"}});
+  e.update({{"model", p.model}, {"dtype", p.dtype}, {"peak_tflops", p.peak_tflops},
+            {"peak_gb_per_second", p.dram.bytes_per_second / 1e9},
+            {"peak_source", {{"compute", p.compute_source}, {"dram", p.dram.source}}},
+            {"ridge_flops_per_byte", p.ceilings.ridge()}, {"arithmetic_intensity", p.point.intensity},
+            {"achieved_tflops", p.point.achieved_flops_per_second / 1e12},
+            {"attainable_tflops", p.point.attainable_flops_per_second / 1e12},
+            {"fraction_of_attainable", p.point.fraction_of_attainable},
+            {"achieved_gb_per_second", p.point.achieved_bytes_per_second / 1e9},
+            {"fraction_of_peak_bandwidth", p.point.fraction_of_peak_bandwidth},
+            {"bound", p.point.memory_bound ? "memory" : "compute"}});
   return e;
 }
 
@@ -64,9 +46,7 @@ void add_kernel_work(json& row, const db::KernelSummary& k, const std::vector<Gp
   row["achieved_gb_per_second"] = or_null(k.work.bytes_per_second(), 1e9);
   row["arithmetic_intensity"] = or_null(k.work.arithmetic_intensity());
   json places = json::array();
-  if (!k.work.empty()) {
-    for (const auto& [device, work] : k.work_by_device) places.push_back(roofline_entry(device, work, k.dtypes, gpus));
-  }
+  for (const service::RooflinePlace& p : service::kernel_roofline(k, gpus)) places.push_back(roofline_json(p));
   row["roofline"] = std::move(places);
 }
 

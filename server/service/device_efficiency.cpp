@@ -58,4 +58,47 @@ std::vector<DeviceEfficiency> device_efficiency(const std::vector<GpuDeviceInfo>
   return out;
 }
 
+namespace {
+
+RooflinePlace place_kernel(const std::string& device, const analysis::KernelWork& work,
+                           const std::vector<std::string>& dtypes, const std::vector<GpuDeviceInfo>& gpus) {
+  RooflinePlace p;
+  p.device = device;
+  auto unavailable = [&](std::string why) {
+    p.unavailable = std::move(why);
+    return p;
+  };
+  if (!work.arithmetic_intensity()) return unavailable("no execution of measurable duration reported both flops and bytes");
+  auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const GpuDeviceInfo& d) { return d.index == device; });
+  if (gpu == gpus.end()) return unavailable("device " + device + " is not a GPU this server reads through NVML");
+  p.dram = dram_ceiling(*gpu);
+  if (p.dram.bytes_per_second <= 0) {
+    return unavailable("the peak DRAM bandwidth of " + gpu->name + " is unknown: give it with --gpu-peak");
+  }
+  if (dtypes.size() != 1) {
+    return unavailable(dtypes.empty() ? "no dtype reported with the flops: the compute ceiling depends on it"
+                                      : "flops in several dtypes: report each as a kernel of its own");
+  }
+  std::optional<double> peak = gpu->spec ? peak_tflops(*gpu->spec, dtypes[0]) : std::nullopt;
+  if (!peak) return unavailable("no " + dtypes[0] + " peak known for " + gpu->name + ": give it with --gpu-peak");
+  p.ceilings = analysis::Ceilings{*peak * 1e12, p.dram.bytes_per_second};
+  const std::optional<analysis::RooflinePoint> placed = analysis::place_on_roofline(work, p.ceilings);
+  if (!placed) return unavailable("no execution of measurable duration reported both flops and bytes");
+  p.point = *placed;
+  p.model = gpu->spec->model;
+  p.dtype = dtypes[0];
+  p.peak_tflops = *peak;
+  p.compute_source = gpu->spec->source;
+  return p;
+}
+
+}  // namespace
+
+std::vector<RooflinePlace> kernel_roofline(const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus) {
+  std::vector<RooflinePlace> out;
+  if (kernel.work.empty()) return out;
+  for (const auto& [device, work] : kernel.work_by_device) out.push_back(place_kernel(device, work, kernel.dtypes, gpus));
+  return out;
+}
+
 }  // namespace perfscope::service

@@ -11,6 +11,7 @@
 
 #include "db/event_reader.hpp"
 #include "engine/analysis/device_targets.hpp"
+#include "engine/analysis/roofline.hpp"
 #include "engine/collectors/gpu_collector.hpp"
 #include "server/service/series_summary.hpp"
 
@@ -40,5 +41,23 @@ std::vector<DeviceEfficiency> device_efficiency(const std::vector<GpuDeviceInfo>
                                                 const std::vector<SeriesSummary>& gauges,
                                                 const std::vector<db::KernelSummary>& kernels,
                                                 std::optional<double>& worst_of_minimum);
+
+// A kernel's place under the roofline of one GPU it ran on, or why it has none.
+struct RooflinePlace {
+  std::string device;
+  std::string unavailable;  // why there is no place; empty when placed
+  // When placed:
+  std::string model;
+  std::string dtype;
+  double peak_tflops = 0;
+  DramCeiling dram;
+  std::string compute_source;  // where the compute peak came from ("datasheet", "config")
+  analysis::Ceilings ceilings{};
+  analysis::RooflinePoint point{};
+};
+
+// Per device the kernel reported work on (none when it reported no work): its roofline against
+// that GPU's peak for the kernel's one dtype and its DRAM ceiling.
+std::vector<RooflinePlace> kernel_roofline(const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
 
 }  // namespace perfscope::service
