@@ -114,6 +114,89 @@ void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) 
   }
 }
 
+// The window's gauges into `doc`: every series, raw samples in the window, in one query (one per
+// family listed every series again for each: quadratic in the series a GPU host has), family by
+// family. Returns the GPUs' power readings, for the power while requests were in flight.
+Result<std::vector<db::SeriesData>> add_gauges(const db::SeriesHistory& history, const db::TimeRange& range,
+                                               AnalysisDocument& doc) {
+  db::HistoryQuery q;
+  q.name = "*";
+  q.from_ns = range.from_ns;
+  q.to_ns = range.to_ns;
+  q.max_points = SIZE_MAX;
+  auto data = history.query(q);
+  if (!data.ok()) return data.status();
+  std::stable_sort(data->begin(), data->end(),
+                   [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
+  // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
+  // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
+  std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
+  doc.gauges = summarize_series(*data);
+  std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != kGpuPower; });
+  return std::move(*data);  // for the power while requests were in flight, once they are read
+}
+
+// Duty-cycled runs: their kernels' counts and times in `doc` scaled to the whole of their span
+// (observed / sampled fraction); durations, minima and maxima are as observed.
+Status scale_duty_cycled_kernels(const db::EventReader& events, const db::TimeRange& range, const db::EventScope& scope,
+                                 AnalysisDocument& doc) {
+  bool sampled = false;
+  TimestampNs traced_ns = 0, span_ns = 0;
+  for (const RunTimeline& rt : doc.timelines) {
+    if (!rt.traced) continue;
+    sampled = true;
+    traced_ns += rt.traced->traced_ns;
+    span_ns += rt.traced->span_ns;
+    const double f = rt.traced->fraction;
+    if (!(f > 0) || f >= 1) continue;
+    db::EventScope own = scope;
+    own.run = rt.run;
+    PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::KernelSummary> part, events.kernel_summaries(range, own));
+    for (const db::KernelSummary& p : part) {
+      auto it = std::find_if(doc.kernels.begin(), doc.kernels.end(), [&](const db::KernelSummary& k) { return k.name == p.name; });
+      if (it == doc.kernels.end()) continue;
+      it->count += static_cast<std::uint64_t>(std::llround(static_cast<double>(p.count) * (1 / f - 1)));
+      it->total_ms += p.total_ms * (1 / f - 1);
+    }
+  }
+  if (sampled) {
+    std::stable_sort(doc.kernels.begin(), doc.kernels.end(),
+                     [](const db::KernelSummary& a, const db::KernelSummary& b) { return a.total_ms > b.total_ms; });
+    doc.sampled_fraction = span_ns > 0 ? static_cast<double>(traced_ns) / static_cast<double>(span_ns) : 1.0;
+  }
+  return Status();
+}
+
+// Memory into `doc`: counters now, the growth of allocated bytes over the window, leak suspects
+// (only what live processes hold: a run's allocations are released when it ends).
+Status add_memory(const db::EventReader& events, const MemoryTracker* live, const AnalysisQuery& query,
+                  const db::TimeRange& range, AnalysisDocument& doc) {
+  const db::EventScope& scope = query.scope;
+  const TimestampNs now = query.now;
+  auto memory = scoped_memory(events, live, scope);
+  if (!memory.ok()) return memory.status();
+  doc.memory.statistics = memory->tracker->statistics(scope.device);
+  doc.memory.leak_age_s = query.leak_age_s;
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AllocatedPoint> mem_timeline,
+                             events.allocated_timeline(range, scope, 10'000));
+  {
+    std::vector<double> t, y;
+    for (const auto& p : mem_timeline) {
+      t.push_back(static_cast<double>(p.ts_ns - mem_timeline.front().ts_ns) / 1e9);
+      y.push_back(p.bytes);
+    }
+    doc.memory.growth = an::linear_trend(t, y);
+  }
+  if (doc.memory.growth.significant() && doc.memory.growth.slope_per_second > 0) {
+    const TimestampNs cutoff = now - static_cast<TimestampNs>(query.leak_age_s) * 1'000'000'000;
+    for (const LiveAllocation& a : memory->tracker->oldest(20, scope.device)) {
+      if (a.ts_ns > cutoff) break;
+      doc.memory.leak_suspects.push_back({a, static_cast<double>(now - a.ts_ns) / 1e9});
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) const {
@@ -173,26 +256,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
     return an::serving_metrics(requests, window_s, query.slo);
   });
 
-  // Gauges: every series, raw samples in the window, in one query (one per family listed
-  // every series again for each: quadratic in the series a GPU host has), family by family.
-  std::vector<db::SeriesData> power_readings;
-  {
-    db::HistoryQuery q;
-    q.name = "*";
-    q.from_ns = range.from_ns;
-    q.to_ns = range.to_ns;
-    q.max_points = SIZE_MAX;
-    auto data = sources_.history->query(q);
-    if (!data.ok()) return data.status();
-    std::stable_sort(data->begin(), data->end(),
-                     [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
-    // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
-    // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
-    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
-    doc.gauges = summarize_series(*data);
-    std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != kGpuPower; });
-    power_readings = std::move(*data);  // for the power while requests were in flight, once they are read
-  }
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::SeriesData> power_readings,
+                             add_gauges(*sources_.history, range, doc));
 
   // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
   // histograms and counters over the window serve instead. Tags and runs are the reporters'.
@@ -205,60 +270,11 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   PERFSCOPE_ASSIGN_OR_RETURN(doc.kernels, events.kernel_summaries(range, scope));
 
   PERFSCOPE_ASSIGN_OR_RETURN(doc.timelines, timeline_part.get());
-  // Duty-cycled runs: their kernels' counts and times scaled to the whole of their span
-  // (observed / sampled fraction); durations, minima and maxima are as observed.
-  {
-    bool sampled = false;
-    TimestampNs traced_ns = 0, span_ns = 0;
-    for (const RunTimeline& rt : doc.timelines) {
-      if (!rt.traced) continue;
-      sampled = true;
-      traced_ns += rt.traced->traced_ns;
-      span_ns += rt.traced->span_ns;
-      const double f = rt.traced->fraction;
-      if (!(f > 0) || f >= 1) continue;
-      db::EventScope own = scope;
-      own.run = rt.run;
-      PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::KernelSummary> part, events.kernel_summaries(range, own));
-      for (const db::KernelSummary& p : part) {
-        auto it = std::find_if(doc.kernels.begin(), doc.kernels.end(), [&](const db::KernelSummary& k) { return k.name == p.name; });
-        if (it == doc.kernels.end()) continue;
-        it->count += static_cast<std::uint64_t>(std::llround(static_cast<double>(p.count) * (1 / f - 1)));
-        it->total_ms += p.total_ms * (1 / f - 1);
-      }
-    }
-    if (sampled) {
-      std::stable_sort(doc.kernels.begin(), doc.kernels.end(),
-                       [](const db::KernelSummary& a, const db::KernelSummary& b) { return a.total_ms > b.total_ms; });
-      doc.sampled_fraction = span_ns > 0 ? static_cast<double>(traced_ns) / static_cast<double>(span_ns) : 1.0;
-    }
-  }
+  PERFSCOPE_RETURN_IF_ERROR(scale_duty_cycled_kernels(events, range, scope, doc));
   for (const auto& s : doc.kernels) doc.kernel_total_ms += s.total_ms;
   PERFSCOPE_ASSIGN_OR_RETURN(doc.serving, serving_part.get());
 
-  // Memory: counters now, the growth of allocated bytes over the window, leak suspects (only
-  // what live processes hold: a run's allocations are released when it ends).
-  auto memory = scoped_memory(events, sources_.memory, scope);
-  if (!memory.ok()) return memory.status();
-  doc.memory.statistics = memory->tracker->statistics(scope.device);
-  doc.memory.leak_age_s = query.leak_age_s;
-  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AllocatedPoint> mem_timeline,
-                             events.allocated_timeline(range, scope, 10'000));
-  {
-    std::vector<double> t, y;
-    for (const auto& p : mem_timeline) {
-      t.push_back(static_cast<double>(p.ts_ns - mem_timeline.front().ts_ns) / 1e9);
-      y.push_back(p.bytes);
-    }
-    doc.memory.growth = an::linear_trend(t, y);
-  }
-  if (doc.memory.growth.significant() && doc.memory.growth.slope_per_second > 0) {
-    const TimestampNs cutoff = now - static_cast<TimestampNs>(query.leak_age_s) * 1'000'000'000;
-    for (const LiveAllocation& a : memory->tracker->oldest(20, scope.device)) {
-      if (a.ts_ns > cutoff) break;
-      doc.memory.leak_suspects.push_back({a, static_cast<double>(now - a.ts_ns) / 1e9});
-    }
-  }
+  PERFSCOPE_RETURN_IF_ERROR(add_memory(events, sources_.memory, query, range, doc));
 
   an::Inputs inputs;
   add_gauge_inputs(doc.gauges, inputs);
