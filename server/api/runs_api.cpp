@@ -161,7 +161,7 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
   for (int i = 0; i < 2; ++i) {
     const char* side = i == 0 ? "a" : "b";
     const std::string& name = i == 0 ? name_a : name_b;
-    if (name.empty()) return Status::invalid_argument(std::string("'") + side + "' names a run", side);
+    if (name.empty()) return Status::invalid_argument(std::string("'") + side + "' is required: the name of a run", side);
     auto found = ctx_.events->run(name);
     if (!found.ok()) return found.status();
     if (!*found) return Status::not_found(no_run_message(name), side);
