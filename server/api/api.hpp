@@ -83,6 +83,8 @@ class Api final : public RequestHandler {
   // Every endpoint: method, path, where it is answered and by which member (routes.cpp).
   struct Endpoint;
   static const RouteTable<Endpoint>& routes();
+  // The synchronous answer of a request to what it found in the table (405, 404, run= checked).
+  HttpResponse answer(const HttpRequest& request, const RouteTable<Endpoint>::Match& found) const;
   // The 404 for a run= that names no run (the same on every endpoint); nullopt otherwise.
   std::optional<HttpResponse> unknown_run(const HttpRequest& request) const;
   HttpResponse info() const;

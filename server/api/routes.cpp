@@ -114,11 +114,12 @@ RequestHandler::Dispatch Api::dispatch(const std::string& path) const {
 void Api::handle_async(HttpRequest request, std::function<void(HttpResponse)> done) const {
   const auto found = routes().find(request.method, request.path);
   if (found.handler && found.handler->answer_async) return found.handler->answer_async(*this, request, std::move(done));
-  done(handle(request));
+  done(answer(request, found));
 }
 
-HttpResponse Api::handle(const HttpRequest& request) const {
-  const auto found = routes().find(request.method, request.path);
+HttpResponse Api::handle(const HttpRequest& request) const { return answer(request, routes().find(request.method, request.path)); }
+
+HttpResponse Api::answer(const HttpRequest& request, const RouteTable<Endpoint>::Match& found) const {
   // An asynchronous answer (ingest, a new A/B test) comes only through handle_async.
   if (found.path_known && (!found.handler || found.handler->answer_async)) {
     return method_not_allowed(request, found.allow);
