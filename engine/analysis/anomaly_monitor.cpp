@@ -1,6 +1,27 @@
 #include "engine/analysis/anomaly_monitor.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 namespace perfscope {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+double anomaly_unit_floor(std::string_view family) {
+  if (ends_with(family, "_ratio")) return 0.02;                  // 2 percentage points
+  if (ends_with(family, "_bytes")) return 1024.0 * 1024.0;       // 1 MiB
+  if (ends_with(family, "_celsius")) return 2;
+  if (ends_with(family, "_watts")) return 5;
+  if (ends_with(family, "_hertz")) return 50e6;                  // 50 MHz
+  if (ends_with(family, "_seconds")) return 1e-3;
+  return 0;
+}
 
 std::vector<Anomaly> AnomalyMonitor::observe(const SampleBatch& batch) {
   std::vector<Anomaly> found;
@@ -12,7 +33,11 @@ std::vector<Anomaly> AnomalyMonitor::observe(const SampleBatch& batch) {
       auto snap = store_.snapshot(id);
       auto family = snap ? store_.family(snap->key.name) : std::nullopt;
       slot.decided = true;
-      if (!family || family->type != MetricType::kCounter) slot.detector.emplace(options_);
+      if (!family || family->type != MetricType::kCounter) {
+        analysis::AnomalyDetector::Options options = options_;
+        if (snap) options.min_absolute_deviation = std::max(options.min_absolute_deviation, anomaly_unit_floor(snap->key.name));
+        slot.detector.emplace(options);
+      }
     }
     if (!slot.detector) continue;
     const double center = slot.detector->center();

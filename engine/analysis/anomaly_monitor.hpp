@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "engine/analysis/change_points.hpp"
@@ -20,6 +21,11 @@ struct Anomaly {
   double score = 0;   // robust z-score
   double center = 0;  // what the series was running at
 };
+
+// The smallest change that matters in a family's unit, by the suffix of its name (Prometheus'
+// naming): 2 percentage points of a _ratio, 1 MiB of _bytes, 2 °C, 5 W, 50 MHz, 1 ms; 0 for
+// other units. Each series' detector takes it as its min_absolute_deviation.
+double anomaly_unit_floor(std::string_view family);
 
 class AnomalyMonitor {
  public:

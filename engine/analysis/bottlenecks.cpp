@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/events/events.hpp"
+
 namespace perfscope::analysis {
 
 std::string_view to_string(Severity s) {
@@ -68,24 +70,44 @@ std::vector<Rule> make_rules() {
        [](const Inputs& in, const Thresholds& t) -> S {
          return at(in, "kernel_max_ms") >= th(t, "max_ms") ? S(Severity::kWarning) : S();
        },
-       {"Split the kernel into smaller ones so other work can interleave.",
-        "Reduce its algorithmic cost or work per launch.", "Review how the work is parallelised across blocks."}},
+       {"Split {subject} into smaller kernels so other work can interleave (a long kernel also holds back "
+        "preemption and every stream behind it).",
+        "Reduce the work {subject} does per launch, or its algorithmic cost.",
+        "Review how {subject} parallelises across blocks: a few long-running blocks leave SMs idle at its tail."},
+       {},
+       "kernel_longest",
+       "kernel_longest_device",
+       {"Split {subject} into smaller steps so other work on the thread can interleave.",
+        "Profile {subject} with a sampling profiler to find its hot loop, and reduce its cost per call.",
+        "Spread {subject} over more cores, or move it to the GPU if it is data-parallel."}},
       {"launch_overhead_bound",
        "Launch-overhead / latency bound",
        {"kernel_count", "kernel_busy_ratio", "kernel_avg_gap_ms"},
-       {{"min_kernels", 100}, {"busy_ratio_max", 0.7}, {"gap_ms_min", 0.01}, {"short_share_min", 0.5}},
+       // Launch overhead shows as many short gaps (microseconds to a few milliseconds) between
+       // kernels; gaps longer than gap_ms_max on average are a program not submitting work at
+       // all, which the utilization rule covers.
+       {{"min_kernels", 100}, {"busy_ratio_max", 0.7}, {"gap_ms_min", 0.01}, {"gap_ms_max", 10}, {"short_share_min", 0.5}},
        [](const Inputs& in, const Thresholds& t) -> S {
          if (at(in, "kernel_count") < th(t, "min_kernels")) return std::nullopt;
-         const bool gappy = at(in, "kernel_busy_ratio") < th(t, "busy_ratio_max") && at(in, "kernel_avg_gap_ms") >= th(t, "gap_ms_min");
+         const double gap = at(in, "kernel_avg_gap_ms");
+         const bool gappy = at(in, "kernel_busy_ratio") < th(t, "busy_ratio_max") && gap >= th(t, "gap_ms_min") &&
+                            gap <= th(t, "gap_ms_max");
          // The short-kernel share needs launch times; without them the gaps decide alone.
          auto share = in.find("kernel_short_share");
          const bool short_kernels = share != in.end() && share->second >= th(t, "short_share_min");
          if (gappy && short_kernels) return Severity::kCritical;
          return gappy || short_kernels ? S(Severity::kWarning) : S();
        },
-       {"Fuse kernels or capture the launch sequence in a CUDA graph to cut per-launch cost.",
-        "Batch more work per launch (larger batches, fewer tiny kernels).",
-        "Keep the host ahead of the GPU: launch asynchronously and avoid synchronisation in the loop."}},
+       {"Fuse the kernels of {subject}'s busiest loop or capture its launch sequence in a CUDA graph to cut "
+        "per-launch cost.",
+        "Batch more work per launch on {subject} (larger batches, fewer tiny kernels).",
+        "Keep the host ahead of {subject}: launch asynchronously and avoid synchronisation in the loop."},
+       {},
+       "kernel_gappiest_device",
+       "kernel_gappiest_device",
+       {"Do more work per call on {subject}: batch requests or items so fixed per-call costs are paid less often.",
+        "Find what runs between the calls (allocation, locking, interpreter dispatch) with a sampling profiler.",
+        "Run independent calls concurrently on more threads."}},
       {"low_gpu_utilization",
        "Low GPU utilization",
        {"gpu_utilization_avg"},
@@ -187,6 +209,32 @@ std::vector<Rule> make_rules() {
   };
 }
 
+// Why an input is missing, in words a user can act on.
+std::string_view missing_reason(std::string_view input) {
+  if (input == "kernel_short_share" || input == "kernel_host_wait_share") {
+    return "no kernel launch times (kernels reported without their launch calls)";
+  }
+  if (input.starts_with("kernel_")) return "no kernels in this range";
+  if (input == "gpu_dram_bandwidth_utilization_avg") return "no GPU DRAM bandwidth (GPM metrics: Hopper GPUs and newer)";
+  if (input.ends_with("_throttle_seconds")) return "no GPU throttle counters";
+  if (input.starts_with("gpu_")) return "no GPU metrics (the GPU collector is off or found no GPU)";
+  if (input.starts_with("host_")) return "no host CPU metrics (the host collector is off)";
+  if (input == "sla_target_ms") return "no latency objective set (sla_ms)";
+  if (input == "latency_p99_ms") return "no inference requests in this range";
+  if (input.starts_with("operator_")) return "no operator events with a GPU provider in this range";
+  if (input.starts_with("device_target_")) return "no device targets";
+  if (input.starts_with("collective_")) return "no multi-GPU collectives in this range";
+  return "not measured here";
+}
+
+// "{subject}" in a recommendation replaced by the subject's name.
+std::string with_subject(std::string text, std::string_view subject) {
+  for (std::size_t at = text.find("{subject}"); at != std::string::npos; at = text.find("{subject}", at + subject.size())) {
+    text.replace(at, 9, subject);
+  }
+  return text;
+}
+
 // Rules whose inputs come from configuration: what to set, added to their not-evaluated reason.
 std::string_view setup_hint(std::string_view rule_id) {
   if (rule_id == "device_below_minimum") return "needs --device-target with min_tflops or min_gb_per_second";
@@ -206,7 +254,11 @@ const std::vector<Rule>& bottleneck_rules() {
   return rules;
 }
 
-std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const std::vector<Rule>& rules) {
+std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const Subjects& subjects, const std::vector<Rule>& rules) {
+  auto subject_of = [&](const std::string& key) -> std::string {
+    auto it = key.empty() ? subjects.end() : subjects.find(key);
+    return it == subjects.end() ? std::string() : it->second;
+  };
   std::vector<Finding> out;
   for (const Rule& r : rules) {
     Finding f;
@@ -225,15 +277,25 @@ std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const std::vector<
     for (const auto& detail : r.details) {
       if (auto it = inputs.find(detail); it != inputs.end()) f.evidence[detail] = it->second;
     }
+    f.subject = subject_of(r.subject);
+    f.subject_device = subject_of(r.subject_device);
     if (!missing.empty()) {
       f.status = "not_evaluated";
-      f.reason = "not measured here: ";
+      // "why in words; not measured here: inputs[; what to set]": the words before the first
+      // ';' group rules that lack the same thing.
+      f.reason = std::string(missing_reason(missing.front())) + "; not measured here: ";
       for (std::size_t i = 0; i < missing.size(); ++i) f.reason += (i ? ", " : "") + missing[i];
       if (std::string_view hint = setup_hint(r.id); !hint.empty()) f.reason += "; " + std::string(hint);
     } else if (auto severity = r.fires(inputs, r.thresholds)) {
       f.status = "fired";
       f.severity = severity;
-      f.recommendations = r.recommendations;
+      const bool cpu = !f.subject_device.empty() && is_cpu_device(f.subject_device) && !r.cpu_recommendations.empty();
+      // The subject is a kernel, or (where it is its own device) a device.
+      std::string name = f.subject.empty() ? "the kernel" : f.subject;
+      if (r.subject == r.subject_device) name = f.subject.empty() ? "the device" : cpu ? f.subject : "GPU " + f.subject;
+      for (const std::string& rec : cpu ? r.cpu_recommendations : r.recommendations) {
+        f.recommendations.push_back(with_subject(rec, name));
+      }
     } else {
       f.status = "ok";
     }

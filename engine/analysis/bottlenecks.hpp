@@ -13,6 +13,9 @@
 //   providers, among models with operators elsewhere), device_target_of_minimum_worst (the
 //   lowest achieved ÷ minimum of any GPU's TFLOP/s or GB/s, with --device-target minimums). A rule may also read an input it does
 //   not need when it is present.
+// Subjects name what a figure is about (kernel_longest: the kernel of kernel_max_ms, and
+// kernel_longest_device its device; kernel_gappiest_device: the device of kernel_busy_ratio),
+// so advice can name it and fit the kind of device it ran on (a CPU producer gets no GPU advice).
 //
 // Pure functions over the table; safe from any thread.
 #pragma once
@@ -26,6 +29,7 @@
 namespace perfscope::analysis {
 
 using Inputs = std::map<std::string, double, std::less<>>;
+using Subjects = std::map<std::string, std::string, std::less<>>;
 
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view to_string(Severity s);
@@ -41,13 +45,23 @@ struct Rule {
   // Inputs shown with the evidence when present, though the rule does not need them (who and
   // how much, beside the figures the rule decides on).
   std::vector<std::string> details = {};
+  // The Subjects key naming what the evidence is about: the finding's subject, and what
+  // "{subject}" in a recommendation becomes (absent: "the kernel").
+  std::string subject = {};
+  // The Subjects key of the device the subject ran on: a CPU device (is_cpu_device) takes
+  // cpu_recommendations instead, where the rule has them.
+  std::string subject_device = {};
+  std::vector<std::string> cpu_recommendations = {};
 };
 
 struct Finding {
   std::string id, title;
   std::string status;  // "fired", "ok" or "not_evaluated"
   std::optional<Severity> severity;
-  std::string reason;                    // not_evaluated: what is missing
+  // not_evaluated: "why in words; not measured here: the inputs[; what to set]"
+  std::string reason;
+  std::string subject;                   // the kernel the evidence is about, where the rule names one
+  std::string subject_device;            // and the device it ran on
   std::map<std::string, double> evidence;  // the inputs the rule read
   std::map<std::string, double> thresholds;
   std::vector<std::string> recommendations;  // when fired
@@ -55,6 +69,7 @@ struct Finding {
 
 const std::vector<Rule>& bottleneck_rules();
 // Every rule, fired ones first (critical before warning), then ok, then not evaluated.
-std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const std::vector<Rule>& rules = bottleneck_rules());
+std::vector<Finding> detect_bottlenecks(const Inputs& inputs, const Subjects& subjects = {},
+                                       const std::vector<Rule>& rules = bottleneck_rules());
 
 }  // namespace perfscope::analysis

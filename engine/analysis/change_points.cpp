@@ -91,8 +91,11 @@ std::vector<ChangePoint> find_change_points(std::span<const double> values, cons
 }
 
 double AnomalyDetector::scale() const {
-  // A floor keeps a flat series from scoring infinity on its first wobble.
-  return std::max(1.4826 * mad_, std::max(1e-3 * std::fabs(center_), 1e-12));
+  // A floor keeps a flat series from scoring infinity on its first wobble: a thousandth of its
+  // magnitude, and the unit's smallest change that matters as a deviation of `threshold` scales.
+  const double magnitude = std::max(std::fabs(center_), magnitude_);
+  const double unit_floor = o_.threshold > 0 ? o_.min_absolute_deviation / o_.threshold : 0;
+  return std::max({1.4826 * mad_, 1e-3 * magnitude, unit_floor, 1e-12});
 }
 
 std::optional<double> AnomalyDetector::observe(double x) {
@@ -114,7 +117,8 @@ std::optional<double> AnomalyDetector::observe(double x) {
   const double s = scale();
   const double deviation = std::fabs(x - center_);
   const double score = deviation / s;
-  const bool large = deviation >= o_.min_relative_deviation * std::max(std::fabs(center_), magnitude_);
+  const bool large = deviation >= o_.min_relative_deviation * std::max(std::fabs(center_), magnitude_) &&
+                     deviation >= o_.min_absolute_deviation;
   // Clip before updating so one outlier moves the estimates no more than a large normal point.
   const double clipped = std::clamp(x, center_ - o_.threshold * s, center_ + o_.threshold * s);
   const double step = o_.rate * s;
@@ -131,7 +135,7 @@ std::optional<double> AnomalyDetector::observe(double x) {
     run_ = 0;
     return std::nullopt;
   }
-  if (++run_ < std::max<std::size_t>(1, o_.persistence)) return std::nullopt;
+  if (++run_ < std::max<std::size_t>(1, o_.persistence) && score < o_.spike_threshold) return std::nullopt;
   run_ = 0;
   quiet_ = o_.cooldown;
   return score;

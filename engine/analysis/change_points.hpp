@@ -5,10 +5,14 @@
 // p ≤ max_p_value and the means differ by at least min_change (relative).
 // AnomalyDetector: streaming, O(1) per point — a robust center and spread (median and MAD
 // tracked by stochastic approximation, points beyond the threshold clipped before they
-// update) and a score |x − center| / (1.4826·MAD). An anomaly also needs a deviation of at
-// least min_relative_deviation of the series' typical magnitude and must last `persistence`
-// points (a one-sample blip of a rate is not an excursion, as an alert's `for:` clause says),
-// and after one the series stays quiet for `cooldown` points (one alert per excursion).
+// update) and a score |x − center| / scale, the scale 1.4826·MAD floored (a flat series has a
+// MAD of zero: its scale is at least a thousandth of its magnitude and min_absolute_deviation ÷
+// threshold, so no score divides by nothing). An anomaly also needs a deviation of at least
+// min_relative_deviation of the series' typical magnitude and at least min_absolute_deviation
+// (its unit's smallest change that matters), and must last `persistence` points (a one-sample
+// blip of a rate is not an excursion, as an alert's `for:` clause says) — unless it scores
+// spike_threshold or more, which is reported at once; after one the series stays quiet for
+// `cooldown` points (one alert per excursion).
 //
 // Pure functions and a value type; a detector is single-threaded.
 #pragma once
@@ -45,6 +49,10 @@ class AnomalyDetector {
     // The deviation must also be this large relative to the series' typical magnitude, so
     // that a series idling near zero does not alert on every wobble.
     double min_relative_deviation = 0.1;
+    // The smallest deviation that matters in the series' unit (2 percentage points of a ratio,
+    // 1 MiB of memory …; 0: none), which also floors the scale.
+    double min_absolute_deviation = 0;
+    double spike_threshold = 20.0;  // a score this high is an anomaly at its first point
     std::size_t cooldown = 300;  // points after an anomaly before the next one is reported
     std::size_t persistence = 3; // consecutive anomalous points before one is reported
   };

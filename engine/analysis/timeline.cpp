@@ -174,8 +174,10 @@ struct Tally {
       short_kernels += v.duration < v.call;
       calls.add(v.call);
     }
-    ++by_name[k.name].count;
-    by_name[k.name].total_ns = saturating_add(by_name[k.name].total_ns, v.duration);
+    Name& n = by_name[k.name];
+    ++n.count;
+    n.total_ns = saturating_add(n.total_ns, v.duration);
+    n.max_ns = std::max(n.max_ns, v.duration);
   }
   void add(const Tally& other) {
     count += other.count;
@@ -187,6 +189,7 @@ struct Tally {
     for (std::size_t i = 0; i < by_name.size(); ++i) {
       by_name[i].count += other.by_name[i].count;
       by_name[i].total_ns = saturating_add(by_name[i].total_ns, other.by_name[i].total_ns);
+      by_name[i].max_ns = std::max(by_name[i].max_ns, other.by_name[i].max_ns);
     }
   }
 
@@ -196,20 +199,23 @@ struct Tally {
     q.short_kernels = short_kernels;
     q.short_kernel_share =
         with_launch_info ? static_cast<double>(short_kernels) / static_cast<double>(with_launch_info) : 0;
+    std::size_t longest = by_name.size();
     for (std::size_t name = 0; name < by_name.size(); ++name) {
       if (by_name[name].count == 0) continue;
+      if (longest == by_name.size() || by_name[name].max_ns > by_name[longest].max_ns) longest = name;
       q.top_kernels.push_back({trace.names[name], by_name[name].count, static_cast<double>(by_name[name].total_ns) / kMs});
     }
     std::sort(q.top_kernels.begin(), q.top_kernels.end(),
               [](const TopKernel& a, const TopKernel& b) { return a.total_ms > b.total_ms; });
     if (q.top_kernels.size() > o.top_kernels) q.top_kernels.resize(o.top_kernels);
+    if (longest < by_name.size()) q.longest_kernel = trace.names[longest];
   }
 
   std::size_t count = 0, with_launch_info = 0, short_kernels = 0;
   ValueSummary durations, delays, calls;
   struct Name {
     std::size_t count = 0;
-    TimestampNs total_ns = 0;
+    TimestampNs total_ns = 0, max_ns = 0;
   };
   std::vector<Name> by_name;
 };

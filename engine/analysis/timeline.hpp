@@ -93,6 +93,7 @@ struct QueueTimeline {
   double short_kernel_share = 0;
   Distribution launch_delay_ms, launch_overhead_ms, kernel_ms;
   std::vector<TopKernel> top_kernels;
+  std::string longest_kernel;  // the name of the longest execution (kernel_ms.max)
 };
 
 // One entry per device (stream empty), then one per (device, stream); devices in name order.

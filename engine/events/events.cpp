@@ -248,6 +248,12 @@ std::string_view run_status(const RunEvent& run) {
   return *run.exit_status == 0 ? "finished" : "failed";
 }
 
+bool is_cpu_device(std::string_view device) {
+  if (device.size() < 3) return false;
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  return lower(device[0]) == 'c' && lower(device[1]) == 'p' && lower(device[2]) == 'u';
+}
+
 std::string_view tag_value(const Tags& tags, std::string_view key) {
   for (const auto& [k, v] : tags) {
     if (k == key) return v;

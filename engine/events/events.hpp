@@ -24,6 +24,11 @@ std::string clip_event_text(std::string text);
 // Low-cardinality key → value pairs, sorted by key (same encoding as labels).
 using Tags = Labels;
 
+// A device a producer names: a GPU by its ordinal ("0", what CUDA tracing and the C++ API
+// default to), a CPU producer by a name that begins "cpu" ("cpu0", as the demo's). The kind
+// decides which advice fits the work.
+bool is_cpu_device(std::string_view device);
+
 struct KernelEvent {
   std::string name;
   std::string device = "0";

@@ -65,6 +65,8 @@ json findings_json(const std::vector<an::Finding>& findings) {
                 {"evidence", f.evidence}, {"evidence_series", series}, {"thresholds", f.thresholds},
                 {"recommendations", f.recommendations}};
     if (!f.reason.empty()) row["reason"] = f.reason;
+    if (!f.subject.empty()) row["subject"] = f.subject;
+    if (!f.subject_device.empty()) row["subject_device"] = f.subject_device;
     b.push_back(std::move(row));
   }
   return b;
@@ -354,8 +356,11 @@ HttpResponse Api::anomalies(const HttpRequest& request) const {
     }
   }
   return json_response(200, {{"window", window_json(*w)},
-                             {"method", "robust z-score |x - median| / (1.4826 MAD), median and MAD tracked per "
-                                        "series in O(1) per sample; anomaly above 6 after 30 samples"},
+                             {"method", "robust z-score |x - median| / scale, median and MAD tracked per series in "
+                                        "O(1) per sample, the scale 1.4826 MAD floored by the unit's smallest change "
+                                        "that matters; after 100 samples, an anomaly scores above 6 for 3 samples in a "
+                                        "row or above 20 at once, moves at least 10% of the series' magnitude and its "
+                                        "unit's floor, then the series is quiet for 300 samples"},
                              {"anomalies", out}});
 }
 

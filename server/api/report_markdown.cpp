@@ -311,7 +311,9 @@ std::string render_markdown(const json& document) {
   }
 
   out += "## Bottlenecks\n\n";
-  std::vector<std::string> ok, not_evaluated;
+  std::vector<std::string> ok;
+  // Rules not evaluated, grouped by why (the reason's words before its first ';'), in order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> not_evaluated;
   bool any = false;
   for (const json& f : r["bottlenecks"]) {
     const std::string status = f["status"];
@@ -320,7 +322,11 @@ std::string render_markdown(const json& document) {
       continue;
     }
     if (status == "not_evaluated") {
-      not_evaluated.push_back(f["title"].get<std::string>() + " (" + f.value("reason", "") + ")");
+      const std::string reason = f.value("reason", "");
+      const std::string why = reason.substr(0, reason.find(';'));
+      auto group = std::find_if(not_evaluated.begin(), not_evaluated.end(), [&](const auto& g) { return g.first == why; });
+      if (group == not_evaluated.end()) group = not_evaluated.insert(not_evaluated.end(), {why, {}});
+      group->second.push_back(f["title"]);
       continue;
     }
     any = true;
@@ -339,9 +345,13 @@ std::string render_markdown(const json& document) {
     out += ".\n\n";
   }
   if (!not_evaluated.empty()) {
-    out += "Not evaluated (no data): ";
-    for (std::size_t i = 0; i < not_evaluated.size(); ++i) out += (i ? "; " : "") + md_cell(not_evaluated[i]);
-    out += ".\n\n";
+    out += "Not evaluated:\n\n";
+    for (const auto& [why, titles] : not_evaluated) {
+      out += "- " + md_cell(why) + ": ";
+      for (std::size_t i = 0; i < titles.size(); ++i) out += (i ? ", " : "") + md_cell(titles[i]);
+      out += "\n";
+    }
+    out += "\n";
   }
 
   if (!r["abtests"].empty()) {

@@ -22,15 +22,18 @@ namespace {
 
 using namespace series_names;
 
-// The bottleneck rules' timeline inputs from the device rows of the given runs.
-void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) {
+// The bottleneck rules' timeline inputs from the device rows of the given runs, and what they
+// are about: the longest kernel and the device of the worst busy ratio.
+void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs, an::Subjects& subjects) {
   std::size_t count = 0, with_launch = 0, short_kernels = 0;
   double max_ms = 0, idle = 0, host_wait = 0;
   const an::QueueTimeline* worst = nullptr;
+  const an::QueueTimeline* longest = nullptr;
   for (const RunTimeline& rt : runs) {
     for (const auto& q : rt.queues) {
       if (!q.stream.empty()) continue;  // device rows
       count += q.kernel_count;
+      if (!longest || q.kernel_ms.max > max_ms) longest = &q;
       max_ms = std::max(max_ms, q.kernel_ms.max);
       with_launch += q.with_launch_info;
       short_kernels += q.short_kernels;
@@ -44,6 +47,9 @@ void add_timeline_inputs(std::span<const RunTimeline> runs, an::Inputs& inputs) 
   inputs["kernel_max_ms"] = max_ms;
   inputs["kernel_busy_ratio"] = worst->busy_ratio;
   inputs["kernel_avg_gap_ms"] = worst->avg_gap_ms;
+  subjects["kernel_longest"] = longest->longest_kernel;
+  subjects["kernel_longest_device"] = longest->device;
+  subjects["kernel_gappiest_device"] = worst->device;
   if (with_launch > 0) {
     inputs["kernel_short_share"] = static_cast<double>(short_kernels) / static_cast<double>(with_launch);
     inputs["kernel_host_wait_share"] = idle > 0 ? host_wait / idle : 0;
@@ -313,14 +319,16 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   if (doc.timelines.size() > 1) {
     for (const RunTimeline& rt : doc.timelines) {
       an::Inputs own = inputs;
-      add_timeline_inputs(std::span(&rt, 1), own);
+      an::Subjects own_subjects;
+      add_timeline_inputs(std::span(&rt, 1), own, own_subjects);
       if (auto it = collectives.find(rt.run); it != collectives.end()) add_collective_inputs(it->second, own);
-      doc.run_findings.emplace_back(rt.run, an::detect_bottlenecks(own));
+      doc.run_findings.emplace_back(rt.run, an::detect_bottlenecks(own, own_subjects));
     }
   }
-  add_timeline_inputs(doc.timelines, inputs);
+  an::Subjects subjects;
+  add_timeline_inputs(doc.timelines, inputs, subjects);
   for (const auto& [run, c] : collectives) add_collective_inputs(c, inputs);
-  doc.findings = an::detect_bottlenecks(inputs);
+  doc.findings = an::detect_bottlenecks(inputs, subjects);
 
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));
   if (sources_.abtests) {

@@ -122,7 +122,7 @@ test('the Processes view lists them, sorts them and opens one\'s history', async
   const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1400 } });
-    await page.goto(server.url + '/');
+    await page.goto(server.url + '/?view=processes');
     await page.waitForSelector(`[data-testid=processes-table] tr[data-key^="${a.pid}-"]`, { timeout: 20000 });
     // The live one first, the one that ended after it (greyed), both with their commands.
     const states = await page.$$eval('[data-testid=processes-table] tbody tr', (rows) => rows.map((r) => r.dataset.state));

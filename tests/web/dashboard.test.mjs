@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
-import { artifacts, baseUrl, binary, browser, cpuLineDrawn, drawnPixels, nvmlScript, server, serverExit } from './dashboard_fixture.mjs';
+import { artifacts, baseUrl, binary, browser, cpuLineDrawn, drawnPixels, nvmlScript, server, serverExit, showView } from './dashboard_fixture.mjs';
 
 test('dashboard draws live CPU data and updates it', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -60,14 +60,16 @@ test('charts are pre-filled from the REST history even when the stream is down',
 
 test('the kernels table, memory timeline and inference panel fill while the demo runs', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=kernels');
   await page.waitForFunction(() => window.perfscope.state.connection === 'live', null, { timeout: 15000 });
   const demo = spawn(binary, ['demo', '--server', baseUrl, '--duration', '8', '--rate', '30'], { stdio: 'ignore' });
   const demoExit = new Promise((resolve) => demo.on('exit', (code) => resolve(code)));
   try {
     // Rows arrive through the stream's {"type":"events"} notifications, no reload.
     await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="matmul"]', { timeout: 20000 });
+    await showView(page, 'serving');
     await page.waitForSelector('[data-testid=inference-table] tbody tr:not(.empty)', { timeout: 20000 });
+    await showView(page, 'kernels');
     await page.waitForFunction(() => window.perfscope.charts.alloc.xs.length > 3, null, { timeout: 20000 });
     const variants = await page.textContent('[data-testid=kernels-table] tr[data-kernel="matmul"] td:last-child');
     assert.equal(variants, 'blocked, naive, vectorized');
@@ -109,13 +111,24 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     assert.ok(['b_faster', 'a_faster', 'no_significant_difference', 'insufficient_samples'].includes(ab.verdict));
     assert.ok(ab.recommendation.length > 0);
 
+    await showView(page, 'analysis');
     // Bottlenecks from the analysis document: the stand-in GPU 1 is held at its power cap; the
     // demo reports no launch calls, so the host-wait rule says what it lacks.
     await page.waitForSelector('[data-testid=bottlenecks] li[data-rule="power_capping"][data-status="fired"]',
                                { timeout: 20000 });
-    await page.waitForSelector('[data-testid=bottlenecks] li[data-rule="host_bound_input_pipeline"][data-status="not_evaluated"]',
+    // Rules the range cannot decide are one row, grouped by why, each rule named once.
+    await page.waitForSelector('[data-testid=bottlenecks] [data-rule="host_bound_input_pipeline"][data-status="not_evaluated"]',
                                { timeout: 20000 });
-    assert.match(await page.textContent('[data-testid=bottlenecks] li[data-rule="host_bound_input_pipeline"]'), /not measured here/);
+    assert.match(await page.textContent('[data-testid=bottlenecks] [data-testid=not-evaluated]'),
+                 /no kernel launch times[^:]*: [^\n]*Host \(CPU\) bound input pipeline/);
+    assert.equal(await page.locator('[data-testid=bottlenecks] > li[data-status="not_evaluated"]').count(), 0,
+                 'no row per rule that was not evaluated');
+    // The demo's kernels run on a CPU producer: no GPU advice, and the long kernel is named.
+    const advice = await page.textContent('[data-testid=bottlenecks]');
+    assert.doesNotMatch(advice, /CUDA graph|across blocks/);
+    if (await page.locator('[data-testid=bottlenecks] li[data-rule="long_kernel_execution"][data-status="fired"]').count()) {
+      assert.match(await page.textContent('[data-testid=bottlenecks] li[data-rule="long_kernel_execution"] .subject'), /\S/);
+    }
     // Evidence reads in units, never in exponent notation: seconds of power capping as a duration.
     const capping = await page.textContent('[data-testid=bottlenecks] li[data-rule="power_capping"]');
     assert.match(capping, /gpu_power_cap_throttle_seconds [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
@@ -139,7 +152,7 @@ test('the operators table lists op types with their percentiles and a model\'s C
                 model: 'resnet', ts_ns: now });
   await postEvents(baseUrl, events);
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=operators');
   await page.waitForSelector('[data-testid=operators-table] tr[data-op="Conv"]', { timeout: 20000 });
   const cells = await page.$$eval('[data-testid=operators-table] tr[data-op="Conv"] td', (tds) => tds.map((td) => td.textContent));
   // 1..10 ms: count 10, total 55, nearest-rank p50 5 and p90 9; half the model's operator time.
@@ -193,7 +206,7 @@ test('one time range for every chart: picked, zoomed by a drag, kept in the URL 
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
   const queries = [];
   page.on('request', (r) => { if (r.url().includes('/api/v1/series/query')) queries.push(decodeURIComponent(r.url())); });
-  await page.goto(baseUrl + '/?range=15m');
+  await page.goto(baseUrl + '/?view=host&range=15m');
   await page.waitForFunction(() => window.perfscope.charts.cpu.plot && window.perfscope.charts.cpu.xs.length >= 3, null,
                              { timeout: 20000 });
   assert.equal(await page.evaluate(() => window.perfscope.range.seconds), 900);

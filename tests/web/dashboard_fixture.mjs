@@ -129,3 +129,10 @@ export async function cpuLineDrawn(page, rgb = [0x73, 0xbf, 0x69]) {
     return null;  // the caller's assertion says what is missing
   }
 }
+
+// Opens a view as a person does, by its link in the navigation (the overview shows a summary:
+// most panels live in a view of their own).
+export async function showView(page, view) {
+  await page.click(`[data-testid=views] a[data-view-link="${view}"]`);
+  await page.waitForFunction((v) => document.body.dataset.currentView === v, view, { timeout: 5000 });
+}

@@ -161,6 +161,36 @@ test('the timeline shows one run over its own span, picked from the runs', async
   const span = await page.evaluate(() => window.perfscope.timeline.state.b - window.perfscope.timeline.state.a);
   assert.equal(span, Number(end - 4000n - t0));
   assert.match(await page.evaluate(() => window.location.search), /tl_run=tl_decode/);
+  // The overview strip: the run's busy time across it, the window (the whole run) framed.
+  await page.waitForFunction(() => { const o = window.perfscope.timeline.overview; return o.busy && o.busy.some((v) => v > 0); },
+                             null, { timeout: 10000 });
+  // The axis names its origin by clock time.
+  const origin = await page.evaluate(() => {
+    const d = new Date(Number(window.perfscope.timeline.state.base / 1000000n));
+    return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+  });
+  assert.ok(origin.length === 8);
+  // Shift+drag over the middle fifth zooms to it.
+  const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+  const plotW = box.width - 132;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + 132 + plotW * 0.4, box.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 132 + plotW * 0.6, box.y + 40, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  const zoomed = await page.evaluate(() => [window.perfscope.timeline.state.a, window.perfscope.timeline.state.b]);
+  assert.ok(Math.abs((zoomed[1] - zoomed[0]) / span - 0.2) < 0.02, `the dragged fifth: ${zoomed} of ${span}`);
+  assert.ok(Math.abs(zoomed[0] / span - 0.4) < 0.02, `from 40 %: ${zoomed[0] / span}`);
+  // A click on the strip's first tenth centres the window there, keeping its width.
+  const strip = await page.locator('[data-testid=timeline-overview]').boundingBox();
+  await page.mouse.click(strip.x + 132 + (strip.width - 132) * 0.1, strip.y + strip.height / 2);
+  const moved = await page.evaluate(() => {
+    const s = window.perfscope.timeline.state, o = window.perfscope.timeline.overview;
+    return { centre: Number(s.base - o.origin) + (s.a + s.b) / 2, width: s.b - s.a, span: o.span };
+  });
+  assert.ok(Math.abs(moved.width - (zoomed[1] - zoomed[0])) < 1, 'the width is kept');
+  assert.ok(Math.abs(moved.centre / moved.span - 0.1) < 0.02, `centred at a tenth: ${moved.centre / moved.span}`);
   await page.close();
 });
 

@@ -65,7 +65,7 @@ test('the overview opens with key figures that link to their views: GPU busy, po
   assert.equal(await text('summary-top-kernel'), 'summary_top_kernel · 100.0%');  // alone on its device
   assert.equal(await page.getAttribute('a.stat:has([data-testid=summary-top-kernel])', 'href'), '?view=kernels');
   // Only on the overview.
-  await page.click('[data-view-link=host]');
+  await page.click('[data-testid=views] [data-view-link=host]');
   assert.equal(await page.isVisible('[data-testid=summary]'), false);
   await page.close();
 });
@@ -152,7 +152,7 @@ test('every table, analysis and export follows the scope: 5 min, 1 h, 7 d, a dra
   await carries((q) => q.get('from') === 'now-604800s' && !q.has('run'), '7 days');
   // A span dragged across the CPU chart (on the overview, which shows it): fixed ends, the same
   // on every panel.
-  await page.click('[data-view-link=overview]');
+  await page.click('[data-testid=views] [data-view-link=overview]');
   const box = await page.locator('[data-testid=chart-cpu] .u-over').boundingBox();
   asked.length = 0;
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
@@ -170,6 +170,7 @@ test('every table, analysis and export follows the scope: 5 min, 1 h, 7 d, a dra
     { type: 'kernel', name: 'beside_the_run', start_ns: runStart + 1e9, end_ns: runStart + 2e9 }]);
   await page.waitForFunction(() => [...document.querySelectorAll('#run-pick option')].some((o) => o.value === 'scope-run'),
     null, { timeout: 20000 });
+  await page.click('[data-testid=views] [data-view-link=kernels]');  // back where the kernels table is
   asked.length = 0;
   await page.selectOption('#run-pick', 'scope-run');
   await page.waitForSelector('[data-testid=kernels-table] tr[data-kernel="in_the_run"]', { timeout: 20000 });
@@ -223,7 +224,7 @@ test('the range moves by half a span, zooms out, takes typed ends, and Back retu
   assert.equal(await page.isVisible('[data-testid=range-abs]'), false);
   // A view switch, then Back through every step: view, typed span, live hour, the shifted hour,
   // the zoomed-out hour, the first quarter hour — each panel read again over it.
-  await page.click('[data-view-link=serving]');
+  await page.click('[data-testid=views] [data-view-link=serving]');
   const steps = [['kernels', typed.search], ['kernels', null, '1h'], ['kernels', back.search], ['kernels', null, '1h'],
                  ['kernels', null, '15m']];
   for (const [view, search, preset] of steps) {
@@ -264,7 +265,7 @@ test('a kernel reporting its work shows its achieved TFLOP/s, GB/s and roofline;
   await postEvents(baseUrl, [0, 1].map((i) => ({ type: 'kernel', name: 'worked_gemm', start_ns: now - (30 - i * 10) * 1e6,
     end_ns: now - (20 - i * 10) * 1e6, flops: 2e12, bytes: 1e10, dtype: 'bf16', device: '0' })));
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=kernels');
   const row = '[data-testid=kernels-table] tr[data-kernel="worked_gemm"]';
   await page.waitForSelector(row, { timeout: 20000 });
   assert.equal((await page.textContent(`${row} td[data-col=tflops]`)).trim(), '200');
@@ -304,7 +305,7 @@ test('the energy panel gives joules per inference from the GPU energy counter', 
   }
   await postEvents(baseUrl, events);
   const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=energy');
   await page.waitForSelector('[data-testid=energy-table] tr[data-model="energy-model"]', { timeout: 30000 });
   const cells = await page.$$eval('[data-testid=energy-table] tr[data-model="energy-model"] td', (tds) => tds.map((td) => td.textContent));
   // Other tests' models may share the window: this one's share is its compute time's.
@@ -355,15 +356,26 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
   }
   await postEvents(baseUrl, sampled);
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=runs');
   await page.waitForSelector('[data-testid=runs-table] tr[data-run="fused"]', { timeout: 20000 });
   await page.waitForSelector('[data-testid=runs-table] tr[data-run="sampled"] [data-testid=run-sampled]', { timeout: 20000 });
   assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="sampled"]'), /30 \(≈100, sampled 30\.0%\)/);
   assert.match(await page.textContent('[data-testid=runs-table] tr[data-run="baseline"]'), /finished/);
   await page.selectOption('[data-testid=runs-a]', 'baseline');
   await page.selectOption('[data-testid=runs-b]', 'fused');
+  // A comparison that takes time says so while it runs: held back a second here, the button
+  // is disabled and the result area counts the seconds.
+  await page.route('**/api/v1/runs/compare?*', async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await route.continue();
+  });
   await page.click('[data-testid=runs-compare]');
+  await page.waitForFunction(() => /Comparing baseline and fused… \d+\.\d s/.test(document.getElementById('runs-result').textContent),
+                             null, { timeout: 5000 });
+  assert.equal(await page.isDisabled('[data-testid=runs-compare]'), true);
   await page.waitForSelector('[data-testid=runs-verdict]', { timeout: 20000 });
+  assert.equal(await page.isDisabled('[data-testid=runs-compare]'), false);
+  await page.unroute('**/api/v1/runs/compare?*');
   assert.equal(await page.textContent('[data-testid=runs-verdict]'), 'slower');
   const first = await page.getAttribute('[data-testid=runs-kernels] tbody tr:first-child', 'data-kernel');
   assert.equal(first, 'attention', 'the kernel that moved comes first');
@@ -378,7 +390,7 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
 
 test('the GPU view lists every GPU, shows throttling and follows the picked GPU', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1200 } });
-  await page.goto(baseUrl + '/');
+  await page.goto(baseUrl + '/?view=gpu');
   await page.waitForSelector('[data-testid=gpus]:not([hidden])', { timeout: 15000 });
   assert.equal(await page.locator('[data-testid=gpu-pick] option').count(), 2);
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=gpu-overview] tbody tr').length === 2, null,
@@ -482,10 +494,10 @@ test('the serving table gives each model its percentiles, TTFT, TPOT, errors and
   await page.waitForFunction(() => document.querySelector('#pct-subject').value.startsWith('model:'));
   const shown = await page.$$eval('#pct-subject option', (os) => os.filter((o) => o.value && !o.hidden).map((o) => o.value));
   assert.ok(shown.length > 0 && shown.every((v) => v.startsWith('model:')), shown.join(' '));
-  await page.click('[data-view-link=kernels]');
+  await page.click('[data-testid=views] [data-view-link=kernels]');
   await page.waitForFunction(() => document.querySelector('#pct-subject').value.startsWith('kernel:'));
   // A new objective is read again at once and kept in the URL.
-  await page.click('[data-view-link=serving]');
+  await page.click('[data-testid=views] [data-view-link=serving]');
   await page.fill('[data-testid=slo-latency]', '100');
   await page.dispatchEvent('[data-testid=slo-latency]', 'change');
   await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.trim() === '90.0%', `${row} td[data-col=slo]`, { timeout: 15000 });

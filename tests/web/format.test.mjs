@@ -1,7 +1,7 @@
 // The dashboard's formatting helpers, as a page would call them (no browser needed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fmtInstant, ms, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
+import { fmtDuration, fmtEvidence, fmtInstant, ms, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
 
 test('a kernel signature shortens to its qualified name, as profilers list it', () => {
   const cases = [
@@ -47,4 +47,13 @@ test('an instant is written with its date, to the millisecond', () => {
 test('milliseconds to three significant digits, whole ones from 100 on', () => {
   assert.deepEqual([300, 1234.5, 40, 99.95, 4.5, 1, 0.046, 0.00012, 0, -12.34, null, NaN].map(ms),
                    ['300', '1235', '40.0', '100', '4.50', '1.00', '0.0460', '0.000120', '0', '-12.3', '–', '–']);
+});
+
+test('durations read in the unit that fits; nothing is 0 s, not 0.00 µs', () => {
+  assert.equal(fmtDuration(0), '0 s');
+  assert.equal(fmtDuration(0.85), '850 µs');
+  assert.equal(fmtDuration(12.34), '12.3 ms');
+  assert.equal(fmtDuration(8800), '8.80 s');
+  assert.equal(fmtEvidence('gpu_thermal_throttle_seconds', 0), '0 s');
+  assert.equal(fmtEvidence('kernel_avg_gap_ms', 8.8), '8.80 ms');
 });

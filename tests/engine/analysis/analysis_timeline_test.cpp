@@ -1,4 +1,4 @@
-// Kernel timeline, serving metrics, trends and bottleneck rules on crafted inputs.
+// Kernel timeline, serving metrics and trends on crafted inputs (the bottleneck rules: bottlenecks_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,14 +7,9 @@
 #include <random>
 #include <tuple>
 
-#include "engine/analysis/bottlenecks.hpp"
-#include "engine/analysis/change_points.hpp"
 #include "engine/analysis/serving.hpp"
 #include "engine/analysis/timeline.hpp"
 #include "engine/analysis/timeline_view.hpp"
-#include "engine/analysis/trend.hpp"
-#include "engine/analysis/anomaly_monitor.hpp"
-#include "engine/analysis/gpu_alerts.hpp"
 
 namespace perfscope::analysis {
 namespace {
@@ -347,215 +342,18 @@ TEST(Serving, ThroughputTpotItlAndGoodput) {
   EXPECT_NEAR(*m[0].goodput_per_second, 0.5, kTol);
 }
 
-TEST(Trend, SlopeAndSignificance) {
-  std::vector<double> t, line, noise, ramp;
-  std::mt19937_64 rng(2);
-  std::normal_distribution<double> n(0, 1);
-  for (int i = 0; i < 200; ++i) {
-    t.push_back(i * 0.5);
-    line.push_back(3 + 2 * i * 0.5);
-    noise.push_back(10 + n(rng));
-    ramp.push_back(10 + 0.05 * i * 0.5 + n(rng));
-  }
-  Trend exact = linear_trend(t, line);
-  EXPECT_NEAR(exact.slope_per_second, 2, kTol);
-  EXPECT_NEAR(exact.intercept, 3, 1e-9);
-  EXPECT_EQ(exact.p_value, 0);
-  EXPECT_FALSE(linear_trend(t, noise).significant());
-  Trend up = linear_trend(t, ramp);
-  EXPECT_TRUE(up.significant());
-  EXPECT_NEAR(up.slope_per_second, 0.05, 0.02);
-  EXPECT_EQ(linear_trend(std::vector<double>{1}, std::vector<double>{1}).p_value, 1);
+TEST(Timeline, NamesTheLongestKernelOfEachQueue) {
+  KernelTrace trace;
+  trace.names = {"short", "long", "medium"};
+  trace.devices = {"0"};
+  trace.streams = {"7"};
+  trace.kernels = {{0, 10, kNoLaunch, kNoLaunch, 0, 0, 0}, {20, 920, kNoLaunch, kNoLaunch, 1, 0, 0},
+                   {1000, 1500, kNoLaunch, kNoLaunch, 2, 0, 0}, {1600, 1610, kNoLaunch, kNoLaunch, 0, 0, 0}};
+  const auto queues = analyze_timeline(trace);
+  ASSERT_FALSE(queues.empty());
+  for (const auto& q : queues) EXPECT_EQ(q.longest_kernel, "long") << q.stream;
 }
 
-const Finding& find(const std::vector<Finding>& fs, const std::string& id) {
-  for (const auto& f : fs) {
-    if (f.id == id) return f;
-  }
-  throw std::runtime_error("no finding " + id);
-}
-
-TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
-  const Inputs busy = {{"gpu_utilization_avg", 0.97},        {"gpu_dram_bandwidth_utilization_avg", 0.2},
-                       {"gpu_memory_used_ratio_peak", 0.98}, {"gpu_thermal_throttle_seconds", 3},
-                       {"gpu_power_cap_throttle_seconds", 1}, {"host_cpu_utilization_avg", 0.95},
-                       {"kernel_count", 5000},               {"kernel_max_ms", 250},
-                       {"kernel_busy_ratio", 0.3},           {"kernel_avg_gap_ms", 0.05},
-                       {"kernel_short_share", 0.8},          {"kernel_host_wait_share", 0.7},
-                       {"latency_p99_ms", 120},              {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5},
-                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0.4},
-                       {"collective_straggler_rank", 1},      {"collective_straggler_extra_ms", 1.6}};
-  auto fired = detect_bottlenecks(busy);
-  for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
-                         "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
-                         "operators_cpu_fallback", "device_below_minimum", "straggler"}) {
-    const Finding& f = find(fired, id);
-    EXPECT_EQ(f.status, "fired") << id;
-    EXPECT_FALSE(f.recommendations.empty()) << id;
-    EXPECT_FALSE(f.evidence.empty()) << id;
-  }
-  EXPECT_EQ(find(fired, "high_memory_usage").severity, Severity::kCritical);
-  EXPECT_EQ(find(fired, "sla_at_risk").severity, Severity::kCritical);
-  EXPECT_EQ(find(fired, "launch_overhead_bound").severity, Severity::kCritical);
-  EXPECT_EQ(find(fired, "operators_cpu_fallback").severity, Severity::kCritical);
-  // The straggler's rank and extra time ride along as evidence; a tenth of a step is a note.
-  EXPECT_EQ(find(fired, "straggler").severity, Severity::kWarning);
-  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_rank"), 1);
-  EXPECT_EQ(find(fired, "straggler").evidence.at("collective_straggler_extra_ms"), 1.6);
-  EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_straggler_extra_share", 0.1}}), "straggler")
-                .severity,
-            Severity::kInfo);
-  EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
-            Severity::kWarning);
-  EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
-  // The other two GPU rules, each on its own input.
-  EXPECT_EQ(find(detect_bottlenecks({{"gpu_dram_bandwidth_utilization_avg", 0.85}}), "memory_bandwidth_bound").severity,
-            Severity::kWarning);
-  // Saturation: bandwidth stayed at 90% of peak or more.
-  EXPECT_EQ(find(detect_bottlenecks({{"gpu_dram_bandwidth_utilization_avg", 0.93}}), "memory_bandwidth_bound").severity,
-            Severity::kCritical);
-  EXPECT_EQ(find(detect_bottlenecks({{"gpu_utilization_avg", 0.1}}), "low_gpu_utilization").status, "fired");
-
-  // An idle machine with a GPU: measured, nothing fires.
-  const Inputs idle = {{"gpu_utilization_avg", 0.5},         {"gpu_dram_bandwidth_utilization_avg", 0.1},
-                       {"gpu_memory_used_ratio_peak", 0.05}, {"gpu_thermal_throttle_seconds", 0},
-                       {"gpu_power_cap_throttle_seconds", 0}, {"host_cpu_utilization_avg", 0.02},
-                       {"kernel_count", 10},                 {"kernel_max_ms", 1},
-                       {"kernel_busy_ratio", 0.1},           {"kernel_avg_gap_ms", 100},
-                       {"kernel_short_share", 0},            {"kernel_host_wait_share", 0.1},
-                       {"latency_p99_ms", 10},               {"sla_target_ms", 100},
-                       {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9},
-                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0}};
-  for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
-
-  // Nothing measured: every rule says what it lacks.
-  for (const auto& f : detect_bottlenecks({})) {
-    EXPECT_EQ(f.status, "not_evaluated") << f.id;
-    EXPECT_NE(f.reason.find("not measured here: "), std::string::npos);
-  }
-}
-
-TEST(ChangePoints, FindsAPlantedTenPercentStepAndNothingInNoise) {
-  std::mt19937_64 rng(17);
-  std::normal_distribution<double> noise(0, 0.02);  // 2% noise around 1.0
-  std::vector<double> step, flat;
-  for (int i = 0; i < 120; ++i) {
-    step.push_back((i < 70 ? 1.0 : 1.1) * (1 + noise(rng)));
-    flat.push_back(1 + noise(rng));
-  }
-  auto found = find_change_points(step);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_NEAR(static_cast<double>(found[0].index), 70, 2);
-  EXPECT_NEAR(found[0].change, 0.10, 0.03);
-  EXPECT_LT(found[0].p_value, 0.001);
-  EXPECT_TRUE(find_change_points(flat).empty());
-  // A noiseless step is found too; one under the magnitude floor is not.
-  std::vector<double> clean(40, 5.0), tiny(40, 5.0);
-  for (int i = 20; i < 40; ++i) {
-    clean[static_cast<std::size_t>(i)] = 4.0;
-    tiny[static_cast<std::size_t>(i)] = 5.05;
-  }
-  auto c = find_change_points(clean);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].index, 20u);
-  EXPECT_NEAR(c[0].change, -0.2, kTol);
-  EXPECT_TRUE(find_change_points(tiny).empty());
-}
-
-TEST(Anomalies, ScoresASpikeAndStaysQuietOnNoise) {
-  std::mt19937_64 rng(23);
-  std::normal_distribution<double> noise(50, 2);
-  AnomalyDetector d;
-  std::size_t false_alarms = 0;
-  for (int i = 0; i < 5000; ++i) false_alarms += d.observe(noise(rng)).has_value();
-  EXPECT_LE(false_alarms, 2u);
-  EXPECT_NEAR(d.center(), 50, 1);
-  // A one-sample blip is not reported; three in a row are, once.
-  EXPECT_FALSE(d.observe(90).has_value());
-  EXPECT_FALSE(d.observe(51).has_value());
-  EXPECT_FALSE(d.observe(90).has_value());
-  EXPECT_FALSE(d.observe(91).has_value());
-  auto spike = d.observe(92);
-  ASSERT_TRUE(spike.has_value());
-  EXPECT_GT(*spike, 10);
-  EXPECT_FALSE(d.observe(51).has_value());
-  EXPECT_NEAR(d.center(), 50, 1);  // a short excursion barely moves the center
-  AnomalyDetector flat;
-  for (int i = 0; i < 100; ++i) EXPECT_FALSE(flat.observe(7.0).has_value());
-  EXPECT_FALSE(flat.observe(8.0).has_value());
-  EXPECT_FALSE(flat.observe(8.0).has_value());
-  EXPECT_TRUE(flat.observe(8.0).has_value());
-  // One excursion, one alert: the next points of it are inside the cooldown.
-  EXPECT_FALSE(flat.observe(8.5).has_value());
-  // A very steady series: a move of 2% is many MADs but too small to matter; 20% is not.
-  AnomalyDetector steady;
-  for (int i = 0; i < 200; ++i) EXPECT_FALSE(steady.observe(i % 2 ? 10.01 : 10.0).has_value());
-  for (int i = 0; i < 3; ++i) EXPECT_FALSE(steady.observe(10.2).has_value());
-  EXPECT_FALSE(steady.observe(12.0).has_value());
-  EXPECT_FALSE(steady.observe(12.0).has_value());
-  EXPECT_TRUE(steady.observe(12.0).has_value());
-}
-
-TEST(AnomalyMonitor, KeepsAnomaliesOfEachSeriesWithTheirKeys) {
-  SeriesStore store(100);
-  SeriesId steady = store.intern(SeriesKey("queue_depth", {{"q", "a"}}));
-  SeriesId other = store.intern(SeriesKey("temp_celsius", {}));
-  AnomalyDetector::Options options;
-  options.cooldown = 0;  // every anomalous point counts here
-  AnomalyMonitor monitor(store, 3, options);
-  std::mt19937_64 rng(1);
-  std::normal_distribution<double> noise(10, 1);
-  for (int i = 0; i < 200; ++i) {
-    SampleBatch b{1000 + i, {{steady, noise(rng)}, {other, 40 + noise(rng)}}};
-    EXPECT_TRUE(monitor.observe(b).empty()) << i;
-  }
-  EXPECT_TRUE(monitor.observe(SampleBatch{4998, {{steady, 10.2}, {other, 95}}}).empty());
-  EXPECT_TRUE(monitor.observe(SampleBatch{4999, {{steady, 10.2}, {other, 95}}}).empty());
-  auto found = monitor.observe(SampleBatch{5000, {{steady, 10.2}, {other, 95}}});
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].key.canonical(), "temp_celsius");
-  EXPECT_DOUBLE_EQ(found[0].value, 95);
-  EXPECT_GT(found[0].score, 6);
-  EXPECT_NEAR(found[0].center, 40 + 10, 1.5);
-  for (int i = 0; i < 9; ++i) monitor.observe(SampleBatch{6000 + i, {{steady, 1000.0 + i * 1000}}});
-  auto kept = monitor.recent(0, 10'000);
-  EXPECT_EQ(kept.size(), 3u);  // bounded
-  EXPECT_TRUE(monitor.recent(0, 10).empty());
-
-  // Counters are not scored: their every sample is new by construction.
-  store.declare({"bytes_total", "bytes", MetricType::kCounter, ""});
-  SeriesId counter = store.intern(SeriesKey("bytes_total", {}));
-  for (int i = 0; i < 500; ++i) {
-    EXPECT_TRUE(monitor.observe(SampleBatch{20'000 + i, {{counter, i < 400 ? i * 1.0 : i * 1000.0}}}).empty());
-  }
-}
-
-TEST(GpuAlerts, PowerTargetAndThermalThrottlingOncePerExcursion) {
-  SeriesStore store(10);
-  SeriesId power = store.intern(SeriesKey("gpu_power_watts", {{"gpu", "0"}, {"uuid", "GPU-a"}}));
-  SeriesId thermal = store.intern(SeriesKey("gpu_throttle_active", {{"gpu", "0"}, {"reason", "hw_thermal_slowdown"}, {"uuid", "GPU-a"}}));
-  SeriesId idle = store.intern(SeriesKey("gpu_throttle_active", {{"gpu", "0"}, {"reason", "gpu_idle"}, {"uuid", "GPU-a"}}));
-  GpuAlerts alerts(store, 600.0);
-  EXPECT_TRUE(alerts.observe(SampleBatch{1, {{power, 550}, {thermal, 0}, {idle, 1}}}).empty());
-  auto up = alerts.observe(SampleBatch{2, {{power, 650}, {thermal, 0}, {idle, 1}}});
-  ASSERT_EQ(up.size(), 1u);
-  EXPECT_EQ(up[0].kind, "power_target");
-  EXPECT_DOUBLE_EQ(up[0].threshold, 600);
-  EXPECT_EQ(up[0].message, "GPU 0 draws 650 W, above the 600 W power target");
-  EXPECT_TRUE(alerts.observe(SampleBatch{3, {{power, 690}}}).empty());  // still above: no repeat
-  EXPECT_TRUE(alerts.observe(SampleBatch{4, {{power, 500}}}).empty());
-  EXPECT_EQ(alerts.observe(SampleBatch{5, {{power, 610}}}).size(), 1u);  // a new excursion
-  auto hot = alerts.observe(SampleBatch{6, {{thermal, 1}}});
-  ASSERT_EQ(hot.size(), 1u);
-  EXPECT_EQ(hot[0].kind, "thermal_throttling");
-  EXPECT_EQ(hot[0].message, "GPU 0 is thermally throttled (hw_thermal_slowdown)");
-  EXPECT_EQ(alerts.recent(0, 10).size(), 3u);
-  GpuAlerts no_target(store, std::nullopt);
-  EXPECT_TRUE(no_target.observe(SampleBatch{1, {{power, 5000}}}).empty());
-}
-
-// The drawn timeline: raw executions in start order with the gap before each and its cause.
 TEST(TimelineView, RawExecutionsCarryTheirGapAndItsCause) {
   KernelTrace t;
   t.names = {"gemm", "norm"};

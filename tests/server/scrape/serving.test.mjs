@@ -258,7 +258,7 @@ test('the dashboard\'s serving panel fills from the scraped server', async () =>
   const browser = await launchChromium();
   try {
     const page = await browser.newPage();
-    await page.goto(scraper.url + '/');
+    await page.goto(scraper.url + '/?view=serving');
     // The panel reads the last minute: the restarted server's requests are in it.
     await page.waitForSelector('[data-testid=inference-table] tbody tr:not(.empty)', { timeout: 20000 });
     const text = await page.textContent('[data-testid=inference-table] tbody');

@@ -39,6 +39,7 @@ export const fmtSI = (v) => {
 export const fmtDuration = (v) => {
   if (v == null || Number.isNaN(Number(v))) return '–';
   v = Number(v);
+  if (v === 0) return '0 s';  // nothing: no unit reads better than another
   // A unit is used while its three digits stay under 1000 (0.99996 ms is 1.00 ms, not 1.00e+3 µs).
   const under = (x) => Math.abs(Number(x.toPrecision(3))) < 1000;
   if (under(v * 1000)) return (v * 1000).toPrecision(3) + ' µs';

@@ -1,6 +1,8 @@
 // The dashboard's views: every panel names the views it belongs to (data-view="gpu energy"), the
 // navigation in the header picks one, and the URL keeps it (?view=gpu, beside the time range)
-// so a reload or a shared link opens the same view. Overview shows every panel.
+// so a reload or a shared link opens the same view. Overview is a summary: the key figures, the
+// host's and GPUs' main charts and the bottlenecks, each linking to its view (panels opt in with
+// "overview" among their views).
 import { setSearchParams } from './url.js';
 
 export const VIEWS = ['overview', 'host', 'gpu', 'kernels', 'timeline', 'memory', 'serving', 'operators', 'energy',
@@ -12,12 +14,10 @@ export function initViews({ onShow }) {
   function apply(view, push) {
     state.view = VIEWS.includes(view) ? view : 'overview';
     for (const el of document.querySelectorAll('[data-view]')) {
-      // Overview shows every panel but those of a view of their own (data-not-overview).
-      const member = (state.view === 'overview' && !el.hasAttribute('data-not-overview')) ||
-        el.dataset.view.split(' ').includes(state.view);
-      el.classList.toggle('off-view', !member);
+      el.classList.toggle('off-view', !el.dataset.view.split(' ').includes(state.view));
     }
     for (const a of nav.querySelectorAll('a[data-view-link]')) a.classList.toggle('current', a.dataset.viewLink === state.view);
+    document.body.dataset.currentView = state.view;  // the overview's links to views show only there (not data-view: panels carry that)
     markLead();
     if (push) setSearchParams({ view: state.view === 'overview' ? null : state.view }, { push: true });
     if (onShow) onShow(state.view);  // charts shown after being hidden take their width again; views load
@@ -35,11 +35,13 @@ export function initViews({ onShow }) {
     if (first && !first.classList.contains('lead')) first.classList.add('lead');
   }
   new MutationObserver(markLead).observe(document.body, { attributes: true, attributeFilter: ['hidden'], subtree: true });
-  nav.addEventListener('click', (e) => {
+  // The navigation, and the overview's figures and panel links: a view without a reload.
+  document.addEventListener('click', (e) => {
     const a = e.target.closest('a[data-view-link]');
-    if (!a) return;
+    if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;  // a new tab keeps its link
     e.preventDefault();
     apply(a.dataset.viewLink, true);
+    window.scrollTo(0, 0);
   });
   apply(new URLSearchParams(window.location.search).get('view'), false);
   // Back and Forward: the URL's view, without a new entry.

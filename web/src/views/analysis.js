@@ -6,6 +6,7 @@ import { setSearchParams } from '../lib/url.js';
 import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 import { fillRows } from '../lib/rows.js';
+import { withProgress } from '../lib/progress.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
 export function createAnalysisView({ state, charts }) {
@@ -202,13 +203,16 @@ export function createAnalysisView({ state, charts }) {
     const a = document.getElementById('ab-a').value, b = document.getElementById('ab-b').value;
     if (!kernel || !a || !b) return;
     try {
-      const created = await apiFetch('/api/v1/abtests', {
-        method: 'POST', headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ name: `${kernel}: ${a} vs ${b}`, a: { kernel, variant: a }, b: { kernel, variant: b } }),
-      });
-      const body = await created.json();
-      if (!created.ok) throw new Error(body.error ? body.error.message : 'HTTP ' + created.status);
-      const r = await fetchJson(body.url);
+      const r = await withProgress(ev.target, document.getElementById('ab-result'), `Comparing ${a} and ${b} of ${kernel}`,
+        async () => {
+          const created = await apiFetch('/api/v1/abtests', {
+            method: 'POST', headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ name: `${kernel}: ${a} vs ${b}`, a: { kernel, variant: a }, b: { kernel, variant: b } }),
+          });
+          const body = await created.json();
+          if (!created.ok) throw new Error(body.error ? body.error.message : 'HTTP ' + created.status);
+          return fetchJson(body.url);
+        });
       state.abResult = r;
       renderAb(r);
     } catch (e) {
@@ -216,19 +220,42 @@ export function createAnalysisView({ state, charts }) {
     }
   });
 
+  // Fired and ok rules as rows; the rules this range cannot evaluate once, grouped by why.
   function renderBottlenecks(findings) {
     const el = document.getElementById('bottlenecks');
-    el.innerHTML = findings.map((f) => {
-      const sev = f.status === 'fired' ? f.severity : f.status === 'ok' ? 'ok' : '';
+    const rows = findings.filter((f) => f.status !== 'not_evaluated').map((f) => {
+      const sev = f.status === 'fired' ? f.severity : 'ok';
       const evidence = Object.entries(f.evidence).map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(', ');
-      const recs = f.status === 'fired' ? `<ul>${f.recommendations.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : '';
-      return `<li class="${f.status === 'not_evaluated' ? 'not-evaluated' : ''}" data-rule="${esc(f.id)}" data-status="${f.status}">` +
-        `<span class="sev sev-${sev}">${f.status === 'not_evaluated' ? 'n/a' : esc(sev)}</span>${esc(f.title)}` +
-        (f.status === 'not_evaluated' ? ` <span class="muted">(${esc(f.reason)})</span>` : evidence ? ` <span class="muted">${esc(evidence)}</span>` : '') +
+      // A kernel named in full (a C++ signature) reads by its short name; the whole on hover.
+      const short = f.subject ? shortKernelName(f.subject) : '';
+      const named = (text) => (f.subject && short !== f.subject ? text.split(f.subject).join(short) : text);
+      const subject = f.subject && f.status === 'fired'
+        ? ` <span class="subject" title="${esc(f.subject)}${f.subject_device ? ' on device ' + esc(f.subject_device) : ''}">` +
+          `${esc(f.subject === f.subject_device ? 'device ' + short : short)}</span>` : '';
+      const recs = f.status === 'fired' ? `<ul>${f.recommendations.map((r) => `<li>${esc(named(r))}</li>`).join('')}</ul>` : '';
+      return `<li data-rule="${esc(f.id)}" data-status="${f.status}">` +
+        `<span class="sev sev-${sev}">${esc(sev)}</span>${esc(f.title)}${subject}` +
+        (evidence ? ` <span class="muted">${esc(evidence)}</span>` : '') +
         (Object.keys(f.evidence_series || {}).length
           ? ` <button type="button" class="link" data-evidence="${esc(f.id)}" data-testid="evidence-${esc(f.id)}">evidence ▸</button>` : '') +
         `${recs}</li>`;
-    }).join('');
+    });
+    const skipped = findings.filter((f) => f.status === 'not_evaluated');
+    if (skipped.length) {
+      // The reason's words before its list of inputs group the rules ("no kernels in this range").
+      const groups = new Map();
+      for (const f of skipped) {
+        const why = String(f.reason || '').split(';')[0];
+        if (!groups.has(why)) groups.set(why, []);
+        groups.get(why).push(f);
+      }
+      const items = [...groups].map(([why, fs]) => `<li>${esc(why)}: ` +
+        fs.map((f) => `<span data-rule="${esc(f.id)}" data-status="not_evaluated" title="${esc(f.reason)}">${esc(f.title)}</span>`)
+          .join(', ') + '</li>').join('');
+      rows.push(`<li class="not-evaluated" data-testid="not-evaluated"><span class="sev">not evaluated</span>` +
+        `${skipped.length} rule${skipped.length > 1 ? 's' : ''} this range cannot decide:<ul>${items}</ul></li>`);
+    }
+    el.innerHTML = rows.join('');
   }
 
   // Drill-down: a finding's evidence as the series it was read from, over the analysed window.

@@ -4,6 +4,7 @@
 // its observed kernels with the estimate for the whole run and the sampled fraction.
 import { esc, kernelNameHtml, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
+import { withProgress } from '../lib/progress.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(1) + '%');
 const signed = (v) => (v == null ? '–' : (v >= 0 ? '+' : '') + (v * 100).toFixed(1) + '%');
@@ -66,7 +67,8 @@ export function createRunsView({ state, onRuns }) {
     const a = document.getElementById('runs-a').value, b = document.getElementById('runs-b').value;
     if (!a || !b) return;
     try {
-      const c = await fetchJson(`/api/v1/runs/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+      const c = await withProgress(ev.target, document.getElementById('runs-result'), `Comparing ${a} and ${b}`,
+        () => fetchJson(`/api/v1/runs/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`));
       state.runCompare = c;
       renderComparison(c);
     } catch (e) {

@@ -1,8 +1,11 @@
 // Timeline view: a canvas track view of the kernel executions of a time window or a run, per
 // device and stream, with each device's launch calls (host) above its streams, lines from a
 // launch call to its kernel, and the idle gaps coloured by cause (waiting for the host / other).
-// Drag pans, the wheel zooms around the pointer down to microseconds, a double click returns to
-// the dashboard's range. Level of detail comes from the server (GET /api/v1/timeline): buckets
+// Drag pans, Shift+drag zooms to the dragged span, the wheel (and +/−, W/S) zooms around the
+// pointer down to microseconds, A/D pan, a double click returns to the dashboard's range. An
+// overview strip above the tracks shows the whole range (or run) with the window shown framed;
+// a click or drag there moves the window. The axis counts from t₀, the window's start, named
+// by its clock time. Level of detail comes from the server (GET /api/v1/timeline): buckets
 // of busy time when the window holds many executions, raw executions when few; the view asks
 // again a moment after it moves, for three widths around what is shown, and draws what it has
 // meanwhile, so panning never waits on the network. The window and the run are kept in the URL
@@ -51,8 +54,17 @@ const fmtNs = (ns) => fmtDuration(ns / 1e6);
 // A CUDA device by its ordinal ("GPU 0"); other devices (a CPU stand-in) by their own name.
 const deviceName = (d) => (/^\d+$/.test(d) ? `GPU ${d}` : d);
 
+// Clock time to the millisecond of an epoch-ns BigInt: "14:03:27.125".
+function clockOf(ns) {
+  const d = new Date(Number(ns / 1000000n));
+  const two = (n) => String(n).padStart(2, '0');
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+}
+
 export function createTimelineView({ range }) {
   const canvas = document.getElementById('timeline-canvas');
+  const ovCanvas = document.getElementById('timeline-overview');
+  const ovCtx = ovCanvas.getContext('2d');
   const tip = document.getElementById('timeline-tip');
   const info = document.getElementById('timeline-info');
   const runPick = document.getElementById('timeline-run');
@@ -64,6 +76,11 @@ export function createTimelineView({ range }) {
     loads: 0, frames: [], maxRaw: null, run: new URLSearchParams(window.location.search).get('tl_run') || '',
   };
   let timer = null, frame = 0, inFlight = false, pending = false, lastStart = 0;
+  // The overview strip: busy share per column over the whole range (or run), from one bucketed
+  // answer; origin is epoch ns (BigInt), span and bucket ns.
+  const ov = { busy: null, origin: 0n, span: 0, seq: 0 };
+  // Where the pointer last was over the tracks, as a share of the plot's width (for + and −).
+  let pointerAt = null;
 
   // The window from the URL, else the dashboard's range.
   function initialWindow() {
@@ -129,6 +146,33 @@ export function createTimelineView({ range }) {
     st.shift = Number(BigInt(r.origin) - st.base);
     draw();
   }
+  // The whole range (or the run) in as many buckets as the strip has columns, never raw.
+  async function loadOverview() {
+    const seq = ++ov.seq;
+    const columns = Math.max(50, Math.min(2000, ovCanvas.clientWidth - LABEL_W));
+    let q = `buckets=${columns}&max_raw=0`;
+    if (st.run) {
+      q += `&run=${encodeURIComponent(st.run)}`;
+    } else {
+      const [from, to] = range.bounds();
+      q += `&from=${BigInt(Math.round(from * 1e3)) * 1000000n}&to=${BigInt(Math.round(to * 1e3)) * 1000000n}`;
+    }
+    let r;
+    try {
+      r = await fetchJson(`/api/v1/timeline?${q}`);
+    } catch (e) {
+      return;  // the strip stays as it was; the tracks say what failed
+    }
+    if (seq !== ov.seq) return;
+    const n = r.mode === 'raw' ? 0 : Math.max(0, ...r.tracks.map((t) => t.busy.length));
+    const busy = new Float64Array(n);
+    for (const t of r.mode === 'raw' ? [] : r.tracks) for (let i = 0; i < t.busy.length; i++) busy[i] += t.busy[i];
+    const tracks = Math.max(1, r.tracks.length);
+    for (let i = 0; i < n; i++) busy[i] = Math.min(1, busy[i] / (r.bucket_ns * tracks));
+    Object.assign(ov, { busy, origin: BigInt(r.origin), span: r.span_ns });
+    draw();
+  }
+
   // At most one question in flight and one every REFETCH_MS, so a long drag keeps asking as it
   // goes (a pause alone would leave it blank past what was loaded).
   function scheduleLoad() {
@@ -183,6 +227,7 @@ export function createTimelineView({ range }) {
     if (!st.shown) return;
     const t0 = performance.now();
     paintTracks();
+    paintOverview();
     if (st.frames.length < 2000) st.frames.push({ at: now, ms: performance.now() - t0 });
   }
 
@@ -237,6 +282,60 @@ export function createTimelineView({ range }) {
       ` · ${d.raw ? 'each execution' : `buckets of ${fmtNs(d.bucket)}`}`;
   }
 
+  // The strip: busy share as columns, the window shown framed and the rest shaded.
+  function paintOverview() {
+    const dpr = window.devicePixelRatio || 1;
+    const w = ovCanvas.clientWidth, h = ovCanvas.clientHeight || 30;
+    if (ovCanvas.width !== Math.round(w * dpr) || ovCanvas.height !== Math.round(h * dpr)) {
+      ovCanvas.width = Math.round(w * dpr);
+      ovCanvas.height = Math.round(h * dpr);
+    }
+    ovCtx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ovCtx.clearRect(0, 0, w, h);
+    const css = getComputedStyle(document.documentElement);
+    const muted = css.getPropertyValue('--muted').trim() || '#888';
+    const border = css.getPropertyValue('--border').trim() || '#333';
+    const link = css.getPropertyValue('--link').trim() || '#5794f2';
+    ovCtx.font = '11px system-ui, sans-serif';
+    ovCtx.fillStyle = muted;
+    ovCtx.fillText(st.run ? `run ${st.run}` : 'whole range', 4, h / 2 + 4, LABEL_W - 8);
+    const plotW = w - LABEL_W;
+    ovCtx.strokeStyle = border;
+    ovCtx.strokeRect(LABEL_W + 0.5, 0.5, plotW - 1, h - 1);
+    if (!ov.busy || ov.span <= 0) return;
+    const n = ov.busy.length;
+    ovCtx.fillStyle = link;
+    for (let i = 0; i < n; i++) {
+      if (ov.busy[i] <= 0) continue;
+      const bh = Math.max(1, ov.busy[i] * (h - 4));
+      ovCtx.fillRect(LABEL_W + (i / n) * plotW, h - 2 - bh, Math.max(1, plotW / n), bh);
+    }
+    const x = (ns) => LABEL_W + (Number(ns - ov.origin) / ov.span) * plotW;
+    const x0 = Math.max(LABEL_W, x(abs(st.a))), x1 = Math.min(w, Math.max(x0 + 2, x(abs(st.b))));
+    ovCtx.fillStyle = 'rgba(128, 128, 128, 0.25)';
+    ovCtx.fillRect(LABEL_W, 0, Math.max(0, x0 - LABEL_W), h);
+    ovCtx.fillRect(x1, 0, Math.max(0, w - x1), h);
+    ovCtx.strokeStyle = css.getPropertyValue('--text').trim() || '#ddd';
+    ovCtx.lineWidth = 1.5;
+    ovCtx.strokeRect(x0 + 0.75, 0.75, Math.max(1, x1 - x0 - 1.5), h - 1.5);
+    ovCtx.lineWidth = 1;
+  }
+  // The window shown, keeping its width, centred where the strip was clicked.
+  function centreFromOverview(clientX) {
+    if (!ov.busy || ov.span <= 0) return;
+    const r = ovCanvas.getBoundingClientRect();
+    const share = Math.min(1, Math.max(0, (clientX - r.left - LABEL_W) / Math.max(1, r.width - LABEL_W)));
+    const centre = Number(ov.origin - st.base) + share * ov.span;
+    const half = (st.b - st.a) / 2;
+    st.a = centre - half;
+    st.b = centre + half;
+    moved();
+  }
+  let ovDrag = false;
+  ovCanvas.addEventListener('mousedown', (e) => { ovDrag = true; centreFromOverview(e.clientX); e.preventDefault(); });
+  window.addEventListener('mousemove', (e) => { if (ovDrag) centreFromOverview(e.clientX); });
+  window.addEventListener('mouseup', () => { ovDrag = false; });
+
   function drawAxis(w, plotW, span, text, muted, border) {
     ctx.fillStyle = muted;
     // Ticks at 1, 2 or 5 × 10^k ns, about every 110 px.
@@ -250,11 +349,11 @@ export function createTimelineView({ range }) {
       ctx.moveTo(px + 0.5, AXIS_H - 6);
       ctx.lineTo(px + 0.5, AXIS_H);
       ctx.stroke();
-      ctx.fillText(t === Math.ceil(st.a / step) * step && t - st.a < step / 100 ? '0' : '+' + fmtNs(t - st.a), px + 3, 12);
+      ctx.fillText(t === Math.ceil(st.a / step) * step && t - st.a < step / 100 ? 't₀' : '+' + fmtNs(t - st.a), px + 3, 12);
     }
+    // The origin the offsets count from, by its clock time.
     ctx.fillStyle = text;
-    const start = new Date(Number(abs(st.a) / 1000000n));
-    ctx.fillText(start.toLocaleTimeString(), 4, 12);
+    ctx.fillText(`t₀ ${clockOf(abs(st.a))}`, 4, 12, LABEL_W - 8);
   }
 
   // Raw executions: sub-pixel ones merged into one-pixel columns; the gap before each in the
@@ -401,11 +500,20 @@ export function createTimelineView({ range }) {
   // Pointer: drag pans, wheel zooms around the pointer, double click goes back to the range.
   let drag = null;
   canvas.addEventListener('mousedown', (e) => {
-    drag = { x: e.clientX, a: st.a, b: st.b };
+    drag = { x: e.clientX, a: st.a, b: st.b, select: e.shiftKey };
     e.preventDefault();
   });
   window.addEventListener('mousemove', (e) => {
     const r = canvas.getBoundingClientRect();
+    if (drag && drag.select) {  // Shift+drag: the span to zoom to, shaded
+      draw();
+      requestAnimationFrame(() => {
+        const x0 = Math.max(LABEL_W, Math.min(drag.x, e.clientX) - r.left), x1 = Math.min(r.width, Math.max(drag.x, e.clientX) - r.left);
+        ctx.fillStyle = 'rgba(87, 148, 242, 0.25)';
+        ctx.fillRect(x0, AXIS_H, Math.max(0, x1 - x0), r.height - AXIS_H);
+      });
+      return;
+    }
     if (drag) {
       const perPx = (drag.b - drag.a) / Math.max(1, r.width - LABEL_W);
       const dt = (e.clientX - drag.x) * perPx;
@@ -418,6 +526,7 @@ export function createTimelineView({ range }) {
       if (st.hover) { st.hover = null; tip.hidden = true; draw(); }
       return;
     }
+    pointerAt = Math.min(1, Math.max(0, (e.clientX - r.left - LABEL_W) / Math.max(1, r.width - LABEL_W)));
     st.hover = hit(e.clientX - r.left, e.clientY - r.top);
     tip.hidden = !st.hover;
     if (st.hover) {
@@ -432,6 +541,16 @@ export function createTimelineView({ range }) {
   // A click (no drag) on an execution opens its kernel in the Kernels view.
   window.addEventListener('mouseup', (e) => {
     const click = drag && Math.abs(e.clientX - drag.x) < 3;
+    if (drag && drag.select && !click) {
+      const r = canvas.getBoundingClientRect();
+      const plotW = Math.max(1, r.width - LABEL_W);
+      const at = (cx) => st.a + (Math.min(1, Math.max(0, (cx - r.left - LABEL_W) / plotW))) * (st.b - st.a);
+      const a = at(Math.min(drag.x, e.clientX)), b = at(Math.max(drag.x, e.clientX));
+      drag = null;
+      if (b - a >= MIN_SPAN_NS) { st.a = a; st.b = b; }
+      moved();
+      return;
+    }
     drag = null;
     if (click && st.hover && st.hover.raw) {
       window.dispatchEvent(new CustomEvent('perfscope:open-kernel', { detail: st.hover.track.names[st.hover.i] }));
@@ -443,7 +562,9 @@ export function createTimelineView({ range }) {
     const f = Math.min(1, Math.max(0, (e.clientX - r.left - LABEL_W) / (r.width - LABEL_W)));
     zoom(Math.pow(1.0015, e.deltaY), f);
   }, { passive: false });
-  canvas.addEventListener('dblclick', () => { st.run = ''; runPick.value = ''; toRange(); st.data = null; moved(); });
+  canvas.addEventListener('dblclick', () => { st.run = ''; runPick.value = ''; toRange(); st.data = null; moved(); loadOverview(); });
+  // A live range moves on: its strip is read again every 10 s while shown.
+  setInterval(() => { if (st.shown && !st.run && range.live) loadOverview(); }, 10000);
   function zoom(factor, at = 0.5) {
     const span = st.b - st.a;
     const next = Math.max(MIN_SPAN_NS, span * factor);
@@ -452,8 +573,22 @@ export function createTimelineView({ range }) {
     st.b = st.a + next;
     moved();
   }
-  document.getElementById('timeline-zoom-in').addEventListener('click', () => zoom(0.5));
-  document.getElementById('timeline-zoom-out').addEventListener('click', () => zoom(2));
+  // The buttons zoom around where the pointer last was over the tracks (the middle before that).
+  document.getElementById('timeline-zoom-in').addEventListener('click', () => zoom(0.5, pointerAt ?? 0.5));
+  document.getElementById('timeline-zoom-out').addEventListener('click', () => zoom(2, pointerAt ?? 0.5));
+  // Perfetto's keys: W/S zoom around the pointer, A/D pan by a tenth of the window.
+  window.addEventListener('keydown', (e) => {
+    if (!st.shown || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement?.tagName)) return;
+    const k = e.key.toLowerCase();
+    if (k === 'w') zoom(0.8, pointerAt ?? 0.5);
+    else if (k === 's') zoom(1.25, pointerAt ?? 0.5);
+    else if (k === 'a' || k === 'd') {
+      const dt = (st.b - st.a) / 10 * (k === 'a' ? -1 : 1);
+      st.a += dt;
+      st.b += dt;
+      moved();
+    }
+  });
   function moved() {
     draw();
     keepInUrl();
@@ -475,12 +610,13 @@ export function createTimelineView({ range }) {
     if (!st.run) toRange();
     keepInUrl();
     load();
+    loadOverview();
   });
   range.onChange(() => {
     if (st.run) return;
     toRange();
     st.data = null;
-    if (st.shown) moved();
+    if (st.shown) { moved(); loadOverview(); }
   });
 
   const fromUrl = initialWindow();
@@ -488,11 +624,13 @@ export function createTimelineView({ range }) {
 
   return {
     state: st,
+    overview: ov,
     // The view shown or left: it loads only while shown.
     show(on) {
       st.shown = on;
       if (!on) { tip.hidden = true; return; }
       loadRuns();
+      loadOverview();
       if (!covered()) load(); else draw();
     },
     setWindow(from, to) { setWindow(BigInt(from), BigInt(to)); st.data = null; moved(); },
