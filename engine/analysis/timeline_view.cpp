@@ -1,6 +1,7 @@
 #include "engine/analysis/timeline_view.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <unordered_map>
 
@@ -156,6 +157,46 @@ TimelineView timeline_view(const KernelTrace& trace, const TimelineViewOptions& 
     view.tracks.push_back(std::move(track));
   }
   return view;
+}
+
+OperatorTrack operator_track(std::span<const OperatorExecution> operators, const TimelineViewOptions& o) {
+  OperatorTrack track;
+  const TimestampNs from = o.from_ns, to = std::max(o.to_ns, o.from_ns + 1);
+  std::vector<OperatorSlice> slices;
+  std::unordered_map<std::string, std::uint32_t> names, providers;
+  auto index = [](std::unordered_map<std::string, std::uint32_t>& ids, std::vector<std::string>& list,
+                  const std::string& text) {
+    auto [it, fresh] = ids.try_emplace(text, static_cast<std::uint32_t>(list.size()));
+    if (fresh) list.push_back(text);
+    return it->second;
+  };
+  for (const OperatorExecution& op : operators) {
+    const TimestampNs length = static_cast<TimestampNs>(std::llround(std::max(0.0, op.duration_ms) * 1e6));
+    const TimestampNs start = op.ts_ns - std::min(length, op.ts_ns);
+    if (op.ts_ns < from || start > to) continue;
+    slices.push_back({start, op.ts_ns, index(names, track.names, op.op_type.empty() ? op.name : op.op_type),
+                      index(providers, track.providers, op.provider)});
+  }
+  std::sort(slices.begin(), slices.end(), [](const OperatorSlice& a, const OperatorSlice& b) {
+    return a.start_ns < b.start_ns || (a.start_ns == b.start_ns && a.end_ns > b.end_ns);
+  });
+  track.count = slices.size();
+  track.raw = slices.size() <= o.max_raw;
+  if (track.raw) {
+    track.slices = std::move(slices);
+    return track;
+  }
+  const std::size_t n_buckets = std::max<std::size_t>(1, o.buckets);
+  track.bucket_ns = std::max<TimestampNs>(1, (to - from + static_cast<TimestampNs>(n_buckets) - 1) /
+                                                 static_cast<TimestampNs>(n_buckets));
+  const BucketAdder adder(from, track.bucket_ns, n_buckets);
+  track.busy_ns.assign(n_buckets, 0);
+  track.started.assign(n_buckets, 0);
+  for (const OperatorSlice& s : slices) {
+    adder.spread(s.start_ns, s.end_ns, [&](std::size_t b, TimestampNs ns) { track.busy_ns[b] += ns; });
+    if (s.start_ns >= from) ++track.started[adder.bucket_of(s.start_ns)];
+  }
+  return track;
 }
 
 }  // namespace perfscope::analysis

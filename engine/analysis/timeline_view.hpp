@@ -12,8 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "engine/analysis/operators.hpp"
 #include "engine/analysis/timeline.hpp"
 
 namespace perfscope::analysis {
@@ -66,5 +69,27 @@ struct TimelineView {
 
 // The executions of `trace` that overlap [from_ns, to_ns].
 TimelineView timeline_view(const KernelTrace& trace, const TimelineViewOptions& options);
+
+// The host's operators (an imported trace's CPU ops, ONNX Runtime's nodes) as one track beside
+// the kernels: each execution is [ts_ns − duration, ts_ns] (an operator's time is its
+// completion). Raw when at most max_raw overlap the window, else summed into the same buckets
+// as the kernels: busy time clipped to each bucket (overlapping operators count once per
+// nanosecond they overlap, so nested ops can exceed the bucket; the drawing caps it) and how
+// many start in it.
+struct OperatorSlice {
+  TimestampNs start_ns = 0, end_ns = 0;
+  std::uint32_t name = 0;      // into OperatorTrack::names ("op_type" or the node's name)
+  std::uint32_t provider = 0;  // into OperatorTrack::providers
+};
+struct OperatorTrack {
+  bool raw = true;
+  TimestampNs bucket_ns = 0;  // aggregated only
+  std::size_t count = 0;      // operators overlapping the window
+  std::vector<std::string> names, providers;
+  std::vector<OperatorSlice> slices;  // raw: in start order
+  std::vector<TimestampNs> busy_ns;   // aggregated
+  std::vector<std::uint32_t> started;
+};
+OperatorTrack operator_track(std::span<const OperatorExecution> operators, const TimelineViewOptions& options);
 
 }  // namespace perfscope::analysis

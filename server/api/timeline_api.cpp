@@ -1,7 +1,8 @@
 // GET /api/v1/timeline: the kernel timeline of a window or a run at the level of detail the
 // dashboard can draw (engine/analysis/timeline_view.hpp) — per device and stream, raw
 // executions with their launch calls and the gap before each when the window holds at most
-// `max_raw`, else `buckets` equal time buckets of busy, idle and launch-call time.
+// `max_raw`, else `buckets` equal time buckets of busy, idle and launch-call time; and, where
+// the scope holds operators (an imported trace's CPU ops), their track (`operators`).
 //
 // Times are nanoseconds from `origin_ns` (the window's start, also given as a decimal string:
 // epoch nanoseconds do not fit a JavaScript number), so every one is exact in a double.
@@ -76,6 +77,29 @@ json track_json(const analysis::TimelineTrack& t, const analysis::KernelTrace& t
   return out;
 }
 
+// The operator track: raw slices relative to the origin, or busy time and starts per bucket.
+json operators_json(const analysis::OperatorTrack& t, TimestampNs origin) {
+  json out = {{"mode", t.raw ? "raw" : "aggregate"}, {"count", t.count}, {"bucket_ns", t.bucket_ns},
+              {"names", t.names}, {"providers", t.providers}};
+  if (!t.raw) {
+    out["busy"] = t.busy_ns;
+    out["started"] = t.started;
+    return out;
+  }
+  json start = json::array(), end = json::array(), name = json::array(), provider = json::array();
+  for (const analysis::OperatorSlice& s : t.slices) {
+    start.push_back(s.start_ns - origin);
+    end.push_back(s.end_ns - origin);
+    name.push_back(s.name);
+    provider.push_back(s.provider);
+  }
+  out["start"] = std::move(start);
+  out["end"] = std::move(end);
+  out["name"] = std::move(name);
+  out["provider"] = std::move(provider);
+  return out;
+}
+
 }  // namespace
 
 HttpResponse Api::timeline(const HttpRequest& request) const {
@@ -94,15 +118,23 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
   }
   auto trace = ctx_.events->kernel_trace(range, *scope);
   if (!trace.ok()) return status_response(trace.status());
+  // The host's operators beside the kernels (an imported trace's CPU ops), of the same run.
+  db::OperatorSelector ops_of{.op = {}, .model = {}, .provider = {}, .tags = scope->wanted_tags()};
+  auto operators = ctx_.events->operator_executions(ops_of, range);
+  if (!operators.ok()) return status_response(operators.status());
 
   // A whole run (or everything): the window is its executions' own span.
   analysis::TimelineViewOptions options{range.from_ns, range.to_ns, *buckets, *max_raw};
-  if (w->all && !trace->kernels.empty()) {
+  if (w->all && (!trace->kernels.empty() || !operators->empty())) {
     options.from_ns = INT64_MAX;
     options.to_ns = INT64_MIN;
     for (const analysis::TraceKernel& k : trace->kernels) {
       options.from_ns = std::min(options.from_ns, k.start_ns);
       options.to_ns = std::max(options.to_ns, k.end_ns);
+    }
+    for (const analysis::OperatorExecution& op : *operators) {
+      options.from_ns = std::min(options.from_ns, op.ts_ns - static_cast<TimestampNs>(op.duration_ms * 1e6));
+      options.to_ns = std::max(options.to_ns, op.ts_ns);
     }
     options.to_ns = std::max(options.to_ns, options.from_ns + 1);
   }
@@ -128,6 +160,7 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
                {"names", trace->names},
                {"gap_causes", std::move(causes)},
                {"tracks", std::move(tracks)}};
+  if (!operators->empty()) body["operators"] = operators_json(analysis::operator_track(*operators, options), origin);
   if (!scope->run.empty()) body["run"] = scope->run;
   return json_response(200, body);
 }

@@ -684,5 +684,18 @@ test('a kernel opened after another shows only its own figures, at the top of th
   assert.equal(link.searchParams.get('view'), 'timeline');
   assert.ok(Number(link.searchParams.get('tl_to')) > Number(link.searchParams.get('tl_from')));
   await page.screenshot({ path: path.join(artifacts, 'kernel-detail-imported.png') });
+
+  // The imported run on the timeline: its CPU operators as a track above its GPU's streams.
+  await page.goto(baseUrl + '/?view=timeline&tl_run=imported-trace');
+  await page.waitForFunction(() => { const d = window.perfscope.timeline.state.data; return d && d.ops && window.perfscope.timeline.state.layout.length > 1; },
+    null, { timeout: 20000 });
+  const ops = await page.evaluate(() => {
+    const s = window.perfscope.timeline.state;
+    return { rows: s.layout.map((r) => r.kind), count: s.data.ops.count, names: s.data.ops.names };
+  });
+  assert.equal(ops.rows[0], 'ops', `the operators first: ${ops.rows}`);
+  assert.ok(ops.rows.includes('stream'), 'then the GPU streams');
+  assert.ok(ops.count > 0 && ops.names.some((n) => n.startsWith('aten::')), JSON.stringify(ops.names));
+  await page.screenshot({ path: path.join(artifacts, 'timeline-imported-operators.png') });
   await page.close();
 });

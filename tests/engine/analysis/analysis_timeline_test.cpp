@@ -488,5 +488,32 @@ TEST(TimelineView, GapsAgreeWithTheTimelineAnalysis) {
   EXPECT_EQ(busy, agg.tracks[0].busy_ns);
 }
 
+// Operators as a track: [completion − duration, completion], raw while few, else buckets that
+// sum their busy time and count their starts.
+TEST(TimelineView, OperatorsAsATrackRawOrInBuckets) {
+  std::vector<OperatorExecution> ops = {
+      {"aten::mm", "mm", "CUDA", "m", "", 0.002, 5000},   // [3000, 5000]
+      {"aten::add", "add", "host", "m", "", 0.001, 2000},  // [1000, 2000]
+      {"aten::mm", "mm", "CUDA", "m", "", 0.001, 90000},   // outside [0, 10000]
+  };
+  TimelineViewOptions o{0, 10000, 10, 10};
+  OperatorTrack raw = operator_track(ops, o);
+  ASSERT_TRUE(raw.raw);
+  ASSERT_EQ(raw.slices.size(), 2u);
+  EXPECT_EQ(raw.count, 2u);
+  EXPECT_EQ(raw.slices[0].start_ns, 1000);  // in start order
+  EXPECT_EQ(raw.slices[0].end_ns, 2000);
+  EXPECT_EQ(raw.names[raw.slices[0].name], "aten::add");
+  EXPECT_EQ(raw.providers[raw.slices[1].provider], "CUDA");
+  o.max_raw = 1;
+  OperatorTrack agg = operator_track(ops, o);
+  ASSERT_FALSE(agg.raw);
+  EXPECT_EQ(agg.bucket_ns, 1000);
+  ASSERT_EQ(agg.busy_ns.size(), 10u);
+  EXPECT_EQ(agg.busy_ns[1], 1000);
+  EXPECT_EQ(agg.busy_ns[3] + agg.busy_ns[4], 2000);
+  EXPECT_EQ(agg.started[1] + agg.started[3], 2u);
+}
+
 }  // namespace
 }  // namespace perfscope::analysis

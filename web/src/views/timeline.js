@@ -146,31 +146,52 @@ export function createTimelineView({ range }) {
     st.shift = Number(BigInt(r.origin) - st.base);
     draw();
   }
-  // The whole range (or the run) in as many buckets as the strip has columns, never raw.
+  // The whole range (or the run) in as many buckets as the strip has columns, never raw; then,
+  // as Perfetto frames a trace by its events, again over the stretch that holds executions when
+  // that is under half of it (a few seconds of kernels in a week are more than one column).
   async function loadOverview() {
     const seq = ++ov.seq;
     const columns = Math.max(50, Math.min(2000, ovCanvas.clientWidth - LABEL_W));
-    let q = `buckets=${columns}&max_raw=0`;
+    let scope;
     if (st.run) {
-      q += `&run=${encodeURIComponent(st.run)}`;
+      scope = `run=${encodeURIComponent(st.run)}`;
     } else {
       const [from, to] = range.bounds();
-      q += `&from=${BigInt(Math.round(from * 1e3)) * 1000000n}&to=${BigInt(Math.round(to * 1e3)) * 1000000n}`;
+      scope = `from=${BigInt(Math.round(from * 1e3)) * 1000000n}&to=${BigInt(Math.round(to * 1e3)) * 1000000n}`;
     }
-    let r;
-    try {
-      r = await fetchJson(`/api/v1/timeline?${q}`);
-    } catch (e) {
-      return;  // the strip stays as it was; the tracks say what failed
+    const ask = async (where) => {
+      try {
+        return await fetchJson(`/api/v1/timeline?buckets=${columns}&max_raw=0&${where}`);
+      } catch (e) {
+        return null;  // the strip stays as it was; the tracks say what failed
+      }
+    };
+    let r = await ask(scope);
+    if (!r || seq !== ov.seq) return;
+    let busy = busyShare(r);
+    const first = busy.findIndex((v) => v > 0);
+    let last = busy.length - 1;
+    while (last >= 0 && !(busy[last] > 0)) last--;
+    if (first >= 0 && (last - first + 1) * 2 < busy.length) {
+      const origin = BigInt(r.origin), bucket = BigInt(Math.round(r.bucket_ns));
+      const from = origin + BigInt(first) * bucket, to = origin + BigInt(last + 1) * bucket;
+      const margin = (to - from) / 20n;
+      const refined = await ask(`${st.run ? scope + '&' : ''}from=${from - margin}&to=${to + margin}`);
+      if (seq !== ov.seq) return;
+      if (refined) { r = refined; busy = busyShare(r); }
     }
-    if (seq !== ov.seq) return;
-    const n = r.mode === 'raw' ? 0 : Math.max(0, ...r.tracks.map((t) => t.busy.length));
-    const busy = new Float64Array(n);
-    for (const t of r.mode === 'raw' ? [] : r.tracks) for (let i = 0; i < t.busy.length; i++) busy[i] += t.busy[i];
-    const tracks = Math.max(1, r.tracks.length);
-    for (let i = 0; i < n; i++) busy[i] = Math.min(1, busy[i] / (r.bucket_ns * tracks));
     Object.assign(ov, { busy, origin: BigInt(r.origin), span: r.span_ns });
     draw();
+  }
+  // Per bucket, the share of the tracks' time busy (0–1).
+  function busyShare(r) {
+    if (r.mode === 'raw') return new Float64Array(0);
+    const n = Math.max(0, ...r.tracks.map((t) => t.busy.length));
+    const busy = new Float64Array(n);
+    for (const t of r.tracks) for (let i = 0; i < t.busy.length; i++) busy[i] += t.busy[i];
+    const tracks = Math.max(1, r.tracks.length);
+    for (let i = 0; i < n; i++) busy[i] = Math.min(1, busy[i] / (r.bucket_ns * tracks));
+    return busy;
   }
 
   // At most one question in flight and one every REFETCH_MS, so a long drag keeps asking as it
@@ -199,13 +220,14 @@ export function createTimelineView({ range }) {
     }
     if (r.mode === 'raw') for (const t of r.tracks) t.names = t.name.map((i) => r.names[i]);
     return { raw: r.mode === 'raw', span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
-      causes: r.gap_causes };
+      causes: r.gap_causes, ops: r.operators || null };
   }
 
   function resize() {
     const dpr = window.devicePixelRatio || 1;
     let rows = 0;
     if (st.data) for (const tracks of st.data.devices.values()) rows += LAUNCH_H + tracks.length * STREAM_H;
+    if (st.data && st.data.ops) rows += STREAM_H;
     const h = AXIS_H + Math.max(rows, 60) + 4;
     const w = canvas.clientWidth;
     if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
@@ -245,7 +267,7 @@ export function createTimelineView({ range }) {
     drawAxis(w, plotW, span, text, muted, border);
     const d = st.data;
     st.layout = [];
-    empty.hidden = !d || d.events > 0;
+    empty.hidden = !d || d.events > 0 || !!d.ops;
     if (!d) return;
     ctx.save();
     ctx.beginPath();
@@ -253,6 +275,11 @@ export function createTimelineView({ range }) {
     ctx.clip();
     let y = AXIS_H;
     let visible = 0;
+    if (d.ops) {  // the host's operators (an imported trace's CPU ops) above the devices
+      st.layout.push({ kind: 'ops', y, h: STREAM_H });
+      if (d.ops.mode === 'raw') drawOps(d.ops, y, x); else drawOpBuckets(d.ops, y, x);
+      y += STREAM_H;
+    }
     for (const [device, tracks] of d.devices) {
       const launchY = y;
       st.layout.push({ kind: 'launch', device, y, h: LAUNCH_H, tracks });
@@ -264,13 +291,14 @@ export function createTimelineView({ range }) {
       }
     }
     if (d.raw && visible <= LINK_LIMIT) drawLinks(x, 'rgba(140,140,140,0.5)');
-    if (st.hover && st.hover.raw) drawLink(st.hover.track, st.hover.i, st.hover.launchY, st.hover.y, x, text);
+    if (st.hover && st.hover.raw && !st.hover.op) drawLink(st.hover.track, st.hover.i, st.hover.launchY, st.hover.y, x, text);
     ctx.restore();
     // Track names.
     ctx.fillStyle = text;
     for (const row of st.layout) {
       ctx.fillStyle = row.kind === 'launch' ? muted : text;
-      const label = `${deviceName(row.device)} · ${row.kind === 'launch' ? 'launch calls' : 'stream ' + row.track.stream}`;
+      const label = row.kind === 'ops' ? 'host · operators'
+        : `${deviceName(row.device)} · ${row.kind === 'launch' ? 'launch calls' : 'stream ' + row.track.stream}`;
       ctx.fillText(label, 4, row.y + (row.kind === 'launch' ? 11 : 17), LABEL_W - 8);
       ctx.strokeStyle = border;
       ctx.beginPath();
@@ -397,6 +425,44 @@ export function createTimelineView({ range }) {
     return t.start.length ? last - first + 1 : 0;
   }
 
+  // Operators one by one: sub-pixel ones merged into columns, names on the wide ones.
+  function drawOps(o, y, x) {
+    const s = st.shift;
+    let lastCol = -1;
+    for (let i = Math.max(0, lowerBound(o.start, st.a - s - (st.b - st.a))); i < o.start.length; i++) {
+      const start = o.start[i] + s;
+      if (start > st.b) break;
+      if (o.end[i] + s < st.a) continue;
+      const x0 = x(start), x1 = x(o.end[i] + s);
+      ctx.fillStyle = colorOf(o.names[o.name[i]]);
+      if (x1 - x0 < 1) {
+        const col = Math.floor(x0);
+        if (col === lastCol) continue;
+        lastCol = col;
+        ctx.fillRect(col, y + 3, 1, STREAM_H - 8);
+        continue;
+      }
+      ctx.fillRect(x0, y + 3, Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0)), STREAM_H - 8);
+      if (x1 - x0 > 40) {
+        ctx.fillStyle = '#111';
+        ctx.fillText(o.names[o.name[i]], Math.max(x0, LABEL_W) + 3, y + 17, x1 - Math.max(x0, LABEL_W) - 6);
+      }
+    }
+  }
+  function drawOpBuckets(o, y, x) {
+    const barH = STREAM_H - 8;
+    const first = Math.max(0, Math.floor((st.a - st.shift) / o.bucket_ns) - 1);
+    const last = Math.min(o.busy.length - 1, Math.ceil((st.b - st.shift) / o.bucket_ns));
+    ctx.fillStyle = 'rgba(184, 119, 217, 0.9)';
+    for (let i = first; i <= last; i++) {
+      const share = Math.min(1, o.busy[i] / o.bucket_ns);
+      if (share <= 0) continue;
+      const x0 = x(i * o.bucket_ns + st.shift), x1 = x((i + 1) * o.bucket_ns + st.shift);
+      const bh = Math.max(1, share * barH);
+      ctx.fillRect(x0, y + 3 + barH - bh, Math.max(1, x1 - x0), bh);
+    }
+  }
+
   function drawLink(t, i, launchY, y, x, color) {
     const le = t.launch_end[i];
     if (le == null) return;
@@ -460,6 +526,8 @@ export function createTimelineView({ range }) {
   function hit(px, py) {
     const d = st.data;
     if (!d || px < LABEL_W) return null;
+    const opsRow = st.layout.find((r) => r.kind === 'ops' && py >= r.y && py < r.y + r.h);
+    if (opsRow) return hitOp(d.ops, px, opsRow);
     const row = st.layout.find((r) => r.kind === 'stream' && py >= r.y && py < r.y + r.h);
     if (!row) return null;
     const t = row.track;
@@ -477,7 +545,32 @@ export function createTimelineView({ range }) {
     return { raw: false, track: t, i, y: row.y, launchY: launch.y };
   }
 
+  // The operator under the pointer (the innermost where they nest), or its bucket.
+  function hitOp(o, px, row) {
+    const plotW = canvas.clientWidth - LABEL_W;
+    const time = st.a + ((px - LABEL_W) / plotW) * (st.b - st.a) - st.shift;
+    if (o.mode !== 'raw') {
+      const i = Math.floor(time / o.bucket_ns);
+      return i >= 0 && i < o.busy.length ? { op: true, raw: false, i, y: row.y } : null;
+    }
+    const slack = ((st.b - st.a) / plotW) * 2;
+    let found = -1;
+    for (let i = 0; i < o.start.length && o.start[i] <= time + slack; i++) {
+      if (o.end[i] >= time - slack) found = i;  // later starts nest inside earlier ones
+    }
+    return found < 0 ? null : { op: true, raw: true, i: found, y: row.y };
+  }
+
   function describe(hv) {
+    if (hv.op) {
+      const o = st.data.ops, i = hv.i;
+      if (!hv.raw) {
+        return [`<b>${fmtNs(o.bucket_ns)} at +${fmtNs(i * o.bucket_ns + st.shift - st.a)}</b>`, 'host · operators',
+          `busy ${((Math.min(1, o.busy[i] / o.bucket_ns)) * 100).toFixed(1)}% · ${fmtSI(o.started[i])} started`].join('<br>');
+      }
+      return [`<b>${esc(o.names[o.name[i]])}</b>`, `host · operators · ${esc(o.providers[o.provider[i]] || '')}`,
+        `duration ${fmtNs(o.end[i] - o.start[i])}`, `starts at +${fmtNs(o.start[i] + st.shift - st.a)}`].join('<br>');
+    }
     const d = st.data, t = hv.track, i = hv.i;
     const where = `${esc(deviceName(t.device))} · stream ${esc(t.stream)}`;
     if (hv.raw) {
@@ -530,7 +623,7 @@ export function createTimelineView({ range }) {
     st.hover = hit(e.clientX - r.left, e.clientY - r.top);
     tip.hidden = !st.hover;
     if (st.hover) {
-      tip.innerHTML = describe(st.hover) + (st.hover.raw ? '<div class="muted">click: open this kernel</div>' : '');
+      tip.innerHTML = describe(st.hover) + (st.hover.raw && !st.hover.op ? '<div class="muted">click: open this kernel</div>' : '');
       // Inside the track area: left of the pointer near the right edge, above it near the bottom.
       const x = e.clientX - r.left, y = e.clientY - r.top;
       tip.style.left = Math.max(0, Math.min(x + 12, r.width - tip.offsetWidth - 4)) + 'px';
@@ -552,7 +645,7 @@ export function createTimelineView({ range }) {
       return;
     }
     drag = null;
-    if (click && st.hover && st.hover.raw) {
+    if (click && st.hover && st.hover.raw && !st.hover.op) {
       window.dispatchEvent(new CustomEvent('perfscope:open-kernel', { detail: st.hover.track.names[st.hover.i] }));
     }
   });
