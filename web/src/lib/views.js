@@ -27,6 +27,11 @@ export function initViews({ onShow }) {
   // shown or hidden (the GPU sections appear once the first readings arrive).
   function markLead() {
     const visible = (el) => !el.hidden && !el.classList.contains('off-view');
+    // A group of panels none of which belongs to the view takes no room (its padding would
+    // push the view's first panel down).
+    for (const m of document.querySelectorAll('main:not([data-view])')) {
+      m.classList.toggle('off-view', ![...m.children].some(visible));
+    }
     let first = null;
     for (let el = nav.nextElementSibling; el; el = el.nextElementSibling) {
       if (!first && visible(el) && (el.tagName !== 'MAIN' || [...el.children].some(visible))) first = el;
