@@ -2,13 +2,16 @@
 
 #include <algorithm>
 
+#include "engine/base/saturating.hpp"
+
 namespace perfscope {
 
 void merge_into(MemoryStatistics& into, const MemoryStatistics& from) {
   auto merge = [](MemoryCounters& a, const MemoryCounters& b) {
-    a.current_bytes += b.current_bytes;
-    a.peak_bytes += b.peak_bytes;
-    a.total_allocated_bytes += b.total_allocated_bytes;
+    // Byte sums hold at 2^64 - 1: bounded allocations add up past it (16,384 of 1 PiB).
+    a.current_bytes = saturating_add(a.current_bytes, b.current_bytes);
+    a.peak_bytes = saturating_add(a.peak_bytes, b.peak_bytes);
+    a.total_allocated_bytes = saturating_add(a.total_allocated_bytes, b.total_allocated_bytes);
     a.allocation_count += b.allocation_count;
     a.free_count += b.free_count;
   };
@@ -35,8 +38,8 @@ std::string live_key(std::string_view process, const std::string& address) {
 }  // namespace
 
 void MemoryTracker::add(MemoryCounters& c, std::uint64_t bytes) {
-  c.current_bytes += bytes;
-  c.total_allocated_bytes += bytes;
+  c.current_bytes = saturating_add(c.current_bytes, bytes);
+  c.total_allocated_bytes = saturating_add(c.total_allocated_bytes, bytes);
   c.peak_bytes = std::max(c.peak_bytes, c.current_bytes);
   ++c.allocation_count;
 }

@@ -20,8 +20,10 @@ namespace {
 std::string one_line(const std::string& text) {
   std::string out;
   for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
     if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
+    else if (c == '\n' || c == '\r' || c == '\t') out += ' ';
+    else if (u < 0x20 || u == 0x7f) out += "\xEF\xBF\xBD";  // other control characters (NUL…) as U+FFFD, seen
     else out += c;
   }
   return out;

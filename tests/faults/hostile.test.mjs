@@ -283,7 +283,7 @@ test('sizes and times that would wrap a later sum are refused, and reads keep wo
 test('names cannot turn the HTML, terminal or CSV report against their reader', async () => {
   const now = Date.now() * 1e6;
   const names = ['<!--<script>', '</script><script>alert(1)</script>', ']]>"\'&amp;', 'esc\u001b[31mred\u0000nul\u009b',
-                 '=HYPERLINK("http://evil.example","x")', '+1+2', '-2+3', '@SUM(A1)'];
+                 '=HYPERLINK("http://evil.example","x")', '+1+2', '-2+3', '@SUM(A1)', 'cr\rin\u0000the name'];
   await postEvents(server.url, names.map((name, i) => ({ type: 'kernel', name, start_ns: now - 1e6 + i, end_ns: now + i })));
   const html = await (await fetch(server.url + '/api/v1/report?format=html&window=5m')).text();
   // The data block holds no '<' at all, and parses back to the names as sent.

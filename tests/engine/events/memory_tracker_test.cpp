@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 namespace perfscope {
 namespace {
 
@@ -44,6 +47,28 @@ TEST(MemoryTracker, CurrentPeakTotalAndCounts) {
   auto top = t.largest(1);
   ASSERT_EQ(top.size(), 1u);
   EXPECT_EQ(top[0].address, "b");
+}
+
+// Each allocation is bounded (2^50 bytes, 1 PiB), but 16,384 of them reach 2^64: the sums hold
+// at 2^64 - 1 instead of wrapping to a small figure (20,000 allocations read as 3.6 EiB).
+TEST(MemoryTracker, ByteSumsHoldAtTheirBoundInsteadOfWrapping) {
+  MemoryTracker t;
+  constexpr std::uint64_t kPiB = std::uint64_t{1} << 50;
+  for (int i = 0; i < 20000; ++i) {
+    auto e = alloc(("p" + std::to_string(i)).c_str(), kPiB);
+    t.apply(e);
+  }
+  auto last = alloc("last", 1);
+  t.apply(last);
+  MemoryStatistics s = t.statistics();
+  EXPECT_EQ(s.all.current_bytes, UINT64_MAX);
+  EXPECT_EQ(s.all.total_allocated_bytes, UINT64_MAX);
+  EXPECT_EQ(s.all.peak_bytes, UINT64_MAX);
+  EXPECT_EQ(s.all.allocation_count, 20001u);
+  // Summed over devices too.
+  MemoryStatistics both = s;
+  merge_into(both, s);
+  EXPECT_EQ(both.all.current_bytes, UINT64_MAX);
 }
 
 TEST(MemoryTracker, UnmatchedFreesAndReusedAddresses) {
