@@ -107,6 +107,7 @@ std::optional<double> AnomalyDetector::observe(double x) {
     center_ = percentile(v, 50, PercentileConvention::kLinear);
     for (double& d : v) d = std::fabs(d - center_);
     mad_ = percentile(v, 50, PercentileConvention::kLinear);
+    extreme_ = percentile(v, 99.9, PercentileConvention::kLinear);
     for (double w : warm_) magnitude_ += std::fabs(w);
     magnitude_ /= static_cast<double>(warm_.size());
     ready_ = true;
@@ -119,6 +120,16 @@ std::optional<double> AnomalyDetector::observe(double x) {
   const double score = deviation / s;
   const bool large = deviation >= o_.min_relative_deviation * std::max(std::fabs(center_), magnitude_) &&
                      deviation >= o_.min_absolute_deviation;
+  // Judged against the extremes before this point; then they learn from it (Robbins–Monro
+  // quantile steps, scaled by the extremes themselves: a wider regime is learnt in ~100 points,
+  // and a learnt range halves only after ~14,000 points within it — 23 minutes at 10 Hz — so
+  // a host that swings between saturated and idle every few minutes stays learnt).
+  const double extreme = std::max(extreme_, s);
+  const bool beyond = deviation > extreme;
+  const bool far_beyond = deviation >= o_.spike_extremes * extreme;
+  const double q_step = o_.rate * extreme;
+  constexpr double kQuantile = 0.999;
+  extreme_ = std::max(0.0, extreme_ + (beyond ? q_step * kQuantile : -q_step * (1 - kQuantile)));
   // Clip before updating so one outlier moves the estimates no more than a large normal point.
   const double clipped = std::clamp(x, center_ - o_.threshold * s, center_ + o_.threshold * s);
   const double step = o_.rate * s;
@@ -131,11 +142,12 @@ std::optional<double> AnomalyDetector::observe(double x) {
     --quiet_;
     return std::nullopt;
   }
-  if (!(score > o_.threshold && large)) {
+  if (!(score > o_.threshold && large && beyond)) {
     run_ = 0;
     return std::nullopt;
   }
-  if (++run_ < std::max<std::size_t>(1, o_.persistence) && score < o_.spike_threshold) return std::nullopt;
+  const bool spike = score >= o_.spike_threshold && far_beyond;
+  if (++run_ < std::max<std::size_t>(1, o_.persistence) && !spike) return std::nullopt;
   run_ = 0;
   quiet_ = o_.cooldown;
   return score;

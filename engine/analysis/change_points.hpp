@@ -9,10 +9,13 @@
 // MAD of zero: its scale is at least a thousandth of its magnitude and min_absolute_deviation ÷
 // threshold, so no score divides by nothing). An anomaly also needs a deviation of at least
 // min_relative_deviation of the series' typical magnitude and at least min_absolute_deviation
-// (its unit's smallest change that matters), and must last `persistence` points (a one-sample
-// blip of a rate is not an excursion, as an alert's `for:` clause says) — unless it scores
-// spike_threshold or more, which is reported at once; after one the series stays quiet for
-// `cooldown` points (one alert per excursion).
+// (its unit's smallest change that matters), and must pass the series' own recent extremes (the
+// 99.9th percentile of |x − center|, tracked as the center is: a series that bursts every
+// second or swings between idle and saturated learns that its bursts are normal), and must last
+// `persistence` points (a one-sample blip of a rate is not an excursion, as an alert's `for:`
+// clause says) — unless it scores spike_threshold or more and passes spike_extremes times those
+// extremes, which is reported at once; after one the series stays quiet for `cooldown` points
+// (one alert per excursion).
 //
 // Pure functions and a value type; a detector is single-threaded.
 #pragma once
@@ -52,7 +55,8 @@ class AnomalyDetector {
     // The smallest deviation that matters in the series' unit (2 percentage points of a ratio,
     // 1 MiB of memory …; 0: none), which also floors the scale.
     double min_absolute_deviation = 0;
-    double spike_threshold = 20.0;  // a score this high is an anomaly at its first point
+    double spike_threshold = 20.0;  // a score this high is an anomaly at its first point …
+    double spike_extremes = 3.0;    // … when also this many times the series' recent extremes
     std::size_t cooldown = 300;  // points after an anomaly before the next one is reported
     std::size_t persistence = 3; // consecutive anomalous points before one is reported
   };
@@ -71,6 +75,7 @@ class AnomalyDetector {
   bool ready_ = false;
   double center_ = 0, mad_ = 0;
   double magnitude_ = 0;  // EWMA of |x|
+  double extreme_ = 0;    // the 99.9th percentile of |x − center|, tracked
   std::size_t quiet_ = 0;  // points left in the cooldown
   std::size_t run_ = 0;    // consecutive anomalous points so far
 };

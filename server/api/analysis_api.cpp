@@ -358,9 +358,10 @@ HttpResponse Api::anomalies(const HttpRequest& request) const {
   return json_response(200, {{"window", window_json(*w)},
                              {"method", "robust z-score |x - median| / scale, median and MAD tracked per series in "
                                         "O(1) per sample, the scale 1.4826 MAD floored by the unit's smallest change "
-                                        "that matters; after 100 samples, an anomaly scores above 6 for 3 samples in a "
-                                        "row or above 20 at once, moves at least 10% of the series' magnitude and its "
-                                        "unit's floor, then the series is quiet for 300 samples"},
+                                        "that matters; after 100 samples, an anomaly moves at least 10% of the series' "
+                                        "magnitude and its unit's floor and past its learnt extremes (99.9th percentile "
+                                        "of its deviations) and scores above 6 for 3 samples in a row, or above 20 and "
+                                        "3 times its extremes at once; then the series is quiet for 300 samples"},
                              {"anomalies", out}});
 }
 

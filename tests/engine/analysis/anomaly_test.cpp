@@ -154,6 +154,34 @@ TEST(Anomalies, AFlatSeriesScoresAgainstItsUnitFloor) {
   EXPECT_EQ(anomaly_unit_floor("requests_per_second"), 0);
 }
 
+// Series that are busy by nature stay quiet once they have shown their range: a process whose
+// CPU bursts one sample in ten (a writer's flush), and a host that swings between saturated
+// and half idle (builds) about once a minute. An hour at 10 Hz of each: one anomaly at most for
+// the bursts, two for the swings (while learning them, and once more).
+TEST(Anomalies, BurstyAndSwingingSeriesLearnTheirExtremes) {
+  AnomalyDetector::Options o;
+  o.min_absolute_deviation = anomaly_unit_floor("process_cpu_utilization_ratio");
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> noise(0, 0.005);
+  std::uniform_real_distribution<double> u(0, 1);
+  AnomalyDetector bursty(o), swinging(o);
+  std::size_t bursty_alarms = 0, swinging_alarms = 0;
+  bool saturated = true;
+  for (int i = 0; i < 36000; ++i) {
+    const double burst = i % 10 == 0 ? 0.35 + 0.1 * u(rng) : 0.02;
+    bursty_alarms += bursty.observe(std::clamp(burst + noise(rng), 0.0, 1.0)).has_value();
+    if (u(rng) < 1.0 / 600) saturated = !saturated;  // a regime lasts a minute on average
+    const double busy = saturated ? 1.0 - std::fabs(noise(rng)) : 0.5 + 0.3 * (u(rng) - 0.5);
+    swinging_alarms += swinging.observe(busy).has_value();
+  }
+  EXPECT_LE(bursty_alarms, 1u);
+  EXPECT_LE(swinging_alarms, 2u);
+  // A steady series keeps finding a planted spike: its extremes are its noise.
+  AnomalyDetector steady(o);
+  for (int i = 0; i < 3000; ++i) steady.observe(0.3 + noise(rng));
+  EXPECT_TRUE(steady.observe(0.8).has_value());
+}
+
 TEST(AnomalyMonitor, KeepsAnomaliesOfEachSeriesWithTheirKeys) {
   SeriesStore store(100);
   SeriesId steady = store.intern(SeriesKey("queue_depth", {{"q", "a"}}));
