@@ -5,21 +5,13 @@
 
 namespace perfscope {
 
-namespace {
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-}  // namespace
-
 double anomaly_unit_floor(std::string_view family) {
-  if (ends_with(family, "_ratio")) return 0.02;                  // 2 percentage points
-  if (ends_with(family, "_bytes")) return 1024.0 * 1024.0;       // 1 MiB
-  if (ends_with(family, "_celsius")) return 2;
-  if (ends_with(family, "_watts")) return 5;
-  if (ends_with(family, "_hertz")) return 50e6;                  // 50 MHz
-  if (ends_with(family, "_seconds")) return 1e-3;
+  if (family.ends_with("_ratio")) return 0.02;                  // 2 percentage points
+  if (family.ends_with("_bytes")) return 1024.0 * 1024.0;       // 1 MiB
+  if (family.ends_with("_celsius")) return 2;
+  if (family.ends_with("_watts")) return 5;
+  if (family.ends_with("_hertz")) return 50e6;                  // 50 MHz
+  if (family.ends_with("_seconds")) return 1e-3;
   return 0;
 }
 

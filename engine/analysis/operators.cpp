@@ -1,11 +1,17 @@
 #include "engine/analysis/operators.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <tuple>
 #include <unordered_map>
 
 namespace perfscope::analysis {
+
+TimestampNs operator_start_ns(const OperatorExecution& op) {
+  const auto length = static_cast<TimestampNs>(std::llround(std::max(0.0, op.duration_ms) * 1e6));
+  return op.ts_ns - std::min(length, op.ts_ns);
+}
 
 bool is_cpu_provider(const std::string& provider) {
   std::string p = provider;

@@ -28,6 +28,9 @@ struct OperatorExecution {
   TimestampNs ts_ns = 0;
 };
 
+// When an operator began: its time is its completion, its duration runs back from there.
+TimestampNs operator_start_ns(const OperatorExecution& op);
+
 // Whether a provider runs on the CPU ("CPUExecutionProvider", "cpu"): the fallback the
 // analysis counts when a model's other operators run on an accelerator.
 bool is_cpu_provider(const std::string& provider);

@@ -171,8 +171,7 @@ OperatorTrack operator_track(std::span<const OperatorExecution> operators, const
     return it->second;
   };
   for (const OperatorExecution& op : operators) {
-    const TimestampNs length = static_cast<TimestampNs>(std::llround(std::max(0.0, op.duration_ms) * 1e6));
-    const TimestampNs start = op.ts_ns - std::min(length, op.ts_ns);
+    const TimestampNs start = operator_start_ns(op);
     if (op.ts_ns < from || start > to) continue;
     slices.push_back({start, op.ts_ns, index(names, track.names, op.op_type.empty() ? op.name : op.op_type),
                       index(providers, track.providers, op.provider)});

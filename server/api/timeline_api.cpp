@@ -133,7 +133,7 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
       options.to_ns = std::max(options.to_ns, k.end_ns);
     }
     for (const analysis::OperatorExecution& op : *operators) {
-      options.from_ns = std::min(options.from_ns, op.ts_ns - static_cast<TimestampNs>(op.duration_ms * 1e6));
+      options.from_ns = std::min(options.from_ns, analysis::operator_start_ns(op));
       options.to_ns = std::max(options.to_ns, op.ts_ns);
     }
     options.to_ns = std::max(options.to_ns, options.from_ns + 1);

@@ -164,12 +164,15 @@ test('the timeline shows one run over its own span, picked from the runs', async
   // The overview strip: the run's busy time across it, the window (the whole run) framed.
   await page.waitForFunction(() => { const o = window.perfscope.timeline.overview; return o.busy && o.busy.some((v) => v > 0); },
                              null, { timeout: 10000 });
-  // The axis names its origin by clock time.
+  // The axis names its origin by clock time: the run's first execution, to the millisecond.
   const origin = await page.evaluate(() => {
-    const d = new Date(Number(window.perfscope.timeline.state.base / 1000000n));
-    return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+    const s = window.perfscope.timeline.state;
+    const d = new Date(Number((s.base + BigInt(Math.round(s.a))) / 1000000n));
+    const two = (n) => String(n).padStart(2, '0');
+    return { drawn: s.origin, want: `t₀ ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.` +
+      String(d.getMilliseconds()).padStart(3, '0') };
   });
-  assert.ok(origin.length === 8);
+  assert.equal(origin.drawn, origin.want);
   // Shift+drag over the middle fifth zooms to it.
   const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
   const plotW = box.width - 132;

@@ -587,6 +587,10 @@ test('every view in the header opens, with no text overlapping or cut off, saved
         return Math.min(...tops) - nav;
       });
       assert.ok(gap >= 8 && gap <= 32, `view ${view} at ${width} px: its first panel is ${gap} px below the navigation`);
+      // The key figures read whole (a kernel's name may end in an ellipsis; its title has it all).
+      const cut = await page.$$eval('.summary .value', (els) => els.filter((e) => e.offsetParent !== null &&
+        e.id !== 's-top-kernel' && e.scrollWidth > e.clientWidth + 1).map((e) => `${e.id}: ${e.textContent}`));
+      assert.deepEqual(cut, [], `view ${view} at ${width} px: key figures cut short`);
       // The tables read once and their follow-up requests answered (the latency panel's
       // percentiles), then two animation frames: the charts have drawn what they hold.
       await page.waitForFunction(() => window.perfscope.state.eventRefreshes > 0, null, { timeout: 15000 });

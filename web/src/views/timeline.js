@@ -381,7 +381,8 @@ export function createTimelineView({ range }) {
     }
     // The origin the offsets count from, by its clock time.
     ctx.fillStyle = text;
-    ctx.fillText(`t₀ ${clockOf(abs(st.a))}`, 4, 12, LABEL_W - 8);
+    st.origin = `t₀ ${clockOf(abs(st.a))}`;  // drawn, and kept: a canvas's text cannot be read back
+    ctx.fillText(st.origin, 4, 12, LABEL_W - 8);
   }
 
   // Raw executions: sub-pixel ones merged into one-pixel columns; the gap before each in the
