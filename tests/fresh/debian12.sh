@@ -70,14 +70,18 @@ if [[ -n $ccache_dir ]]; then
   mount --bind "$ccache_dir" "$root/ccache"
   mounts+=("$root/ccache")
   env_vars+=(CCACHE_DIR=/ccache CCACHE_UMASK=000)
+  # The cache belongs to root: an ordinary user reads it and keeps its temporary files at home.
+  ((as_user)) && env_vars+=(CCACHE_READONLY=1 CCACHE_TEMPDIR="$home/.cache/ccache-tmp")
 fi
 in_root() { chroot --userspec="$user:$user" "$root" env -i "${env_vars[@]}" bash -c "cd $checkout && $1"; }
 
 echo "== $(date -u +%FT%TZ) fresh Debian $(cat "$root/etc/debian_version"), as $user, Node before: $(chroot "$root" bash -c 'node --version 2>/dev/null || echo none')"
 port=18099
 in_root "scripts/run.sh --listen 127.0.0.1:$port" >"$work/run.log" 2>&1 &
+run_pid=$!
 served=0
 for _ in $(seq 1 3600); do
+  kill -0 "$run_pid" 2>/dev/null || break  # the command ended (a failed build) without serving
   if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && curl -fsS "http://127.0.0.1:$port/" | grep -qi '<title>perfscope'; then
     served=1
     break

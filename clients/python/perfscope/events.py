@@ -1,4 +1,4 @@
-"""The event model of POST /api/v1/events and the server's rules for it (engine/events/events.cpp).
+"""The event model of POST /api/v1/events (server/api/events.schema.json) and the server's rules for it.
 
 An event is a plain dict, as the server reads it. ``validate`` checks one against the same
 rules the server applies, so a bad event is caught (and named by its field) before it can
@@ -13,6 +13,9 @@ from typing import Any, Dict, Mapping, Optional
 
 MAX_TEXT = 1024  # bytes of any name, tag value or label value (kMaxEventText)
 MAX_TAGS = 32
+MAX_TIME_NS = 2**62  # nanoseconds since the Unix epoch (the year 2116): kMaxTimestampNs
+MAX_ALLOCATION_BYTES = 2**50  # 1 PiB: kMaxAllocationBytes
+MAX_U32 = 2**32 - 1
 # The data types a kernel's FLOPs may be counted in (kDataTypes in the engine's GPU table).
 DATA_TYPES = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -44,7 +47,8 @@ def _text(event: Mapping[str, Any], field: str, required: bool = False) -> None:
         raise EventError(field, f"is longer than {MAX_TEXT} bytes")
 
 
-def _integer(event: Mapping[str, Any], field: str, required: bool = False, minimum: Optional[int] = 0) -> None:
+def _integer(event: Mapping[str, Any], field: str, required: bool = False, minimum: Optional[int] = 0,
+             maximum: Optional[int] = None) -> None:
     value = event.get(field)
     if value is None:
         if required:
@@ -56,6 +60,21 @@ def _integer(event: Mapping[str, Any], field: str, required: bool = False, minim
         raise EventError(field, "is out of the 64-bit range")
     if minimum is not None and value < minimum:
         raise EventError(field, f"must be >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise EventError(field, f"must be at most {maximum}")
+
+
+def _time(event: Mapping[str, Any], field: str, required: bool = False) -> None:
+    _integer(event, field, required, 0, MAX_TIME_NS)
+
+
+def _dims(event: Mapping[str, Any], field: str) -> None:
+    dims = event.get(field)
+    if dims is None:
+        return
+    if not isinstance(dims, (list, tuple)) or not 1 <= len(dims) <= 3 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= MAX_U32 for d in dims):
+        raise EventError(field, "must be an array of 1 to 3 positive integers")
 
 
 def _ms(event: Mapping[str, Any], field: str, required: bool = False) -> None:
@@ -94,7 +113,11 @@ def _kernel(e: Mapping[str, Any]) -> None:
     for field in ("device", "variant", "stream"):
         _text(e, field)
     for field in ("start_ns", "end_ns", "launch_start_ns", "launch_end_ns"):
-        _integer(e, field)
+        _time(e, field)
+    _dims(e, "grid")
+    _dims(e, "block")
+    _integer(e, "shared_mem_bytes")
+    _integer(e, "registers_per_thread")
     _ms(e, "duration_ms")
     _ms(e, "flops")  # non-negative finite numbers, as durations are
     _ms(e, "bytes")
@@ -122,11 +145,13 @@ def _memory(e: Mapping[str, Any]) -> None:
         _integer(e, "size_bytes", True)
         if e["size_bytes"] <= 0:
             raise EventError("size_bytes", "an allocation needs a positive size")
-    if e.get("kind", "device") not in ("device", "shared", "host"):
+        if e["size_bytes"] > MAX_ALLOCATION_BYTES:
+            raise EventError("size_bytes", "must be at most 2^50 (1 PiB)")
+    if e.get("kind") not in (None, "device", "shared", "host"):
         raise EventError("kind", 'must be "device", "shared" or "host"')
     _text(e, "tag")
     _text(e, "device")
-    _integer(e, "ts_ns")
+    _time(e, "ts_ns")
     _string_map(e, "tags")
 
 
@@ -136,7 +161,7 @@ def _command_buffer(e: Mapping[str, Any]) -> None:
     _text(e, "device")
     order = ("enqueue_ns", "submit_ns", "start_ns", "end_ns")
     for field in order:
-        _integer(e, field, True)
+        _time(e, field, True)
     for before, after in zip(order, order[1:]):
         if e[after] < e[before]:
             raise EventError(after, f"is before {before}")
@@ -146,7 +171,7 @@ def _command_buffer(e: Mapping[str, Any]) -> None:
 def _inference(e: Mapping[str, Any]) -> None:
     _text(e, "model", True)
     _text(e, "version")
-    _integer(e, "ts_ns")
+    _time(e, "ts_ns")
     _ms(e, "latency_ms", True)
     for field in ("queue_ms", "compute_ms", "ttft_ms"):
         _ms(e, field)
@@ -156,10 +181,10 @@ def _inference(e: Mapping[str, Any]) -> None:
         _integer(e, "batch_size")
         if not 1 <= e["batch_size"] <= 4294967295:
             raise EventError("batch_size", "must be from 1 to 4294967295")
-    if e.get("status", "ok") not in ("ok", "error"):
+    if e.get("status") not in (None, "ok", "error"):
         raise EventError("status", 'must be "ok" or "error"')
-    _integer(e, "input_tokens")
-    _integer(e, "output_tokens")
+    _integer(e, "input_tokens", maximum=MAX_U32)
+    _integer(e, "output_tokens", maximum=MAX_U32)
     _string_map(e, "tags")
 
 
@@ -168,7 +193,7 @@ def _operator(e: Mapping[str, Any]) -> None:
         _text(e, field, True)
     _text(e, "model")
     _ms(e, "duration_ms", True)
-    _integer(e, "ts_ns")
+    _time(e, "ts_ns")
     shapes = e.get("input_shapes")
     if shapes is not None:
         ok = isinstance(shapes, (list, tuple)) and all(
@@ -186,7 +211,7 @@ def _sample(e: Mapping[str, Any]) -> None:
     if not isinstance(metric, str) or not _METRIC.match(metric):
         raise EventError("metric", "must match [a-zA-Z_:][a-zA-Z0-9_:]*")
     _string_map(e, "labels")
-    _integer(e, "ts_ns")
+    _time(e, "ts_ns")
     value = e.get("value")
     if value is None:
         raise EventError("value", "is required")
@@ -198,7 +223,9 @@ def _sample(e: Mapping[str, Any]) -> None:
 
 def _run(e: Mapping[str, Any]) -> None:
     _text(e, "name", True)
-    command = e.get("command", [])
+    command = e.get("command")
+    if command is None:  # null reads as absent, as the server reads it
+        command = []
     if not isinstance(command, (list, tuple)) or not all(isinstance(a, str) for a in command):
         raise EventError("command", "must be an array of strings")
     if len(command) > 256:
@@ -207,18 +234,36 @@ def _run(e: Mapping[str, Any]) -> None:
         if len(arg.encode("utf-8", "surrogatepass")) > MAX_TEXT:
             raise EventError("command", f"is longer than {MAX_TEXT} bytes")
     _text(e, "host")
-    pids = e.get("pids", [])
+    pids = e.get("pids")
+    if pids is None:
+        pids = []
     if not isinstance(pids, (list, tuple)) or len(pids) > 1024 or not all(
             isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pids):
         raise EventError("pids", "must be at most 1024 positive process ids")
-    _integer(e, "start_ns")
-    _integer(e, "end_ns")
+    _time(e, "start_ns")
+    _time(e, "end_ns")
     if e.get("end_ns") is not None and e.get("start_ns") is not None and e["end_ns"] < e["start_ns"]:
         raise EventError("end_ns", "is before start_ns")
     _integer(e, "exit_status", minimum=-(2**31))
     if e.get("exit_status") is not None and e["exit_status"] >= 2**31:
         raise EventError("exit_status", "must be a 32-bit integer")
     _text(e, "kinds")
+    _integer(e, "records")
+    _integer(e, "dropped")
+    gpus = e.get("gpus", [])
+    if gpus is None:
+        gpus = []
+    if not isinstance(gpus, (list, tuple)) or len(gpus) > 64 or not all(isinstance(g, str) and g for g in gpus):
+        raise EventError("gpus", "must be at most 64 non-empty device names")
+    window, every = e.get("trace_window_ns"), e.get("trace_every_ns")
+    if (window is None) != (every is None):
+        raise EventError("trace_window_ns" if every is not None else "trace_every_ns",
+                         "trace_window_ns and trace_every_ns come together")
+    if window is not None:
+        _integer(e, "trace_window_ns", minimum=1)
+        _integer(e, "trace_every_ns", minimum=1)
+        if every < window:
+            raise EventError("trace_every_ns", "must be at least trace_window_ns")
     _string_map(e, "tags")
 
 
