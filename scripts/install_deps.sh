@@ -23,8 +23,8 @@ packages=(cmake ninja-build ccache g++ pkg-config
 if (( with_tests )); then
   # clang and its runtime: the libFuzzer targets (tests/fuzz)
   packages+=(chromium sqlite3 curl prometheus clang libclang-rt-14-dev openssl)
-  # the Python client's tests, and its install with pip into a venv, offline
-  packages+=(python3 python3-venv python3-setuptools python3-wheel)
+  # the Python client's tests, its install with pip into a venv (offline) and mypy --strict
+  packages+=(python3 python3-venv python3-setuptools python3-wheel mypy)
 fi
 if (( with_container )); then
   packages+=(podman buildah debootstrap sqlite3 curl procps docker-compose)

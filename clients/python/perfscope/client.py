@@ -67,10 +67,20 @@ class Client:
         self._exit_timeout = exit_timeout
         # A weak reference: an exit hook or a fork hook must not keep a dropped client alive.
         ref = weakref.ref(self)
-        self._exit_hook = lambda: (lambda c: c and c.close(timeout=c._exit_timeout))(ref())
+        def close_at_exit() -> None:
+            client = ref()
+            if client is not None:
+                client.close(timeout=client._exit_timeout)
+
+        def reset_in_child() -> None:
+            client = ref()
+            if client is not None:
+                client._sender.reset_after_fork()
+
+        self._exit_hook = close_at_exit
         atexit.register(self._exit_hook)
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=lambda: (lambda c: c and c._sender.reset_after_fork())(ref()))
+            os.register_at_fork(after_in_child=reset_in_child)
 
     def _put(self, event: Event) -> None:
         """The caller's side: queue one event, or count it dropped. Never blocks, never raises
@@ -305,7 +315,7 @@ class KernelTimer:
 
 def _torch_cuda() -> Any:
     try:
-        import torch  # imported on first use: the client itself needs only the standard library
+        import torch  # type: ignore[import]  # on first use: the client itself needs only the standard library
     except ImportError:
         raise RuntimeError("kernel_timer needs PyTorch with CUDA (import torch failed)") from None
     return torch.cuda

@@ -19,7 +19,7 @@ where = os.path.dirname(perfscope.__file__)
 assert not where.startswith(checkout), f"imported the checkout, not the installed package: {where}"
 assert os.path.exists(os.path.join(where, "py.typed")), "py.typed is not installed"
 from importlib.metadata import version
-assert version("perfscope") == perfscope.__version__, (version("perfscope"), perfscope.__version__)
+assert version("perfscope-client") == perfscope.__version__, (version("perfscope-client"), perfscope.__version__)
 c = perfscope.Client("http://127.0.0.1:9")
 c.inference("m", latency_ms=1.0)
 c.close(timeout=0.1)
