@@ -49,7 +49,10 @@ extra=()
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   extra+=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
 fi
-podman build --isolation chroot --format docker "${extra[@]}" -t "$image" -f docker/Dockerfile . >"$work/build.log" 2>&1 \
+version=$(sed -nE 's/^project\(perfscope VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+podman build --isolation chroot --format docker "${extra[@]}" --build-arg DEBIAN_IMAGE="$base" \
+  --build-arg REVISION="$revision" -t "$image" -f docker/Dockerfile . >"$work/build.log" 2>&1 \
   || { tail -50 "$work/build.log"; echo "FAILED: the image does not build"; exit 1; }
 built=$(date +%s)
 size=$(podman image inspect --format '{{.Size}}' "$image")
@@ -66,6 +69,9 @@ check "HEALTHCHECK runs perfscope healthcheck" "grep -q healthcheck <<<'$(inspec
 check "listens on 0.0.0.0 by default" "grep -q 'PERFSCOPE_LISTEN=0.0.0.0:8080' <<<'$(inspect '{{json .Config.Env}}')'"
 check "with tokens created in the volume" "grep -q 'PERFSCOPE_TOKEN_FILE=/data/tokens' <<<'$(inspect '{{json .Config.Env}}')'"
 check "labelled with its licence" "[ '$(inspect '{{index .Config.Labels "org.opencontainers.image.licenses"}}')' = Apache-2.0 ]"
+check "labelled with the project's version ($version)" "[ -n '$version' ] && [ '$(inspect '{{index .Config.Labels "org.opencontainers.image.version"}}')' = '$version' ]"
+check "labelled with the revision it was built from" "[ '$(inspect '{{index .Config.Labels "org.opencontainers.image.revision"}}')' = '$revision' ]"
+check "the Dockerfile pins its base image by digest" "grep -qE '^ARG DEBIAN_IMAGE=.*@sha256:[0-9a-f]{64}$' docker/Dockerfile"
 
 # The database directory belongs to the image's user (uid 10001), as a volume would.
 mkdir -p "$work/data"
