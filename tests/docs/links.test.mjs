@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function markdownFiles() {
-  const files = ['README.md', 'SECURITY.md', 'ARCHITECTURE.md'].filter((f) => existsSync(path.join(root, f)));
+  const files = ['README.md', 'SECURITY.md', 'ARCHITECTURE.md', 'bench/RESULTS.md'].filter((f) => existsSync(path.join(root, f)));
   for (const f of readdirSync(path.join(root, 'docs'))) if (f.endsWith('.md')) files.push(path.join('docs', f));
   return files;
 }
@@ -28,6 +28,31 @@ test('every relative link in the README and docs/ resolves to a file in the repo
     }
   }
   assert.ok(links >= 15, `${links} links checked`);
+  assert.deepEqual(broken, []);
+});
+
+// GitHub's heading anchors: lower case, punctuation but hyphens dropped, spaces to hyphens.
+const slug = (heading) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replaceAll(' ', '-');
+function anchorsOf(file) {
+  const text = readFileSync(file, 'utf8').replace(/```[^]*?```/g, '');
+  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1])));
+}
+
+test('every link to a section of a Markdown page names a heading that page has', () => {
+  const broken = [];
+  let links = 0;
+  for (const file of markdownFiles()) {
+    const text = readFileSync(path.join(root, file), 'utf8').replace(/```[^]*?```/g, '');
+    for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const [target, anchor] = m[1].split('#');
+      if (anchor === undefined || /^[a-z]+:/i.test(target)) continue;
+      const page = target ? path.resolve(root, path.dirname(file), target) : path.join(root, file);
+      if (!page.endsWith('.md') || !existsSync(page)) continue;
+      links++;
+      if (!anchorsOf(page).has(anchor)) broken.push(`${file}: ${m[1]}`);
+    }
+  }
+  assert.ok(links >= 10, `${links} section links checked`);
   assert.deepEqual(broken, []);
 });
 
