@@ -1,4 +1,5 @@
 #include "engine/analysis/gpu_alerts.hpp"
+#include "engine/series/metric_names.hpp"
 
 #include <cstdio>
 
@@ -15,7 +16,7 @@ std::vector<GpuAlert> GpuAlerts::observe(const SampleBatch& batch) {
       watch_[id] = Watch::kNone;
       if (auto snap = store_.snapshot(id)) {
         const SeriesKey& k = snap->key;
-        if (k.name == "gpu_power_watts" && power_target_) watch_[id] = Watch::kPower;
+        if (k.name == metric_names::kGpuPower && power_target_) watch_[id] = Watch::kPower;
         if (k.name == "gpu_throttle_active") {
           for (const auto& [label, v] : k.labels) {
             if (label == "reason" && (v == "sw_thermal_slowdown" || v == "hw_thermal_slowdown" || v == "hw_slowdown")) {

@@ -1,4 +1,5 @@
 #include "engine/collectors/gpu_collector.hpp"
+#include "engine/series/metric_names.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -37,7 +38,7 @@ constexpr GpmMetricDef kGpmMetrics[] = {
     {2, "gpu_sm_utilization_ratio", 0.01, kRatioResolution},
     {3, "gpu_sm_occupancy_ratio", 0.01, kRatioResolution},
     {5, "gpu_tensor_activity_ratio", 0.01, kRatioResolution},
-    {10, "gpu_dram_bandwidth_utilization_ratio", 0.01, kRatioResolution},
+    {10, metric_names::kGpuDramUtilization, 0.01, kRatioResolution},
     {11, "gpu_fp64_activity_ratio", 0.01, kRatioResolution},
     {12, "gpu_fp32_activity_ratio", 0.01, kRatioResolution},
     {13, "gpu_fp16_activity_ratio", 0.01, kRatioResolution},
@@ -272,37 +273,37 @@ std::vector<MetricFamily> GpuCollector::families() const {
   std::vector<MetricFamily> f = {
       {"gpu_info", "", T::kGauge, "1 per GPU; labels carry name, PCI bus id, driver and NVML versions"},
       {"gpu_up", "", T::kGauge, "1 while the GPU answers, 0 once it is lost (re-probed every 5 s)"},
-      {"gpu_utilization_ratio", "ratio", T::kGauge, "Fraction of time one or more kernels ran (NVML utilization.gpu)"},
+      {metric_names::kGpuUtilization, "ratio", T::kGauge, "Fraction of time one or more kernels ran (NVML utilization.gpu)"},
       {"gpu_memory_busy_ratio", "ratio", T::kGauge, "Fraction of time device memory was read or written (NVML utilization.memory; busy time, not bandwidth)"},
-      {"gpu_memory_total_bytes", "bytes", T::kGauge, "Device memory"},
-      {"gpu_memory_used_bytes", "bytes", T::kGauge, "Device memory used (v2: excluding reserved)"},
+      {metric_names::kGpuMemoryTotal, "bytes", T::kGauge, "Device memory"},
+      {metric_names::kGpuMemoryUsed, "bytes", T::kGauge, "Device memory used (v2: excluding reserved)"},
       {"gpu_memory_free_bytes", "bytes", T::kGauge, "Device memory free"},
       {"gpu_memory_reserved_bytes", "bytes", T::kGauge, "Device memory reserved by the driver (NVML v2)"},
-      {"gpu_power_watts", "watts", T::kGauge, "Power draw, NVML's 1 s average"},
+      {metric_names::kGpuPower, "watts", T::kGauge, "Power draw, NVML's 1 s average"},
       {"gpu_power_instant_watts", "watts", T::kGauge, "Instantaneous power draw"},
       {"gpu_power_limit_watts", "watts", T::kGauge, "Enforced power limit"},
-      {"gpu_energy_joules_total", "joules", T::kCounter, "Energy since the driver loaded"},
-      {"gpu_temperature_celsius", "celsius", T::kGauge, "GPU core temperature"},
+      {metric_names::kGpuEnergy, "joules", T::kCounter, "Energy since the driver loaded"},
+      {metric_names::kGpuTemperature, "celsius", T::kGauge, "GPU core temperature"},
       {"gpu_memory_temperature_celsius", "celsius", T::kGauge, "HBM temperature"},
       {"gpu_thermal_state", "", T::kGauge, "0 nominal, 1 fair, 2 serious, 3 critical (from slowdown/shutdown thresholds and throttle reasons)"},
       {"gpu_clock_hertz", "hertz", T::kGauge, "Current clock (clock=sm|memory|graphics)"},
       {"gpu_throttle_active", "", T::kGauge, "1 while a clock-event reason holds clocks back (reason=…)"},
-      {"gpu_throttle_seconds_total", "seconds", T::kCounter, "Time clocks were held back, per reason"},
-      {"gpu_process_memory_bytes", "bytes", T::kGauge, "Device memory of a compute process (pid as the host sees it)"},
-      {"gpu_process_utilization_ratio", "ratio", T::kGauge,
+      {metric_names::kGpuThrottle, "seconds", T::kCounter, "Time clocks were held back, per reason"},
+      {metric_names::kGpuProcessMemory, "bytes", T::kGauge, "Device memory of a compute process (pid as the host sees it)"},
+      {metric_names::kGpuProcessUtilization, "ratio", T::kGauge,
        "A compute process's share of the GPU's SM, memory, encoder and decoder time (NVML's newest per-process sample; 0 when it reported none in 2 s)"},
-      {"gpu_process_cpu_seconds_total", "seconds", T::kCounter, "Host CPU time (user + system) of a GPU process"},
-      {"gpu_process_accounting_utilization_ratio", "ratio", T::kGauge,
+      {metric_names::kGpuProcessCpu, "seconds", T::kCounter, "Host CPU time (user + system) of a GPU process"},
+      {metric_names::kGpuProcessAccountingUtilization, "ratio", T::kGauge,
        "Driver accounting (where enabled): share of the process's lifetime with one of its kernels running"},
-      {"gpu_process_accounting_max_memory_bytes", "bytes", T::kGauge,
+      {metric_names::kGpuProcessAccountingMaxMemory, "bytes", T::kGauge,
        "Driver accounting (where enabled): the most device memory the process has held"},
-      {"gpu_process_resident_memory_bytes", "bytes", T::kGauge, "Host resident memory of a GPU process"},
+      {metric_names::kGpuProcessResidentMemory, "bytes", T::kGauge, "Host resident memory of a GPU process"},
       {"gpu_container_processes", "", T::kGauge, "GPU compute processes of a container (read from their cgroups)"},
       {"gpu_container_memory_bytes", "bytes", T::kGauge, "Device memory of a container's compute processes"},
       {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
-      {"gpu_dram_bandwidth_bytes_per_second", "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
+      {metric_names::kGpuDramBandwidth, "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
-      {"gpu_tensor_estimated_flops_per_second", "flops_per_second", T::kGauge,
+      {metric_names::kGpuTensorEstimate, "flops_per_second", T::kGauge,
        "Estimate: GPM tensor-pipe activity × the GPU's peak dense BF16/FP16 tensor FLOP/s × SM clock / max SM clock (known GPUs only)"},
   };
   for (const auto& m : kGpmMetrics) {
@@ -380,7 +381,7 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
 
   nvml::Utilization u{};
   if (a.utilization && check(g, a.utilization(g.handle, &u), "utilization")) {
-    emit("gpu_utilization_ratio", u.gpu / 100.0);
+    emit(metric_names::kGpuUtilization, u.gpu / 100.0);
     emit("gpu_memory_busy_ratio", u.memory / 100.0);
   }
   if (g.lost) return;
@@ -393,8 +394,8 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     m.version = nvml::kMemoryV2Version;
     int rc = a.memory_v2 ? a.memory_v2(g.handle, &m) : nvml::kFunctionNotFound;
     if (rc == nvml::kSuccess) {
-      emit("gpu_memory_total_bytes", static_cast<double>(m.total));
-      emit("gpu_memory_used_bytes", static_cast<double>(m.used));
+      emit(metric_names::kGpuMemoryTotal, static_cast<double>(m.total));
+      emit(metric_names::kGpuMemoryUsed, static_cast<double>(m.used));
       emit("gpu_memory_free_bytes", static_cast<double>(m.free));
       emit("gpu_memory_reserved_bytes", static_cast<double>(m.reserved));
       g.info.memory_total_bytes = static_cast<double>(m.total);
@@ -408,8 +409,8 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   if (g.memory_version == 1) {
     nvml::MemoryV1 m{};
     if (a.memory_v1 && check(g, a.memory_v1(g.handle, &m), "memory")) {
-      emit("gpu_memory_total_bytes", static_cast<double>(m.total));
-      emit("gpu_memory_used_bytes", static_cast<double>(m.used));
+      emit(metric_names::kGpuMemoryTotal, static_cast<double>(m.total));
+      emit(metric_names::kGpuMemoryUsed, static_cast<double>(m.used));
       emit("gpu_memory_free_bytes", static_cast<double>(m.free));
       g.info.memory_total_bytes = static_cast<double>(m.total);
     } else if (!a.memory_v1) {
@@ -426,12 +427,12 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
       g.energy_since_processes_j = g.energy_since_processes_j.value_or(0) + v / 1000.0 * static_cast<double>(dt) / 1e9;
     }
     g.power_prev_ns = now_ns;
-    emit("gpu_power_watts", v / 1000.0);
+    emit(metric_names::kGpuPower, v / 1000.0);
   }
   if (g.info.power_limit_watts > 0) emit("gpu_power_limit_watts", g.info.power_limit_watts);
   unsigned temp = 0;
   const bool have_temp = a.temperature && check(g, a.temperature(g.handle, 0, &temp), "temperature");
-  if (have_temp) emit("gpu_temperature_celsius", temp);
+  if (have_temp) emit(metric_names::kGpuTemperature, temp);
   if (a.field_values) {
     nvml::FieldValue fv[2] = {};
     fv[0].field_id = nvml::kFieldMemoryTemperature;
@@ -463,7 +464,7 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
       g.energy_read_ns = now_ns == 0 ? 1 : now_ns;
     }
   }
-  if (g.energy_j >= 0) emit("gpu_energy_joules_total", g.energy_j);
+  if (g.energy_j >= 0) emit(metric_names::kGpuEnergy, g.energy_j);
   const std::pair<int, const char*> clocks[] = {{nvml::kClockSm, "sm"}, {nvml::kClockMemory, "memory"}, {nvml::kClockGraphics, "graphics"}};
   g.sm_clock_hertz = 0;
   for (const auto& [type, label] : clocks) {
@@ -480,7 +481,7 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     for (std::size_t i = 0; i < kReasons.size(); ++i) {
       if (g.have_reasons && (g.prev_reasons & kReasons[i].first)) g.throttle_ns[i] += dt;
       emit("gpu_throttle_active", (reasons & kReasons[i].first) ? 1 : 0, {{"reason", kReasons[i].second}});
-      emit("gpu_throttle_seconds_total", static_cast<double>(g.throttle_ns[i]) / 1e9, {{"reason", kReasons[i].second}});
+      emit(metric_names::kGpuThrottle, static_cast<double>(g.throttle_ns[i]) / 1e9, {{"reason", kReasons[i].second}});
     }
     g.prev_reasons = reasons;
     g.have_reasons = true;
@@ -547,7 +548,7 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
         const double value = on_grid(req.metrics[i].value * kGpmMetrics[i].scale, kGpmMetrics[i].resolution);
         out.push_back({SeriesKey(kGpmMetrics[i].family, g.labels), value});
         if (kGpmMetrics[i].id == 10 && g.info.peak_dram_bandwidth_bytes_per_second > 0) {
-          out.push_back({SeriesKey("gpu_dram_bandwidth_bytes_per_second", g.labels),
+          out.push_back({SeriesKey(metric_names::kGpuDramBandwidth, g.labels),
                          on_grid(value * g.info.peak_dram_bandwidth_bytes_per_second, kDramBandwidthResolution)});
         }
         // Tensor activity is busy time of any tensor pipe, whatever its data type: against the
@@ -560,7 +561,7 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
           const double clock_share = g.sm_clock_hertz > 0 && g.info.max_sm_clock_hertz > 0
                                          ? std::min(1.0, g.sm_clock_hertz / g.info.max_sm_clock_hertz)
                                          : 1.0;
-          out.push_back({SeriesKey("gpu_tensor_estimated_flops_per_second", g.labels),
+          out.push_back({SeriesKey(metric_names::kGpuTensorEstimate, g.labels),
                          on_grid(value * g.info.spec->bf16_tensor * 1e12 * clock_share, kTensorFlopsResolution)});
         }
       }

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "engine/collectors/proc_file.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope {
 
@@ -121,16 +122,16 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   auto retire_gone = [&] {
     for (const auto& [text, l] : gpu.with_series) {
       if (with_series.contains(text)) continue;
-      for (const char* family : {"gpu_process_memory_bytes", "gpu_process_accounting_utilization_ratio",
-                                 "gpu_process_accounting_max_memory_bytes", "gpu_process_cpu_seconds_total",
-                                 "gpu_process_resident_memory_bytes"}) {
+      for (const char* family : {metric_names::kGpuProcessMemory, metric_names::kGpuProcessAccountingUtilization,
+                                 metric_names::kGpuProcessAccountingMaxMemory, metric_names::kGpuProcessCpu,
+                                 metric_names::kGpuProcessResidentMemory}) {
         result.retired.emplace_back(family, l);
       }
       for (const char* engine : {"sm", "memory", "encoder", "decoder"}) {
         Labels e = l;
         e.emplace_back("engine", engine);
         sort_labels(e);
-        result.retired.emplace_back("gpu_process_utilization_ratio", std::move(e));
+        result.retired.emplace_back(metric_names::kGpuProcessUtilization, std::move(e));
       }
     }
     gpu.with_series = std::move(with_series);
@@ -196,7 +197,7 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     }
     with_series.emplace(std::move(identity), l);
     if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
-      out.push_back({SeriesKey("gpu_process_memory_bytes", l), static_cast<double>(p.used_gpu_memory)});
+      out.push_back({SeriesKey(metric_names::kGpuProcessMemory, l), static_cast<double>(p.used_gpu_memory)});
     }
     if (utilization) {
       for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
@@ -204,17 +205,17 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
         Labels e = l;
         e.emplace_back("engine", engine);
         sort_labels(e);
-        out.push_back({SeriesKey("gpu_process_utilization_ratio", std::move(e)), value / 100.0});
+        out.push_back({SeriesKey(metric_names::kGpuProcessUtilization, std::move(e)), value / 100.0});
       }
     }
     // Where an administrator enabled accounting, the driver's own figures over the process's life.
     if (nvml::AccountingStats stats{}; job.accounting && api_.accounting_stats(job.handle, p.pid, &stats) == nvml::kSuccess) {
-      out.push_back({SeriesKey("gpu_process_accounting_utilization_ratio", l), stats.gpu_utilization / 100.0});
-      out.push_back({SeriesKey("gpu_process_accounting_max_memory_bytes", l), static_cast<double>(stats.max_memory_usage)});
+      out.push_back({SeriesKey(metric_names::kGpuProcessAccountingUtilization, l), stats.gpu_utilization / 100.0});
+      out.push_back({SeriesKey(metric_names::kGpuProcessAccountingMaxMemory, l), static_cast<double>(stats.max_memory_usage)});
     }
     if (who) {
-      out.push_back({SeriesKey("gpu_process_cpu_seconds_total", l), *reading.cpu_seconds});
-      out.push_back({SeriesKey("gpu_process_resident_memory_bytes", std::move(l)), static_cast<double>(who->rss_bytes)});
+      out.push_back({SeriesKey(metric_names::kGpuProcessCpu, l), *reading.cpu_seconds});
+      out.push_back({SeriesKey(metric_names::kGpuProcessResidentMemory, std::move(l)), static_cast<double>(who->rss_bytes)});
     }
   }
   for (const auto& [id, sum] : containers) {

@@ -1,4 +1,5 @@
 #include "engine/collectors/host_collector.hpp"
+#include "engine/series/metric_names.hpp"
 
 #include <unistd.h>
 
@@ -173,7 +174,7 @@ void HostCollector::discover() {
 std::vector<MetricFamily> HostCollector::families() const {
   using T = MetricType;
   return {
-      {"host_cpu_utilization_ratio", "ratio", T::kGauge, "Busy fraction of CPU time (cpu=\"total\" or a core), non-idle and non-iowait"},
+      {metric_names::kHostCpu, "ratio", T::kGauge, "Busy fraction of CPU time (cpu=\"total\" or a core), non-idle and non-iowait"},
       {"host_cpu_seconds_total", "seconds", T::kCounter,
        "CPU time of a core in a mode since boot (mode=user|nice|system|idle|iowait|irq|softirq|steal), as node_exporter's node_cpu_seconds_total; written once a second"},
       {"host_context_switches_total", "", T::kCounter, "Context switches since boot"},
@@ -185,7 +186,7 @@ std::vector<MetricFamily> HostCollector::families() const {
       {"host_load15", "", T::kGauge, "15-minute load average"},
       {"host_memory_total_bytes", "bytes", T::kGauge, "Physical memory (MemTotal)"},
       {"host_memory_available_bytes", "bytes", T::kGauge, "Memory available for new work (MemAvailable)"},
-      {"host_memory_used_bytes", "bytes", T::kGauge, "MemTotal minus MemAvailable"},
+      {metric_names::kHostMemoryUsed, "bytes", T::kGauge, "MemTotal minus MemAvailable"},
       {"host_swap_total_bytes", "bytes", T::kGauge, "Swap space (SwapTotal)"},
       {"host_swap_used_bytes", "bytes", T::kGauge, "SwapTotal minus SwapFree"},
       {"host_page_faults_total", "", T::kCounter, "Page faults since boot (minor and major)"},
@@ -193,7 +194,7 @@ std::vector<MetricFamily> HostCollector::families() const {
       {"host_page_faults_per_second", "", T::kGauge, "Page faults per second over the last sampling interval"},
       {"host_cpu_frequency_hertz", "hertz", T::kGauge, "Current CPU core frequency (cpufreq scaling_cur_freq)"},
       {"host_temperature_celsius", "celsius", T::kGauge, "Sensor temperature (hwmon, else thermal zones)"},
-      {"host_rapl_energy_joules_total", "joules", T::kCounter, "RAPL energy consumed by a power domain, wrap-corrected"},
+      {metric_names::kHostEnergy, "joules", T::kCounter, "RAPL energy consumed by a power domain, wrap-corrected"},
       {"host_rapl_power_watts", "watts", T::kGauge, "RAPL power of a domain over the last sampling interval"},
       {"process_cpu_seconds_total", "seconds", T::kCounter, "CPU time (user and system) of the perfscope process"},
       {"process_cpu_utilization_ratio", "ratio", T::kGauge, "CPU time of the perfscope process per wall-clock second (1 = one full core)"},
@@ -264,7 +265,7 @@ void HostCollector::collect_stat(TimestampNs now_ns, double dt_s, std::vector<Re
         double d_busy = busy >= it->second.busy ? static_cast<double>(busy - it->second.busy) : 0;
         double d_total = total >= it->second.total ? static_cast<double>(total - it->second.total) : 0;
         if (d_total > 0) {
-          out.push_back(reading("host_cpu_utilization_ratio", {{"cpu", cpu}}, std::min(1.0, d_busy / d_total)));
+          out.push_back(reading(metric_names::kHostCpu, {{"cpu", cpu}}, std::min(1.0, d_busy / d_total)));
         }
       }
       it->second = CpuTicks{busy, total};
@@ -295,7 +296,7 @@ void HostCollector::collect_meminfo(std::vector<Reading>& out) {
   });
   if (total >= 0) out.push_back(reading("host_memory_total_bytes", {}, total));
   if (available >= 0) out.push_back(reading("host_memory_available_bytes", {}, available));
-  if (total >= 0 && available >= 0) out.push_back(reading("host_memory_used_bytes", {}, std::max(0.0, total - available)));
+  if (total >= 0 && available >= 0) out.push_back(reading(metric_names::kHostMemoryUsed, {}, std::max(0.0, total - available)));
   if (swap_total >= 0) out.push_back(reading("host_swap_total_bytes", {}, swap_total));
   if (swap_total >= 0 && swap_free >= 0) out.push_back(reading("host_swap_used_bytes", {}, std::max(0.0, swap_total - swap_free)));
 }
@@ -388,7 +389,7 @@ void HostCollector::collect_rapl(double dt_s, std::vector<Reading>& out) {
       if (dt_s > 0) out.push_back(reading("host_rapl_power_watts", {{"domain", d.domain}}, delta / 1e6 / dt_s));
     }
     d.prev_uj = *uj;
-    out.push_back(reading("host_rapl_energy_joules_total", {{"domain", d.domain}}, d.accumulated_j));
+    out.push_back(reading(metric_names::kHostEnergy, {{"domain", d.domain}}, d.accumulated_j));
   }
 }
 

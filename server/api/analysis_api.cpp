@@ -18,7 +18,7 @@
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
-#include "server/service/series_names.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
 
@@ -27,7 +27,7 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-using namespace service::series_names;
+using namespace perfscope::metric_names;
 
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},

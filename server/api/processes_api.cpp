@@ -11,6 +11,7 @@
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/wire/event_codec.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
 
@@ -192,8 +193,8 @@ HttpResponse Api::process(const HttpRequest& request, const std::string& key) co
   json out = process_json(p, found.front()->live);
   // Its series over its lifetime: the pid and GPU label them; the lifetime keeps a reused pid out.
   json series = json::array();
-  for (const char* family : {"gpu_process_memory_bytes", "gpu_process_utilization_ratio", "gpu_process_cpu_seconds_total",
-                             "gpu_process_resident_memory_bytes"}) {
+  for (const char* family : {metric_names::kGpuProcessMemory, metric_names::kGpuProcessUtilization, metric_names::kGpuProcessCpu,
+                             metric_names::kGpuProcessResidentMemory}) {
     db::HistoryQuery q;
     q.name = family;
     q.matchers = {{"gpu", p.gpu}, {"pid", std::to_string(p.identity.pid)}};

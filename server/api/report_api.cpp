@@ -19,6 +19,7 @@
 #include "server/api/report_format.hpp"
 #include "server/api/version.hpp"
 #include "web/embedded_assets.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
 
@@ -80,12 +81,12 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   json summary;
   // A figure without data is null, and `missing` says why (renderings print "—").
   json missing = json::object();
-  for (auto [key, series] : {std::pair{"gpu_utilization", "gpu_utilization_ratio"},
-                             std::pair{"memory_bandwidth", "gpu_dram_bandwidth_bytes_per_second"},
-                             std::pair{"gpu_power", "gpu_power_watts"},
-                             std::pair{"gpu_temperature", "gpu_temperature_celsius"},
-                             std::pair{"gpu_memory_used", "gpu_memory_used_bytes"},
-                             std::pair{"host_cpu_utilization", "host_cpu_utilization_ratio"}}) {
+  for (auto [key, series] : {std::pair{"gpu_utilization", metric_names::kGpuUtilization},
+                             std::pair{"memory_bandwidth", metric_names::kGpuDramBandwidth},
+                             std::pair{"gpu_power", metric_names::kGpuPower},
+                             std::pair{"gpu_temperature", metric_names::kGpuTemperature},
+                             std::pair{"gpu_memory_used", metric_names::kGpuMemoryUsed},
+                             std::pair{"host_cpu_utilization", metric_names::kHostCpu}}) {
     const Labels must = std::string_view(key) == "host_cpu_utilization" ? Labels{{"cpu", "total"}} : Labels{};
     summary[key] = gauge_summary(gauges, series, must);
     if (summary[key].is_null()) missing[key] = std::string("no samples of ") + series + " in the window";
@@ -145,12 +146,12 @@ Result<json> Api::report_json(const HttpRequest& request) const {
 
   // Chart series: the key gauges, downsampled to at most kChartPoints points each.
   json charts = json::array();
-  for (const char* family : {"gpu_utilization_ratio", "gpu_dram_bandwidth_bytes_per_second", "gpu_memory_used_bytes",
-                             "gpu_power_watts", "gpu_temperature_celsius", "host_cpu_utilization_ratio",
-                             "host_memory_used_bytes"}) {
+  for (const char* family : {metric_names::kGpuUtilization, metric_names::kGpuDramBandwidth, metric_names::kGpuMemoryUsed,
+                             metric_names::kGpuPower, metric_names::kGpuTemperature, metric_names::kHostCpu,
+                             metric_names::kHostMemoryUsed}) {
     db::HistoryQuery q;
     q.name = family;
-    if (std::string_view(family) == "host_cpu_utilization_ratio") q.matchers = {{"cpu", "total"}};
+    if (std::string_view(family) == metric_names::kHostCpu) q.matchers = {{"cpu", "total"}};
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = kChartPoints;

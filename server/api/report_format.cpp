@@ -258,7 +258,7 @@ json printable_strings(const json& document) {
 }
 
 std::string render_html(const json& report, const HtmlReportOptions& options) {
-  std::string_view uplot_js, uplot_css, report_js, report_css, notices;
+  std::string_view uplot_js, uplot_css, report_js, report_css, format_js, notices;
   for (const web::EmbeddedAsset& a : web::embedded_assets()) {
     const std::string_view text(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
     if (a.url_path == "/NOTICE.txt") notices = text;
@@ -266,6 +266,17 @@ std::string render_html(const json& report, const HtmlReportOptions& options) {
     if (a.url_path == "/vendor/uPlot.min.css") uplot_css = text;
     if (a.url_path == "/report.js") report_js = text;
     if (a.url_path == "/report.css") report_css = text;
+    if (a.url_path == "/lib/format.js") format_js = text;
+  }
+  // The dashboard's format module writes the report's figures too: inlined ahead of
+  // report.js as a plain script (its `export`s dropped), so one file says how a figure reads.
+  std::string formats;
+  for (std::size_t at = 0; at < format_js.size();) {
+    std::size_t end = format_js.find('\n', at);
+    std::string_view line = format_js.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at + 1);
+    if (line.starts_with("export ")) line.remove_prefix(7);
+    formats += line;
+    at = end == std::string_view::npos ? format_js.size() : end + 1;
   }
   // Inlined text must not close its element early: "</" becomes "<\/" (the same string in
   // JSON and in the scripts, which hold "</" only inside strings).
@@ -301,7 +312,7 @@ std::string render_html(const json& report, const HtmlReportOptions& options) {
     if (section.find("--") == std::string_view::npos) out += "<!--\n" + std::string(section) + "\n-->\n";
   }
   out += "<script>\n" + inline_safe(uplot_js) + "\n</script>\n";
-  out += "<script>\n" + inline_safe(report_js) + "\n</script>\n</body>\n</html>\n";
+  out += "<script>\n" + inline_safe(formats) + "\n" + inline_safe(report_js) + "\n</script>\n</body>\n</html>\n";
   return out;
 }
 

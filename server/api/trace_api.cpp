@@ -22,6 +22,7 @@
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
 
@@ -246,10 +247,10 @@ HttpResponse Api::trace(const HttpRequest& request) const {
     }
   }
   // Utilization counters from the sampled series.
-  for (const char* family : {"gpu_utilization_ratio", "host_cpu_utilization_ratio"}) {
+  for (const char* family : {metric_names::kGpuUtilization, metric_names::kHostCpu}) {
     db::HistoryQuery q;
     q.name = family;
-    if (std::string_view(family) == "host_cpu_utilization_ratio") q.matchers = {{"cpu", "total"}};
+    if (std::string_view(family) == metric_names::kHostCpu) q.matchers = {{"cpu", "total"}};
     q.from_ns = std::max(range.from_ns, origin);
     q.to_ns = range.to_ns;
     q.max_points = 2000;

@@ -12,7 +12,7 @@
 #include "server/service/collectives.hpp"
 #include "server/service/run_window.hpp"
 #include "server/service/scoped_reads.hpp"
-#include "server/service/series_names.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::service {
 
@@ -20,7 +20,7 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-using namespace series_names;
+using namespace perfscope::metric_names;
 
 // The bottleneck rules' timeline inputs from the device rows of the given runs, and what they
 // are about: the longest kernel and the device of the worst busy ratio.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "server/service/series_names.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::service {
 
 namespace an = perfscope::analysis;
-using namespace series_names;
+using namespace perfscope::metric_names;
 
 DramCeiling dram_ceiling(const GpuDeviceInfo& d) {
   if (d.spec && d.spec->dram_from_config) return {d.spec->dram_bytes_per_second, "config"};

@@ -4,13 +4,13 @@
 #include <iterator>
 
 #include "engine/analysis/stats.hpp"
-#include "server/service/series_names.hpp"
+#include "engine/series/metric_names.hpp"
 
 namespace perfscope::service {
 
 namespace an = perfscope::analysis;
 
-using namespace series_names;
+using namespace perfscope::metric_names;
 
 std::vector<SeriesSummary> summarize_series(const std::vector<db::SeriesData>& data) {
   std::vector<SeriesSummary> out;

@@ -13,30 +13,16 @@
     for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     return e;
   };
+  // Figures are written as the dashboard writes them: its format module (web/src/lib/format.js)
+  // is inlined ahead of this script.
   const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
-  const pct = (v) => (isNum(v) ? (v * 100).toFixed(1) + '%' : '—');
-  const count = (v) => (isNum(v) ? Math.round(v).toLocaleString('en-US') : '—');
-  const bytes = (v) => {
-    if (!isNum(v)) return '—';
-    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB']; let i = 0;
-    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-    return i ? v.toFixed(2) + ' ' + u[i] : v.toFixed(0) + ' B';
-  };
-  const bandwidth = (v) => {
-    if (!isNum(v)) return '—';
-    const u = ['B/s', 'kB/s', 'MB/s', 'GB/s', 'TB/s']; let i = 0;
-    while (Math.abs(v) >= 1000 && i < u.length - 1) { v /= 1000; i++; }
-    return v.toFixed(1) + ' ' + u[i];
-  };
-  const ms = (v) => {
-    if (!isNum(v)) return '—';
-    if (Math.abs(v) >= 1000) return (v / 1000).toFixed(2) + ' s';
-    if (Math.abs(v) >= 0.1 || v === 0) return v.toFixed(2) + ' ms';
-    return (v * 1000).toFixed(1) + ' µs';
-  };
-  const byUnit = { ratio: pct, bytes, bytes_per_second: bandwidth, watts: (v) => (isNum(v) ? v.toFixed(1) + ' W' : '—'),
-                   celsius: (v) => (isNum(v) ? v.toFixed(0) + ' °C' : '—') };
-  const fmtUnit = (unit) => byUnit[unit] || ((v) => (isNum(v) ? v.toPrecision(3) : '—'));
+  const pct = fmtPct;
+  const count = fmtCount;
+  const bytes = fmtBytes;
+  const bandwidth = fmtBandwidth;
+  const ms = fmtDuration;
+  const byUnit = { ratio: pct, bytes, bytes_per_second: bandwidth, watts: fmtW, celsius: fmtC };
+  const fmtUnit = (unit) => byUnit[unit] || fmtSI;
 
   // rows: arrays of cells; numeric columns right-aligned.
   function table(header, rows, numeric, testid) {
@@ -105,10 +91,10 @@
   const kernels = report.kernels.top;
   // Where any kernel reported its work: its rates and its place on the roofline.
   const worked = kernels.some((k) => 'achieved_tflops' in k);
-  const num = (v, digits) => (v == null ? '—' : Number(v).toPrecision(digits));
+  const num = (v, digits) => (v == null ? '–' : Number(v).toPrecision(digits));
   const roofline = (k) => {
     const p = (k.roofline || []).find((r) => r.bound);
-    return p ? `${p.bound}-bound, ${(p.fraction_of_attainable * 100).toFixed(0)}% of attainable` : '—';
+    return p ? `${p.bound}-bound, ${(p.fraction_of_attainable * 100).toFixed(0)}% of attainable` : '–';
   };
   root.append(kernels.length
     ? table(['Kernel', 'Count', 'Total', 'Average', 'Min', 'Max', 'Share', ...(worked ? ['TFLOP/s', 'GB/s', 'Roofline'] : [])],
@@ -123,13 +109,13 @@
     section('Device targets');
     const unit = { tflops: ' TFLOP/s', gb_per_second: ' GB/s', memory_bytes: '', power_watts: ' W' };
     // Four significant digits without trailing zeros: 100 TFLOP/s, 0.8 TFLOP/s.
-    const val = (c, v) => (v == null ? '—' : c.figure === 'memory_bytes' ? bytes(v) : `${Number(Number(v).toPrecision(4))}${unit[c.figure]}`);
+    const val = (c, v) => (v == null ? '–' : c.figure === 'memory_bytes' ? bytes(v) : `${Number(Number(v).toPrecision(4))}${unit[c.figure]}`);
     root.append(table(['GPU', 'Figure', 'Achieved', 'Goal', 'Ratio', 'Status'],
       checks.map((c) => [c.gpu, c.figure, c.achieved ? `${val(c, c.achieved.value)} (${c.achieved.source})` : 'not measured',
         c.budget != null ? `budget ${val(c, c.budget)}`
           : [c.minimum != null ? `min ${val(c, c.minimum)}` : '', c.target != null ? `target ${val(c, c.target)}` : ''].filter(Boolean).join(' · '),
         c.of_budget != null ? `${pct(c.of_budget)} of budget` : c.efficiency != null ? `${pct(c.efficiency)} of target`
-          : c.of_minimum != null ? `${pct(c.of_minimum)} of minimum` : '—',
+          : c.of_minimum != null ? `${pct(c.of_minimum)} of minimum` : '–',
         c.status.replace(/_/g, ' ')]),
       [false, false, true, false, true, false], 'targets'));
     const recs = checks.filter((c) => c.recommendation);
@@ -144,10 +130,10 @@
   const energy = report.energy ? report.energy.models : [];
   if (energy.length) {
     section('Energy');
-    const j = (v, digits) => (v == null ? '—' : `${Number(v).toPrecision(digits)} J`);
+    const j = (v, digits) => (v == null ? '–' : `${Number(v).toPrecision(digits)} J`);
     root.append(table(['Model', 'Energy', 'Per inference', 'Per output token', 'Inferences/s per W', 'Attribution'],
       energy.map((m) => [el('code', {}, m.model), j(m.joules, 4), j(m.joules_per_inference, 3), j(m.joules_per_output_token, 3),
-                         m.inferences_per_second_per_watt == null ? '—' : Number(m.inferences_per_second_per_watt).toPrecision(3),
+                         m.inferences_per_second_per_watt == null ? '–' : Number(m.inferences_per_second_per_watt).toPrecision(3),
                          m.attribution]),
       [false, true, true, true, true, false], 'energy'));
     root.append(el('p', { class: 'muted' }, report.energy.method));
@@ -214,7 +200,7 @@
     for (const t of report.abtests) {
       if (t.not_evaluated) {
         const d = t.definition || {};
-        rows.push([t.name, side(d.variants ? d.variants[0] : d.a), side(d.variants ? d.variants[1] : d.b), '—', '—', '—',
+        rows.push([t.name, side(d.variants ? d.variants[0] : d.a), side(d.variants ? d.variants[1] : d.b), '–', '–', '–',
                    'not evaluated: ' + t.not_evaluated]);
         continue;
       }
@@ -222,8 +208,8 @@
         ? t.comparisons.map((c) => [side(t.definition.variants[c.control]), side(t.definition.variants[c.variant]), c])
         : [[side(t.definition.a), side(t.definition.b), t]];
       for (const [a, b, c] of comps) {
-        rows.push([t.name, a, b, isNum(c.speedup) ? c.speedup.toFixed(3) + '×' : '—',
-                   isNum(c.speedup_ci95[0]) ? `${c.speedup_ci95[0].toFixed(3)}–${c.speedup_ci95[1].toFixed(3)}` : '—',
+        rows.push([t.name, a, b, isNum(c.speedup) ? c.speedup.toFixed(3) + '×' : '–',
+                   isNum(c.speedup_ci95[0]) ? `${c.speedup_ci95[0].toFixed(3)}–${c.speedup_ci95[1].toFixed(3)}` : '–',
                    c.p_value_used.toPrecision(3), c.verdict]);
       }
     }
@@ -235,7 +221,7 @@
     const c = report.compare;
     section(`Run comparison: ${c.a.name} → ${c.b.name}`);
     root.append(el('p', {}, el('strong', { 'data-testid': 'compare-verdict' }, c.verdict), '. ' + c.method + '.'));
-    const change = (t) => (isNum(t.change) ? (t.change >= 0 ? '+' : '') + (t.change * 100).toFixed(1) + '%' : '—');
+    const change = (t) => (isNum(t.change) ? (t.change >= 0 ? '+' : '') + (t.change * 100).toFixed(1) + '%' : '–');
     const totals = [['Wall time', 'wall_s', (v) => ms(v * 1000)], ['GPU busy', 'gpu_busy_ms', ms],
                     ['Kernel time', 'kernel_ms', ms], ['Kernels', 'kernel_count', count],
                     ['Launch efficiency', 'launch_efficiency', pct]];
@@ -246,7 +232,7 @@
                       c.kernels.slice(0, 20).map((k) => [el('code', {}, k.name), `${count(k.count_a)} / ${count(k.count_b)}`,
                                                          ms(k.mean_a_ms), ms(k.mean_b_ms),
                                                          change({ change: k.mean_change }), ms(k.moved_ms),
-                                                         isNum(k.p_adjusted) ? k.p_adjusted.toPrecision(3) : '—', k.verdict]),
+                                                         isNum(k.p_adjusted) ? k.p_adjusted.toPrecision(3) : '–', k.verdict]),
                       [false, true, true, true, true, true, true, false], 'compare-kernels'));
   }
   root.append(el('p', { class: 'muted' }, 'Percentiles: ' + report.methods.percentiles + '.'));

@@ -25,6 +25,10 @@ export const ms = (v) => {
   if (a >= 1) return r.toFixed(2);
   return r.toPrecision(3);
 };
+// A count as it is, with thousands separated: 12,345 (a report's tables keep every unit).
+export const fmtCount = (v) => (v == null || !Number.isFinite(Number(v)) ? '–' : Math.round(Number(v)).toLocaleString('en-US'));
+// Bytes per second in decimal units, as bandwidths are quoted: 3.35 TB/s.
+export const fmtBandwidth = (v) => (v == null || Number.isNaN(Number(v)) ? '–' : fmtSI(v) + 'B/s');
 // Counts and other plain figures, humanized: 74.8 k, 1.20 M (never 7.48e+4).
 export const fmtSI = (v) => {
   if (v == null || Number.isNaN(Number(v))) return '–';
@@ -64,6 +68,7 @@ export const fmtSeriesValue = (series, v) => {
   if (name.endsWith('_celsius')) return fmtC(Number(v));
   if (name.endsWith('_hertz')) return fmtMHz(Number(v));
   if (name.endsWith('_joules') || name.endsWith('_joules_total')) return fmtSI(v) + ' J';
+  if (name.endsWith('_bytes_per_second')) return fmtBandwidth(v);
   if (name.endsWith('_per_second')) return fmtSI(v) + '/s';
   return fmtEvidence(name, v);
 };
