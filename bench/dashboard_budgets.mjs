@@ -1,7 +1,8 @@
 // The dashboard's budgets in real headless Chromium (issue 23): first contentful paint from a
 // local server, bytes transferred for the first view, and how long 24 hours of a 10 Hz series
 // take to appear drawn (history read, downsampled by the server, drawn by uPlot): after a
-// navigation, with every chart's history loading, and on its own (request to next frame).
+// navigation, with every chart's history loading, and on its own (request to next frame); and
+// a switch to every view with that day loaded (to the next frame, and until its requests are drawn).
 // A Release server with the host collector off gets 24 h of host_cpu_utilization_ratio
 // {cpu="total"} at 10 Hz (864,000 samples, posted as `sample` events); then ROUNDS fresh
 // browser contexts open the overview with ?range=24h.
@@ -11,6 +12,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPerfscope, postEvents } from '../tests/support/perfscope_server.mjs';
+import { VIEWS } from '../web/src/lib/views.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, '..', 'web', 'package.json'));
@@ -45,6 +47,13 @@ try {
   for (let r = 0; r < rounds; r++) {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const page = await context.newPage();
+    // Requests in flight, for the view switches below: a view is settled when what it asked for came.
+    await page.addInitScript(() => {
+      let inflight = 0;
+      const real = window.fetch;
+      window.__inflight = () => inflight;
+      window.fetch = (...args) => { inflight++; return real(...args).finally(() => { inflight--; }); };
+    });
     await page.goto(server.url + '/?range=24h');
     // Drawn: the CPU chart holds the day, downsampled (about 1,200 points).
     await page.waitForFunction(() => {
@@ -78,6 +87,27 @@ try {
       await new Promise((resolve) => requestAnimationFrame(() => resolve()));
       return performance.now() - t0;
     }, '/api/v1/series/query?name=host_cpu_utilization_ratio&cpu=total&from=now-86400s&max_points=1200');
+    // Every view in turn and back to the overview, the day on the CPU chart: from the click on the
+    // navigation to the frame after it (painted), and to the frame after the view's own requests
+    // have come back and been drawn (settled).
+    m.switches = {};
+    for (const view of [...VIEWS.slice(1), 'overview']) {
+      m.switches[view] = await page.evaluate(async (v) => {
+        const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+        const link = document.querySelector(`a[data-view-link="${v}"]`);
+        const t0 = performance.now();
+        link.click();
+        await frame();
+        await frame();
+        const painted = performance.now() - t0;
+        while (window.__inflight() > 0) await frame();
+        await frame();
+        return { painted, settled: performance.now() - t0 };
+      }, view);
+    }
+    m.switch_painted_max_ms = Math.max(...Object.values(m.switches).map((x) => x.painted));
+    m.switch_settled_max_ms = Math.max(...Object.values(m.switches).map((x) => x.settled));
+    m.switch_settled_median_ms = Object.values(m.switches).map((x) => x.settled).sort((x, y) => x - y)[Math.floor(VIEWS.length / 2)];
     results.push(m);
     await context.close();
   }
@@ -92,6 +122,13 @@ try {
   console.log(`first view transferred: ${median('first_view_transfer_bytes')} bytes (${median('first_view_decoded_bytes')} decoded)`);
   console.log(`24 h of a 10 Hz series drawn: median ${median('day_drawn_ms').toFixed(0)} ms after navigation (${range('day_drawn_ms')}, every chart's history loading at once), ${median('points')} points`);
   console.log(`24 h of a 10 Hz series read and drawn on its own: median ${median('day_query_and_draw_ms').toFixed(0)} ms (${range('day_query_and_draw_ms')})`);
+  console.log(`view switch, the day loaded (${VIEWS.length} views each round): slowest painted median ${median('switch_painted_max_ms').toFixed(0)} ms ` +
+              `(${range('switch_painted_max_ms')}); settled: median view ${median('switch_settled_median_ms').toFixed(0)} ms, ` +
+              `slowest median ${median('switch_settled_max_ms').toFixed(0)} ms (${range('switch_settled_max_ms')})`);
+  for (const view of [...VIEWS.slice(1), 'overview']) {
+    const v = results.map((x) => x.switches[view].settled).sort((a, b) => a - b);
+    console.log(`  ${view}: settled median ${v[Math.floor(v.length / 2)].toFixed(0)} ms (${v[0].toFixed(0)}–${v[v.length - 1].toFixed(0)})`);
+  }
 } finally {
   await server.stop();
 }

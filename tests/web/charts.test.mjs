@@ -33,6 +33,10 @@ test('a logarithmic axis is labelled at 1, 2 and 5 of each decade, or at the dec
 test('time ticks read on one line, as precise as their spacing', () => {
   const t = new Date(2026, 10, 26, 14, 5, 30).getTime() / 1000;
   assert.equal(timeTick(t, 10), '14:05:30');
+  // Ticks under a second apart name the fraction (minutes and seconds, as many decimals as the step).
+  assert.equal(timeTick(t + 0.5, 0.5), '05:30.5');
+  assert.equal(timeTick(t + 0.25, 0.25), '05:30.25');
+  assert.equal(timeTick(t, 0.5), '05:30.0');
   assert.equal(timeTick(t, 300), '14:05');
   assert.equal(timeTick(t, 86400), '11-26');
   assert.equal(timeTick(new Date(2026, 10, 27, 0, 0, 0).getTime() / 1000, 3600), '11-27');

@@ -22,12 +22,13 @@ export let baseUrl;
 export let browser;
 let instance;
 
-// Two GPUs through the scripted stand-in NVML (CI has none): GPU 1 is held back by its power cap.
+// Two GPUs through the scripted stand-in NVML (CI has none): GPU 1 is held back by its power cap;
+// two processes hold memory on GPU 0.
 export const nvmlScript = [
   'count 2',
   '0.name NVIDIA H100 80GB HBM3', '0.uuid GPU-aaaa', '0.util_gpu 87', '0.mem_total 85520809984', '0.mem_used 40000000000',
   '0.power_mw 512000', '0.limit_mw 700000', '0.temp 64', '0.clock_sm 1980', '0.reasons 0', '0.max_clock_mem 2619',
-  '0.bus_width 5120', '0.gpm 1', '0.gpm.10 61', '0.gpm.2 80',
+  '0.bus_width 5120', '0.gpm 1', '0.gpm.10 61', '0.gpm.2 80', '0.procs 4242:2147483648,4343:1073741824',
   '1.name NVIDIA H100 80GB HBM3', '1.uuid GPU-bbbb', '1.util_gpu 12', '1.mem_total 85520809984', '1.mem_used 1000000000',
   '1.power_mw 700000', '1.limit_mw 700000', '1.temp 51', '1.reasons 0x4',
 ].join('\n') + '\n';

@@ -385,6 +385,75 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
   assert.equal(c.kernels.find((k) => k.name === 'gemm').verdict, 'unchanged');
   mkdirSync(artifacts, { recursive: true });
   await page.locator('[data-testid=runs-table]').screenshot({ path: path.join(artifacts, 'dashboard-runs.png') });
+
+  // A run's page: at the top of the view, in the URL, replaced by the next run's, closed by Back.
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await page.click('[data-testid=runs-table] tr[data-run="fused"]');
+  await page.waitForFunction(() => window.perfscope.state.runPage.run?.name === 'fused', null, { timeout: 10000 });
+  assert.equal(new URL(page.url()).searchParams.get('run_page'), 'fused');
+  const box = await page.locator('[data-testid=run-page]').boundingBox();
+  assert.ok(box.y >= -1 && box.y < 200, `the run's page is at the top of the window (y ${box.y})`);
+  const facts = await page.textContent('[data-testid=run-page-facts]');
+  assert.match(facts, /finished/);
+  assert.match(facts, /120 executions of 2 kernels/);
+  assert.match(facts, /python gen\.py/);
+  await page.screenshot({ path: path.join(artifacts, 'run-page.png') });
+  await page.click('[data-testid=runs-table] tr[data-run="sampled"]');
+  await page.waitForFunction(() => window.perfscope.state.runPage.run?.name === 'sampled', null, { timeout: 10000 });
+  assert.match(await page.textContent('[data-testid=run-page-summary]'), /Traced in windows: 30\.0% of its time/);
+  assert.doesNotMatch(await page.textContent('[data-testid=run-page-facts]'), /120 executions/, 'nothing of the last run stays');
+  await page.goBack();
+  await page.waitForFunction(() => window.perfscope.state.runPage.name === 'fused', null, { timeout: 10000 });
+  // From the page: the run against the one before it, then its timeline.
+  await page.click('[data-testid=run-page-compare]');
+  await page.waitForFunction(() => window.perfscope.state.runCompare?.b.name === 'fused' &&
+                             window.perfscope.state.runCompare?.a.name === 'baseline', null, { timeout: 20000 });
+  await page.click('[data-testid=run-page-timeline]');
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('view') === 'timeline' &&
+                             new URLSearchParams(location.search).get('tl_run') === 'fused', null, { timeout: 10000 });
+  // Back: the run's page again (the timeline was a new entry after it, so 'sampled' is no longer
+  // forward of it), then the list without a page.
+  await page.goBack();
+  await page.waitForFunction(() => document.body.dataset.currentView === 'runs' &&
+                             window.perfscope.state.runPage.name === 'fused', null, { timeout: 10000 });
+  await page.goBack();
+  await page.waitForFunction(() => window.perfscope.state.runPage.name === null, null, { timeout: 10000 });
+  assert.equal(await page.isHidden('[data-testid=run-page]'), true);
+  await page.close();
+});
+
+test('a GPU process opens its page at the top of the Processes view, replacing the last one, kept in the URL', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(baseUrl + '/?view=gpu');
+  await page.waitForSelector('[data-testid=processes-table] tr[data-key]', { timeout: 20000 });
+  const keys = await page.$$eval('[data-testid=processes-table] tr[data-key]', (rows) => rows.map((r) => r.dataset.key));
+  assert.equal(keys.length, 2, keys.join(' '));
+  await page.click(`[data-testid=processes-table] tr[data-key="${keys[0]}"]`);
+  await page.waitForFunction((k) => window.perfscope.state.processPage.key === k && window.perfscope.state.process?.key === k,
+                             keys[0], { timeout: 10000 });
+  const url = new URL(page.url()).searchParams;
+  assert.equal(url.get('view'), 'processes', 'a process opened from the GPU view moves to Processes');
+  assert.equal(url.get('process'), keys[0]);
+  const box = await page.locator('[data-testid=process-page]').boundingBox();
+  assert.ok(box.y >= -1 && box.y < 200, `the process's page is at the top of the window (y ${box.y})`);
+  const first = await page.evaluate(() => window.perfscope.state.process);
+  assert.equal(first.pid, 4242, 'the table lists the most memory first');
+  assert.match(await page.textContent('[data-testid=process-detail]'), /peak 2\.00 GiB/);
+  await page.waitForFunction(() => document.querySelector('[data-testid=process-chart] canvas'), null, { timeout: 10000 });
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'process-page.png') });
+  assert.match(await page.textContent('[data-testid=process-page-name]'), new RegExp(`pid ${first.pid}`));
+  await page.click(`[data-testid=processes-table] tr[data-key="${keys[1]}"]`);
+  await page.waitForFunction((k) => window.perfscope.state.process?.key === k, keys[1], { timeout: 10000 });
+  const second = await page.evaluate(() => window.perfscope.state.process);
+  assert.notEqual(second.pid, first.pid);
+  assert.match(await page.textContent('[data-testid=process-page-name]'), new RegExp(`pid ${second.pid}`));
+  assert.doesNotMatch(await page.textContent('[data-testid=process-page-name]'), new RegExp(`pid ${first.pid}\\b`));
+  await page.goBack();
+  await page.waitForFunction((k) => window.perfscope.state.processPage.key === k, keys[0], { timeout: 10000 });
+  await page.click('[data-testid=process-page-close]');
+  await page.waitForFunction(() => window.perfscope.state.processPage.key === null, null, { timeout: 10000 });
+  assert.equal(new URL(page.url()).searchParams.get('process'), null);
   await page.close();
 });
 

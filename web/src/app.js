@@ -51,8 +51,12 @@ runPick.addEventListener('change', () => {
   const r = (state.runs || []).find((x) => x.name === runPick.value);
   range.setRun(r || null);
 });
-const runs = createRunsView({ state, onRuns: fillRunPicker });
-createProcessesView({ state });
+const runs = createRunsView({
+  state, onRuns: fillRunPicker, showView: (view) => views.show(view),
+  scopeTo: (run) => { fillRunPicker([run]); runPick.value = run.name; range.setRun(run); },
+  openTimeline: (name) => timeline.openRun(name),
+});
+const processes = createProcessesView({ state, showView: (view) => views.show(view) });
 const events = createEventsView({
   state,
   onData: (kernels, models) => { analysis.onEvents(kernels, models); summary.events(kernels, models); runs.refresh(); },
@@ -97,6 +101,8 @@ window.addEventListener('popstate', () => {
   views.readUrl();
   events.readUrl();
   modelDetail.readUrl();
+  processes.readUrl();
+  runs.readUrl();
   state.historyMoves = (state.historyMoves || 0) + 1;
 });
 window.perfscopeAuth = auth;

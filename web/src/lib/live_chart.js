@@ -302,6 +302,13 @@ export function timeTick(t, incr) {
   if (incr >= 86400) return date;
   if (incr >= 60 && d.getHours() === 0 && d.getMinutes() === 0) return date;
   const hm = `${two(d.getHours())}:${two(d.getMinutes())}`;
+  if (incr < 1) {
+    // Ticks closer than a second: minutes, seconds and as many decimals as the step has
+    // ("12:36.5", "12:36.25"), else two ticks a second apart would read the same.
+    const decimals = Math.min(3, (String(Number(incr.toPrecision(3))).split('.')[1] || '').length);
+    const s = d.getSeconds() + (t * 1000 - Math.floor(t) * 1000) / 1000;
+    return `${two(d.getMinutes())}:${s.toFixed(decimals).padStart(decimals ? 3 + decimals : 2, '0')}`;
+  }
   return incr < 60 ? `${hm}:${two(d.getSeconds())}` : hm;
 }
 // At least 72 px between ticks: room for "14:05:30" and a gap.

@@ -1,17 +1,20 @@
 // Processes view: who is using the GPUs — a live table like nvitop's (GPU, pid, user, container,
 // memory, SM share, CPU, RSS, age, command), sortable, with past processes of the last hour
-// below the live ones (GET /api/v1/processes); a row opens that process's history (memory and SM
-// share over its lifetime, GET /api/v1/processes/{key}) and its lifetime figures.
+// below the live ones (GET /api/v1/processes); a row opens that process's page at the top of the
+// Processes view (memory and SM share over its lifetime, GET /api/v1/processes/{key}, and its
+// lifetime figures), kept in the URL (?view=processes&process=KEY&process_gpu=0) so Back closes it.
 /* global uPlot */
 import { LiveChart, axis, bytesAxis, makePlot, timeAxis } from '../lib/live_chart.js';
 import { esc, fmtBytes, fmtPct } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { fillRows } from '../lib/rows.js';
+import { setSearchParams } from '../lib/url.js';
 
 const age = (s) => (s < 60 ? s.toFixed(0) + ' s' : s < 3600 ? (s / 60).toFixed(0) + ' min' : (s / 3600).toFixed(1) + ' h');
 const joules = (j) => (j == null ? '–' : j < 1000 ? j.toFixed(0) + ' J' : (j / 3.6e6 >= 0.1 ? (j / 3.6e6).toFixed(2) + ' kWh' : (j / 1000).toFixed(1) + ' kJ'));
 
-export function createProcessesView({ state }) {
+// `showView(view)`: the dashboard's view switch (a process opened from the GPU view moves to Processes).
+export function createProcessesView({ state, showView }) {
   state.processes = [];
   const table = { sortKey: 'memory', ascending: false };
   const cpuBefore = new Map();  // key → [cpu seconds, time]: CPU % between two refreshes
@@ -50,7 +53,7 @@ export function createProcessesView({ state }) {
         `<td class="num">${mem}</td><td class="num">${sm}</td><td class="num">${fmtPct(p.cpu_ratio)}</td>` +
         `<td class="num">${fmtBytes(p.now ? p.now.rss_bytes : p.peak_rss_bytes)}</td><td class="num">${age(p.duration_s)}</td>` +
         `<td class="num">${joules(p.energy_joules)}</td><td>${p.visible ? '' : '<span class="muted">(not visible) </span>'}` +
-        `<code>${esc((p.cmdline || p.command).slice(0, 120))}</code></td></tr>`;
+        `${p.cmdline || p.command ? `<code>${esc((p.cmdline || p.command).slice(0, 120))}</code>` : ''}</td></tr>`;
     }).join(''));
   }
 
@@ -61,17 +64,33 @@ export function createProcessesView({ state }) {
     render();
   }));
 
-  async function showProcess(key, gpu) {
+  const page = document.getElementById('process-page');
+  const opened = { key: null, gpu: null, loads: 0 };
+  state.processPage = opened;
+  // One process's page replaces the last one's: its figures are cleared before they are read.
+  async function showProcess(key, gpu, { push = true, reveal = false } = {}) {
+    opened.key = key || null;
+    opened.gpu = key ? gpu || null : null;
+    setSearchParams({ process: opened.key, process_gpu: opened.gpu }, { push });
+    page.hidden = !key;
+    if (plot) { plot.destroy(); plot = null; }
+    const detail = document.getElementById('process-detail');
+    detail.textContent = key ? 'Reading the process…' : '';
+    if (!key) return;
+    document.getElementById('pp-name').textContent = key;
+    if (reveal) page.scrollIntoView({ block: 'start' });
     try {
-      const p = await fetchJson(`/api/v1/processes/${encodeURIComponent(key)}?gpu=${encodeURIComponent(gpu)}`);
+      const gpuPart = gpu ? `?gpu=${encodeURIComponent(gpu)}` : '';
+      const p = await fetchJson(`/api/v1/processes/${encodeURIComponent(key)}${gpuPart}`);
+      if (opened.key !== key) return;  // another process was opened meanwhile
       state.process = p;
+      document.getElementById('pp-name').textContent = `${p.command || '(not visible)'} · pid ${p.pid} · GPU ${p.gpu}`;
       const memory = p.series.find((s) => s.name === 'gpu_process_memory_bytes');
       const sm = p.series.find((s) => s.name === 'gpu_process_utilization_ratio' && s.labels.engine === 'sm');
       const xs = (memory || sm || { points: [] }).points.map((q) => q[0] / 1e9);
       const smAt = new Map((sm ? sm.points : []).map((q) => [q[0] / 1e9, q[1]]));
       const data = [xs, (memory ? memory.points : []).map((q) => q[1]), xs.map((x) => smAt.get(x) ?? null)];
       const el = document.getElementById('process-chart');
-      if (plot) plot.destroy();
       plot = makePlot({
         width: Math.max(300, el.clientWidth), height: 220,
         scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] }, ratio: { range: [0, 1] } },
@@ -79,17 +98,29 @@ export function createProcessesView({ state }) {
           { label: 'SM share', scale: 'ratio', stroke: '#73bf69', width: 1.5, value: (u, v) => fmtPct(v) }],
         axes: [timeAxis, bytesAxis({ scale: 'bytes' }), axis(fmtPct, { scale: 'ratio', side: 1, grid: { show: false } })],
       }, data, el);
-      document.getElementById('process-detail').textContent =
-        `${p.command} (pid ${p.pid}, ${p.state}) · peak ${fmtBytes(p.peak_memory_bytes)} · mean SM ${fmtPct(p.mean_sm_ratio)} · ` +
-        `${p.gpu_seconds == null ? '–' : p.gpu_seconds.toFixed(1)} GPU-s · ${joules(p.energy_joules)} · ${p.cpu_seconds.toFixed(1)} CPU-s`;
+      detail.textContent =
+        `${p.state} · peak ${fmtBytes(p.peak_memory_bytes)} · mean SM ${fmtPct(p.mean_sm_ratio)} · ` +
+        `${p.gpu_seconds == null ? '–' : p.gpu_seconds.toFixed(1)} GPU-s · ${joules(p.energy_joules)} · ` +
+        `${p.cpu_seconds == null ? '–' : p.cpu_seconds.toFixed(1)} CPU-s`;
+      opened.loads++;
     } catch (e) {
-      document.getElementById('process-detail').textContent = 'Cannot load the process: ' + e.message;
+      if (opened.key === key) detail.textContent = 'Cannot load the process: ' + e.message;
     }
   }
   document.querySelector('#processes-table tbody').addEventListener('click', (ev) => {
     const row = ev.target.closest('tr[data-key]');
-    if (row) showProcess(row.dataset.key, row.dataset.gpu);
+    if (!row) return;
+    if (showView) showView('processes');
+    showProcess(row.dataset.key, row.dataset.gpu, { reveal: true });
   });
+  document.getElementById('pp-close').addEventListener('click', () => showProcess(null));
+  const fromUrl = () => {
+    const q = new URLSearchParams(window.location.search);
+    if ((q.get('process') || null) !== opened.key || (q.get('process_gpu') || null) !== opened.gpu) {
+      showProcess(q.get('process'), q.get('process_gpu'), { push: false });
+    }
+  };
+  fromUrl();
 
   async function refresh() {
     try {
@@ -111,5 +142,6 @@ export function createProcessesView({ state }) {
   refresh();
   setInterval(refresh, 2000);
   LiveChart.range.onChange(refresh);
-  return { refresh };
+  // Back and Forward: the URL's process, opened or closed.
+  return { refresh, readUrl: fromUrl, showProcess };
 }

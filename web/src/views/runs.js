@@ -1,10 +1,14 @@
 // Runs view: every run of a traced program (newest first) with its status and kernel figures,
 // and two of them compared kernel by kernel (GET /api/v1/runs/compare): totals, then the
 // kernels that moved most, with their adjusted p-values and verdicts. A duty-cycled run shows
-// its observed kernels with the estimate for the whole run and the sampled fraction.
+// its observed kernels with the estimate for the whole run and the sampled fraction. A row opens
+// the run's page at the top of the view (GET /api/v1/runs/{name}: what ran, where, how it ended,
+// its kernels and sampling), kept in the URL (?view=runs&run_page=NAME) so Back closes it, with
+// the way on: the dashboard scoped to the run, its timeline, a comparison with the run before.
 import { esc, kernelNameHtml, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { withProgress } from '../lib/progress.js';
+import { setSearchParams } from '../lib/url.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(1) + '%');
 const signed = (v) => (v == null ? '–' : (v >= 0 ? '+' : '') + (v * 100).toFixed(1) + '%');
@@ -17,10 +21,86 @@ function kernelCount(r) {
     `sampled ${pct(r.sampling.sampled_fraction)})</span>`;
 }
 
-// `onRuns(runs)`: after each read (the header's run picker).
-export function createRunsView({ state, onRuns }) {
+// The run's facts as label/value rows, each value already HTML.
+function facts(r) {
+  const time = (ns) => (ns == null ? '–' : new Date(ns / 1e6).toLocaleString());
+  const rows = [
+    ['Status', `<span class="status status-${esc(r.status)}">${esc(r.status)}</span>` +
+      (r.exit_status != null ? ` (exit status ${r.exit_status})` : '')],
+    ['Command', r.command.length ? `<code>${esc(r.command.join(' '))}</code>` : '–'],
+    ['Host', esc(r.host || '–')],
+    ['Started', esc(time(r.start_ns))],
+    ['Ended', esc(r.end_ns == null ? 'still running' : time(r.end_ns))],
+    ['Wall time', seconds(r.wall_s)],
+    ['GPUs', esc((r.gpus || []).join(', ') || '–')],
+    ['Processes', esc((r.pids || []).join(', ') || '–')],
+    ['Traced', esc(r.kinds || '–')],
+    ['Kernels', `${kernelCount(r)} executions of ${r.kernels.distinct} kernels, ${ms(r.kernels.total_ms)} ms`],
+    ['GPU busy', r.gpu_busy_ms == null ? '–' : `${ms(r.gpu_busy_ms)} ms of a ${ms(r.kernel_span_ms)} ms kernel span`],
+    ['Launch efficiency', pct(r.launch_efficiency)],
+  ];
+  if (r.records != null) rows.push(['Records', `${r.records} traced, ${r.dropped ?? 0} lost`]);
+  return rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join('');
+}
+
+// `onRuns(runs)`: after each read (the header's run picker). `showView(view)`, `scopeTo(run)` and
+// `openTimeline(name)`: the dashboard's view switch, header run and timeline.
+export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline }) {
   state.runs = [];
   state.runCompare = null;
+  const page = document.getElementById('run-page');
+  const opened = { name: null, loads: 0, run: null };
+  state.runPage = opened;
+
+  // One run's page replaces the last one's: cleared before the new one is read.
+  async function showRun(name, { push = true, reveal = false } = {}) {
+    opened.name = name || null;
+    opened.run = null;
+    setSearchParams({ run_page: opened.name }, { push });
+    page.hidden = !name;
+    document.querySelector('#rp-facts tbody').innerHTML = '';
+    document.getElementById('rp-summary').textContent = name ? 'Reading the run…' : '';
+    if (!name) return;
+    document.getElementById('rp-name').textContent = name;
+    if (reveal) page.scrollIntoView({ block: 'start' });
+    try {
+      const r = await fetchJson(`/api/v1/runs/${encodeURIComponent(name)}`);
+      if (opened.name !== name) return;  // another run was opened meanwhile
+      opened.run = r;
+      document.getElementById('rp-summary').textContent = r.sampling
+        ? `Traced in windows: ${pct(r.sampling.sampled_fraction)} of its time; counts are what the windows saw.` : '';
+      document.querySelector('#rp-facts tbody').innerHTML = facts(r);
+      opened.loads++;
+    } catch (e) {
+      if (opened.name === name) document.getElementById('rp-summary').textContent = 'Cannot read the run: ' + e.message;
+    }
+  }
+  document.querySelector('#runs-table tbody').addEventListener('click', (ev) => {
+    const row = ev.target.closest('tr[data-run]');
+    if (row) showRun(row.dataset.run, { reveal: true });
+  });
+  document.getElementById('rp-close').addEventListener('click', () => showRun(null));
+  document.getElementById('rp-scope').addEventListener('click', () => { if (opened.run && scopeTo) scopeTo(opened.run); });
+  document.getElementById('rp-timeline').addEventListener('click', () => {
+    if (!opened.name || !openTimeline) return;
+    openTimeline(opened.name);
+    if (showView) showView('timeline');
+  });
+  // The run before this one (the list is newest first) against this one.
+  document.getElementById('rp-compare').addEventListener('click', () => {
+    const i = state.runs.findIndex((r) => r.name === opened.name);
+    const before = i >= 0 ? state.runs[i + 1] : null;
+    if (!before) { document.getElementById('runs-result').textContent = `No run before ${opened.name} to compare with.`; return; }
+    document.getElementById('runs-a').value = before.name;
+    document.getElementById('runs-b').value = opened.name;
+    document.getElementById('runs-form').requestSubmit();
+    document.getElementById('runs-result').scrollIntoView({ block: 'nearest' });
+  });
+  const fromUrl = () => {
+    const name = new URLSearchParams(window.location.search).get('run_page');
+    if ((name || null) !== opened.name) showRun(name, { push: false });
+  };
+  fromUrl();
 
   function render(runs) {
     const body = document.querySelector('#runs-table tbody');
@@ -32,7 +112,7 @@ export function createRunsView({ state, onRuns }) {
       `<td>${new Date(r.start_ns / 1e6).toLocaleString()}</td><td class="num">${seconds(r.wall_s)}</td>` +
       `<td class="num">${kernelCount(r)}</td><td class="num">${ms(r.kernels.total_ms)} ms</td>` +
       `<td class="num">${ms(r.gpu_busy_ms)} ms</td><td class="num">${pct(r.launch_efficiency)}</td>` +
-      `<td><code>${esc(r.command.join(' '))}</code></td></tr>`).join('');
+      `<td>${r.command.length ? `<code>${esc(r.command.join(' '))}</code>` : '–'}</td></tr>`).join('');
     for (const [id, pick] of [['runs-a', 1], ['runs-b', 0]]) {  // oldest of the newest two first
       const sel = document.getElementById(id);
       const keep = sel.value;
@@ -84,5 +164,5 @@ export function createRunsView({ state, onRuns }) {
       if (onRuns) onRuns(r.runs);
     } catch (e) { /* the next events notification retries */ }
   }
-  return { refresh };
+  return { refresh, readUrl: fromUrl, showRun };
 }

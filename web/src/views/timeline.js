@@ -728,6 +728,14 @@ export function createTimelineView({ range }) {
       if (!covered()) load(); else draw();
     },
     setWindow(from, to) { setWindow(BigInt(from), BigInt(to)); st.data = null; moved(); },
+    // A run's own span (the Runs view's "its timeline"), drawn when the view is shown.
+    openRun(name) {
+      st.run = name;
+      st.data = null;
+      if (![...runPick.options].some((o) => o.value === name)) runPick.add(new Option(name, name));
+      runPick.value = name;
+      keepInUrl();
+    },
     pan(px) {
       const dt = (px * (st.b - st.a)) / Math.max(1, canvas.clientWidth - LABEL_W);
       st.a -= dt;
