@@ -103,14 +103,8 @@ void render_comparison(std::string& out, const json& c) {
   }
 }
 
-}  // namespace
-
-std::string render_markdown(const json& document) {
-  const json r = printable_strings(document);
-  std::string out = "# perfscope report\n\n";
-  out += "Host `" + r["report"]["host"].get<std::string>() + "` · perfscope " + r["report"]["version"].get<std::string>() +
-         " · " + window_text(r) + "\n\n";
-
+// The GPU and host figures (average, peak) and the kernel time.
+void render_summary(std::string& out, const json& r) {
   out += "## Summary\n\n";
   const json& summary = r["summary"];
   std::vector<std::vector<std::string>> rows;
@@ -124,9 +118,12 @@ std::string render_markdown(const json& document) {
   out += "Kernel time: " + format_duration_ms(num(kt, "total_ms")) + " in " + format_count(num(kt, "executions")) +
          " executions" + (kt["avg_ms"].is_null() ? std::string() : " (average " + format_duration_ms(num(kt, "avg_ms")) + ")") +
          ".\n\n";
+}
 
+// The window's longest-running kernels, with their work where they reported it.
+void render_top_kernels(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   out += "## Top kernels\n\n";
-  rows.clear();
   const bool work = any_work(r["kernels"]["top"]);
   for (const json& k : r["kernels"]["top"]) {
     rows.push_back({md_code(k["name"]), format_count(num(k, "count")), format_duration_ms(num(k, "total_ms")),
@@ -145,10 +142,12 @@ std::string render_markdown(const json& document) {
   } else {
     md_table(out, {"Kernel", "Count", "Total", "Average", "Min", "Max", "Share"}, {false, true, true, true, true, true, true}, rows);
   }
+}
 
-  // GPUs against their --device-target.
+// GPUs against their --device-target.
+void render_device_targets(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (r.contains("devices")) {
-    rows.clear();
     for (const DeviceCheckRow& d : device_check_rows(r["devices"])) rows.push_back({d.gpu, d.figure, d.achieved, d.goal, d.ratio, d.status});
     if (!rows.empty()) {
       out += "## Device targets\n\n";
@@ -157,12 +156,14 @@ std::string render_markdown(const json& document) {
       out += "\n";
     }
   }
+}
 
-  // Operators (ONNX Runtime nodes and the like), when any were reported.
+// Operators (ONNX Runtime nodes and the like), when any were reported.
+void render_operators(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (r.contains("operators") && !r["operators"]["op_types"].empty()) {
     out += "## Operators\n\n";
-    rows.clear();
-    for (const json& o : r["operators"]["op_types"]) {
+      for (const json& o : r["operators"]["op_types"]) {
       const json& p = o["percentiles_ms"];
       std::string providers;
       for (const auto& [name, n] : o["providers"].items()) providers += (providers.empty() ? "" : ", ") + name;
@@ -179,12 +180,14 @@ std::string render_markdown(const json& document) {
              " of its operator time on CPU providers.\n\n";
     }
   }
+}
 
-  // Energy per model, where a GPU energy counter and requests shared the window.
+// Energy per model, where a GPU energy counter and requests shared the window.
+void render_energy(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (r.contains("energy") && !r["energy"]["models"].empty()) {
     out += "## Energy\n\n";
-    rows.clear();
-    auto cell = [&](const json& v, const char* fmt) { return v.is_null() ? std::string("—") : printf_string(fmt, v.get<double>()); };
+      auto cell = [&](const json& v, const char* fmt) { return v.is_null() ? std::string("—") : printf_string(fmt, v.get<double>()); };
     for (const json& m : r["energy"]["models"]) {
       rows.push_back({md_code(m["model"]), cell(m["joules"], "%.1f J"), cell(m["joules_per_inference"], "%.3g J"),
                       cell(m["joules_per_output_token"], "%.3g J"), cell(m["inferences_per_second_per_watt"], "%.3g"),
@@ -205,11 +208,14 @@ std::string render_markdown(const json& document) {
     }
     out += "<sub>" + r["energy"]["method"].get<std::string>() + "</sub>\n\n";
   }
+}
 
+// Busy and idle time per device and stream (per run when several).
+void render_kernel_timeline(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (!r["timeline"].empty()) {
     out += "## Kernel timeline\n\n";
-    rows.clear();
-    // Several runs: a row per run and device, each over its own span (say whose).
+      // Several runs: a row per run and device, each over its own span (say whose).
     bool runs = false;
     for (const json& q : r["timeline"]) runs |= q.contains("run") && !q["run"].is_null();
     for (const json& q : r["timeline"]) {
@@ -233,7 +239,11 @@ std::string render_markdown(const json& document) {
     }
     md_table(out, header, right, rows);
   }
+}
 
+// Allocation counters, growth and leak suspects.
+void render_memory(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   out += "## Memory\n\n";
   const json& m = r["memory"];
   md_table(out, {"Statistic", "Value"}, {false, true},
@@ -259,11 +269,14 @@ std::string render_markdown(const json& document) {
     }
     out += "\n";
   }
+}
 
+// Exact latency percentiles per model, with the SLA where one is set.
+void render_latency(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (!r["latency"].empty()) {
     out += "## Latency percentiles\n\n";
-    rows.clear();
-    std::vector<std::string> warnings;
+      std::vector<std::string> warnings;
     const bool sla = r["slo"].contains("latency_ms");
     for (const json& l : r["latency"]) {
       const json& p = l["percentiles_ms"];
@@ -292,13 +305,16 @@ std::string render_markdown(const json& document) {
       out += "\n";
     }
   }
+}
 
+// TTFT, TPOT, throughput and goodput of the models that report tokens.
+void render_llm_serving(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   bool llm = false;
   for (const json& s : r["inference"]) llm = llm || !s["ttft_ms"].is_null();
   if (llm) {
     out += "## LLM serving\n\n";
-    rows.clear();
-    for (const json& s : r["inference"]) {
+      for (const json& s : r["inference"]) {
       if (s["ttft_ms"].is_null()) continue;
       rows.push_back({md_code(s["model"]), printf_string("%.2f", num(s, "requests_per_second")),
                       printf_string("%.1f", num(s, "output_tokens_per_second")),
@@ -311,7 +327,10 @@ std::string render_markdown(const json& document) {
     md_table(out, {"Model", "Requests/s", "Output tokens/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "Errors", "Goodput"},
              {false, true, true, true, true, true, true, true, true}, rows);
   }
+}
 
+// Fired rules with evidence and advice; the clear ones; those not evaluated, grouped by why.
+void render_bottlenecks(std::string& out, const json& r) {
   out += "## Bottlenecks\n\n";
   std::vector<std::string> ok;
   // Rules not evaluated, grouped by why (the reason's words before its first ';'), in order.
@@ -355,11 +374,14 @@ std::string render_markdown(const json& document) {
     }
     out += "\n";
   }
+}
 
+// Every A/B test's current result.
+void render_abtests(std::string& out, const json& r) {
+  std::vector<std::vector<std::string>> rows;
   if (!r["abtests"].empty()) {
     out += "## A/B tests\n\n";
-    rows.clear();
-    auto row_of = [&](const json& t, const std::string& control, const std::string& variant, const json& c) {
+      auto row_of = [&](const json& t, const std::string& control, const std::string& variant, const json& c) {
       const json& ci = c["speedup_ci95"];
       rows.push_back({md_cell(t["name"]), md_cell(control), md_cell(variant), format_count(num(c["a"], "n")) + " / " +
                       format_count(num(c["b"], "n")),
@@ -393,6 +415,27 @@ std::string render_markdown(const json& document) {
     md_table(out, {"Test", "Control", "Variant", "Samples", "Speedup", "95% CI", "p", "Verdict"},
              {false, false, false, true, true, true, true, false}, rows);
   }
+}
+
+}  // namespace
+
+std::string render_markdown(const json& document) {
+  const json r = printable_strings(document);
+  std::string out = "# perfscope report\n\n";
+  out += "Host `" + r["report"]["host"].get<std::string>() + "` · perfscope " + r["report"]["version"].get<std::string>() +
+         " · " + window_text(r) + "\n\n";
+
+  render_summary(out, r);
+  render_top_kernels(out, r);
+  render_device_targets(out, r);
+  render_operators(out, r);
+  render_energy(out, r);
+  render_kernel_timeline(out, r);
+  render_memory(out, r);
+  render_latency(out, r);
+  render_llm_serving(out, r);
+  render_bottlenecks(out, r);
+  render_abtests(out, r);
   if (r.contains("compare")) render_comparison(out, r["compare"]);
   out += "<sub>Percentiles: " + md_cell(r["methods"]["percentiles"]) + ". Generated " + utc_time(r["generated_ns"].get<long long>()) +
          ".</sub>\n";
