@@ -71,7 +71,8 @@ export function renderApiReference(doc) {
   const out = [`# ${doc.info.title}`, '',
     '<!-- Generated from docs/openapi.json by scripts/openapi_markdown.mjs: edit the document, not this page. -->', '',
     doc.info.description, '',
-    'The machine-readable description is [openapi.json](openapi.json) (OpenAPI 3.1); the tests validate real answers against it. ' +
+    'The machine-readable description is [openapi.json](openapi.json) (OpenAPI 3.1; a server serves it at `/openapi.json`); ' +
+    'the tests validate real answers against it. ' +
     `Authentication: ${doc.components.securitySchemes.bearer.description}`, ''];
   const operations = Object.entries(doc.paths).flatMap(([p, item]) => Object.entries(item).map(([m, op]) => ({ p, m, op })));
   out.push('## Endpoints', '');

@@ -180,6 +180,13 @@ test('the schemas refuse what they should (a response missing a required field f
   assert.equal(error({ error: { code: 'x' } }), false, 'message is required');
 });
 
+test('the server serves the document it is described by, at /openapi.json', async () => {
+  const r = await fetch(server.url + '/openapi.json');
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type'), /^application\/json/);
+  assert.deepEqual(await r.json(), doc);
+});
+
 test('docs/api.md is generated from the document', () => {
   const file = path.join(root, 'docs', 'api.md');
   const made = renderApiReference(doc);
