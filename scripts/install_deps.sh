@@ -23,6 +23,9 @@ packages=(cmake ninja-build ccache g++ pkg-config
 if (( with_tests )); then
   # clang and its runtime: the libFuzzer targets (tests/fuzz)
   packages+=(chromium sqlite3 curl prometheus clang libclang-rt-14-dev openssl)
+  # kubectl (its kustomize renders docker/kubernetes for the manifests test): Debian's, unless
+  # one is installed already (another package's kubectl owns the same file)
+  command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
   # the Python client's tests, its install with pip into a venv (offline) and mypy --strict
   packages+=(python3 python3-venv python3-setuptools python3-wheel mypy)
 fi
