@@ -52,17 +52,37 @@ function responses(rs, doc) {
   return out;
 }
 
+// The rows of an object's fields, and of the fields of an object field one level down
+// (`error.code`), so that nothing of a response is hidden in a bare "object".
+function fieldRows(schema, prefix = '', depth = 0) {
+  const required = new Set(schema.required ?? []);
+  const rows = [];
+  for (const [field, s] of Object.entries(schema.properties ?? {})) {
+    rows.push(`| \`${prefix}${field}\` | ${typeOf(s)} | ${required.has(field) ? 'yes' : ''} | ${cell(s.description)} |`);
+    if (depth === 0 && s.properties) rows.push(...fieldRows(s, `${prefix}${field}.`, depth + 1));
+  }
+  return rows;
+}
+
 function schemaSection(name, schema) {
   const out = [`### ${name}`, ''];
   if (schema.description) out.push(schema.description, '');
   if (schema.$ref) return [...out, `See ${typeOf(schema)}.`, ''];
+  // One of several shapes, or a shape with more fields (allOf): each said.
+  for (const [word, list] of [['One of', schema.oneOf], ['All of', schema.allOf]]) {
+    if (!list || schema.properties) continue;
+    out.push(`${word}:`, '');
+    for (const part of list) {
+      out.push(`- ${part.$ref || part.const !== undefined || !part.properties ? typeOf(part) : 'an object:'}`);
+      if (part.properties && !part.$ref) out.push('', '  | Field | Type | Required | Description |', '  | --- | --- | --- | --- |',
+                                                   ...fieldRows(part).map((r) => '  ' + r), '');
+    }
+    return [...out, ''];
+  }
   const props = Object.entries(schema.properties ?? {});
   if (!props.length) return [...out, `Type: ${typeOf(schema)}.`, ''];
-  const required = new Set(schema.required ?? []);
   out.push('| Field | Type | Required | Description |', '| --- | --- | --- | --- |');
-  for (const [field, s] of props) {
-    out.push(`| \`${field}\` | ${typeOf(s)} | ${required.has(field) ? 'yes' : ''} | ${cell(s.description)} |`);
-  }
+  out.push(...fieldRows(schema));
   if (schema.oneOf) out.push('', 'One of: ' + schema.oneOf.map((o) => (o.required ?? []).map((f) => `\`${f}\``).join(' and ')).join('; or ') + '.');
   return [...out, ''];
 }

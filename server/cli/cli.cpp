@@ -303,9 +303,9 @@ CommandLineParser::Table::Table() {
   push->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
   push->add_option("--token", parsed.push.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
   push->add_option("--batch", parsed.push.batch_lines, "Lines per request")->check(CLI::Range(1, 1'000'000))->capture_default_str();
-  import = app.add_subcommand("import", "Load an events file (NDJSON, e.g. what `perfscope run` wrote offline) or an "
-                                        "ONNX Runtime profile into a server");
-  import->add_option("file", parsed.import.path, "The NDJSON file or the trace")->required();
+  import = app.add_subcommand("import", "Load an events file (NDJSON, e.g. what `perfscope run` wrote offline), a "
+                                        "PyTorch profiler trace (Chrome trace JSON) or an ONNX Runtime profile into a server");
+  import->add_option("file", parsed.import.path, "The NDJSON file or the trace (.gz read too)")->required();
   import->add_option("--name", parsed.import.run, "A trace's run name (default: the file's name)");
   import->add_option("--model", parsed.import.model, "A trace's model name (default: the run's name)");
   import->add_option("--server", parsed.push.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
@@ -522,6 +522,11 @@ CommandLineParser::Table::Table() {
   serve->add_option("--profile-output", c.server.profile_output,
                     "On shutdown, write the JSON report of everything recorded to this file")
       ->envname("PERFSCOPE_PROFILE_OUTPUT");
+  // The footer speaks of serve's options: the other commands' help leaves it out (they take no
+  // --config; each of their options names its own environment variable).
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub != serve) sub->footer("");
+  }
 }
 
 ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv) {

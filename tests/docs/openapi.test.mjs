@@ -104,14 +104,17 @@ const win = `from=${T0 - S}&to=${T0 + 300n * S}`;
 const requests = () => [
   ['get', '/healthz'], ['get', '/readyz'], ['get', '/metrics'],
   ['get', '/api/v1/info'], ['get', '/api/v1/devices'], ['get', '/api/v1/series'],
-  ['get', '/api/v1/series/query?name=host_memory_*&window=5m'],
-  ['get', '/api/v1/series/query?name=process_resident_memory_bytes&window=5m&max_points=2'],
-  ['get', '/api/v1/series/query?window=5m', null, 400],
+  ['get', '/api/v1/series/query?name=host_memory_*&from=now-5m'],
+  ['get', '/api/v1/series/query?name=process_resident_memory_bytes&from=now-5m&max_points=2'],
+  ['get', '/api/v1/series/query?from=now-5m', null, 400],
   ['post', '/api/v1/events', toJson({ events: events().slice(0, 50) })],
   ['post', '/api/v1/events', JSON.stringify({ events: [{ type: 'kernel', name: 'k' }] }), 400],
+  ['post', '/api/v1/events', JSON.stringify({ evnts: [] }), 400],
+  ['post', '/api/v1/events', JSON.stringify({ events: [{ type: 'inference', model: 'once', latency_ms: 3 }] })],
+  ['get', '/api/v1/inference?model=once&latency=true'],
   ['get', `/api/v1/kernels?${win}`], ['get', '/api/v1/kernels?run=next'], ['get', '/api/v1/kernels?from=yesterday', null, 400],
   ['get', '/api/v1/kernels?run=nobody', null, 404],
-  ['get', `/api/v1/kernels/gemm/records?${win}&limit=3`],
+  ['get', `/api/v1/kernels/gemm/records?${win}&limit=3`], ['get', '/api/v1/kernels/nothing/records'],
   ['get', `/api/v1/memory?${win}`], ['get', `/api/v1/inference?${win}&latency=true&sla_ms=150&ttft_slo_ms=25`],
   ['get', `/api/v1/operators?${win}`],
   ['get', `/api/v1/percentiles?kernel=gemm&${win}&sla_ms=8&step=1m`], ['get', `/api/v1/percentiles?model=llama&field=ttft_ms&${win}`],
@@ -122,7 +125,7 @@ const requests = () => [
   ['get', `/api/v1/report?format=pdf&${win}`, null, 400],
   ['get', `/api/v1/trace?${win}&max_events=100`], ['get', `/api/v1/timeline?${win}`], ['get', `/api/v1/timeline?${win}&max_raw=10&buckets=50`],
   ['get', `/api/v1/regressions?${win}`], ['get', '/api/v1/anomalies?window=15m'], ['get', '/api/v1/alerts?window=15m'],
-  ['get', '/api/v1/collectives?window=all&tag.run=equal'],
+  ['get', '/api/v1/collectives?window=all&tag.run=equal'], ['get', '/api/v1/collectives'],
   ['get', '/api/v1/abtests'],
   ['post', '/api/v1/abtests', JSON.stringify({ name: 'conv', a: { kernel: 'conv' }, b: { kernel: 'gemm' } }), 201],
   ['post', '/api/v1/abtests', JSON.stringify({ name: 'bad', a: { kernel: 'conv' } }), 400],
@@ -162,6 +165,7 @@ test('every documented operation answers as the document says, errors included',
     const { op, ref } = schemaFor(method, target, r.status, r.headers.get('content-type') ?? '');
     covered.add(`${method} ${op}`);
     const value = r.headers.get('content-type').startsWith('application/json') ? JSON.parse(text) : text;
+    if (target.includes('process_resident_memory_bytes')) assert.ok(value.series.length > 0, `${target}: no series`);
     const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
     if (!validate(value)) {
       invalid.push(`${method.toUpperCase()} ${target} (${r.status}): ` +
