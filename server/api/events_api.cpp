@@ -145,9 +145,13 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   }
   json models = json::array();
   for (const auto& m : *rows) {
-    // Rates over the window asked for; over the model's own first..last span for "all".
-    double span_s = w->all ? static_cast<double>(m.last_ns - m.first_ns) / 1e9
-                           : static_cast<double>(std::min(w->to_ns, now) - w->from_ns) / 1e9;
+    // Rates over the part of the window the model was serving in: from its first request in it
+    // (not the hour before a model that began minutes ago) to the window's end; with a single
+    // request, over the whole window (one request a moment ago is not a rate); for "all", its
+    // own first..last span.
+    const TimestampNs end = std::min(w->to_ns, now);
+    const TimestampNs start = m.requests >= 2 ? std::max(w->from_ns, m.first_ns) : w->from_ns;
+    double span_s = w->all ? static_cast<double>(m.last_ns - m.first_ns) / 1e9 : static_cast<double>(end - start) / 1e9;
     auto rate = [&](double n) { return span_s > 0 ? json(n / span_s) : json(nullptr); };
     models.push_back({{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
                       {"error_rate", m.requests ? static_cast<double>(m.errors) / static_cast<double>(m.requests) : 0.0},

@@ -4,7 +4,8 @@
 # runtime stage is arm64. Then the arm64 binary runs under QEMU: its version, the server
 # answering /healthz and taking events. Needs qemu-user-static with binfmt handlers and
 # Debian's mirror; not part of scripts/test.sh (it builds everything again). (Podman 4.3 leaves
-# BUILDPLATFORM unset once --platform is given, so it is passed; Docker BuildKit sets it.)
+# BUILDPLATFORM unset once --platform is given, so it is passed; Docker BuildKit sets it. Both
+# bases are local images: --pull=never, else Podman looks for the arm64 one in a registry.)
 #   tests/container/test_arm64.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,7 +38,7 @@ if ! podman image exists "$builder"; then  # the build machine's own, as tests/c
 fi
 extra=()
 compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null && extra+=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
-podman build --isolation chroot --format docker --platform linux/arm64 "${extra[@]}" \
+podman build --isolation chroot --format docker --platform linux/arm64 --pull=never "${extra[@]}" \
   --build-arg BUILDPLATFORM="linux/$(dpkg --print-architecture)" \
   --build-arg BUILDER_IMAGE="$builder" --build-arg DEBIAN_IMAGE="$base" \
   -t "$image" -f docker/Dockerfile . >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; echo "FAILED: the arm64 image does not build"; exit 1; }

@@ -54,6 +54,10 @@ test('durations read in the unit that fits; nothing is 0 s, not 0.00 µs', () =>
   assert.equal(fmtDuration(0.85), '850 µs');
   assert.equal(fmtDuration(12.34), '12.3 ms');
   assert.equal(fmtDuration(8800), '8.80 s');
+  assert.equal(fmtDuration(1.08e7), '180 min', 'three hours in minutes, not 1.08e+4 s');
+  assert.equal(fmtDuration(9.99e5), '999 s');
+  assert.equal(fmtDuration(3.6e8), '100 h');
+  assert.equal(fmtDuration(8.64e9), '100 d');
   assert.equal(fmtEvidence('gpu_thermal_throttle_seconds', 0), '0 s');
   assert.equal(fmtEvidence('kernel_avg_gap_ms', 8.8), '8.80 ms');
 });

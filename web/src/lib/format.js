@@ -48,7 +48,9 @@ export const fmtDuration = (v) => {
   const under = (x) => Math.abs(Number(x.toPrecision(3))) < 1000;
   if (under(v * 1000)) return (v * 1000).toPrecision(3) + ' µs';
   if (under(v)) return v.toPrecision(3) + ' ms';
-  return (v / 1000).toPrecision(3) + ' s';
+  // Past 1000 s minutes, past 1000 min hours, past 1000 h days: never "1.08e+4 s".
+  for (const [unit, per] of [[' s', 1e3], [' min', 6e4], [' h', 3.6e6]]) if (under(v / per)) return (v / per).toPrecision(3) + unit;
+  return (v / 8.64e7).toPrecision(3) + ' d';
 };
 // A figure of an analysis' evidence, by the unit its name ends in (the server's naming:
 // _ms, _ratio/_ratio_peak/_share, _bytes, _seconds; utilizations averaged end in utilization_avg).

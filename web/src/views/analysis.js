@@ -123,7 +123,9 @@ export function createAnalysisView({ state, charts }) {
       const warn = document.getElementById('pct-warnings');
       warn.textContent = r.warnings.length > 1 ? `${r.warnings[0]} (and ${r.warnings.length - 1} more like it)` : r.warnings.join('');
       warn.title = r.warnings.join('\n');
+      // Nothing to draw: no curve at all, never the last subject's under this one's name.
       if (r.count) drawPercentiles(r, sla);
+      else if (pctPlot) { pctPlot.destroy(); pctPlot = null; }
     } catch (e) { /* shown as stale until the next refresh */ }
   }
   ['pct-subject', 'pct-sla', 'pct-method'].forEach((id) => document.getElementById(id).addEventListener('change', refreshPercentiles));
@@ -178,6 +180,11 @@ export function createAnalysisView({ state, charts }) {
       sel.innerHTML = list.map((v) => `<option>${esc(v)}</option>`).join('');
       sel.selectedIndex = Math.min(pick, list.length - 1);
     }
+    // Before the first comparison, the hint follows the pick.
+    const result = document.getElementById('ab-result');
+    if (!result.dataset.shown) {
+      result.textContent = list.length >= 2 ? 'Pick variants A and B of the kernel and compare them.' : 'Pick a kernel with two or more variants.';
+    }
   }
   document.getElementById('ab-kernel').addEventListener('change', fillVariants);
 
@@ -186,13 +193,15 @@ export function createAnalysisView({ state, charts }) {
       `<td class="num">${ms(s.median_ms)}</td><td class="num">${ms(s.std_ms)}</td><td class="num">${ms(s.p99_ms)}</td></tr>`;
     const fmtP = (p) => (p < 1e-4 ? p.toExponential(1) : p.toFixed(4));
     const ci = r.speedup_ci95;
+    document.getElementById('ab-result').dataset.shown = 'true';
     document.getElementById('ab-result').innerHTML =
       `<p><span class="verdict verdict-${r.verdict}" data-testid="ab-verdict">${r.verdict.replace(/_/g, ' ')}</span> ` +
       `${esc(r.recommendation)}</p>` +
       `<table class="grid"><thead><tr><th>Side</th><th class="num">n</th><th class="num">Mean ms</th><th class="num">Median ms</th>` +
       `<th class="num">Std ms</th><th class="num">p99 ms</th></tr></thead><tbody>` +
       side('A ' + esc(r.definition.a.variant || r.definition.a.kernel), r.a) + side('B ' + esc(r.definition.b.variant || r.definition.b.kernel), r.b) +
-      `</tbody></table><p>speedup A/B ${r.speedup == null ? '–' : r.speedup.toFixed(3)} ` +
+      `</tbody></table><p>${r.speedup == null ? '' : r.speedup >= 1 ? `B is ${r.speedup.toFixed(2)}× as fast as A` : `B takes ${(1 / r.speedup).toFixed(2)}× as long as A`} · ` +
+      `speedup (mean A ÷ mean B) ${r.speedup == null ? '–' : r.speedup.toFixed(3)} ` +
       `(95% CI ${ci[0] == null ? '–' : ci[0].toFixed(3)}–${ci[1] == null ? '–' : ci[1].toFixed(3)}) · ` +
       `Mann–Whitney U ${r.mann_whitney.u} p ${fmtP(r.mann_whitney.p_value)} (${r.mann_whitney.method}) · ` +
       `Welch t ${r.welch.t.toFixed(2)} p ${fmtP(r.welch.p_value)} · Hodges–Lehmann shift ${ms(r.hodges_lehmann_shift_ms)} ms</p>`;

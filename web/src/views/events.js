@@ -14,7 +14,8 @@ export function createEventsView({ state, onData }) {
   const allocChart = new LiveChart(document.getElementById('chart-alloc'), {
     families: [],
     // Allocated bytes change in steps at each allocation and free: draw them as steps.
-    seriesFor: () => ({ label: 'allocated', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#b877d9',
+    // Each point the most allocated in its interval (peaks are never thinned away), so the label says so.
+    seriesFor: () => ({ label: 'allocated (peak of each interval)', scale: 'bytes', fmt: fmtBytes, width: 2, color: '#b877d9',
                         paths: uPlot.paths.stepped({ align: 1 }) }),
     scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
     axes: [timeAxis, bytesAxis({ scale: 'bytes' })],
@@ -74,26 +75,17 @@ export function createEventsView({ state, onData }) {
       }
     } catch (e) { /* drawn on the next pick or range change */ }
   }
-  LiveChart.range.onChange(() => { if (detail.name && !document.getElementById('kernel-detail').hidden) loadDurations(detail.name); });
-  // `reveal`: scrolled to, when a click opened it (the view's top holds it).
-  async function showKernel(name, reveal = false) {
-    detail.name = name;
-    setSearchParams({ kernel: name || null }, { push: true });
-    const panel = document.getElementById('kernel-detail');
+  // A new range: the page is read again for it once the kernels of that range are in.
+  LiveChart.range.onChange(() => { detail.stale = true; });
+  // The page's figures from the kernel's row of the current range (every refresh, so a live
+  // page keeps up): its summary and launch configurations, or that it has none in the range.
+  function fillKernelSummary(name) {
     const k = kernels.rows.find((r) => r.name === name);
-    if (!name || !k) { panel.hidden = true; return; }
-    panel.hidden = false;
-    // Nothing of the kernel shown before stays while this one's figures are read.
-    durations.clear();
-    document.querySelector('#kd-records tbody').innerHTML = '';
-    document.getElementById('kd-timeline').hidden = true;
-    if (reveal) panel.scrollIntoView({ block: 'start' });
-    const short = shortKernelName(name);
-    document.getElementById('kd-name').textContent = short;
-    // The whole signature, selectable, where the short name leaves something out.
-    const signature = document.getElementById('kd-signature');
-    signature.hidden = short === name;
-    signature.textContent = name;
+    if (!k) {
+      document.getElementById('kd-summary').textContent = 'No executions of this kernel in the time range.';
+      document.querySelector('#kd-configs tbody').innerHTML = '';
+      return null;
+    }
     const place = (k.roofline || []).find((p) => p.bound);
     document.getElementById('kd-summary').textContent = `${fmtSI(k.count)} executions · total ${ms(k.total_ms)} ms · ` +
       `avg ${ms(k.avg_ms)} ms (min ${ms(k.min_ms)}, max ${ms(k.max_ms)}) · ${(k.device_share * 100).toFixed(1)}% of ` +
@@ -107,6 +99,28 @@ export function createEventsView({ state, onData }) {
         `<td class="num">${c.shared_mem_bytes == null ? '–' : fmtBytes(c.shared_mem_bytes)}</td>` +
         `<td class="num">${c.registers_per_thread == null ? '–' : c.registers_per_thread}</td><td class="num">${fmtSI(c.count)}</td></tr>`).join('')
       : '<tr class="empty"><td colspan="5">No launch configuration reported.</td></tr>';
+    return k;
+  }
+  // `reveal`: scrolled to, when a click opened it (the view's top holds it).
+  async function showKernel(name, reveal = false, { push = true } = {}) {
+    detail.name = name;
+    detail.stale = false;
+    setSearchParams({ kernel: name || null }, { push });
+    const panel = document.getElementById('kernel-detail');
+    if (!name) { panel.hidden = true; return; }
+    panel.hidden = false;
+    // Nothing of the kernel shown before stays while this one's figures are read.
+    durations.clear();
+    document.querySelector('#kd-records tbody').innerHTML = '';
+    document.getElementById('kd-timeline').hidden = true;
+    if (reveal) panel.scrollIntoView({ block: 'start' });
+    const short = shortKernelName(name);
+    document.getElementById('kd-name').textContent = short;
+    // The whole signature, selectable, where the short name leaves something out.
+    const signature = document.getElementById('kd-signature');
+    signature.hidden = short === name;
+    signature.textContent = name;
+    fillKernelSummary(name);
     loadDurations(name);
     // The latency panel follows: this kernel's distribution, never the previous one's.
     const subject = document.getElementById('pct-subject');
@@ -118,7 +132,7 @@ export function createEventsView({ state, onData }) {
     subject.value = 'kernel:' + name;
     subject.dispatchEvent(new Event('change', { bubbles: true }));
     try {
-      const r = await fetchJson(`/api/v1/kernels/${encodeURIComponent(name)}/records?limit=20`);
+      const r = await fetchJson(`/api/v1/kernels/${encodeURIComponent(name)}/records?limit=20&${LiveChart.range.query()}`);
       if (detail.name !== name) return;  // another kernel was picked meanwhile
       // Its newest executions on the timeline: their span, with a tenth either side.
       const link = document.getElementById('kd-timeline');
@@ -248,10 +262,17 @@ export function createEventsView({ state, onData }) {
       kernels.rows = k.kernels.map((r) => ({ ...r,
         device_share: r.devices.length === 1 && perDevice.get(r.devices[0]) > 0 ? r.total_ms / perDevice.get(r.devices[0]) : r.share,
         roofline_fraction: ((r.roofline || []).find((p) => p.bound) || { fraction_of_attainable: -1 }).fraction_of_attainable }));
-      document.getElementById('kernels-summary').textContent =
-        k.kernels.length ? `${k.kernels.length} kernels · ${k.total_kernel_ms.toFixed(1)} ms in all` : '';
+      // Share is of each kernel's own device's kernel time: say so where devices differ.
+      document.getElementById('kernels-summary').textContent = !k.kernels.length ? ''
+        : `${k.kernels.length} kernels · ${ms(k.total_kernel_ms)} ms of kernel time` +
+          (perDevice.size > 1 ? ` on ${perDevice.size} devices · Share: of its device's kernel time` : '');
       renderKernels();
-      if (detail.name && document.getElementById('kernel-detail').hidden) showKernel(detail.name);  // from the URL
+      if (detail.name) {
+        // From the URL (opened without a history entry), read again for a new range, else its
+        // summary kept up with the table.
+        if (document.getElementById('kernel-detail').hidden || detail.stale) showKernel(detail.name, false, { push: false });
+        else fillKernelSummary(detail.name);
+      }
       allocChart.fill({ allocated: m.timeline.points.map((p) => [p[0] / 1e9, p[1]]) });
       document.getElementById('memory-summary').textContent = m.allocation_count
         ? `current ${fmtBytes(m.current_allocated_bytes)} · peak ${fmtBytes(m.peak_allocated_bytes)}` : '';
@@ -283,7 +304,7 @@ export function createEventsView({ state, onData }) {
   // Back and Forward: the URL's kernel, opened or closed.
   const readUrl = () => {
     const name = new URLSearchParams(window.location.search).get('kernel');
-    if (name !== detail.name) showKernel(name);
+    if (name !== detail.name) showKernel(name, false, { push: false });
   };
   return { charts: { alloc: allocChart }, refresh, schedule, readUrl, showKernel };
 }

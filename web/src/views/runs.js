@@ -70,6 +70,10 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
       document.getElementById('rp-summary').textContent = r.sampling
         ? `Traced in windows: ${pct(r.sampling.sampled_fraction)} of its time; counts are what the windows saw.` : '';
       document.querySelector('#rp-facts tbody').innerHTML = facts(r);
+      // The oldest run has none before it to compare with.
+      const compareButton = document.getElementById('rp-compare');
+      compareButton.disabled = !runBefore(name);
+      compareButton.title = compareButton.disabled ? 'No earlier run to compare with' : '';
       opened.loads++;
     } catch (e) {
       if (opened.name === name) document.getElementById('rp-summary').textContent = 'Cannot read the run: ' + e.message;
@@ -87,14 +91,19 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
     if (showView) showView('timeline');
   });
   // The run before this one (the list is newest first) against this one.
-  document.getElementById('rp-compare').addEventListener('click', () => {
-    const i = state.runs.findIndex((r) => r.name === opened.name);
-    const before = i >= 0 ? state.runs[i + 1] : null;
-    if (!before) { document.getElementById('runs-result').textContent = `No run before ${opened.name} to compare with.`; return; }
+  const runBefore = (name) => {
+    const i = state.runs.findIndex((r) => r.name === name);
+    return i >= 0 ? state.runs[i + 1] || null : null;
+  };
+  // The comparison's result is below the list: scrolled to once it is there (on a phone, far below).
+  document.getElementById('rp-compare').addEventListener('click', async () => {
+    const before = runBefore(opened.name);
+    if (!before) return;
     document.getElementById('runs-a').value = before.name;
     document.getElementById('runs-b').value = opened.name;
-    document.getElementById('runs-form').requestSubmit();
-    document.getElementById('runs-result').scrollIntoView({ block: 'nearest' });
+    document.getElementById('runs-result').scrollIntoView({ block: 'start' });
+    await compare();
+    document.getElementById('runs-result').scrollIntoView({ block: 'start' });
   });
   const fromUrl = () => {
     const name = new URLSearchParams(window.location.search).get('run_page');
@@ -142,19 +151,20 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
       `<th class="num">p (adjusted)</th><th>Verdict</th></tr></thead><tbody>${rows}</tbody></table>`;
   }
 
-  document.getElementById('runs-form').addEventListener('submit', async (ev) => {
-    ev.preventDefault();
+  async function compare() {
+    const form = document.getElementById('runs-form');
     const a = document.getElementById('runs-a').value, b = document.getElementById('runs-b').value;
     if (!a || !b) return;
     try {
-      const c = await withProgress(ev.target, document.getElementById('runs-result'), `Comparing ${a} and ${b}`,
+      const c = await withProgress(form, document.getElementById('runs-result'), `Comparing ${a} and ${b}`,
         () => fetchJson(`/api/v1/runs/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`));
       state.runCompare = c;
       renderComparison(c);
     } catch (e) {
       document.getElementById('runs-result').textContent = 'Comparison failed: ' + e.message;
     }
-  });
+  }
+  document.getElementById('runs-form').addEventListener('submit', (ev) => { ev.preventDefault(); compare(); });
 
   async function refresh() {
     try {

@@ -306,7 +306,8 @@ export function createTimelineView({ range }) {
       ctx.lineTo(w, row.y + row.h - 0.5);
       ctx.stroke();
     }
-    info.textContent = `${fmtSI(d.events)} executions in ${fmtNs(d.span)} · showing ${fmtNs(span)}` +
+    // What was read spans more than the window shown (panning stays smooth): say both.
+    info.textContent = `showing ${fmtNs(span)} · ${fmtSI(d.events)} executions read over ${fmtNs(d.span)} around it` +
       ` · ${d.raw ? 'each execution' : `buckets of ${fmtNs(d.bucket)}`}`;
   }
 
