@@ -62,7 +62,9 @@ test('the overview opens with key figures that link to their views: GPU busy, po
   assert.equal(await text('summary-gpu-free'), '42.4 GiB');
   await page.waitForFunction(() => /summary_top_kernel/.test(document.querySelector('[data-testid=summary-top-kernel]').textContent),
     null, { timeout: 20000 });
-  assert.equal(await text('summary-top-kernel'), 'summary_top_kernel · 100.0%');  // alone on its device
+  assert.equal(await text('summary-top-kernel'), 'summary_top_kernel');
+  assert.equal(await page.textContent('a.stat:has([data-testid=summary-top-kernel]) .label'),
+               'Top kernel (range) · 100.0% of its device');  // alone on its device
   assert.equal(await page.getAttribute('a.stat:has([data-testid=summary-top-kernel])', 'href'), '?view=kernels');
   // Only on the overview.
   await page.click('[data-testid=views] [data-view-link=host]');

@@ -26,7 +26,10 @@ export function createSummary({ gpus }) {
       .map(([gpu, g]) => [gpu, g.gpu_memory_total_bytes - g.gpu_memory_used_bytes]).sort((a, b) => a[1] - b[1])[0];
     set('s-gpu-free', least ? fmtBytes(least[1]) : '–', least ? `the least free memory of any GPU: GPU ${least[0]}` : '');
     const k = ranked.kernel;
-    set('s-top-kernel', k ? `${shortKernelName(k.name)} · ${fmtPct(k.device_share)}` : '–', k ? k.name : 'no kernels in the range');
+    // Its share goes in the label: a long name may be cut short, the share never is.
+    set('s-top-kernel', k ? shortKernelName(k.name) : '–', k ? k.name : 'no kernels in the range');
+    document.getElementById('s-top-kernel').previousElementSibling.textContent =
+      'Top kernel (range)' + (k ? ` · ${fmtPct(k.device_share)} of its device` : '');
     const m = ranked.model;
     set('s-p99', m ? `${ms(m.p99)} ms${m.slo ? ` / ${m.slo} ms` : ''}` : '–',
       m ? `${m.model}: p99 latency${m.slo ? ' against its SLO' : ''}` : 'no inference requests in the range');
