@@ -169,6 +169,7 @@ export function createTimelineView({ range }) {
     let r = await ask(scope);
     if (!r || seq !== ov.seq) return;
     let busy = busyShare(r);
+    let framed = false;
     const first = busy.findIndex((v) => v > 0);
     let last = busy.length - 1;
     while (last >= 0 && !(busy[last] > 0)) last--;
@@ -178,9 +179,10 @@ export function createTimelineView({ range }) {
       const margin = (to - from) / 20n;
       const refined = await ask(`${st.run ? scope + '&' : ''}from=${from - margin}&to=${to + margin}`);
       if (seq !== ov.seq) return;
-      if (refined) { r = refined; busy = busyShare(r); }
+      if (refined) { r = refined; busy = busyShare(r); framed = true; }
     }
-    Object.assign(ov, { busy, origin: BigInt(r.origin), span: r.span_ns });
+    // `framed`: the strip holds the stretch with executions, not the whole range (it says so).
+    Object.assign(ov, { busy, origin: BigInt(r.origin), span: r.span_ns, framed });
     draw();
   }
   // Per bucket, the share of the tracks' time busy (0–1).
@@ -327,7 +329,7 @@ export function createTimelineView({ range }) {
     const link = css.getPropertyValue('--link').trim() || '#5794f2';
     ovCtx.font = '11px system-ui, sans-serif';
     ovCtx.fillStyle = muted;
-    ovCtx.fillText(st.run ? `run ${st.run}` : 'whole range', 4, h / 2 + 4, LABEL_W - 8);
+    ovCtx.fillText(ov.framed ? 'where kernels ran' : st.run ? `run ${st.run}` : 'whole range', 4, h / 2 + 4, LABEL_W - 8);
     const plotW = w - LABEL_W;
     ovCtx.strokeStyle = border;
     ovCtx.strokeRect(LABEL_W + 0.5, 0.5, plotW - 1, h - 1);
