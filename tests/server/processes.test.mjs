@@ -139,7 +139,8 @@ test('the Processes view lists them, sorts them and opens one\'s history', async
     await page.click(`[data-testid=processes-table] tr[data-key^="${b.pid}-"]`);
     await page.waitForFunction(() => window.perfscope.state.process && window.perfscope.state.process.series.length > 0,
                                null, { timeout: 10000 });
-    assert.match(await page.textContent('[data-testid=process-detail]'), /sleep \(pid \d+, exited\)/);
+    assert.match(await page.textContent('[data-testid=process-page-name]'), /sleep · pid \d+ · GPU \d/);
+    assert.match(await page.textContent('[data-testid=process-detail]'), /^exited · peak/);
     assert.ok(await page.$('[data-testid=process-chart] canvas'), 'the history is drawn');
   } finally {
     await browser.close();

@@ -98,9 +98,11 @@ export function createAnalysisView({ state, charts }) {
       }] },
     }, [xs, ys], pctEl);
   }
+  let pctSeq = 0;  // the newest request: an older answer (another subject's, a slower read) is dropped
   async function refreshPercentiles() {
     const subject = document.getElementById('pct-subject').value;
     if (!subject) return;
+    const seq = ++pctSeq;
     const [kind, name] = [subject.slice(0, subject.indexOf(':')), subject.slice(subject.indexOf(':') + 1)];
     const sla = Number(document.getElementById('pct-sla').value) || 0;
     const method = document.getElementById('pct-method').value;
@@ -109,6 +111,7 @@ export function createAnalysisView({ state, charts }) {
     if (sla > 0) url += `&sla_ms=${sla}`;
     try {
       const r = await fetchJson(url);
+      if (seq !== pctSeq) return;
       state.percentiles = r;
       // A scraped server's answer says where it came from, and an SLA share read from buckets its bounds.
       const pct = (v) => (v * 100).toFixed(2) + '%';
