@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 import { rawExchange } from '../support/raw_socket.mjs';
 
@@ -19,6 +19,8 @@ before(async () => {
 after(async () => {
   assert.equal(server.proc.exitCode, null, 'the server is still running');
   await server.stop();
+  // The restarted server was handed its first one's data directory, which stop() keeps.
+  rmSync(server.dataDir, { recursive: true, force: true });
 });
 
 const raw = (bytes, { wait = 3000 } = {}) => rawExchange(port, bytes, { wait });

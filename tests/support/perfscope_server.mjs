@@ -26,13 +26,19 @@ export async function startPerfscope({ args = [], nvmlScript = null, label = 'te
   const exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
     let out = '';
+    let started = false;
     const timer = setTimeout(() => reject(new Error('server did not report its address in 20 s: ' + out)), 20000);
     proc.stdout.on('data', (chunk) => {
       out += chunk;
       const m = out.match(/listening on (https?:\/\/[^\s]+)/);
-      if (m) { clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
+      if (m && !started) { started = true; clearTimeout(timer); resolve(m[1].replace(/\/$/, '')); }
     });
-    proc.on('exit', (code) => reject(new Error('server exited early with ' + code)));
+    proc.on('exit', (code) => {
+      if (started) return;  // a later exit is stop()'s, or a test's own kill
+      clearTimeout(timer);
+      if (!given) rmSync(dataDir, { recursive: true, force: true });  // a server that never started leaves nothing
+      reject(new Error('server exited early with ' + code));
+    });
   });
   return {
     url, proc, exit, dataDir,
