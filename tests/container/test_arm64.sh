@@ -18,7 +18,7 @@ port=${PERFSCOPE_TEST_PORT:-18088}
 work=$(mktemp -d)
 container=""
 cleanup() {
-  pkill -f "qemu-aarch64.* /usr/local/bin/perfscope serve" 2>/dev/null || true
+  pkill -f "aarch64.* /usr/local/bin/perfscope serve" 2>/dev/null || true  # the server under QEMU
   [[ -n "$container" ]] && buildah rm "$container" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
