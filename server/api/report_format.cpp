@@ -270,14 +270,18 @@ std::string render_html(const json& report, const HtmlReportOptions& options) {
   }
   // The dashboard's format module writes the report's figures too: inlined ahead of
   // report.js as a plain script (its `export`s dropped), so one file says how a figure reads.
-  std::string formats;
-  for (std::size_t at = 0; at < format_js.size();) {
-    std::size_t end = format_js.find('\n', at);
-    std::string_view line = format_js.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at + 1);
-    if (line.starts_with("export ")) line.remove_prefix(7);
-    formats += line;
-    at = end == std::string_view::npos ? format_js.size() : end + 1;
-  }
+  // The assets are compiled in: made once, not per report.
+  static const std::string formats = [format_js] {
+    std::string out;
+    for (std::size_t at = 0; at < format_js.size();) {
+      std::size_t end = format_js.find('\n', at);
+      std::string_view line = format_js.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at + 1);
+      if (line.starts_with("export ")) line.remove_prefix(7);
+      out += line;
+      at = end == std::string_view::npos ? format_js.size() : end + 1;
+    }
+    return out;
+  }();
   // Inlined text must not close its element early: "</" becomes "<\/" (the same string in
   // JSON and in the scripts, which hold "</" only inside strings).
   auto inline_safe = [](std::string_view text) {
