@@ -2,10 +2,12 @@
 # HTTP ingest throughput: starts the Release server on a fresh database, runs the load
 # generator against it, and reports events/s, request latency and bytes on disk per event.
 # Usage: bench/ingest_bench.sh [connections] [events_per_request] [seconds]
+# PERFSCOPE_BIN and INGEST_LOAD name other builds (bench/compare.sh runs one load generator
+# against two servers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/release/perfscope
-load=build/release/bench/ingest_load
+bin=${PERFSCOPE_BIN:-build/release/perfscope}
+load=${INGEST_LOAD:-build/release/bench/ingest_load}
 [[ -x $bin && -x $load ]] || { echo "build Release first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null || true; rm -rf "$dir"' EXIT

@@ -1,6 +1,7 @@
 #include "engine/analysis/stats.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -48,6 +49,26 @@ std::vector<double> percentiles(std::vector<double>& values, std::span<const dou
       needs.push_back({static_cast<std::size_t>(lo), i, h - lo});
     }
   }
+  auto interpolate = [&](const Need& need, double a, double b) {
+    // numpy's lerp: from the nearer end, exact at both.
+    const double t = need.weight;
+    return t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+  };
+  if (n >= kBucketSelectionFrom) {
+    // Every rank at once by bucket selection: three linear passes however many quantiles.
+    std::vector<std::size_t> ranks;
+    for (const Need& need : needs) {
+      ranks.push_back(need.index);
+      ranks.push_back(std::min(need.index + 1, n - 1));
+    }
+    const auto at = order_statistics(values, ranks);
+    for (std::size_t i = 0; i < needs.size(); ++i) {
+      const Need& need = needs[i];
+      const bool lerp = c == PercentileConvention::kLinear && need.weight > 0 && need.index + 1 < n;
+      out[need.query] = lerp ? interpolate(need, at[2 * i], at[2 * i + 1]) : at[2 * i];
+    }
+    return out;
+  }
   std::sort(needs.begin(), needs.end(), [](const Need& a, const Need& b) { return a.index < b.index; });
   auto from = values.begin();
   for (const Need& need : needs) {
@@ -59,42 +80,51 @@ std::vector<double> percentiles(std::vector<double>& values, std::span<const dou
     const double a = *nth;
     double v = a;
     if (c == PercentileConvention::kLinear && need.weight > 0 && need.index + 1 < n) {
-      const double b = *std::min_element(nth + 1, values.end());
-      // numpy's lerp: from the nearer end, exact at both.
-      const double t = need.weight;
-      v = t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+      v = interpolate(need, a, *std::min_element(nth + 1, values.end()));
     }
     out[need.query] = v;
   }
   return out;
 }
 
-std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
-                                                   std::span<const std::size_t> ranks) {
-  if (values.empty()) return std::vector<std::int64_t>(ranks.size());
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return integer_order_statistics(values, ranks, *lo, *hi);
+namespace {
+
+// Order-preserving maps to unsigned 64-bit keys: a < b exactly when key(a) < key(b).
+std::uint64_t order_key(std::int64_t v) { return static_cast<std::uint64_t>(v) ^ (std::uint64_t{1} << 63); }
+// IEEE 754: flip every bit of a negative, only the sign bit of a positive. (-0.0 sorts just
+// below +0.0; they compare equal as doubles, so either is the right answer.)
+std::uint64_t order_key(double v) {
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  return (bits >> 63) ? ~bits : bits | (std::uint64_t{1} << 63);
 }
 
-std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
-                                                   std::span<const std::size_t> ranks, std::int64_t lo,
-                                                   std::int64_t hi) {
-  std::vector<std::int64_t> out(ranks.size());
+// The order statistics at `ranks`, by one pass counting the values per bucket of the keys'
+// top 16 significant bits, one collecting the members of the buckets that hold a rank, and
+// a selection among those members. A crowded bucket (values bunched under an outlier) goes
+// one level further.
+template <typename T>
+std::vector<T> keyed_order_statistics(std::span<const T> values, std::span<const std::size_t> ranks,
+                                      std::uint64_t lo, std::uint64_t hi) {
+  std::vector<T> out(ranks.size());
   if (values.empty()) return out;
-  const auto span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  const std::uint64_t span = hi - lo;
   if (span == 0) {  // all equal (a launch call that always takes the same time)
-    std::fill(out.begin(), out.end(), lo);
+    T any{};
+    for (const T& v : values) {
+      if (order_key(v) == lo) {
+        any = v;
+        break;
+      }
+    }
+    std::fill(out.begin(), out.end(), any);
     return out;
   }
   constexpr int kDigitBits = 16;
-  int bits = 0;
-  while (bits < 64 && (span >> bits) != 0) ++bits;
+  const int bits = std::bit_width(span);
   const int shift = std::max(0, bits - kDigitBits);
-  auto digit = [&](std::int64_t v) {
-    return static_cast<std::size_t>((static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo)) >> shift);
-  };
+  auto digit = [&](const T& v) { return static_cast<std::size_t>((order_key(v) - lo) >> shift); };
   std::vector<std::uint32_t> count((span >> shift) + 1, 0);
-  for (std::int64_t v : values) ++count[digit(v)];
+  for (const T& v : values) ++count[digit(v)];
   // Each rank's bucket and its rank inside the bucket.
   struct Want {
     std::size_t bucket, rank_in_bucket;
@@ -109,18 +139,24 @@ std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t>
   for (const Want& w : wants) buckets.push_back(w.bucket);
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
-  std::vector<std::vector<std::int64_t>> members(buckets.size());
+  std::vector<std::vector<T>> members(buckets.size());
+  for (std::size_t j = 0; j < buckets.size(); ++j) members[j].reserve(count[buckets[j]]);
   // count[] becomes a slot map: 0 for buckets not wanted, else 1 + the member list's index.
   std::fill(count.begin(), count.end(), 0);
   for (std::size_t j = 0; j < buckets.size(); ++j) count[buckets[j]] = static_cast<std::uint32_t>(j + 1);
-  for (std::int64_t v : values) {
+  for (const T& v : values) {
     if (const std::uint32_t slot = count[digit(v)]) members[slot - 1].push_back(v);
   }
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     auto& m = members[static_cast<std::size_t>(std::lower_bound(buckets.begin(), buckets.end(), wants[i].bucket) - buckets.begin())];
-    if (m.size() > 4096) {  // a crowded bucket (values bunched under an outlier): one level further
+    if (m.size() > 4096) {
       const std::size_t rank[] = {wants[i].rank_in_bucket};
-      out[i] = integer_order_statistics(m, rank)[0];
+      std::uint64_t mlo = order_key(m.front()), mhi = mlo;
+      for (const T& v : m) {
+        mlo = std::min(mlo, order_key(v));
+        mhi = std::max(mhi, order_key(v));
+      }
+      out[i] = keyed_order_statistics<T>(m, rank, mlo, mhi)[0];
       continue;
     }
     auto nth = m.begin() + static_cast<std::ptrdiff_t>(wants[i].rank_in_bucket);
@@ -128,6 +164,32 @@ std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t>
     out[i] = *nth;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
+                                                   std::span<const std::size_t> ranks) {
+  if (values.empty()) return std::vector<std::int64_t>(ranks.size());
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return integer_order_statistics(values, ranks, *lo, *hi);
+}
+
+std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
+                                                   std::span<const std::size_t> ranks, std::int64_t lo,
+                                                   std::int64_t hi) {
+  return keyed_order_statistics(values, ranks, order_key(lo), order_key(hi));
+}
+
+std::vector<double> order_statistics(std::span<const double> values, std::span<const std::size_t> ranks) {
+  if (values.empty()) return std::vector<double>(ranks.size());
+  std::uint64_t lo = order_key(values[0]), hi = lo;
+  for (double v : values) {
+    const std::uint64_t k = order_key(v);
+    lo = std::min(lo, k);
+    hi = std::max(hi, k);
+  }
+  return keyed_order_statistics(values, ranks, lo, hi);
 }
 
 double percentile(std::vector<double>& values, double q, PercentileConvention c) {

@@ -21,7 +21,8 @@ std::string_view to_string(PercentileConvention c);
 std::optional<PercentileConvention> convention_from(std::string_view text);
 
 // The percentiles `qs` (each in [0, 100]) of `values`, in the order asked. Reorders `values`
-// by selection (no full sort). Empty values give an empty result.
+// by selection (no full sort) below kBucketSelectionFrom values. Empty values give an empty
+// result.
 std::vector<double> percentiles(std::vector<double>& values, std::span<const double> qs, PercentileConvention c);
 double percentile(std::vector<double>& values, double q, PercentileConvention c);
 // 0-based index of the nearest-rank percentile of n values: rank ⌈q/100·n⌉ in exact integer
@@ -40,6 +41,12 @@ std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t>
 std::vector<std::int64_t> integer_order_statistics(std::span<const std::int64_t> values,
                                                    std::span<const std::size_t> ranks, std::int64_t lo,
                                                    std::int64_t hi);
+
+// The order statistics of doubles at `ranks` (0-based, each below values.size()), exact, by
+// the same bucket selection over order-preserving keys of the IEEE 754 bits. percentiles()
+// takes this path from kBucketSelectionFrom values up, nth_element below it.
+std::vector<double> order_statistics(std::span<const double> values, std::span<const std::size_t> ranks);
+inline constexpr std::size_t kBucketSelectionFrom = 16384;
 
 struct Moments {
   std::size_t n = 0;

@@ -80,9 +80,15 @@ CardinalityGuard::CardinalityGuard(CardinalityLimits limits)
     : limits_(std::move(limits)),
       window_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(limits_.window).count()) {}
 
-void CardinalityGuard::check(Dimension d, std::string& value, TimestampNs now, std::size_t& folded) {
+void CardinalityGuard::check(Dimension d, std::string& value, TimestampNs now, std::size_t& folded,
+                             BatchAdmitted& admitted) {
   if (value.empty() || value == kOtherValue) return;
-  if (set_of(d).admit(value, limits_[d], now, window_ns_)) return;
+  std::string_view& last = admitted[static_cast<std::size_t>(d)];
+  if (value == last) return;
+  if (set_of(d).admit(value, limits_[d], now, window_ns_)) {
+    last = value;
+    return;
+  }
   value = kOtherValue;
   ++folded_[static_cast<std::size_t>(d)];
   ++folded;
@@ -157,28 +163,29 @@ Status CardinalityGuard::apply(std::vector<Event>& events, TimestampNs now, std:
   std::size_t folded = 0;
   std::lock_guard lock(mu_);
   if (Status s = admit_series(events, now); !s.ok()) return s;
+  BatchAdmitted admitted{};
   for (Event& event : events) {
     std::visit(
         [&](auto& e) {
           using T = std::decay_t<decltype(e)>;
           if constexpr (std::is_same_v<T, KernelEvent>) {
-            check(Dimension::kKernelName, e.name, now, folded);
-            check(Dimension::kVariant, e.variant, now, folded);
-            check(Dimension::kStream, e.stream, now, folded);
-            check(Dimension::kDevice, e.device, now, folded);
+            check(Dimension::kKernelName, e.name, now, folded, admitted);
+            check(Dimension::kVariant, e.variant, now, folded, admitted);
+            check(Dimension::kStream, e.stream, now, folded, admitted);
+            check(Dimension::kDevice, e.device, now, folded, admitted);
           } else if constexpr (std::is_same_v<T, MemoryEvent>) {
-            check(Dimension::kMemoryTag, e.tag, now, folded);
-            check(Dimension::kDevice, e.device, now, folded);
+            check(Dimension::kMemoryTag, e.tag, now, folded, admitted);
+            check(Dimension::kDevice, e.device, now, folded, admitted);
           } else if constexpr (std::is_same_v<T, CommandBufferEvent>) {
-            check(Dimension::kStream, e.queue, now, folded);
-            check(Dimension::kDevice, e.device, now, folded);
+            check(Dimension::kStream, e.queue, now, folded, admitted);
+            check(Dimension::kDevice, e.device, now, folded, admitted);
           } else if constexpr (std::is_same_v<T, InferenceEvent>) {
-            check(Dimension::kModel, e.model, now, folded);
-            check(Dimension::kModel, e.version, now, folded);
+            check(Dimension::kModel, e.model, now, folded, admitted);
+            check(Dimension::kModel, e.version, now, folded, admitted);
           } else if constexpr (std::is_same_v<T, OperatorEvent>) {
-            check(Dimension::kOperator, e.op_type, now, folded);
-            check(Dimension::kOperator, e.name, now, folded);
-            check(Dimension::kModel, e.model, now, folded);
+            check(Dimension::kOperator, e.op_type, now, folded, admitted);
+            check(Dimension::kOperator, e.name, now, folded, admitted);
+            check(Dimension::kModel, e.model, now, folded, admitted);
           } else if constexpr (std::is_same_v<T, RunEvent>) {
             // A run's name is the value its events carry as the tag run=NAME: one count.
             Tags name_tag = {{"run", std::move(e.name)}};

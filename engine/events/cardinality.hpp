@@ -129,7 +129,11 @@ class CardinalityGuard {
   };
 
   // Admits or folds one value of `d`; counts a fold.
-  void check(Dimension d, std::string& value, TimestampNs now, std::size_t& folded);
+  // The values of each dimension admitted earlier in the batch being applied (views into its
+  // events): a batch's events mostly repeat their device, stream and variant, and admitting a
+  // value again at the same `now` changes nothing, so it is not looked up again.
+  using BatchAdmitted = std::array<std::string_view, kDimensionCount>;
+  void check(Dimension d, std::string& value, TimestampNs now, std::size_t& folded, BatchAdmitted& admitted);
   void check_tags(Tags& tags, TimestampNs now, std::size_t& folded);
   // True when one more tag value fits under kAllTagValues' cap (after sweeping stale values
   // of every key, at most once a minute, when it is reached).

@@ -43,15 +43,17 @@ std::atomic<std::uint64_t> g_escaped_exceptions{0};
 // arena's free top under 64 MiB stays), and malloc_trim does not shrink the tops of the
 // arenas other threads use. A server whose queries read tens of megabytes at a time on several
 // threads then holds each thread's largest burst for good: in the scrape soak 157 of the
-// arenas' 243 MiB were free. Fixed thresholds: a block of 1 MiB or more is mapped on its own
+// arenas' 243 MiB were free. Fixed thresholds: a block of 4 MiB or more is mapped on its own
 // and unmapped when freed, an arena's free top over 4 MiB goes back; and once a minute
 // (kTrimInterval) the free pages inside the arenas go back as well. The soak's heap fell from
-// a mean of 184 MB to 90 MB (bench/RESULTS.md, issue 43's fourth session).
+// a mean of 184 MB to 90 MB (bench/RESULTS.md, issue 43's fourth session). The mapping
+// threshold was 1 MiB first: then every ingest request of 5,000 events (1.6 MB decoded) was
+// mapped, zero-filled by page faults and unmapped again, 10 % of ingest's CPU (issue 44).
 constexpr std::chrono::seconds kTrimInterval{60};
 
 void bound_allocator_retention() {
 #ifdef __GLIBC__
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
   mallopt(M_TRIM_THRESHOLD, 4 << 20);
 #endif
 }

@@ -1,5 +1,8 @@
 #include "server/wire/json_scan.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 namespace perfscope::server {
 namespace {
 
@@ -59,7 +62,7 @@ void append_utf8(std::string& out, unsigned cp) {
 
 }  // namespace
 
-void JsonCursor::skip_ws() {
+void JsonCursor::skip_ws_slow() {
   while (pos_ < text_.size()) {
     char c = text_[pos_];
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
@@ -109,6 +112,21 @@ bool JsonCursor::key(std::string_view& raw, bool& escaped, std::string_view fiel
   return true;
 }
 
+namespace {
+
+// Whether any of the eight bytes at p is a quote, a backslash, a control character or not
+// ASCII (word-at-a-time tests, exact as yes/no answers).
+bool special_byte_among(const unsigned char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  auto has_zero = [](std::uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const std::uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;
+  return ((w & kHigh) | below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) != 0;
+}
+
+}  // namespace
+
 bool JsonCursor::string(std::string_view& raw, bool& escaped, std::string_view field) {
   ++pos_;  // the opening quote
   const std::size_t start = pos_;
@@ -116,6 +134,10 @@ bool JsonCursor::string(std::string_view& raw, bool& escaped, std::string_view f
   const auto* base = reinterpret_cast<const unsigned char*>(text_.data());
   const auto* end = base + text_.size();
   while (pos_ < text_.size()) {
+    // Eight plain bytes at a time (printable ASCII other than '"' and '\\'), what most of
+    // a string is; any other byte takes the checks below one at a time.
+    while (pos_ + 8 <= text_.size() && !special_byte_among(base + pos_)) pos_ += 8;
+    if (pos_ >= text_.size()) break;
     unsigned char c = base[pos_];
     if (c == '"') {
       raw = text_.substr(start, pos_ - start);

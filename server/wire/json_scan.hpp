@@ -64,7 +64,12 @@ class JsonCursor {
   std::size_t offset() const { return pos_; }
 
  private:
-  void skip_ws();
+  // Whitespace is rare between the tokens of a machine-written body: the first byte decides.
+  void skip_ws() {
+    if (pos_ < text_.size() && static_cast<unsigned char>(text_[pos_]) > ' ') return;
+    skip_ws_slow();
+  }
+  void skip_ws_slow();
   bool fail(std::string message, std::string_view field = {});
   bool string(std::string_view& raw, bool& escaped, std::string_view field);
   bool number(JsonValue& out);

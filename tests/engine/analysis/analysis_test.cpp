@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "engine/analysis/ab_test.hpp"
@@ -90,6 +91,63 @@ TEST(Percentiles, IntegerOrderStatisticsMatchAFullSort) {
   std::vector<std::int64_t> wide = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MAX, INT64_MIN + 1};
   check(wide, "extremes");
   check({42}, "one");
+}
+
+TEST(Stats, OrderStatisticsOfDoublesEqualASort) {
+  std::mt19937_64 rng(11);
+  auto check = [&](std::vector<double> v, const char* what) {
+    auto sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::size_t> ranks = {0, v.size() / 2, v.size() * 99 / 100, v.size() - 1};
+    for (int i = 0; i < 20; ++i) ranks.push_back(static_cast<std::size_t>(rng() % v.size()));
+    const auto got = order_statistics(v, ranks);
+    for (std::size_t i = 0; i < ranks.size(); ++i) EXPECT_EQ(got[i], sorted[ranks[i]]) << what << " rank " << ranks[i];
+  };
+  std::lognormal_distribution<double> latency(std::log(2.0), 0.35);
+  std::vector<double> lognormal(200'000);
+  for (double& x : lognormal) x = latency(rng);
+  check(lognormal, "lognormal");
+  std::normal_distribution<double> centred(0, 1e3);
+  std::vector<double> signs(100'000);
+  for (double& x : signs) x = centred(rng);
+  check(signs, "negative and positive");
+  check(std::vector<double>(50'000, 4.25), "all equal");
+  std::vector<double> bunched(60'000);  // 50 distinct values under two far outliers
+  for (double& x : bunched) x = 3.0 + static_cast<double>(rng() % 50) * 1e-9;
+  bunched.push_back(1e300);
+  bunched.push_back(-1e-300);
+  check(bunched, "bunched");
+  const double inf = std::numeric_limits<double>::infinity();
+  check({-inf, inf, 0.0, -0.0, 1e-310, -1e-310, std::numeric_limits<double>::max(), 1.0}, "extremes");
+  check({42.5}, "one");
+}
+
+TEST(Stats, PercentilesByBucketSelectionEqualASort) {
+  // Above kBucketSelectionFrom the percentiles come from order_statistics; both conventions
+  // must give exactly what the definitions give on the sorted values.
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> latency(std::log(2.0), 0.6);
+  std::vector<double> v(kBucketSelectionFrom * 4 + 3);
+  for (double& x : v) x = latency(rng);
+  auto sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const double qs[] = {0, 1, 50, 90, 95, 99, 99.9, 99.99, 100};
+  for (auto c : {PercentileConvention::kNearestRank, PercentileConvention::kLinear}) {
+    auto work = v;
+    const auto got = percentiles(work, qs, c);
+    for (std::size_t i = 0; i < std::size(qs); ++i) {
+      double want;
+      if (c == PercentileConvention::kNearestRank) {
+        want = sorted[nearest_rank_index(qs[i], sorted.size())];
+      } else {
+        const double h = qs[i] / 100.0 * static_cast<double>(sorted.size() - 1);
+        const auto lo = static_cast<std::size_t>(std::floor(h));
+        const double t = h - std::floor(h), a = sorted[lo], b = sorted[std::min(lo + 1, sorted.size() - 1)];
+        want = t >= 0.5 ? b - (b - a) * (1 - t) : a + (b - a) * t;
+      }
+      EXPECT_EQ(got[i], want) << to_string(c) << " q=" << qs[i];
+    }
+  }
 }
 
 TEST(Moments, NistNumAcc4) {
