@@ -206,6 +206,28 @@ std::vector<Rule> make_rules() {
         "Every other rank waits inside the collective meanwhile: overlap communication with compute (bucketed, "
         "asynchronous collectives) so what remains of the wait hides behind work."},
        {"collective_straggler_rank", "collective_straggler_extra_ms", "collective_straggler_last_share"}},
+      {"communication_bound",
+       "Communication not hidden behind compute",
+       // The rank whose collectives moved data with no compute beside them for the largest share
+       // of a step (of the window where no steps repeat): the exposed share of its collective
+       // time, less the share it spent waiting for other ranks (the straggler rule's), from the
+       // collective analysis's per-rank breakdown.
+       {"collective_matched", "collective_exposed_transfer_share"},
+       {{"min_share", 0.2}, {"warning_share", 0.4}},
+       [](const Inputs& in, const Thresholds& t) -> S {
+         const double share = at(in, "collective_exposed_transfer_share");
+         if (share < th(t, "min_share")) return std::nullopt;
+         return share >= th(t, "warning_share") ? S(Severity::kWarning) : S(Severity::kInfo);
+       },
+       {"Overlap communication with compute: start each collective as soon as its data is ready (DDP's gradient "
+        "buckets, asynchronous collectives, FSDP's prefetch) so it runs beside the next layer's kernels.",
+        "Tune the bucket size (DDP bucket_cap_mb): too large starts the first all-reduce late, too small pays "
+        "per-collective latency many times.",
+        "Move fewer bytes per step (bf16 gradients, larger per-rank batches so compute grows against the bytes).",
+        "Where the ranks' collectives are mostly waiting (wait_share in GET /api/v1/collectives), the cause is "
+        "a straggler or uneven work, not the link: see the straggler rule."},
+       {"collective_exposed_rank", "collective_exposed_share", "collective_exposed_ms", "collective_overlap_ratio",
+        "collective_wait_share"}},
   };
 }
 
@@ -238,7 +260,9 @@ std::string with_subject(std::string text, std::string_view subject) {
 // Rules whose inputs come from configuration: what to set, added to their not-evaluated reason.
 std::string_view setup_hint(std::string_view rule_id) {
   if (rule_id == "device_below_minimum") return "needs --device-target with min_tflops or min_gb_per_second";
-  if (rule_id == "straggler") return "needs the NCCL collective kernels of two or more ranks in one run (perfscope run)";
+  if (rule_id == "straggler" || rule_id == "communication_bound") {
+    return "needs the NCCL collective kernels of two or more ranks in one run (perfscope run)";
+  }
   return "";
 }
 

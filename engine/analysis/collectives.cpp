@@ -29,6 +29,134 @@ double nearest_rank(std::vector<double> v, double q) {
   return v.empty() ? 0.0 : percentile(v, q, PercentileConvention::kNearestRank);
 }
 
+using Span = RankCollectives::Span;
+
+// Disjoint spans in start order: the union of `spans`.
+std::vector<Span> merged(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (s.end_ns <= s.start_ns) continue;
+    if (!out.empty() && s.start_ns <= out.back().end_ns) {
+      out.back().end_ns = std::max(out.back().end_ns, s.end_ns);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// The first of disjoint spans that ends after `from`.
+std::vector<Span>::const_iterator first_after(const std::vector<Span>& spans, TimestampNs from) {
+  return std::partition_point(spans.begin(), spans.end(), [&](const Span& s) { return s.end_ns <= from; });
+}
+
+// How much of [from, to) disjoint spans cover.
+TimestampNs length_within(const std::vector<Span>& spans, TimestampNs from, TimestampNs to) {
+  TimestampNs total = 0;
+  for (auto it = first_after(spans, from); it != spans.end() && it->start_ns < to; ++it) {
+    total += std::min(it->end_ns, to) - std::max(it->start_ns, from);
+  }
+  return total;
+}
+
+// How much of [from, to) two lists of disjoint spans both cover.
+TimestampNs overlap_within(const std::vector<Span>& a, const std::vector<Span>& b, TimestampNs from, TimestampNs to) {
+  TimestampNs total = 0;
+  auto i = first_after(a, from), j = first_after(b, from);
+  while (i != a.end() && j != b.end() && i->start_ns < to && j->start_ns < to) {
+    const TimestampNs lo = std::max({i->start_ns, j->start_ns, from});
+    const TimestampNs hi = std::min({i->end_ns, j->end_ns, to});
+    if (hi > lo) total += hi - lo;
+    if (i->end_ns < j->end_ns) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return total;
+}
+
+void set_shares(TimeBreakdown& b) {
+  b.overlap_ratio = b.communication_ms > 0 ? b.overlapped_ms / b.communication_ms : 0;
+  b.exposed_share = b.window_ms > 0 ? b.exposed_ms / b.window_ms : 0;
+}
+
+TimeBreakdown breakdown_of(const std::vector<Span>& compute, const std::vector<Span>& communication, TimestampNs from,
+                           TimestampNs to) {
+  const TimestampNs c = length_within(compute, from, to), m = length_within(communication, from, to);
+  const TimestampNs o = overlap_within(compute, communication, from, to);
+  TimeBreakdown b;
+  b.window_ms = ms(to - from);
+  b.compute_ms = ms(c);
+  b.communication_ms = ms(m);
+  b.overlapped_ms = ms(o);
+  b.exposed_ms = ms(m - o);
+  b.idle_ms = ms((to - from) - (c + m - o));
+  set_shares(b);
+  return b;
+}
+
+// The smallest period at which the operations of the matched instances repeat, 0 for none.
+std::size_t step_period(const std::vector<CollectiveInstance>& instances) {
+  for (std::size_t p = 1; p <= kMaxStepCollectives && 2 * p <= instances.size(); ++p) {
+    bool repeats = true;
+    for (std::size_t k = 0; k + p < instances.size() && repeats; ++k) repeats = instances[k].op == instances[k + p].op;
+    if (repeats) return p;
+  }
+  return 0;
+}
+
+// Each rank's breakdown over the window and, where the instances repeat, per step.
+void add_breakdowns(const std::vector<RankCollectives>& ranks, const std::vector<CollectiveInstance>& instances,
+                    CollectiveAnalysis& out) {
+  TimestampNs from = INT64_MAX, to = INT64_MIN;
+  std::vector<std::vector<Span>> compute, communication;
+  for (const RankCollectives& r : ranks) {
+    std::vector<Span> comm;
+    for (const auto& e : r.executions) comm.push_back({e.start_ns, e.end_ns});
+    communication.push_back(merged(std::move(comm)));
+    compute.push_back(merged(r.compute));
+    for (const auto* spans : {&compute.back(), &communication.back()}) {
+      if (spans->empty()) continue;
+      from = std::min(from, spans->front().start_ns);
+      to = std::max(to, spans->back().end_ns);
+    }
+  }
+  if (from >= to) return;
+  for (std::size_t i = 0; i < ranks.size(); ++i) out.ranks[i].breakdown = breakdown_of(compute[i], communication[i], from, to);
+
+  const std::size_t period = step_period(instances);
+  std::vector<TimestampNs> bounds;
+  for (std::size_t k = 0; period > 0 && k < instances.size(); k += period) {
+    bounds.push_back(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()));
+  }
+  if (bounds.size() < 2) return;
+  out.step_collectives = period;
+  out.steps = bounds.size() - 1;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    std::vector<double> window, comp, comm, overlapped, exposed, idle;
+    for (std::size_t j = 0; j + 1 < bounds.size(); ++j) {
+      const TimeBreakdown b = breakdown_of(compute[i], communication[i], bounds[j], bounds[j + 1]);
+      window.push_back(b.window_ms);
+      comp.push_back(b.compute_ms);
+      comm.push_back(b.communication_ms);
+      overlapped.push_back(b.overlapped_ms);
+      exposed.push_back(b.exposed_ms);
+      idle.push_back(b.idle_ms);
+    }
+    TimeBreakdown step;
+    step.window_ms = nearest_rank(window, 50);
+    step.compute_ms = nearest_rank(comp, 50);
+    step.communication_ms = nearest_rank(comm, 50);
+    step.overlapped_ms = nearest_rank(overlapped, 50);
+    step.exposed_ms = nearest_rank(exposed, 50);
+    step.idle_ms = nearest_rank(idle, 50);
+    set_shares(step);
+    out.ranks[i].per_step = step;
+  }
+}
+
 }  // namespace
 
 std::optional<CollectiveKernel> parse_collective_kernel(std::string_view name) {
@@ -72,6 +200,11 @@ std::optional<CollectiveKernel> parse_collective_kernel(std::string_view name) {
   return std::nullopt;
 }
 
+TimeBreakdown time_breakdown(std::vector<RankCollectives::Span> compute, std::vector<RankCollectives::Span> communication,
+                             TimestampNs from, TimestampNs to) {
+  return from < to ? breakdown_of(merged(std::move(compute)), merged(std::move(communication)), from, to) : TimeBreakdown{};
+}
+
 CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const CollectiveOptions& options) {
   CollectiveAnalysis out;
   std::erase_if(ranks, [](const RankCollectives& r) { return r.executions.empty(); });
@@ -83,9 +216,13 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   for (auto& r : ranks) {
     std::sort(r.executions.begin(), r.executions.end(),
               [](const RankCollectives::Execution& a, const RankCollectives::Execution& b) { return a.start_ns < b.start_ns; });
-    out.ranks.push_back({r.rank, r.device, 0, 0, 0, 0, 0, 0, 0});
+    RankCollectiveSummary summary;
+    summary.rank = r.rank;
+    summary.device = r.device;
+    out.ranks.push_back(std::move(summary));
   }
   if (ranks.size() < 2) {
+    add_breakdowns(ranks, {}, out);
     for (const auto& r : ranks) out.unmatched += r.executions.size();
     out.no_straggler = ranks.empty() ? "no collective kernels in the window" : "collectives of one rank only";
     return out;
@@ -187,6 +324,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     instances.push_back(std::move(inst));
   }
   out.matched = instances.size();
+  add_breakdowns(ranks, instances, out);
   for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;  // the skipped among them
   for (std::size_t i = 0; i < n; ++i) {
     RankCollectiveSummary& s = out.ranks[i];

@@ -45,6 +45,26 @@ struct RankCollectives {
     TimestampNs start_ns = 0, end_ns = 0;
   };
   std::vector<Execution> executions;
+  // Its other kernels ("compute": every kernel that is no collective), for the time breakdown.
+  struct Span {
+    TimestampNs start_ns = 0, end_ns = 0;
+  };
+  std::vector<Span> compute;
+};
+
+// Where a rank's time went over a stretch, as Holistic Trace Analysis breaks it down: its
+// compute kernels' union, its collective kernels' union, the part of the communication during
+// which compute ran (overlapped, hidden) and the rest (exposed: the GPU did nothing else), and
+// idle (neither). compute + exposed + idle = window.
+struct TimeBreakdown {
+  double window_ms = 0;
+  double compute_ms = 0;
+  double communication_ms = 0;
+  double overlapped_ms = 0;
+  double exposed_ms = 0;
+  double idle_ms = 0;
+  double overlap_ratio = 0;  // overlapped / communication; 0 without communication
+  double exposed_share = 0;  // exposed / window
 };
 
 struct CollectiveOptions {
@@ -78,6 +98,12 @@ struct RankCollectiveSummary {
   double wait_share = 0;      // wait / total
   std::size_t last_arrivals = 0;
   double mean_arrival_offset_ms = 0;  // its arrival after the mean arrival of the other ranks
+  // Over the job's window: from the first kernel of any rank to the last one's end (one span for
+  // every rank, so that they compare; the ranks of one host share one clock).
+  TimeBreakdown breakdown;
+  // Per step where steps were found (CollectiveAnalysis::step_collectives): each figure's
+  // median over the steps, overlap_ratio and exposed_share of those medians.
+  std::optional<TimeBreakdown> per_step;
 };
 
 struct CollectiveOpSummary {
@@ -110,8 +136,19 @@ struct CollectiveAnalysis {
   std::optional<Straggler> straggler;
   std::string no_straggler;      // why none was named (empty when one was)
   double step_median_ms = 0;
+  // Steps: the matched collectives repeat with this period (1: one collective per step; 0: no
+  // repeating pattern of at most kMaxStepCollectives, or too few instances), a step running
+  // from one period's first arrival to the next's. `steps` whole steps were found.
+  std::size_t step_collectives = 0, steps = 0;
   std::vector<CollectiveInstance> instances;  // the newest max_instances_listed
 };
+
+inline constexpr std::size_t kMaxStepCollectives = 16;
+
+// The breakdown of one rank's time over [from, to): compute and communication as spans (any
+// order, overlapping or not).
+TimeBreakdown time_breakdown(std::vector<RankCollectives::Span> compute, std::vector<RankCollectives::Span> communication,
+                             TimestampNs from, TimestampNs to);
 
 // Ranks with no collective kernel are left out; fewer than two ranks match nothing.
 CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const CollectiveOptions& options = {});

@@ -11,13 +11,22 @@ namespace an = perfscope::analysis;
 
 namespace {
 
+json breakdown_json(const an::TimeBreakdown& b) {
+  return {{"window_ms", b.window_ms},         {"compute_ms", b.compute_ms},
+          {"communication_ms", b.communication_ms}, {"overlapped_ms", b.overlapped_ms},
+          {"exposed_ms", b.exposed_ms},       {"idle_ms", b.idle_ms},
+          {"overlap_ratio", b.overlap_ratio}, {"exposed_share", b.exposed_share}};
+}
+
 json job_json(const service::JobCollectives& job) {
   const an::CollectiveAnalysis& a = job.analysis;
   json ranks = json::array(), ops = json::array(), instances = json::array();
   for (const auto& r : a.ranks) {
     ranks.push_back({{"rank", r.rank}, {"device", r.device}, {"instances", r.instances}, {"total_ms", r.total_ms},
                      {"wait_ms", r.wait_ms}, {"transfer_ms", r.transfer_ms}, {"wait_share", r.wait_share},
-                     {"last_arrivals", r.last_arrivals}, {"mean_arrival_offset_ms", r.mean_arrival_offset_ms}});
+                     {"last_arrivals", r.last_arrivals}, {"mean_arrival_offset_ms", r.mean_arrival_offset_ms},
+                     {"breakdown", breakdown_json(r.breakdown)},
+                     {"per_step", r.per_step ? breakdown_json(*r.per_step) : json(nullptr)}});
   }
   for (const auto& o : a.ops) {
     ops.push_back({{"op", o.op}, {"instances", o.instances}, {"duration_p50_ms", o.duration_p50_ms},
@@ -40,7 +49,8 @@ json job_json(const service::JobCollectives& job) {
   }
   json out = {{"run", job.run.empty() ? json(nullptr) : json(job.run)}, {"ranks_from", job.ranks_from},
               {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched}, {"skipped", a.skipped},
-              {"step_median_ms", a.step_median_ms}, {"straggler", straggler}, {"instances", instances}};
+              {"step_median_ms", a.step_median_ms}, {"step_collectives", a.step_collectives}, {"steps", a.steps},
+              {"straggler", straggler}, {"instances", instances}};
   if (!a.mismatch.empty()) out["mismatch"] = a.mismatch;
   if (!a.no_straggler.empty()) out["no_straggler"] = a.no_straggler;
   return out;
@@ -72,7 +82,12 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
              "lateness after the next-latest rank and extra compute per step are both >= max(0.1 ms, 10 % of the median "
              "step); extra_per_step_ms: the "
              "median over successive instances of its time from leaving one to entering the next beyond the other "
-             "ranks' mean (each on its own GPU's clock)"},
+             "ranks' mean (each on its own GPU's clock); breakdown per rank over the job's window (first kernel of any "
+             "rank to the last one's end): compute = union of its other kernels, communication = union of its "
+             "collective kernels, overlapped = communication while compute ran, exposed = communication - overlapped, "
+             "idle = window - (compute + exposed); steps: the smallest period (<= 16) at which the matched "
+             "collectives' operations repeat, a step from one period's first arrival to the next's, per_step the "
+             "median of each figure over the steps"},
             {"unknown", {{"bytes", "kernel names carry no message sizes: bytes and bus bandwidth are unknown"}}},
             {"jobs", out}});
 }

@@ -102,11 +102,33 @@ void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inpu
   }
 }
 
-// The straggler rule's inputs from a run's collectives (none when its GPUs met in none); over
-// several runs, the worst straggler's.
+// A rank's name as a number, where it is one (else "pid N" for processes without a rank).
+void set_rank_input(const std::string& rank, const char* key, an::Inputs& inputs) {
+  if (double number = 0; std::from_chars(rank.data(), rank.data() + rank.size(), number).ec == std::errc()) {
+    inputs[key] = number;
+  }
+}
+
+// The straggler and communication rules' inputs from a run's collectives (none when its GPUs
+// met in none); over several runs, the worst straggler's and the most exposed rank's.
 void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) {
   if (c.matched == 0) return;
   inputs["collective_matched"] += static_cast<double>(c.matched);
+  // Communication the GPU waits for while it moves data: the exposed share of a step (of the
+  // window where no steps repeat) less the part spent waiting for other ranks, which is the
+  // straggler rule's.
+  double& exposed = inputs["collective_exposed_transfer_share"];
+  for (const an::RankCollectiveSummary& r : c.ranks) {
+    const an::TimeBreakdown& b = r.per_step ? *r.per_step : r.breakdown;
+    const double transfer_share = b.exposed_share * (1 - r.wait_share);
+    if (transfer_share <= exposed) continue;
+    exposed = transfer_share;
+    inputs["collective_exposed_share"] = b.exposed_share;
+    inputs["collective_exposed_ms"] = b.exposed_ms;
+    inputs["collective_overlap_ratio"] = b.overlap_ratio;
+    inputs["collective_wait_share"] = r.wait_share;
+    set_rank_input(r.rank, "collective_exposed_rank", inputs);
+  }
   double& worst = inputs["collective_straggler_extra_share"];
   if (!c.straggler || !(c.straggler->step_median_ms > 0)) return;
   const double share = c.straggler->extra_per_step_ms / c.straggler->step_median_ms;
@@ -114,10 +136,7 @@ void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) 
   worst = share;
   inputs["collective_straggler_extra_ms"] = c.straggler->extra_per_step_ms;
   inputs["collective_straggler_last_share"] = c.straggler->last_share;
-  const std::string& rank = c.straggler->rank;  // a rank number, or "pid N" for processes without one
-  if (double number = 0; std::from_chars(rank.data(), rank.data() + rank.size(), number).ec == std::errc()) {
-    inputs["collective_straggler_rank"] = number;
-  }
+  set_rank_input(c.straggler->rank, "collective_straggler_rank", inputs);
 }
 
 // The window's gauges into `doc`: every series, raw samples in the window, in one query (one per

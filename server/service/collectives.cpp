@@ -9,23 +9,22 @@ namespace an = perfscope::analysis;
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
                                                      const db::EventScope& scope, const an::CollectiveOptions& options) {
   struct Job {
-    bool tagged = false;  // some kernel carried a rank tag
+    bool tagged = false;       // some kernel carried a rank tag
+    bool collectives = false;  // some kernel was a collective
     std::map<std::string, an::RankCollectives> by_rank, by_process;
   };
   std::map<std::string, Job> jobs;
   Status s = events.for_each_kernel(range, scope, [&](const KernelEvent& k) {
-    if (!k.name.starts_with("nccl")) return;
-    auto parsed = an::parse_collective_kernel(k.name);
-    if (!parsed) return;
+    const auto parsed = k.name.starts_with("nccl") ? an::parse_collective_kernel(k.name) : std::nullopt;
     Job& job = jobs[std::string(tag_value(k.tags, "run"))];
+    job.collectives = job.collectives || parsed.has_value();
     const std::string_view rank = tag_value(k.tags, "rank");
     const std::string_view pid = tag_value(k.tags, "pid");
     auto add = [&](std::map<std::string, an::RankCollectives>& into, std::string key) {
       an::RankCollectives& r = into[key];
-      if (r.rank.empty()) {
-        r.rank = std::move(key);
-        r.device = k.device;
-      }
+      if (r.rank.empty()) r.rank = std::move(key);
+      if (!parsed) return r.compute.push_back({k.start_ns, k.end_ns});
+      if (r.executions.empty()) r.device = k.device;
       r.executions.push_back({parsed->op, k.start_ns, k.end_ns});
     };
     if (!rank.empty()) {
@@ -38,6 +37,7 @@ Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& even
   if (!s.ok()) return s;
   std::vector<JobCollectives> out;
   for (auto& [run, job] : jobs) {
+    if (!job.collectives) continue;
     std::vector<an::RankCollectives> ranks;
     auto& from = job.tagged ? job.by_rank : job.by_process;
     for (auto& [key, r] : from) ranks.push_back(std::move(r));

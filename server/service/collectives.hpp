@@ -1,6 +1,7 @@
 // The collectives of multi-GPU jobs in a window (engine/analysis/collectives.hpp), read from
-// the stored kernels: NCCL's kernels by name, grouped by run and by rank (the `rank` tag the
-// tracing library sets from the launcher's environment, else the process).
+// the stored kernels: NCCL's kernels by name, and each rank's other kernels for its time
+// breakdown, grouped by run and by rank (the `rank` tag the tracing library sets from the
+// launcher's environment, else the process). Runs without a collective kernel are left out.
 //
 // A function over the event reader; thread-safe as it is.
 #pragma once

@@ -3,7 +3,8 @@ rank multiplies matrices, the rank given --extra-matmuls multiplies more, then a
 all-reduce a buffer. Timed on the GPU with CUDA events: the extra compute per step on the slow
 rank, and each rank's whole compute per step (the slow rank's less the other's is what the
 analysis should find as the straggler's extra compute) and every all-reduce (for its
-algorithm and bus bandwidth the nccl-tests way). Start it with torchrun; each rank writes
+algorithm and bus bandwidth the nccl-tests way). With --overlap the all-reduce runs beside the
+matmuls instead of after them. Start it with torchrun; each rank writes
 OUT_DIR/rank<R>.json.
 """
 import argparse
@@ -26,6 +27,11 @@ def main():
     p.add_argument("--slow-rank", type=int, default=1)
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--allreduce-mb", type=int, default=64)
+    p.add_argument("--torch-profiler", action="store_true",
+                   help="run the steps under torch.profiler (CPU and CUDA activities), for its tracing cost")
+    p.add_argument("--overlap", action="store_true",
+                   help="start each step's all-reduce (of the step before's buffer) asynchronously, before the "
+                        "step's matmuls, and wait for it after them: communication beside compute")
     a = p.parse_args()
 
     dist.init_process_group("nccl")
@@ -36,10 +42,17 @@ def main():
     w = torch.randn(a.size, a.size, device="cuda", dtype=torch.bfloat16)
     buf = torch.ones(a.allreduce_mb * 1024 * 1024 // 4, device="cuda", dtype=torch.float32)
     extra = a.extra_matmuls if rank == a.slow_rank else 0
-    extra_ms, compute_ms, allreduce_ms = [], [], []
+    extra_ms, compute_ms, allreduce_ms, step_wall_ms = [], [], [], []
+    profiler = None
+    if a.torch_profiler:
+        from torch.profiler import ProfilerActivity, profile
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        profiler.__enter__()
     for step in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
         s0 = torch.cuda.Event(enable_timing=True)
         s0.record()
+        pending = dist.all_reduce(buf, async_op=True) if a.overlap else None  # on NCCL's own stream
         y = x
         for _ in range(a.matmuls):
             y = torch.mm(y, w)
@@ -48,18 +61,26 @@ def main():
         for _ in range(extra):
             y = torch.mm(y, w)
         e1.record()
-        buf.add_(y[0, 0].float() * 0)  # the all-reduce depends on the step's compute
+        if pending is None:
+            buf.add_(y[0, 0].float() * 0)  # the all-reduce depends on the step's compute
         s1 = torch.cuda.Event(enable_timing=True)
         s1.record()
         c0, c1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         c0.record()
-        dist.all_reduce(buf)
+        if pending is not None:
+            pending.wait()  # the default stream waits for the all-reduce that ran beside the matmuls
+            buf.add_(y[0, 0].float() * 0)  # the next step's all-reduce depends on this step's compute
+        else:
+            dist.all_reduce(buf)
         c1.record()
         torch.cuda.synchronize()
         if step >= a.warmup:
+            step_wall_ms.append((time.perf_counter() - t0) * 1e3)
             extra_ms.append(e0.elapsed_time(e1))
             compute_ms.append(s0.elapsed_time(s1))
             allreduce_ms.append(c0.elapsed_time(c1))
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
     dist.barrier()
     nbytes = buf.numel() * buf.element_size()
     # nccl-tests: algbw = bytes / time; all-reduce busbw = algbw * 2(n-1)/n.
@@ -71,6 +92,8 @@ def main():
         # enqueued to before the next: the slow rank's median less the other's is the extra
         # compute per step the analysis should find.
         "compute_ms_median": statistics.median(compute_ms),
+        "step_wall_ms_median": statistics.median(step_wall_ms), "step_wall_ms_min": min(step_wall_ms),
+        "overlap": a.overlap, "torch_profiler": a.torch_profiler,
         "allreduce_bytes": nbytes, "allreduce_ms_median": med, "allreduce_ms_min": min(allreduce_ms),
         "algbw_gb_per_s": nbytes / (med / 1e3) / 1e9,
         "busbw_gb_per_s": nbytes / (med / 1e3) / 1e9 * 2 * (world - 1) / world,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Records two-rank jobs (tests/gpu/collective_job.py under torchrun) traced by the injection
 # library, as `perfscope run` traces them, for the collective analysis: one with a planted
-# straggler (more matmuls on rank 1), one with equal ranks. Each job's trace (NDJSON, gzipped)
+# straggler (more matmuls on rank 1), one with equal ranks, one whose all-reduce runs beside
+# the matmuls (--overlap). Each job's trace (NDJSON, gzipped)
 # and its ranks' own CUDA-event timings go to REPORT_DIR/<job>/. Needs two GPUs.
 # Usage: tests/gpu/run_collectives.sh [REPORT_DIR]
 # No server is needed: the traces are files, imported where they are tested.
@@ -20,4 +21,5 @@ record() {  # job name, then the job's arguments
 }
 record straggler --extra-matmuls 8
 record equal
+record overlap --overlap
 echo "recorded in $report"

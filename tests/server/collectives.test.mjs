@@ -3,11 +3,14 @@
 // one job and none in the other), imported as `perfscope run` would have streamed them. The
 // straggler is the rank the job slowed, by the extra compute its own CUDA events measured (its
 // compute per step less the other rank's); the
-// job with equal ranks has none.
+// job with equal ranks has none. Each rank's time breakdown (compute, communication overlapped
+// with it and exposed, idle) equals a sweep over the trace's own kernels, for the job whose
+// all-reduce runs after the matmuls (none overlapped) and one whose all-reduce runs beside them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPerfscope } from '../support/perfscope_server.mjs';
@@ -26,6 +29,7 @@ before(async () => {
   server = await startPerfscope({ label: 'collectives' });
   await load('straggler');
   await load('equal');
+  await load('overlap');
 });
 after(async () => server && server.stop());
 
@@ -98,4 +102,105 @@ test('a rank tag selects one rank\'s kernels, and an unknown run is refused by n
   const refused = await fetch(`${server.url}/api/v1/collectives?run=nope`);
   assert.equal(refused.status, 404);
   assert.equal((await refused.json()).error.field, 'run');
+});
+
+// Each rank's kernels from the trace file itself, times relative to the trace's first kernel
+// (nanosecond timestamps pass 2^53: read as BigInt). A kernel is communication when it is an
+// NCCL collective by name, else compute.
+function kernelsByRank(job) {
+  const text = gunzipSync(readFileSync(path.join(fixtures, job, 'trace.ndjson.gz'))).toString('utf8');
+  const raw = [];
+  for (const line of text.split('\n')) {
+    if (!line.includes('"type":"kernel"')) continue;
+    const e = JSON.parse(line);
+    raw.push({ rank: e.tags.rank, comm: /^nccl.*_(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv|AllToAll)_/.test(e.name),
+               start: BigInt(/"start_ns":(\d+)/.exec(line)[1]), end: BigInt(/"end_ns":(\d+)/.exec(line)[1]) });
+  }
+  const origin = raw.reduce((m, k) => (k.start < m ? k.start : m), raw[0].start);
+  const ranks = new Map();
+  for (const k of raw) {
+    if (!ranks.has(k.rank)) ranks.set(k.rank, []);
+    ranks.get(k.rank).push({ comm: k.comm, start: Number(k.start - origin), end: Number(k.end - origin) });
+  }
+  return { origin, ranks };
+}
+
+// The hand computation: sweep the kernels' start and end points in time order, counting how
+// many compute and how many communication kernels are running, and add each stretch's length to
+// the state it was in. [from, to) clips the sweep.
+function sweep(kernels, from, to) {
+  const points = [];
+  for (const k of kernels) {
+    const s = Math.max(k.start, from), e = Math.min(k.end, to);
+    if (e <= s) continue;
+    points.push([s, k.comm ? 0 : 1, +1], [e, k.comm ? 0 : 1, -1]);
+  }
+  points.sort((a, b) => a[0] - b[0]);
+  const active = [0, 0];  // communication, compute
+  const ns = { compute: 0, overlapped: 0, exposed: 0 };
+  let at = from;
+  for (const [t, kind, delta] of points) {
+    const span = t - at;
+    if (active[1] > 0) ns.compute += span;
+    if (active[0] > 0) ns[active[1] > 0 ? 'overlapped' : 'exposed'] += span;
+    at = t;
+    active[kind] += delta;
+  }
+  const ms = (v) => v / 1e6;
+  const window = to - from;
+  return { window_ms: ms(window), compute_ms: ms(ns.compute), communication_ms: ms(ns.overlapped + ns.exposed),
+           overlapped_ms: ms(ns.overlapped), exposed_ms: ms(ns.exposed),
+           idle_ms: ms(window - ns.compute - ns.exposed) };
+}
+
+const nearestRankMedian = (v) => [...v].sort((a, b) => a - b)[Math.ceil(0.5 * v.length) - 1];
+
+for (const [job, overlaps] of [['equal', false], ['overlap', true]]) {
+  test(`${job}: each rank's compute, overlapped and exposed communication and idle time equal a sweep over its kernels`, async () => {
+    const got = await jobOf(job);
+    const { ranks } = kernelsByRank(job);
+    const all = [...ranks.values()].flat();
+    const from = Math.min(...all.map((k) => k.start)), to = Math.max(...all.map((k) => k.end));
+    // Steps: one all-reduce each (the job's only collective); a step from one all-reduce's first
+    // arrival on any rank to the next's, the k-th all-reduce of each rank being one instance.
+    assert.equal(got.step_collectives, 1);
+    assert.equal(got.unmatched, 0);
+    const comms = [...ranks.values()].map((ks) => ks.filter((k) => k.comm).sort((a, b) => a.start - b.start));
+    const bounds = comms[0].map((_, k) => Math.min(...comms.map((c) => c[k].start)));
+    assert.equal(got.matched, bounds.length);
+    assert.equal(got.steps, bounds.length - 1);
+    for (const r of got.ranks) {
+      const kernels = ranks.get(r.rank);
+      const hand = sweep(kernels, from, to);
+      for (const key of Object.keys(hand)) {
+        assert.ok(Math.abs(r.breakdown[key] - hand[key]) <= 1e-6 * Math.max(1, hand[key]),
+                  `rank ${r.rank} ${key}: ${r.breakdown[key]} against ${hand[key]} by hand`);
+      }
+      const perStep = bounds.slice(0, -1).map((b, j) => sweep(kernels, b, bounds[j + 1]));
+      for (const key of Object.keys(hand)) {
+        const want = nearestRankMedian(perStep.map((x) => x[key]));
+        assert.ok(Math.abs(r.per_step[key] - want) <= 1e-6 * Math.max(1, want),
+                  `rank ${r.rank} ${key} per step: ${r.per_step[key]} against ${want} by hand`);
+      }
+      if (overlaps) {
+        // The all-reduce ran beside the matmuls: most of it hidden.
+        assert.ok(r.breakdown.overlap_ratio > 0.3, `rank ${r.rank} overlap ${r.breakdown.overlap_ratio}`);
+      } else {
+        assert.equal(r.breakdown.overlapped_ms, 0, `rank ${r.rank}: nothing overlaps an all-reduce that follows its inputs`);
+      }
+    }
+  });
+}
+
+test('the communication rule weighs exposed time that moved data, not waiting for a straggler', async () => {
+  // Rank 0 of the straggler job spends much of each step exposed in the all-reduce, but waiting
+  // for rank 1 there: the straggler's doing, not the link's.
+  const rank0 = (await jobOf('straggler')).ranks[0];
+  assert.ok(rank0.per_step.exposed_share > 0.3, JSON.stringify(rank0.per_step));
+  assert.ok(rank0.per_step.exposed_share * (1 - rank0.wait_share) < 0.2, JSON.stringify(rank0));
+  const doc = await (await fetch(`${server.url}/api/v1/analysis?window=all&tag.run=straggler`)).json();
+  const rule = doc.bottlenecks.find((b) => b.id === 'communication_bound');
+  assert.equal(rule.status, 'ok', JSON.stringify(rule));
+  assert.ok(rule.evidence.collective_exposed_transfer_share < 0.2, JSON.stringify(rule.evidence));
+  assert.equal(doc.bottlenecks.find((b) => b.id === 'straggler').status, 'fired');
 });

@@ -28,11 +28,12 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"latency_p99_ms", 120},              {"sla_target_ms", 100},
                        {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5},
                        {"collective_matched", 70},           {"collective_straggler_extra_share", 0.4},
-                       {"collective_straggler_rank", 1},      {"collective_straggler_extra_ms", 1.6}};
+                       {"collective_straggler_rank", 1},      {"collective_straggler_extra_ms", 1.6},
+                       {"collective_exposed_transfer_share", 0.45}, {"collective_exposed_rank", 0}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
                          "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
-                         "operators_cpu_fallback", "device_below_minimum", "straggler"}) {
+                         "operators_cpu_fallback", "device_below_minimum", "straggler", "communication_bound"}) {
     const Finding& f = find(fired, id);
     EXPECT_EQ(f.status, "fired") << id;
     EXPECT_FALSE(f.recommendations.empty()) << id;
@@ -49,6 +50,15 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_straggler_extra_share", 0.1}}), "straggler")
                 .severity,
             Severity::kInfo);
+  // Exposed communication: a note from a fifth of the window, a warning from two fifths.
+  EXPECT_EQ(find(fired, "communication_bound").severity, Severity::kWarning);
+  EXPECT_EQ(find(fired, "communication_bound").evidence.at("collective_exposed_rank"), 0);
+  EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_exposed_transfer_share", 0.25}}), "communication_bound")
+                .severity,
+            Severity::kInfo);
+  EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_exposed_transfer_share", 0.1}}), "communication_bound")
+                .status,
+            "ok");
   EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
             Severity::kWarning);
   EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
@@ -69,7 +79,8 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"kernel_short_share", 0},            {"kernel_host_wait_share", 0.1},
                        {"latency_p99_ms", 10},               {"sla_target_ms", 100},
                        {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9},
-                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0}};
+                       {"collective_matched", 70},           {"collective_straggler_extra_share", 0},
+                       {"collective_exposed_transfer_share", 0.05}};
   for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
 
   // Nothing measured: every rule says what it lacks.

@@ -42,7 +42,7 @@ std::vector<RankCollectives> job(int steps, TimestampNs step, TimestampNs extra,
                                  unsigned seed = 7) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<TimestampNs> j(-jitter, jitter);
-  std::vector<RankCollectives> ranks{{"0", "0", {}}, {"1", "1", {}}};
+  std::vector<RankCollectives> ranks{{"0", "0", {}, {}}, {"1", "1", {}, {}}};
   for (int s = 0; s < steps; ++s) {
     const TimestampNs base = s * step;
     const TimestampNs a0 = base + j(rng), a1 = base + extra + j(rng);
@@ -139,16 +139,77 @@ TEST(Collectives, ATieForLastCountsForNoRank) {
 
 TEST(Collectives, RanksSortNumericallyAndOneRankMatchesNothing) {
   std::vector<RankCollectives> ranks;
-  for (std::string r : {"10", "2", "0"}) ranks.push_back({r, r, {{"AllReduce", 0, kMs}}});
+  for (std::string r : {"10", "2", "0"}) ranks.push_back({r, r, {{"AllReduce", 0, kMs}}, {}});
   auto a = analyze_collectives(ranks);
   ASSERT_EQ(a.ranks.size(), 3u);
   EXPECT_EQ(a.ranks[0].rank, "0");
   EXPECT_EQ(a.ranks[1].rank, "2");
   EXPECT_EQ(a.ranks[2].rank, "10");
-  auto one = analyze_collectives({{"0", "0", {{"AllReduce", 0, kMs}}}});
+  auto one = analyze_collectives({{"0", "0", {{"AllReduce", 0, kMs}}, {}}});
   EXPECT_EQ(one.matched, 0u);
   EXPECT_EQ(one.unmatched, 1u);
   EXPECT_EQ(one.no_straggler, "collectives of one rank only");
+}
+
+TEST(Collectives, TimeBreakdownSplitsCommunicationIntoOverlappedAndExposed) {
+  // Compute [0,10) and [5,12) (one stretch, 12) and [20,30); communication [8,25); window [0,40).
+  const auto b = time_breakdown({{0, 10}, {20, 30}, {5, 12}}, {{8, 25}}, 0, 40);
+  EXPECT_DOUBLE_EQ(b.window_ms, 40e-6);
+  EXPECT_DOUBLE_EQ(b.compute_ms, 22e-6);
+  EXPECT_DOUBLE_EQ(b.communication_ms, 17e-6);
+  EXPECT_DOUBLE_EQ(b.overlapped_ms, 9e-6);  // [8,12) and [20,25)
+  EXPECT_DOUBLE_EQ(b.exposed_ms, 8e-6);     // [12,20)
+  EXPECT_DOUBLE_EQ(b.idle_ms, 10e-6);       // [30,40)
+  EXPECT_DOUBLE_EQ(b.compute_ms + b.exposed_ms + b.idle_ms, b.window_ms);
+  EXPECT_DOUBLE_EQ(b.overlap_ratio, 9.0 / 17.0);
+  EXPECT_DOUBLE_EQ(b.exposed_share, 8.0 / 40.0);
+  // Clipped to a stretch inside.
+  const auto part = time_breakdown({{0, 10}}, {{8, 25}}, 9, 11);
+  EXPECT_DOUBLE_EQ(part.overlapped_ms, 1e-6);
+  EXPECT_DOUBLE_EQ(part.exposed_ms, 1e-6);
+  EXPECT_DOUBLE_EQ(time_breakdown({}, {}, 5, 5).window_ms, 0);
+}
+
+TEST(Collectives, StepsAreTheRepeatingCollectivePatternAndEachRankIsBrokenDownPerStep) {
+  // Each rank computes from the step's start until it arrives; rank 1 2 ms longer.
+  auto ranks = job(20, 10 * kMs, 2 * kMs, kMs, 0);
+  for (auto& r : ranks) {
+    for (std::size_t s = 0; s < r.executions.size(); ++s) {
+      r.compute.push_back({static_cast<TimestampNs>(s) * 10 * kMs - 3 * kMs, r.executions[s].start_ns});
+    }
+  }
+  auto a = analyze_collectives(ranks);
+  EXPECT_EQ(a.step_collectives, 1u);
+  EXPECT_EQ(a.steps, 19u);
+  ASSERT_TRUE(a.ranks[0].per_step && a.ranks[1].per_step);
+  // A step: rank 0 computes 3 ms, waits 2 ms in the collective and moves data 1 ms (3 ms
+  // exposed), idle 4 ms; rank 1 computes 5 ms, 1 ms exposed, idle 4 ms.
+  EXPECT_NEAR(a.ranks[0].per_step->window_ms, 10, 1e-9);
+  EXPECT_NEAR(a.ranks[0].per_step->compute_ms, 3, 1e-9);
+  EXPECT_NEAR(a.ranks[0].per_step->exposed_ms, 3, 1e-9);
+  EXPECT_NEAR(a.ranks[0].per_step->idle_ms, 4, 1e-9);
+  EXPECT_NEAR(a.ranks[1].per_step->compute_ms, 5, 1e-9);
+  EXPECT_NEAR(a.ranks[1].per_step->exposed_ms, 1, 1e-9);
+  EXPECT_NEAR(a.ranks[1].per_step->overlap_ratio, 0, 1e-12);
+  // Over the whole window the shares add up for every rank.
+  for (const auto& r : a.ranks) {
+    EXPECT_NEAR(r.breakdown.compute_ms + r.breakdown.exposed_ms + r.breakdown.idle_ms, r.breakdown.window_ms, 1e-9);
+  }
+
+  // All-gather then all-reduce in every step: a period of two.
+  std::vector<RankCollectives> two{{"0", "0", {}, {}}, {"1", "1", {}, {}}};
+  for (int s = 0; s < 10; ++s) {
+    for (auto& r : two) {
+      r.executions.push_back({"AllGather", s * 10 * kMs, s * 10 * kMs + kMs});
+      r.executions.push_back({"AllReduce", s * 10 * kMs + 5 * kMs, s * 10 * kMs + 6 * kMs});
+    }
+  }
+  auto b = analyze_collectives(two);
+  EXPECT_EQ(b.step_collectives, 2u);
+  EXPECT_EQ(b.steps, 9u);
+  ASSERT_TRUE(b.ranks[0].per_step);
+  EXPECT_NEAR(b.ranks[0].per_step->communication_ms, 2, 1e-9);
+  EXPECT_NEAR(b.ranks[0].per_step->window_ms, 10, 1e-9);
 }
 
 }  // namespace
