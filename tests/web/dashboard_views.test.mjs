@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 import { textProblems } from './text_boxes.mjs';
@@ -422,6 +423,63 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
   await page.waitForFunction(() => window.perfscope.state.runPage.name === null, null, { timeout: 10000 });
   assert.equal(await page.isHidden('[data-testid=run-page]'), true);
   await page.close();
+});
+
+test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step down, at 1440 and 390 px', async () => {
+  // A server of its own holding the two-rank jobs recorded on the GPU machine (server.collectives).
+  const own = await startPerfscope({ label: 'dashboard-collectives', args: ['--enable-host-collector', 'false'] });
+  try {
+    for (const job of ['straggler', 'overlap']) {
+      const child = spawn(binary, ['import', path.join(fixtures, 'collectives', job, 'trace.ndjson.gz'), '--server', own.url],
+                          { stdio: ['ignore', 'ignore', 'inherit'] });
+      assert.equal(await new Promise((r) => child.on('exit', r)), 0, `import of ${job}`);
+      // The trace holds the ranks' events; the run itself is what `perfscope run` reports around
+      // them: its span, from the trace's kernels (nanoseconds past 2^53: as text).
+      const text = gunzipSync(readFileSync(path.join(fixtures, 'collectives', job, 'trace.ndjson.gz'))).toString('utf8');
+      const starts = [...text.matchAll(/"start_ns":(\d+)/g)].map((m) => BigInt(m[1]));
+      const ends = [...text.matchAll(/"end_ns":(\d+)/g)].map((m) => BigInt(m[1]));
+      const first = starts.reduce((a, b) => (b < a ? b : a)), last = ends.reduce((a, b) => (b > a ? b : a));
+      const run = `{"events":[{"type":"run","name":"${job}","command":["torchrun","--nproc-per-node","2","collective_job.py"],` +
+        `"start_ns":${first - 1000000n},"end_ns":${last + 1000000n},"exit_status":0,"gpus":["0","1"]}]}`;
+      const res = await fetch(own.url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: run });
+      assert.equal(res.status, 200, await res.text());
+    }
+    mkdirSync(artifacts, { recursive: true });
+    for (const width of [1440, 390]) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(own.url + '/?view=runs&run_page=straggler');
+      await page.waitForSelector('[data-testid=collectives-ranks] tr[data-rank]', { timeout: 20000 });
+      const job = await page.evaluate(() => window.perfscope.state.runPage.collectives);
+      assert.equal(job.straggler.rank, '1');
+      assert.match(await page.textContent('[data-testid=collectives-straggler]'), /Straggler: rank 1 — last to arrive in 99% of the collectives, 1\.6\d ms more compute per 4\.\d\d ms step/);
+      assert.match(await page.textContent('[data-testid=collectives-summary]'), /2 ranks \(by rank tag\) · 71 collectives matched across them · 70 steps of one collective/);
+      // Each rank's bar: its parts as wide as their share of the step, together the whole bar.
+      for (const r of job.ranks) {
+        const widths = await page.$$eval(`[data-testid=collectives-ranks] tr[data-rank="${r.rank}"] .stack span`,
+                                         (spans) => spans.map((s) => [s.dataset.part, s.getBoundingClientRect().width]));
+        const whole = await page.$eval(`[data-testid=collectives-ranks] tr[data-rank="${r.rank}"] .stack`, (b) => b.getBoundingClientRect().width);
+        const b = r.per_step;
+        const want = { compute: b.compute_ms - b.overlapped_ms, overlapped: b.overlapped_ms, exposed: b.exposed_ms, idle: b.idle_ms };
+        const sum = Object.values(want).reduce((a, v) => a + v, 0);
+        assert.ok(Math.abs(sum - b.window_ms) < 0.1 * b.window_ms, `rank ${r.rank}: the median parts make about a median step`);
+        for (const [part, w] of widths) {
+          assert.ok(Math.abs(w / whole - want[part] / sum) < 0.02, `rank ${r.rank} ${part}: ${w} of ${whole} px`);
+        }
+        assert.ok(Math.abs(widths.reduce((a, [, w]) => a + w, 0) - whole) < 2, `rank ${r.rank}: the parts fill the bar`);
+      }
+      // Rank 0 waits for rank 1: most of its step's communication is exposed waiting.
+      assert.match(await page.textContent('[data-testid=collectives-ranks] tr[data-rank="0"]'), /^0\s*0/);
+      assert.match(await page.textContent('[data-testid=collectives-ops]'), /AllReduce\s*71/);
+      await page.locator('[data-testid=run-page]').screenshot({ path: path.join(artifacts, `run-page-collectives-${width}.png`) });
+      // The overlap job's page: most of rank 1's communication beside its compute.
+      await page.goto(own.url + '/?view=runs&run_page=overlap');
+      await page.waitForFunction(() => window.perfscope.state.runPage.collectives?.run === 'overlap', null, { timeout: 20000 });
+      assert.match(await page.textContent('[data-testid=collectives-ranks] tr[data-rank="1"]'), /9\d%/);
+      await page.close();
+    }
+  } finally {
+    await own.stop();
+  }
 });
 
 test('a GPU process opens its page at the top of the Processes view, replacing the last one, kept in the URL', async () => {

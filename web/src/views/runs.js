@@ -4,9 +4,11 @@
 // its observed kernels with the estimate for the whole run and the sampled fraction. A row opens
 // the run's page at the top of the view (GET /api/v1/runs/{name}: what ran, where, how it ended,
 // its kernels and sampling), kept in the URL (?view=runs&run_page=NAME) so Back closes it, with
-// the way on: the dashboard scoped to the run, its timeline, a comparison with the run before.
+// the way on: the dashboard scoped to the run, its timeline, a comparison with the run before;
+// a multi-GPU run's page shows its ranks and collectives too (views/collectives.js).
 import { esc, kernelNameHtml, ms } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
+import { collectivesHtml } from './collectives.js';
 import { withProgress } from '../lib/progress.js';
 import { setSearchParams } from '../lib/url.js';
 
@@ -59,6 +61,9 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
     setSearchParams({ run_page: opened.name }, { push });
     page.hidden = !name;
     document.querySelector('#rp-facts tbody').innerHTML = '';
+    const ranks = document.getElementById('rp-collectives');
+    ranks.innerHTML = '';
+    opened.collectives = null;
     document.getElementById('rp-summary').textContent = name ? 'Reading the run…' : '';
     if (!name) return;
     document.getElementById('rp-name').textContent = name;
@@ -75,6 +80,11 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
       compareButton.disabled = !runBefore(name);
       compareButton.title = compareButton.disabled ? 'No earlier run to compare with' : '';
       opened.loads++;
+      // A multi-GPU run: its ranks and collectives (none for a run whose GPUs met in none).
+      const c = await fetchJson(`/api/v1/collectives?window=all&tag.run=${encodeURIComponent(name)}`);
+      if (opened.name !== name) return;
+      opened.collectives = c.jobs.find((j) => j.run === name) || null;
+      ranks.innerHTML = collectivesHtml(opened.collectives);
     } catch (e) {
       if (opened.name === name) document.getElementById('rp-summary').textContent = 'Cannot read the run: ' + e.message;
     }

@@ -1,0 +1,71 @@
+// A multi-GPU run's ranks and collectives on its page (GET /api/v1/collectives?window=all&tag.run=NAME: the
+// run's own span): the straggler named or why none is, each rank's step as one stacked bar
+// (compute alone, compute with communication beside it, communication alone, idle) in the
+// manner of Holistic Trace Analysis's temporal breakdown, and a row per collective operation.
+import { esc, fmtCount, ms } from '../lib/format.js';
+
+const pct = (v) => (v == null ? '–' : (v * 100).toFixed(0) + '%');
+
+// The four parts of a rank's step, in the order the bar draws them; they add up to the step.
+const PARTS = [
+  ['compute', 'compute alone', (b) => b.compute_ms - b.overlapped_ms],
+  ['overlapped', 'communication beside compute', (b) => b.overlapped_ms],
+  ['exposed', 'communication alone', (b) => b.exposed_ms],
+  ['idle', 'idle', (b) => b.idle_ms],
+];
+
+// Each part as wide as its share of the parts' sum: per step the parts are medians, which need
+// not add up to the median step exactly.
+function bar(b) {
+  const total = PARTS.reduce((sum, [, , of]) => sum + Math.max(0, of(b)), 0);
+  if (!(total > 0)) return '';
+  return `<div class="stack" role="img" aria-label="${PARTS.map(([, label, of]) => `${label} ${ms(of(b))} ms`).join(', ')}">` +
+    PARTS.map(([key, label, of]) => {
+      const share = Math.max(0, of(b)) / total;
+      return `<span class="part-${key}" data-part="${key}" style="width:${(share * 100).toFixed(2)}%" title="${label}: ${ms(of(b))} ms (${pct(share)})"></span>`;
+    }).join('') + '</div>';
+}
+
+const legend = () => `<div class="stack-legend muted">${PARTS.map(([key, label]) =>
+  `<span><i class="part-${key}"></i>${label}</span>`).join('')}</div>`;
+
+function stragglerLine(job) {
+  const s = job.straggler;
+  if (s) {
+    return `<strong>Straggler: rank ${esc(s.rank)}</strong> — last to arrive in ` +
+      `${pct(s.last_share)} of the collectives, ${ms(s.extra_per_step_ms)} ms more compute per ${ms(s.step_median_ms)} ms step; ` +
+      'the other ranks wait for it inside each collective.';
+  }
+  return `No straggler: ${esc(job.no_straggler || 'none found')}.`;
+}
+
+// The section's HTML for one job (a run's collectives), or '' when it has none.
+export function collectivesHtml(job) {
+  if (!job || !job.ranks.length) return '';
+  const perStep = job.steps > 0;
+  const stepWord = job.step_collectives === 1 ? 'one collective' : `${job.step_collectives} collectives`;
+  const summary = `${job.ranks.length} ranks (by ${esc(job.ranks_from)}) · ${fmtCount(job.matched)} collectives matched across them` +
+    (perStep ? ` · ${fmtCount(job.steps)} steps of ${stepWord}` : ' · no repeating step found: figures over the whole run') +
+    (job.mismatch ? ` · ${esc(job.mismatch)}` : '');
+  const rows = job.ranks.map((r) => {
+    const b = (perStep && r.per_step) || r.breakdown;
+    return `<tr data-rank="${esc(r.rank)}"><td>${esc(r.rank)}</td><td>${esc(r.device)}</td><td class="stack-cell">${bar(b)}</td>` +
+      `<td class="num">${ms(b.compute_ms)}</td><td class="num">${ms(b.exposed_ms)}</td><td class="num">${pct(b.overlap_ratio)}</td>` +
+      `<td class="num">${pct(r.wait_share)}</td><td class="num">${fmtCount(r.last_arrivals)}</td></tr>`;
+  }).join('');
+  const ops = job.ops.map((o) => `<tr><td>${esc(o.op)}</td><td class="num">${fmtCount(o.instances)}</td>` +
+    `<td class="num">${ms(o.duration_p50_ms)}</td><td class="num">${ms(o.duration_p99_ms)}</td><td class="num">${pct(o.wait_share)}</td>` +
+    `<td class="num" title="kernel names carry no message sizes">–</td></tr>`).join('');
+  return `<h3>Ranks and collectives</h3><div class="muted" data-testid="collectives-summary">${summary}</div>` +
+    `<p data-testid="collectives-straggler">${stragglerLine(job)}</p>` +
+    `<div class="table-scroll"><table class="grid" data-testid="collectives-ranks"><thead><tr><th>Rank</th><th>GPU</th>` +
+    `<th>${perStep ? 'A step (median)' : 'The run'}</th><th class="num">Compute</th><th class="num">Exposed comm.</th>` +
+    `<th class="num">Overlap</th><th class="num">Waiting</th><th class="num">Last in</th></tr></thead><tbody>${rows}</tbody></table></div>` +
+    legend() +
+    `<div class="table-scroll"><table class="grid" data-testid="collectives-ops"><thead><tr><th>Collective</th><th class="num">Count</th>` +
+    `<th class="num">p50</th><th class="num">p99</th><th class="num">Waiting</th><th class="num">Bus bandwidth</th></tr></thead>` +
+    `<tbody>${ops}</tbody></table></div>` +
+    '<div class="muted">Milliseconds. Waiting: the share of a rank\'s time in collectives spent before the last rank arrived. ' +
+    'Overlap: the share of its communication that ran beside its compute. Bus bandwidth needs message sizes, which NCCL\'s ' +
+    'kernel names do not carry.</div>';
+}
