@@ -107,9 +107,10 @@ std::size_t step_period(const std::vector<CollectiveInstance>& instances) {
   return 0;
 }
 
-// Each rank's breakdown over the window and, where the instances repeat, per step.
-void add_breakdowns(const std::vector<RankCollectives>& ranks, const std::vector<CollectiveInstance>& instances,
-                    CollectiveAnalysis& out) {
+// Each rank's breakdown over the window and, where the instances repeat, per step. Returns each
+// rank's compute as disjoint spans.
+std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>& ranks,
+                                              const std::vector<CollectiveInstance>& instances, CollectiveAnalysis& out) {
   TimestampNs from = INT64_MAX, to = INT64_MIN;
   std::vector<std::vector<Span>> compute, communication;
   for (const RankCollectives& r : ranks) {
@@ -123,7 +124,7 @@ void add_breakdowns(const std::vector<RankCollectives>& ranks, const std::vector
       to = std::max(to, spans->back().end_ns);
     }
   }
-  if (from >= to) return;
+  if (from >= to) return compute;
   for (std::size_t i = 0; i < ranks.size(); ++i) out.ranks[i].breakdown = breakdown_of(compute[i], communication[i], from, to);
 
   const std::size_t period = step_period(instances);
@@ -131,7 +132,7 @@ void add_breakdowns(const std::vector<RankCollectives>& ranks, const std::vector
   for (std::size_t k = 0; period > 0 && k < instances.size(); k += period) {
     bounds.push_back(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()));
   }
-  if (bounds.size() < 2) return;
+  if (bounds.size() < 2) return compute;
   out.step_collectives = period;
   out.steps = bounds.size() - 1;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -155,6 +156,7 @@ void add_breakdowns(const std::vector<RankCollectives>& ranks, const std::vector
     set_shares(step);
     out.ranks[i].per_step = step;
   }
+  return compute;
 }
 
 }  // namespace
@@ -324,7 +326,26 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     instances.push_back(std::move(inst));
   }
   out.matched = instances.size();
-  add_breakdowns(ranks, instances, out);
+  const std::vector<std::vector<Span>> compute = add_breakdowns(ranks, instances, out);
+  // What a late rank costs the others: the part of their wait for it with no compute of theirs
+  // beside it (a wait hidden behind compute costs nothing), the mean over the waiting ranks.
+  auto exposed_wait_caused = [&](const CollectiveInstance& inst) {
+    const TimestampNs last = inst.start_ns[inst.last_rank];
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == inst.last_rank) continue;
+      const TimestampNs from = inst.start_ns[i];
+      const TimestampNs to = std::min(last, std::max(inst.end_ns[i], from));
+      if (to > from) sum += ms((to - from) - length_within(compute[i], from, to));
+    }
+    return sum / static_cast<double>(n - 1);
+  };
+  std::vector<std::vector<double>> caused(n);
+  for (const CollectiveInstance& inst : instances) {
+    if (std::count(inst.start_ns.begin(), inst.start_ns.end(), inst.start_ns[inst.last_rank]) == 1) {
+      caused[inst.last_rank].push_back(exposed_wait_caused(inst));
+    }
+  }
   for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;  // the skipped among them
   for (std::size_t i = 0; i < n; ++i) {
     RankCollectiveSummary& s = out.ranks[i];
@@ -373,8 +394,13 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, but by a median " +
                        std::to_string(lateness) + " ms with " + std::to_string(nearest_rank(extra_gaps[who], 50)) +
                        " ms more compute per step, one of them under the " + std::to_string(needed) + " ms that matter";
+  } else if (const double cost = nearest_rank(caused[who], 50); cost < needed) {
+    out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, by a median " +
+                       std::to_string(lateness) + " ms, but the other ranks waited for it beside their own compute: " +
+                       std::to_string(cost) + " ms of exposed wait per collective, under the " + std::to_string(needed) +
+                       " ms that matter";
   } else {
-    out.straggler = Straggler{most->rank, share, lateness, nearest_rank(extra_gaps[who], 50), out.step_median_ms};
+    out.straggler = Straggler{most->rank, share, lateness, nearest_rank(extra_gaps[who], 50), out.step_median_ms, cost};
   }
   const std::size_t keep = std::min(instances.size(), options.max_instances_listed);
   out.instances.assign(std::make_move_iterator(instances.end() - static_cast<std::ptrdiff_t>(keep)),

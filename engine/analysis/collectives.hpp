@@ -72,7 +72,9 @@ struct CollectiveOptions {
   // instances, at least min_instances of them, and its median lateness (its arrival after the
   // next-latest rank's) and its extra compute per step (Straggler::extra_per_step_ms) are each at
   // least min_lateness_ms and min_lateness_of_step of the median step (the time between
-  // successive instances' first arrivals): lateness without extra compute is a clock offset.
+  // successive instances' first arrivals): lateness without extra compute is a clock offset. So
+  // must the exposed wait it causes the others be (Straggler::exposed_wait_caused_ms): a rank
+  // late into a collective the others run beside their compute holds nobody up.
   double min_last_share = 2.0 / 3.0;
   std::size_t min_instances = 5;
   double min_lateness_ms = 0.1;
@@ -124,6 +126,10 @@ struct Straggler {
   // so that warm-up steps do not weigh in.
   double extra_per_step_ms = 0;
   double step_median_ms = 0;
+  // What its lateness costs the other ranks: the median, over the instances it arrived last in,
+  // of their mean wait for it with none of their own compute beside it. A straggler is named only
+  // when this too is at least the lateness that matters (a wait hidden behind compute is free).
+  double exposed_wait_caused_ms = 0;
 };
 
 struct CollectiveAnalysis {

@@ -45,7 +45,8 @@ json job_json(const service::JobCollectives& job) {
   if (a.straggler) {
     straggler = {{"rank", a.straggler->rank}, {"last_share", a.straggler->last_share},
                  {"lateness_median_ms", a.straggler->lateness_median_ms},
-                 {"extra_per_step_ms", a.straggler->extra_per_step_ms}, {"step_median_ms", a.straggler->step_median_ms}};
+                 {"extra_per_step_ms", a.straggler->extra_per_step_ms}, {"step_median_ms", a.straggler->step_median_ms},
+                 {"exposed_wait_caused_ms", a.straggler->exposed_wait_caused_ms}};
   }
   json out = {{"run", job.run.empty() ? json(nullptr) : json(job.run)}, {"ranks_from", job.ranks_from},
               {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched}, {"skipped", a.skipped},
@@ -80,7 +81,8 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
              "differ; per rank and instance: wait = last arrival - own arrival (up to its duration), transfer = end "
              "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances whose median "
              "lateness after the next-latest rank and extra compute per step are both >= max(0.1 ms, 10 % of the median "
-             "step); extra_per_step_ms: the "
+             "step, and the other ranks' median exposed wait for it (their wait with none of their own compute beside it) "
+             "is too; extra_per_step_ms: the "
              "median over successive instances of its time from leaving one to entering the next beyond the other "
              "ranks' mean (each on its own GPU's clock); breakdown per rank over the job's window (first kernel of any "
              "rank to the last one's end): compute = union of its other kernels, communication = union of its "

@@ -192,6 +192,17 @@ for (const [job, overlaps] of [['equal', false], ['overlap', true]]) {
   });
 }
 
+test('a rank late into collectives the others run beside their compute is no straggler', async () => {
+  // In the overlap job rank 0 enters each all-reduce later than rank 1, but rank 1 waits for it
+  // beside its own matmuls: nobody is held up.
+  const job = await jobOf('overlap');
+  assert.equal(job.straggler, null, JSON.stringify(job.straggler));
+  assert.match(job.no_straggler, /waited for it beside their own compute/);
+  // Where the wait is exposed, the straggler says what it costs the others.
+  const straggler = (await jobOf('straggler')).straggler;
+  assert.ok(straggler.exposed_wait_caused_ms > 0.5 * straggler.extra_per_step_ms, JSON.stringify(straggler));
+});
+
 test('the communication rule weighs exposed time that moved data, not waiting for a straggler', async () => {
   // Rank 0 of the straggler job spends much of each step exposed in the all-reduce, but waiting
   // for rank 1 there: the straggler's doing, not the link's.
