@@ -16,6 +16,7 @@
 #include "engine/analysis/trend.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
+#include "server/api/collectives_api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "engine/series/metric_names.hpp"
@@ -107,6 +108,8 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
                    "kernel intervals / span; idle gaps: host_wait when the launch call began after "
                    "the previous work ended, kernel_wait when <= 1 us, else other; launch delay = start - launch "
                    "call end; launch efficiency = union of compute kernels / span"},
+      {"collectives", "multi-GPU jobs as GET /api/v1/collectives gives them (its method), without the matched "
+                      "instances"},
       {"sampling", "duty-cycled runs (perfscope run --duty-cycle) are traced in windows: sampled_fraction = time "
                    "in their windows / their span in the window; kernels' count and total_ms are observed / "
                    "sampled_fraction (estimates), durations and percentiles as observed; their timeline is over "
@@ -176,6 +179,9 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     }
   }
   out["timeline"] = tl;
+  json jobs = json::array();
+  for (const service::JobCollectives& job : doc.collectives) jobs.push_back(collective_job_json(job, false));
+  out["collectives"] = jobs;
   json cq = json::array();
   for (const auto& q : doc.command_queues) {
     cq.push_back({{"device", q.device}, {"queue", q.queue}, {"count", q.count},

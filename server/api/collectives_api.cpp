@@ -18,7 +18,9 @@ json breakdown_json(const an::TimeBreakdown& b) {
           {"overlap_ratio", b.overlap_ratio}, {"exposed_share", b.exposed_share}};
 }
 
-json job_json(const service::JobCollectives& job) {
+}  // namespace
+
+json collective_job_json(const service::JobCollectives& job, bool with_instances) {
   const an::CollectiveAnalysis& a = job.analysis;
   json ranks = json::array(), ops = json::array(), instances = json::array();
   for (const auto& r : a.ranks) {
@@ -54,10 +56,9 @@ json job_json(const service::JobCollectives& job) {
               {"straggler", straggler}, {"instances", instances}};
   if (!a.mismatch.empty()) out["mismatch"] = a.mismatch;
   if (!a.no_straggler.empty()) out["no_straggler"] = a.no_straggler;
+  if (!with_instances) out.erase("instances");
   return out;
 }
-
-}  // namespace
 
 HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request) {
   const TimestampNs now = now_ns();
@@ -69,7 +70,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
   auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope);
   if (!jobs.ok()) return status_response(jobs.status());
   json out = json::array();
-  for (const auto& job : *jobs) out.push_back(job_json(job));
+  for (const auto& job : *jobs) out.push_back(collective_job_json(job, true));
   return json_response(
       200, {{"window", window_json(*w)},
             {"source", "kernel_names"},

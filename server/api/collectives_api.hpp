@@ -5,8 +5,13 @@
 #pragma once
 
 #include "server/api/api.hpp"
+#include "server/service/collectives.hpp"
 
 namespace perfscope::server {
+
+// One job as the endpoint gives it; without its instances (each rank's kernels of each matched
+// collective) where a document only summarises, as the analysis does.
+nlohmann::json collective_job_json(const service::JobCollectives& job, bool with_instances);
 
 HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request);
 

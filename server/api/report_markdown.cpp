@@ -241,6 +241,50 @@ void render_kernel_timeline(std::string& out, const json& r) {
   }
 }
 
+// Multi-GPU jobs: each run's ranks with the time breakdown of a step (of the run where no step
+// repeats), the straggler or why none, and its collective operations.
+void render_collectives(std::string& out, const json& r) {
+  if (!r.contains("collectives") || r["collectives"].empty()) return;
+  out += "## Multi-GPU jobs\n\n";
+  for (const json& job : r["collectives"]) {
+    const bool per_step = num(job, "steps") > 0;
+    out += "Run " + (job["run"].is_null() ? std::string("(none)") : md_code(job["run"])) + ": " +
+           format_count(static_cast<double>(job["ranks"].size())) + " ranks, " + format_count(num(job, "matched")) +
+           " collectives matched across them" +
+           (per_step ? ", " + format_count(num(job, "steps")) + " steps; each rank's median step below."
+                     : "; no repeating step: each rank over the run.") +
+           "\n\n";
+    if (!job["straggler"].is_null()) {
+      const json& s = job["straggler"];
+      out += "**Straggler: rank " + md_cell(s["rank"]) + "** — last in " + format_ratio_percent(num(s, "last_share")) +
+             " of the collectives, " + format_duration_ms(num(s, "extra_per_step_ms")) + " more compute per " +
+             format_duration_ms(num(s, "step_median_ms")) + " step; the others wait " +
+             format_duration_ms(num(s, "exposed_wait_caused_ms")) + " for it per collective.\n\n";
+    } else if (job.contains("no_straggler")) {
+      out += "No straggler: " + md_cell(job["no_straggler"]) + ".\n\n";
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const json& rank : job["ranks"]) {
+      const json& b = per_step && !rank["per_step"].is_null() ? rank["per_step"] : rank["breakdown"];
+      rows.push_back({md_cell(rank["rank"]), md_cell(rank["device"]), format_duration_ms(num(b, "compute_ms")),
+                      format_duration_ms(num(b, "overlapped_ms")), format_duration_ms(num(b, "exposed_ms")),
+                      format_duration_ms(num(b, "idle_ms")), format_ratio_percent(num(b, "overlap_ratio")),
+                      format_ratio_percent(num(rank, "wait_share")), format_count(num(rank, "last_arrivals"))});
+    }
+    md_table(out, {"Rank", "GPU", "Compute", "Comm. beside compute", "Comm. alone", "Idle", "Overlap", "Waiting", "Last in"},
+             {false, false, true, true, true, true, true, true, true}, rows);
+    rows.clear();
+    for (const json& op : job["ops"]) {
+      rows.push_back({md_code(op["op"]), format_count(num(op, "instances")), format_duration_ms(num(op, "duration_p50_ms")),
+                      format_duration_ms(num(op, "duration_p99_ms")), format_ratio_percent(num(op, "wait_share"))});
+    }
+    md_table(out, {"Collective", "Count", "p50", "p99", "Waiting"}, {false, true, true, true, true}, rows);
+  }
+  out += "<sub>Compute: a rank's other kernels; communication beside compute ran while they did, alone while "
+         "none did; waiting: the share of its time in collectives before the last rank arrived. Message sizes and "
+         "bus bandwidth are not known from kernel names.</sub>\n\n";
+}
+
 // Allocation counters, growth and leak suspects.
 void render_memory(std::string& out, const json& r) {
   std::vector<std::vector<std::string>> rows;
@@ -431,6 +475,7 @@ std::string render_markdown(const json& document) {
   render_operators(out, r);
   render_energy(out, r);
   render_kernel_timeline(out, r);
+  render_collectives(out, r);
   render_memory(out, r);
   render_latency(out, r);
   render_llm_serving(out, r);

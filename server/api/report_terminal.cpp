@@ -154,6 +154,30 @@ std::string render_terminal(const json& document, bool color) {
     out += "\n";
   }
 
+  for (const json& job : r.value("collectives", json::array())) {
+    out += st.heading("=== Multi-GPU Job " + (job["run"].is_null() ? std::string("(no run)") : job["run"].get<std::string>()) +
+                      " ===") + "\n\n";
+    const json& s = job["straggler"];
+    if (!s.is_null()) {
+      out += "Straggler: rank " + s["rank"].get<std::string>() + ", " + format_duration_ms(num(s, "extra_per_step_ms")) +
+             " more compute per " + format_duration_ms(num(s, "step_median_ms")) + " step, last in " +
+             format_ratio_percent(num(s, "last_share")) + " of the collectives\n\n";
+    } else if (job.contains("no_straggler")) {
+      out += "No straggler: " + job["no_straggler"].get<std::string>() + "\n\n";
+    }
+    const bool per_step = num(job, "steps") > 0;
+    rows.clear();
+    for (const json& rank : job["ranks"]) {
+      const json& b = per_step && !rank["per_step"].is_null() ? rank["per_step"] : rank["breakdown"];
+      rows.push_back({rank["rank"].get<std::string>(), format_duration_ms(num(b, "compute_ms")),
+                      format_duration_ms(num(b, "exposed_ms")), format_ratio_percent(num(b, "overlap_ratio")),
+                      format_ratio_percent(num(rank, "wait_share"))});
+    }
+    text_table(out, {"Rank", per_step ? "Compute/step" : "Compute", "Comm. alone", "Overlap", "Waiting"},
+               {false, true, true, true, true}, rows);
+    out += "\n";
+  }
+
   out += st.heading("=== Memory Statistics ===") + "\n\n";
   const json& m = r["memory"];
   out += "Total Allocated:   " + format_bytes(num(m, "total_allocated_bytes")) + "\n";

@@ -332,8 +332,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // run holds NCCL kernels), as GET /api/v1/collectives gives them.
   std::map<std::string, an::CollectiveAnalysis> collectives;
   if (nccl) {
-    PERFSCOPE_ASSIGN_OR_RETURN(std::vector<JobCollectives> jobs, read_collectives(events, range, scope));
-    for (JobCollectives& job : jobs) collectives.emplace(job.run, std::move(job.analysis));
+    PERFSCOPE_ASSIGN_OR_RETURN(doc.collectives, read_collectives(events, range, scope));
+    for (const JobCollectives& job : doc.collectives) collectives.emplace(job.run, job.analysis);
   }
   if (doc.timelines.size() > 1) {
     for (const RunTimeline& rt : doc.timelines) {

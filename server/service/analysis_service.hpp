@@ -29,6 +29,7 @@
 #include "engine/analysis/trend.hpp"
 #include "engine/collectors/gpu_collector.hpp"
 #include "engine/events/memory_tracker.hpp"
+#include "server/service/collectives.hpp"
 #include "server/service/query_time.hpp"
 #include "server/service/device_efficiency.hpp"
 #include "server/service/scoped_reads.hpp"
@@ -104,6 +105,9 @@ struct AnalysisDocument {
   std::vector<analysis::ScrapedServing> scraped;  // servers perfscope scrapes (none for a tag scope)
   EnergyFigures energy;
   MemoryAnalysis memory;
+  // Multi-GPU jobs in the window: each run's collectives, ranks and their time breakdown (only
+  // where some run holds NCCL kernels).
+  std::vector<JobCollectives> collectives;
   std::vector<analysis::Finding> findings;
   // With several runs in the window, each run's rules too (its own timeline, the window's gauges).
   std::vector<std::pair<std::string, std::vector<analysis::Finding>>> run_findings;

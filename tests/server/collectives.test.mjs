@@ -215,3 +215,17 @@ test('the communication rule weighs exposed time that moved data, not waiting fo
   assert.ok(rule.evidence.collective_exposed_transfer_share < 0.2, JSON.stringify(rule.evidence));
   assert.equal(doc.bottlenecks.find((b) => b.id === 'straggler').status, 'fired');
 });
+
+test('reports carry the multi-GPU job: Markdown, terminal and the JSON document', async () => {
+  const md = await (await fetch(`${server.url}/api/v1/report?format=md&window=all&tag.run=straggler`)).text();
+  assert.match(md, /## Multi-GPU jobs/);
+  assert.match(md, /\*\*Straggler: rank 1\*\* — last in 98\.6% of the collectives, 1\.6\d ms more compute per 4\.\d\d ms step/);
+  assert.match(md, /\| 0 \| 0 \| 2\.\d\d ms \| 0\.00 ms \| 1\.9\d ms \|/, 'rank 0: its median step, most of its communication alone');
+  const terminal = await (await fetch(`${server.url}/api/v1/report?format=terminal&window=all&tag.run=straggler`)).text();
+  assert.match(terminal, /=== Multi-GPU Job straggler ===/);
+  const doc = await (await fetch(`${server.url}/api/v1/report?format=json&window=all&tag.run=overlap`)).json();
+  assert.equal(doc.collectives.length, 1);
+  assert.equal(doc.collectives[0].run, 'overlap');
+  assert.equal(doc.collectives[0].instances, undefined, 'a document summarises: no matched instances');
+  assert.ok(doc.collectives[0].ranks[1].per_step.overlap_ratio > 0.5);
+});

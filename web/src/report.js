@@ -167,6 +167,29 @@
                       [...(runs ? [false] : []), false, false, true, true, true, true, true], 'timeline'));
   }
 
+  // Multi-GPU jobs: each rank's median step (the whole run where no step repeats), the straggler.
+  for (const job of report.collectives || []) {
+    section(`Multi-GPU job ${job.run ?? '(no run)'}`);
+    const perStep = job.steps > 0;
+    const s = job.straggler;
+    root.append(el('p', {}, s
+      ? `Straggler: rank ${s.rank} — last in ${pct(s.last_share)} of the collectives, ${ms(s.extra_per_step_ms)} more compute per ` +
+        `${ms(s.step_median_ms)} step; the others wait ${ms(s.exposed_wait_caused_ms)} for it per collective.`
+      : `No straggler: ${job.no_straggler || 'none found'}.`));
+    root.append(el('p', { class: 'muted' }, `${job.ranks.length} ranks, ${count(job.matched)} collectives matched across them` +
+      (perStep ? `, ${count(job.steps)} steps; each rank's median step.` : '; no repeating step: each rank over the run.')));
+    root.append(table(['Rank', 'GPU', 'Compute', 'Comm. beside compute', 'Comm. alone', 'Idle', 'Overlap', 'Waiting', 'Last in'],
+      job.ranks.map((r) => {
+        const b = (perStep && r.per_step) || r.breakdown;
+        return [r.rank, r.device, ms(b.compute_ms), ms(b.overlapped_ms), ms(b.exposed_ms), ms(b.idle_ms), pct(b.overlap_ratio),
+                pct(r.wait_share), count(r.last_arrivals)];
+      }),
+      [false, false, true, true, true, true, true, true, true], 'ranks'));
+    root.append(table(['Collective', 'Count', 'p50', 'p99', 'Waiting'],
+      job.ops.map((o) => [el('code', {}, o.op), count(o.instances), ms(o.duration_p50_ms), ms(o.duration_p99_ms), pct(o.wait_share)]),
+      [false, true, true, true, true], 'collectives'));
+  }
+
   section('Memory');
   const m = report.memory;
   root.append(table(['Statistic', 'Value'], [['Total allocated', bytes(m.total_allocated_bytes)],
