@@ -1,7 +1,8 @@
 // GET /api/v1/trace: a window of kernels, launch calls, command buffers and memory operations
-// as Chrome Trace Event JSON — one process per device, one thread per stream or queue, flow
-// arrows from each launch call to its kernel, counters for allocated memory and for GPU and
-// host utilization — for Perfetto (ui.perfetto.dev) and chrome://tracing.
+// as Chrome Trace Event JSON — one process per device (per rank and device for the ranks of a
+// multi-GPU job), one thread per stream or queue, flow arrows from each launch call to its
+// kernel and through each collective's kernels across ranks, counters for allocated memory and
+// for GPU and host utilization — for Perfetto (ui.perfetto.dev) and chrome://tracing.
 //
 // Timestamps are microseconds from the window's first event (`metadata.origin_ns` is that
 // instant in Unix nanoseconds): epoch microseconds do not fit a double at nanosecond
@@ -15,6 +16,7 @@
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -22,6 +24,7 @@
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
+#include "server/service/collectives.hpp"
 #include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
@@ -59,13 +62,18 @@ class TraceWriter {
   }
   // Flow from a launch call (start) into its kernel (finish, bound to the enclosing slice).
   void flow(std::uint64_t id, int pid, int from_tid, TimestampNs from, int to_tid, TimestampNs to) {
-    for (auto [ph, tid, ts] : {std::tuple{"s", from_tid, from}, std::tuple{"f", to_tid, to}}) {
-      begin_event();
-      out_ += std::string("\"ph\":\"") + ph + "\",\"name\":\"launch\",\"cat\":\"launch\",\"id\":" + std::to_string(id) +
-              ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + micros(ts);
-      if (*ph == 'f') out_ += ",\"bp\":\"e\"";
-      out_ += '}';
-    }
+    flow_point("s", "launch", id, pid, from_tid, from);
+    flow_point("f", "launch", id, pid, to_tid, to);
+  }
+  // One point of a flow: "s" starts it, "t" steps through a slice, "f" ends it (bound to the
+  // slice enclosing `ts`).
+  void flow_point(const char* ph, std::string_view name, std::uint64_t id, int pid, int tid, TimestampNs ts) {
+    begin_event();
+    out_ += std::string("\"ph\":\"") + ph + "\",\"name\":" + quote(name) + ",\"cat\":" + quote(name) +
+            ",\"id\":" + std::to_string(id) + ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+            ",\"ts\":" + micros(ts);
+    if (*ph == 'f') out_ += ",\"bp\":\"e\"";
+    out_ += '}';
   }
   void instant(std::string_view name, std::string_view cat, int pid, int tid, TimestampNs ts, const json& args) {
     begin_event();
@@ -118,6 +126,14 @@ class TraceWriter {
   std::map<std::pair<int, std::string>, int> tids_;
 };
 
+// A kernel's process in the trace: its GPU, or for a rank of a multi-GPU job the rank on its
+// GPU (as trace viewers of such jobs show ranks), so that every rank's track group sits on one
+// clock with the others.
+std::string process_of(const std::string& device, const Tags& tags) {
+  const std::string_view rank = tag_value(tags, "rank");
+  return rank.empty() ? "GPU " + device : "rank " + std::string(rank) + " (GPU " + device + ")";
+}
+
 std::string dims_text(const std::array<std::uint32_t, 3>& d) {
   return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
 }
@@ -159,13 +175,21 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   TraceWriter out(origin, **body);
   bool truncated = false;
   std::uint64_t flow_id = 0;
+  // Where each collective kernel went (run, rank or pid, start → process and thread), for the
+  // flows that link an instance's kernels across ranks.
+  std::map<std::tuple<std::string, std::string, TimestampNs>, std::pair<int, int>> collective_slices;
   Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
     if (out.events() >= *max_events) {
       truncated = true;
       return;  // (the reader has no early stop; the rest is read and skipped)
     }
-    const int pid = out.pid("GPU " + k.device);
+    const int pid = out.pid(process_of(k.device, k.tags));
     const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
+    if (k.name.starts_with("nccl")) {
+      const std::string_view rank = tag_value(k.tags, "rank");
+      collective_slices[{std::string(tag_value(k.tags, "run")), std::string(rank.empty() ? tag_value(k.tags, "pid") : rank),
+                         k.start_ns}] = {pid, tid};
+    }
     json args = json::object();
     if (!k.variant.empty()) args["variant"] = k.variant;
     if (k.grid) args["grid"] = dims_text(*k.grid);
@@ -192,6 +216,34 @@ HttpResponse Api::trace(const HttpRequest& request) const {
     }
   });
   if (!s.ok()) return status_response(s);
+  // Each collective instance as one flow through its ranks' kernels in the order they arrived
+  // (server/service/collectives.hpp matches them).
+  std::size_t collective_flows = 0;
+  if (!collective_slices.empty() && !truncated) {
+    analysis::CollectiveOptions all_instances;
+    all_instances.max_instances_listed = std::numeric_limits<std::size_t>::max();
+    auto jobs = service::read_collectives(*ctx_.events, range, *scope, all_instances);
+    if (!jobs.ok()) return status_response(jobs.status());
+    for (const service::JobCollectives& job : *jobs) {
+      const analysis::CollectiveAnalysis& a = job.analysis;
+      for (const analysis::CollectiveInstance& inst : a.instances) {
+        std::vector<std::size_t> order(inst.start_ns.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
+        const std::uint64_t id = ++flow_id;
+        for (std::size_t j = 0; j < order.size(); ++j) {
+          const std::size_t r = order[j];
+          std::string rank = a.ranks[r].rank;
+          if (job.ranks_from != "rank tag") rank = rank.substr(rank.find(' ') + 1);  // "pid N" → N
+          auto slice = collective_slices.find({job.run, rank, inst.start_ns[r]});
+          if (slice == collective_slices.end()) break;
+          const char* ph = j == 0 ? "s" : j + 1 == order.size() ? "f" : "t";
+          out.flow_point(ph, "collective", id, slice->second.first, slice->second.second, inst.start_ns[r]);
+        }
+        ++collective_flows;
+      }
+    }
+  }
   for (const CommandBufferEvent& b : *buffers) {
     if (out.events() >= *max_events) {
       truncated = true;
@@ -211,7 +263,7 @@ HttpResponse Api::trace(const HttpRequest& request) const {
       truncated = true;
       return;
     }
-    const int pid = out.pid("GPU " + m.device);
+    const int pid = out.pid(process_of(m.device, m.tags));
     const int tid = out.tid(pid, "memory");
     std::uint64_t size = m.size_bytes;
     if (m.op == MemoryOp::kAlloc) {
@@ -270,7 +322,7 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   }
   json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
                    {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
-                   {"trace_windows", trace_windows}, {"truncated", truncated}};
+                   {"trace_windows", trace_windows}, {"collective_flows", collective_flows}, {"truncated", truncated}};
   if (Status done = out.finish(metadata); !done.ok()) return status_response(done);
   HttpResponse r = spooled_response(std::move(*body), "application/json", wire_gzip);
   r.headers.emplace_back("Content-Disposition", "attachment; filename=\"perfscope-trace.json\"");

@@ -229,3 +229,27 @@ test('reports carry the multi-GPU job: Markdown, terminal and the JSON document'
   assert.equal(doc.collectives[0].instances, undefined, 'a document summarises: no matched instances');
   assert.ok(doc.collectives[0].ranks[1].per_step.overlap_ratio > 0.5);
 });
+
+test('the trace shows each rank as a process and each collective as a flow through its ranks\' kernels', async () => {
+  const trace = await (await fetch(`${server.url}/api/v1/trace?window=all&tag.run=straggler`)).json();
+  const names = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name').map((e) => e.args.name);
+  assert.ok(names.includes('rank 0 (GPU 0)') && names.includes('rank 1 (GPU 1)'), names.join(', '));
+  const job = await jobOf('straggler');
+  assert.equal(trace.metadata.collective_flows, job.matched);
+  const slices = trace.traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith('nccl'));
+  const flows = new Map();
+  for (const e of trace.traceEvents.filter((x) => x.cat === 'collective')) {
+    if (!flows.has(e.id)) flows.set(e.id, []);
+    flows.get(e.id).push(e);
+  }
+  assert.equal(flows.size, job.matched);
+  for (const points of flows.values()) {
+    assert.deepEqual(points.map((p) => p.ph), ['s', 'f'], 'two ranks: a start and a finish');
+    assert.notEqual(points[0].pid, points[1].pid, 'the flow crosses ranks');
+    assert.ok(Number(points[0].ts) <= Number(points[1].ts), 'from the first rank to arrive to the last');
+    for (const p of points) {
+      assert.ok(slices.some((x) => x.pid === p.pid && x.tid === p.tid && Number(x.ts) === Number(p.ts)),
+                'each point is at the start of that rank\'s collective kernel');
+    }
+  }
+});
