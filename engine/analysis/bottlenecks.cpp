@@ -209,9 +209,9 @@ std::vector<Rule> make_rules() {
       {"communication_bound",
        "Communication not hidden behind compute",
        // The rank whose collectives moved data with no compute beside them for the largest share
-       // of a step (of the window where no steps repeat): the exposed share of its collective
-       // time, less the share it spent waiting for other ranks (the straggler rule's), from the
-       // collective analysis's per-rank breakdown.
+       // of a step (of the window where no steps were found): its exposed transfer over the
+       // step (TimeBreakdown::exposed_transfer_ms); its wait for other ranks is the straggler
+       // rule's.
        {"collective_matched", "collective_exposed_transfer_share"},
        {{"min_share", 0.2}, {"warning_share", 0.4}},
        [](const Inputs& in, const Thresholds& t) -> S {

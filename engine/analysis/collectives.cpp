@@ -97,17 +97,81 @@ TimeBreakdown breakdown_of(const std::vector<Span>& compute, const std::vector<S
   return b;
 }
 
-// The smallest period at which the operations of the matched instances repeat, 0 for none.
-std::size_t step_period(const std::vector<CollectiveInstance>& instances) {
-  for (std::size_t p = 1; p <= kMaxStepCollectives && 2 * p <= instances.size(); ++p) {
+// Where a job's steps begin: at instances first, first + period, … (period 0: no steps).
+struct StepPattern {
+  std::size_t period = 0, first = 0;
+};
+
+// The steps of a job from its matched collectives. First the smallest period at which their
+// operations repeat, other collectives allowed within one period of either end (a broadcast of
+// the weights first, a barrier last). Then the arrivals: a data-parallel step all-reduces its
+// gradient buckets close together and then leaves a longer gap (optimizer, next forward pass),
+// so a multiple of the period, at the phase whose gaps before it are all longer than twice the
+// others (10th against 90th percentile), is the step; else one period, beginning where the
+// gaps before it are longest.
+StepPattern find_steps(const std::vector<CollectiveInstance>& instances) {
+  const std::size_t n = instances.size();
+  std::size_t p = 0;
+  for (std::size_t q = 1; q <= kMaxStepCollectives && 4 * q <= n && p == 0; ++q) {
     bool repeats = true;
-    for (std::size_t k = 0; k + p < instances.size() && repeats; ++k) repeats = instances[k].op == instances[k + p].op;
-    if (repeats) return p;
+    for (std::size_t k = q; k + 2 * q <= n && repeats; ++k) repeats = instances[k].op == instances[k + q].op;
+    if (repeats) p = q;
   }
-  return 0;
+  if (p == 0) return {};
+  // gap[k]: from instance k − 1's first arrival to instance k's (interior instances only, so
+  // that the odd collectives at the ends do not decide).
+  std::vector<double> gap(n, 0);
+  auto first_arrival = [&](std::size_t k) { return *std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()); };
+  for (std::size_t k = 1; k < n; ++k) gap[k] = ms(first_arrival(k) - first_arrival(k - 1));
+  auto split = [&](std::size_t q, std::size_t phase, std::vector<double>& at, std::vector<double>& inside) {
+    at.clear();
+    inside.clear();
+    for (std::size_t k = std::max<std::size_t>(p, 1); k + p < n; ++k) ((k % q) == phase ? at : inside).push_back(gap[k]);
+  };
+  std::vector<double> at, inside;
+  for (std::size_t m = 2; m * p <= kMaxStepCollectives && 3 * m * p <= n; ++m) {
+    const std::size_t q = m * p;
+    double best = 0;
+    std::size_t best_phase = 0;
+    for (std::size_t phase = 0; phase < q; ++phase) {
+      split(q, phase, at, inside);
+      if (at.empty() || inside.empty()) continue;
+      const double ratio = nearest_rank(at, 10) / std::max(nearest_rank(inside, 90), 1e-9);
+      if (ratio > best) {
+        best = ratio;
+        best_phase = phase;
+      }
+    }
+    if (best > 2) return {q, best_phase};
+  }
+  std::size_t phase = 0;
+  double longest = -1;
+  for (std::size_t f = 0; f < p && p > 1; ++f) {
+    split(p, f, at, inside);
+    if (!at.empty() && nearest_rank(at, 50) > longest) {
+      longest = nearest_rank(at, 50);
+      phase = f;
+    }
+  }
+  return {p, phase};
 }
 
-// Each rank's breakdown over the window and, where the instances repeat, per step. Returns each
+// Per rank and matched instance, the exposed transfer: from the last rank's arrival (or its own,
+// if later) to its kernel's end, less the time its own compute ran beside it.
+std::vector<std::vector<double>> exposed_transfers(const std::vector<std::vector<Span>>& compute,
+                                                   const std::vector<CollectiveInstance>& instances) {
+  std::vector<std::vector<double>> out(compute.size());
+  for (const CollectiveInstance& inst : instances) {
+    const TimestampNs last = *std::max_element(inst.start_ns.begin(), inst.start_ns.end());
+    for (std::size_t i = 0; i < compute.size(); ++i) {
+      const TimestampNs from = std::max(inst.start_ns[i], last), to = std::max(inst.end_ns[i], from);
+      out[i].push_back(ms((to - from) - length_within(compute[i], from, to)));
+    }
+  }
+  return out;
+}
+
+// Each rank's breakdown over the window and, where steps are found, per step. Returns each
 // rank's compute as disjoint spans.
 std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>& ranks,
                                               const std::vector<CollectiveInstance>& instances, CollectiveAnalysis& out) {
@@ -125,18 +189,24 @@ std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>
     }
   }
   if (from >= to) return compute;
-  for (std::size_t i = 0; i < ranks.size(); ++i) out.ranks[i].breakdown = breakdown_of(compute[i], communication[i], from, to);
+  const std::vector<std::vector<double>> transfers = exposed_transfers(compute, instances);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    out.ranks[i].breakdown = breakdown_of(compute[i], communication[i], from, to);
+    for (double t : transfers[i]) out.ranks[i].breakdown.exposed_transfer_ms += t;
+  }
 
-  const std::size_t period = step_period(instances);
+  const StepPattern pattern = find_steps(instances);
   std::vector<TimestampNs> bounds;
-  for (std::size_t k = 0; period > 0 && k < instances.size(); k += period) {
+  std::vector<std::size_t> bound_instance;
+  for (std::size_t k = pattern.first; pattern.period > 0 && k < instances.size(); k += pattern.period) {
     bounds.push_back(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()));
+    bound_instance.push_back(k);
   }
   if (bounds.size() < 2) return compute;
-  out.step_collectives = period;
+  out.step_collectives = pattern.period;
   out.steps = bounds.size() - 1;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    std::vector<double> window, comp, comm, overlapped, exposed, idle;
+    std::vector<double> window, comp, comm, overlapped, exposed, idle, transfer;
     for (std::size_t j = 0; j + 1 < bounds.size(); ++j) {
       const TimeBreakdown b = breakdown_of(compute[i], communication[i], bounds[j], bounds[j + 1]);
       window.push_back(b.window_ms);
@@ -145,6 +215,9 @@ std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>
       overlapped.push_back(b.overlapped_ms);
       exposed.push_back(b.exposed_ms);
       idle.push_back(b.idle_ms);
+      double t = 0;  // the step's instances
+      for (std::size_t k = bound_instance[j]; k < bound_instance[j + 1]; ++k) t += transfers[i][k];
+      transfer.push_back(t);
     }
     TimeBreakdown step;
     step.window_ms = nearest_rank(window, 50);
@@ -153,6 +226,7 @@ std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>
     step.overlapped_ms = nearest_rank(overlapped, 50);
     step.exposed_ms = nearest_rank(exposed, 50);
     step.idle_ms = nearest_rank(idle, 50);
+    step.exposed_transfer_ms = nearest_rank(transfer, 50);
     set_shares(step);
     out.ranks[i].per_step = step;
   }
@@ -328,7 +402,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   out.matched = instances.size();
   const std::vector<std::vector<Span>> compute = add_breakdowns(ranks, instances, out);
   // What a late rank costs the others: the part of their wait for it with no compute of theirs
-  // beside it (a wait hidden behind compute costs nothing), the mean over the waiting ranks.
+  // beside it (a wait hidden behind compute costs nothing), the mean over the other ranks.
   auto exposed_wait_caused = [&](const CollectiveInstance& inst) {
     const TimestampNs last = inst.start_ns[inst.last_rank];
     double sum = 0;

@@ -65,6 +65,10 @@ struct TimeBreakdown {
   double idle_ms = 0;
   double overlap_ratio = 0;  // overlapped / communication; 0 without communication
   double exposed_share = 0;  // exposed / window
+  // Of the exposed time, what moved data: in each matched collective, from the last rank's
+  // arrival to the kernel's end with none of its compute beside it (exposed − this is waiting
+  // for other ranks, or collectives that matched no other rank's).
+  double exposed_transfer_ms = 0;
 };
 
 struct CollectiveOptions {
@@ -142,9 +146,12 @@ struct CollectiveAnalysis {
   std::optional<Straggler> straggler;
   std::string no_straggler;      // why none was named (empty when one was)
   double step_median_ms = 0;
-  // Steps: the matched collectives repeat with this period (1: one collective per step; 0: no
-  // repeating pattern of at most kMaxStepCollectives, or too few instances), a step running
-  // from one period's first arrival to the next's. `steps` whole steps were found.
+  // Steps: `step_collectives` matched collectives make a step (0: no repeating pattern of at
+  // most kMaxStepCollectives, or too few instances), a step running from one step's first
+  // arrival to the next's; `steps` whole steps were found. The period is the smallest at which
+  // the operations repeat (other collectives allowed within one period of either end), or a
+  // multiple of it where the arrivals cluster into steps (a data-parallel step's gradient
+  // buckets): see find_steps in collectives.cpp.
   std::size_t step_collectives = 0, steps = 0;
   std::vector<CollectiveInstance> instances;  // the newest max_instances_listed
 };

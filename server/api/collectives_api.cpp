@@ -15,7 +15,8 @@ json breakdown_json(const an::TimeBreakdown& b) {
   return {{"window_ms", b.window_ms},         {"compute_ms", b.compute_ms},
           {"communication_ms", b.communication_ms}, {"overlapped_ms", b.overlapped_ms},
           {"exposed_ms", b.exposed_ms},       {"idle_ms", b.idle_ms},
-          {"overlap_ratio", b.overlap_ratio}, {"exposed_share", b.exposed_share}};
+          {"overlap_ratio", b.overlap_ratio}, {"exposed_share", b.exposed_share},
+          {"exposed_transfer_ms", b.exposed_transfer_ms}};
 }
 
 }  // namespace
@@ -88,9 +89,11 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
              "ranks' mean (each on its own GPU's clock); breakdown per rank over the job's window (first kernel of any "
              "rank to the last one's end): compute = union of its other kernels, communication = union of its "
              "collective kernels, overlapped = communication while compute ran, exposed = communication - overlapped, "
-             "idle = window - (compute + exposed); steps: the smallest period (<= 16) at which the matched "
-             "collectives' operations repeat, a step from one period's first arrival to the next's, per_step the "
-             "median of each figure over the steps"},
+             "idle = window - (compute + exposed), exposed_transfer = per matched collective from the last arrival to "
+             "its end with no compute beside it; steps: the smallest period (<= 16) at which the matched "
+             "collectives' operations repeat (others allowed within one period of either end), or a multiple of it "
+             "whose gaps before it are all over twice the others (gradient buckets), a step from one step's first "
+             "arrival to the next's, per_step the median of each figure over the steps"},
             {"unknown", {{"bytes", "kernel names carry no message sizes: bytes and bus bandwidth are unknown"}}},
             {"jobs", out}});
 }

@@ -267,11 +267,11 @@ void render_collectives(std::string& out, const json& r) {
     for (const json& rank : job["ranks"]) {
       const json& b = per_step && !rank["per_step"].is_null() ? rank["per_step"] : rank["breakdown"];
       rows.push_back({md_cell(rank["rank"]), md_cell(rank["device"]), format_duration_ms(num(b, "compute_ms")),
-                      format_duration_ms(num(b, "overlapped_ms")), format_duration_ms(num(b, "exposed_ms")),
-                      format_duration_ms(num(b, "idle_ms")), format_ratio_percent(num(b, "overlap_ratio")),
+                      format_duration_ms(num(b, "exposed_ms")), format_duration_ms(num(b, "idle_ms")),
+                      format_duration_ms(num(b, "overlapped_ms")), format_ratio_percent(num(b, "overlap_ratio")),
                       format_ratio_percent(num(rank, "wait_share")), format_count(num(rank, "last_arrivals"))});
     }
-    md_table(out, {"Rank", "GPU", "Compute", "Comm. beside compute", "Comm. alone", "Idle", "Overlap", "Waiting", "Last in"},
+    md_table(out, {"Rank", "GPU", "Compute", "Comm. alone", "Idle", "Comm. hidden", "Overlap", "Waiting", "Last in"},
              {false, false, true, true, true, true, true, true, true}, rows);
     rows.clear();
     for (const json& op : job["ops"]) {
@@ -280,9 +280,10 @@ void render_collectives(std::string& out, const json& r) {
     }
     md_table(out, {"Collective", "Count", "p50", "p99", "Waiting"}, {false, true, true, true, true}, rows);
   }
-  out += "<sub>Compute: a rank's other kernels; communication beside compute ran while they did, alone while "
-         "none did; waiting: the share of its time in collectives before the last rank arrived. Message sizes and "
-         "bus bandwidth are not known from kernel names.</sub>\n\n";
+  out += "<sub>Compute + comm. alone + idle = the stretch (per step, each a median); comm. hidden ran during "
+         "compute, so it is part of compute's time; compute: a rank's other kernels; waiting: the share of its time "
+         "in collectives before the last rank arrived. Message sizes and bus bandwidth are not known from kernel "
+         "names.</sub>\n\n";
 }
 
 // Allocation counters, growth and leak suspects.

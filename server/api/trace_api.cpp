@@ -185,10 +185,10 @@ HttpResponse Api::trace(const HttpRequest& request) const {
     }
     const int pid = out.pid(process_of(k.device, k.tags));
     const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
-    if (k.name.starts_with("nccl")) {
-      const std::string_view rank = tag_value(k.tags, "rank");
-      collective_slices[{std::string(tag_value(k.tags, "run")), std::string(rank.empty() ? tag_value(k.tags, "pid") : rank),
-                         k.start_ns}] = {pid, tid};
+    if (k.name.starts_with("nccl")) {  // under both keys a job's ranks may go by
+      const std::string run(tag_value(k.tags, "run"));
+      if (!tag_value(k.tags, "rank").empty()) collective_slices[{run, service::rank_key(k.tags, k.device, true), k.start_ns}] = {pid, tid};
+      collective_slices[{run, service::rank_key(k.tags, k.device, false), k.start_ns}] = {pid, tid};
     }
     json args = json::object();
     if (!k.variant.empty()) args["variant"] = k.variant;
@@ -230,15 +230,18 @@ HttpResponse Api::trace(const HttpRequest& request) const {
         std::vector<std::size_t> order(inst.start_ns.size());
         for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
         std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
+        // Every point found first: a flow is drawn whole or not at all.
+        std::vector<std::pair<int, int>> at;
+        for (std::size_t r : order) {
+          auto slice = collective_slices.find({job.run, a.ranks[r].rank, inst.start_ns[r]});
+          if (slice == collective_slices.end()) break;
+          at.push_back(slice->second);
+        }
+        if (at.size() != order.size() || out.events() >= *max_events) continue;
         const std::uint64_t id = ++flow_id;
         for (std::size_t j = 0; j < order.size(); ++j) {
-          const std::size_t r = order[j];
-          std::string rank = a.ranks[r].rank;
-          if (job.ranks_from != "rank tag") rank = rank.substr(rank.find(' ') + 1);  // "pid N" → N
-          auto slice = collective_slices.find({job.run, rank, inst.start_ns[r]});
-          if (slice == collective_slices.end()) break;
           const char* ph = j == 0 ? "s" : j + 1 == order.size() ? "f" : "t";
-          out.flow_point(ph, "collective", id, slice->second.first, slice->second.second, inst.start_ns[r]);
+          out.flow_point(ph, "collective", id, at[j].first, at[j].second, inst.start_ns[order[j]]);
         }
         ++collective_flows;
       }

@@ -299,9 +299,10 @@ void HttpSession<Stream>::on_header(beast::error_code ec, std::size_t bytes) {
   lowest().expires_after(ctx_.config.request_timeout);
   // Beast reads a body in pieces as large as the buffer's free room (at least 512 bytes, at
   // most 64 KiB). The buffer is sized for headers, so a 1 MB ingest body took 1,800 reads and
-  // as many timer updates, a third of ingest's CPU (issue 44): room for 64 KiB pieces first.
+  // as many timer updates, a third of ingest's CPU (issue 44): room up to the buffer's limit
+  // first (48 KiB with the default header limit). reserve() past the limit would raise it, and
+  // the limit is what bounds trailers and chunk-size lines.
   const auto length = parser_->content_length();
-  // (reserve() would raise the buffer's limit, which bounds trailers and chunk-size lines.)
   if ((length && *length > 4096) || parser_->chunked()) buffer_.reserve(std::min(kBodyReadBytes, buffer_.max_size()));
   // A client that asked to hear it may send its body now (RFC 9110 §10.1.1): curl waits a
   // second for this before sending any body over 1 MiB.

@@ -114,13 +114,13 @@ void set_rank_input(const std::string& rank, const char* key, an::Inputs& inputs
 void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) {
   if (c.matched == 0) return;
   inputs["collective_matched"] += static_cast<double>(c.matched);
-  // Communication the GPU waits for while it moves data: the exposed share of a step (of the
-  // window where no steps repeat) less the part spent waiting for other ranks, which is the
+  // Communication the GPU waits for while it moves data: a step's (the window's where no steps
+  // were found) exposed transfer, its share of the step; waiting for other ranks is the
   // straggler rule's.
   double& exposed = inputs["collective_exposed_transfer_share"];
   for (const an::RankCollectiveSummary& r : c.ranks) {
     const an::TimeBreakdown& b = r.per_step ? *r.per_step : r.breakdown;
-    const double transfer_share = b.exposed_share * (1 - r.wait_share);
+    const double transfer_share = b.window_ms > 0 ? b.exposed_transfer_ms / b.window_ms : 0;
     if (transfer_share <= exposed) continue;
     exposed = transfer_share;
     inputs["collective_exposed_share"] = b.exposed_share;

@@ -6,6 +6,12 @@ namespace perfscope::service {
 
 namespace an = perfscope::analysis;
 
+std::string rank_key(const Tags& tags, const std::string& device, bool by_rank_tag) {
+  if (by_rank_tag) return std::string(tag_value(tags, "rank"));
+  const std::string_view pid = tag_value(tags, "pid");
+  return pid.empty() ? "device " + device : "pid " + std::string(pid);
+}
+
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
                                                      const db::EventScope& scope, const an::CollectiveOptions& options) {
   struct Job {
@@ -19,7 +25,6 @@ Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& even
     Job& job = jobs[std::string(tag_value(k.tags, "run"))];
     job.collectives = job.collectives || parsed.has_value();
     const std::string_view rank = tag_value(k.tags, "rank");
-    const std::string_view pid = tag_value(k.tags, "pid");
     auto add = [&](std::map<std::string, an::RankCollectives>& into, std::string key) {
       an::RankCollectives& r = into[key];
       if (r.rank.empty()) r.rank = std::move(key);
@@ -30,9 +35,10 @@ Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& even
     if (!rank.empty()) {
       job.tagged = true;
       add(job.by_rank, std::string(rank));
+      if (!parsed) return;  // a tagged job's ranks are by tag: its compute is needed there only
     }
-    // Every kernel by its process too, for jobs whose processes carry no rank.
-    add(job.by_process, pid.empty() ? "device " + k.device : "pid " + std::string(pid));
+    // Collectives by their process too, for jobs whose processes carry no rank.
+    add(job.by_process, rank_key(k.tags, k.device, false));
   });
   if (!s.ok()) return s;
   std::vector<JobCollectives> out;

@@ -21,6 +21,10 @@ struct JobCollectives {
   analysis::CollectiveAnalysis analysis;
 };
 
+// A kernel's rank in its job: its `rank` tag in a job whose ranks are by tag, else its process
+// ("pid N", or "device N" without a pid). RankCollectives::rank holds this.
+std::string rank_key(const Tags& tags, const std::string& device, bool by_rank_tag);
+
 // One entry per run with collective kernels in the range, by run name.
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
                                                      const db::EventScope& scope,

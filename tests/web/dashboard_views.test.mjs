@@ -467,14 +467,21 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
         }
         assert.ok(Math.abs(widths.reduce((a, [, w]) => a + w, 0) - whole) < 2, `rank ${r.rank}: the parts fill the bar`);
       }
-      // Rank 0 waits for rank 1: most of its step's communication is exposed waiting.
-      assert.match(await page.textContent('[data-testid=collectives-ranks] tr[data-rank="0"]'), /^0\s*0/);
+      // Rank 0 waits for rank 1 in every all-reduce; rank 1 hardly waits. Columns: rank, GPU, bar,
+      // compute, exposed communication, overlap, waiting, last in.
+      const cells = async (rank) => page.$$eval(`[data-testid=collectives-ranks] tr[data-rank="${rank}"] td`, (tds) => tds.map((t) => t.textContent));
+      const [zero, one] = [await cells('0'), await cells('1')];
+      assert.equal(zero[4], '1.90', `rank 0 exposed: ${zero}`);
+      assert.equal(zero[6], '87%', `rank 0 waiting: ${zero}`);
+      assert.equal(one[6], '0%', `rank 1 waiting: ${one}`);
+      assert.equal(one[7], '70', `rank 1 last in: ${one}`);
       assert.match(await page.textContent('[data-testid=collectives-ops]'), /AllReduce\s*71/);
       await page.locator('[data-testid=run-page]').screenshot({ path: path.join(artifacts, `run-page-collectives-${width}.png`) });
       // The overlap job's page: most of rank 1's communication beside its compute.
       await page.goto(own.url + '/?view=runs&run_page=overlap');
       await page.waitForFunction(() => window.perfscope.state.runPage.collectives?.run === 'overlap', null, { timeout: 20000 });
-      assert.match(await page.textContent('[data-testid=collectives-ranks] tr[data-rank="1"]'), /9\d%/);
+      const overlapOne = await page.$eval('[data-testid=collectives-ranks] tr[data-rank="1"] td:nth-child(6)', (t) => t.textContent);
+      assert.match(overlapOne, /^9\d%$/, `rank 1 overlap ${overlapOne}`);
       await page.close();
     }
   } finally {

@@ -178,16 +178,18 @@
       : `No straggler: ${job.no_straggler || 'none found'}.`));
     root.append(el('p', { class: 'muted' }, `${job.ranks.length} ranks, ${count(job.matched)} collectives matched across them` +
       (perStep ? `, ${count(job.steps)} steps; each rank's median step.` : '; no repeating step: each rank over the run.')));
-    root.append(table(['Rank', 'GPU', 'Compute', 'Comm. beside compute', 'Comm. alone', 'Idle', 'Overlap', 'Waiting', 'Last in'],
+    root.append(table(['Rank', 'GPU', 'Compute', 'Comm. alone', 'Idle', 'Comm. hidden', 'Overlap', 'Waiting', 'Last in'],
       job.ranks.map((r) => {
         const b = (perStep && r.per_step) || r.breakdown;
-        return [r.rank, r.device, ms(b.compute_ms), ms(b.overlapped_ms), ms(b.exposed_ms), ms(b.idle_ms), pct(b.overlap_ratio),
+        return [r.rank, r.device, ms(b.compute_ms), ms(b.exposed_ms), ms(b.idle_ms), ms(b.overlapped_ms), pct(b.overlap_ratio),
                 pct(r.wait_share), count(r.last_arrivals)];
       }),
       [false, false, true, true, true, true, true, true, true], 'ranks'));
     root.append(table(['Collective', 'Count', 'p50', 'p99', 'Waiting'],
       job.ops.map((o) => [el('code', {}, o.op), count(o.instances), ms(o.duration_p50_ms), ms(o.duration_p99_ms), pct(o.wait_share)]),
       [false, true, true, true, true], 'collectives'));
+    root.append(el('p', { class: 'muted' }, 'Compute + comm. alone + idle = the stretch (per step, each a median); comm. hidden ran ' +
+      'during compute, so it is part of compute\'s time.'));
   }
 
   section('Memory');

@@ -212,5 +212,50 @@ TEST(Collectives, StepsAreTheRepeatingCollectivePatternAndEachRankIsBrokenDownPe
   EXPECT_NEAR(b.ranks[0].per_step->window_ms, 10, 1e-9);
 }
 
+TEST(Collectives, AStepOfSeveralBucketsIsFoundByItsGapsAndOddCollectivesAtTheEndsAreAllowed) {
+  // A data-parallel job: a broadcast of the weights first, then each 10 ms step all-reduces four
+  // gradient buckets 0.5 ms apart after 6 ms of compute, then a barrier's all-reduce.
+  std::vector<RankCollectives> ranks{{"0", "0", {}, {}}, {"1", "1", {}, {}}};
+  for (auto& r : ranks) r.executions.push_back({"Broadcast", 0, kMs / 10});
+  for (int s = 0; s < 12; ++s) {
+    for (int b = 0; b < 4; ++b) {
+      const TimestampNs at = kMs + s * 10 * kMs + 6 * kMs + b * kMs / 2;
+      for (auto& r : ranks) r.executions.push_back({"AllReduce", at, at + kMs / 5});
+    }
+    for (auto& r : ranks) r.compute.push_back({kMs + s * 10 * kMs, kMs + s * 10 * kMs + 6 * kMs});
+  }
+  for (auto& r : ranks) r.executions.push_back({"AllReduce", 200 * kMs, 200 * kMs + kMs / 5});
+  auto a = analyze_collectives(ranks);
+  EXPECT_EQ(a.step_collectives, 4u) << "the four buckets of a step, not each bucket";
+  ASSERT_TRUE(a.ranks[0].per_step);
+  EXPECT_NEAR(a.ranks[0].per_step->window_ms, 10, 1e-9);
+  EXPECT_NEAR(a.ranks[0].per_step->communication_ms, 0.8, 1e-9);
+  EXPECT_NEAR(a.ranks[0].per_step->compute_ms, 6, 1e-9);
+  // The ranks arrive together: all of the exposed communication moves data.
+  EXPECT_NEAR(a.ranks[0].per_step->exposed_transfer_ms, 0.8, 1e-9);
+}
+
+TEST(Collectives, ALateRankWhoseWaitIsHiddenBehindTheOthersComputeIsNoStraggler) {
+  // Rank 1 computes 2 ms longer before each all-reduce; rank 0 waits for it either exposed or
+  // beside a kernel of its own that covers the wait.
+  for (bool hidden : {false, true}) {
+    auto ranks = job(20, 10 * kMs, 2 * kMs, kMs / 2, 0);
+    for (std::size_t s = 0; s < ranks[0].executions.size(); ++s) {
+      const TimestampNs arrival = ranks[0].executions[s].start_ns;
+      ranks[0].compute.push_back({arrival - 3 * kMs, hidden ? arrival + 2 * kMs : arrival});
+      ranks[1].compute.push_back({arrival - 3 * kMs, ranks[1].executions[s].start_ns});
+    }
+    auto a = analyze_collectives(ranks);
+    if (hidden) {
+      EXPECT_FALSE(a.straggler);
+      EXPECT_NE(a.no_straggler.find("beside their own compute"), std::string::npos) << a.no_straggler;
+    } else {
+      ASSERT_TRUE(a.straggler) << a.no_straggler;
+      EXPECT_EQ(a.straggler->rank, "1");
+      EXPECT_NEAR(a.straggler->exposed_wait_caused_ms, 2, 1e-9);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perfscope::analysis

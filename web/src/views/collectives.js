@@ -6,7 +6,8 @@ import { esc, fmtCount, ms } from '../lib/format.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(0) + '%');
 
-// The four parts of a rank's step, in the order the bar draws them; they add up to the step.
+// The four parts of a rank's step (or run), in the order the bar draws them: over one stretch
+// they add up to it; per step they are medians (see bar()).
 const PARTS = [
   ['compute', 'compute alone', (b) => b.compute_ms - b.overlapped_ms],
   ['overlapped', 'communication beside compute', (b) => b.overlapped_ms],

@@ -80,13 +80,18 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
       compareButton.disabled = !runBefore(name);
       compareButton.title = compareButton.disabled ? 'No earlier run to compare with' : '';
       opened.loads++;
-      // A multi-GPU run: its ranks and collectives (none for a run whose GPUs met in none).
+    } catch (e) {
+      if (opened.name === name) document.getElementById('rp-summary').textContent = 'Cannot read the run: ' + e.message;
+      return;
+    }
+    // A multi-GPU run: its ranks and collectives (none for a run whose GPUs met in none).
+    try {
       const c = await fetchJson(`/api/v1/collectives?window=all&tag.run=${encodeURIComponent(name)}`);
       if (opened.name !== name) return;
       opened.collectives = c.jobs.find((j) => j.run === name) || null;
       ranks.innerHTML = collectivesHtml(opened.collectives);
     } catch (e) {
-      if (opened.name === name) document.getElementById('rp-summary').textContent = 'Cannot read the run: ' + e.message;
+      if (opened.name === name) ranks.textContent = 'Cannot read the run\'s collectives: ' + e.message;
     }
   }
   document.querySelector('#runs-table tbody').addEventListener('click', (ev) => {
