@@ -1,6 +1,8 @@
 #include "engine/collectors/gpu_collector.hpp"
 #include "engine/series/metric_names.hpp"
 
+#include <cctype>
+#include <map>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -64,6 +66,16 @@ double on_grid(double value, double resolution) {
 }
 
 std::string text_of(const char* buf, std::size_t n) { return std::string(buf, strnlen(buf, n)); }
+
+// A PCI bus id to compare: lower case, the domain without leading zeros ("0000:18:00.0" and
+// "00000000:18:00.0" are one device).
+std::string bus_key(std::string id) {
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t colon = id.find(':');
+  if (colon == std::string::npos) return id;
+  const std::size_t nonzero = id.find_first_not_of('0');
+  return (nonzero >= colon ? std::string("0") : id.substr(nonzero, colon - nonzero)) + id.substr(colon);
+}
 
 }  // namespace
 
@@ -155,9 +167,60 @@ void GpuCollector::probe() {
     Gpu& parent = add_probed(std::move(g));
     if (parent.mig_mode) probe_mig_instances(parent);
   }
+  topology_ = read_topology();
   std::lock_guard lock(mu_);
   for (const auto& g : gpus_) infos_.push_back(g->info);
 }
+
+std::vector<GpuLink> GpuCollector::read_topology() const {
+  const nvml::Api& a = lib_->api();
+  std::vector<const Gpu*> whole;  // MIG instances share their parent's links
+  for (const auto& g : gpus_) {
+    if (g->mig_slot < 0 && !g->lost) whole.push_back(g.get());
+  }
+  // Each GPU's active links by the PCI bus id at their other end, and those to NVSwitches (an
+  // HGX board's GPUs reach each other through them: two GPUs on the switches are joined by the
+  // links the less connected one has, as nvidia-smi topo -m shows them).
+  std::map<std::size_t, std::map<std::string, unsigned>> links;
+  std::map<std::size_t, unsigned> to_switch;
+  for (std::size_t i = 0; i < whole.size() && a.nvlink_state && a.nvlink_remote_pci_info; ++i) {
+    for (unsigned link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
+      int active = 0, type = -1;
+      nvml::PciInfo remote{};
+      if (a.nvlink_state(whole[i]->handle, link, &active) != nvml::kSuccess || active != 1) continue;
+      if (a.nvlink_remote_device_type &&
+          a.nvlink_remote_device_type(whole[i]->handle, link, &type) == nvml::kSuccess && type == nvml::kNvLinkRemoteSwitch) {
+        ++to_switch[i];
+        continue;
+      }
+      if (a.nvlink_remote_pci_info(whole[i]->handle, link, &remote) != nvml::kSuccess) continue;
+      ++links[i][bus_key(text_of(remote.bus_id, sizeof remote.bus_id))];
+    }
+  }
+  std::vector<GpuLink> out;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    for (std::size_t j = i + 1; j < whole.size(); ++j) {
+      GpuLink l{whole[i]->info.index, whole[j]->info.index, 0, false, ""};
+      if (auto it = links[i].find(bus_key(whole[j]->info.pci_bus_id)); it != links[i].end()) l.nvlinks = it->second;
+      if (const unsigned switched = std::min(to_switch[i], to_switch[j]); switched > 0) {
+        l.nvlinks += switched;
+        l.via_nvswitch = true;
+      }
+      int level = -1;
+      if (a.topology_common_ancestor && a.topology_common_ancestor(whole[i]->handle, whole[j]->handle, &level) == nvml::kSuccess) {
+        l.pcie = level <= nvml::kTopologySingle     ? "PIX"
+                 : level <= nvml::kTopologyMultiple ? "PXB"
+                 : level <= nvml::kTopologyHostBridge ? "PHB"
+                 : level <= nvml::kTopologyNode       ? "NODE"
+                                                      : "SYS";
+      }
+      out.push_back(std::move(l));
+    }
+  }
+  return out;
+}
+
+std::vector<GpuLink> GpuCollector::topology() const { return topology_; }
 
 // Each MIG instance of a GPU in MIG mode, as a device of its own: what NVML answers for an
 // instance (name, uuid, memory, processes) is read from its handle; the rest is the parent's.

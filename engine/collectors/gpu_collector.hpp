@@ -72,6 +72,17 @@ struct GpuDeviceInfo {
   Labels labels;  // the labels of this device's series
 };
 
+// How two GPUs are connected, as `nvidia-smi topo -m` shows it: NVLink links between them
+// ("NV18"), else their closest common PCIe ancestor: PIX (one PCIe switch), PXB (several),
+// PHB (a host bridge), NODE (within a NUMA node), SYS (across the SMP interconnect).
+struct GpuLink {
+  std::string a, b;     // GPU indices, a < b
+  unsigned nvlinks = 0;       // active NVLink links from a to b, directly or through NVSwitches
+  bool via_nvswitch = false;  // some of them through NVSwitches
+  std::string pcie;           // PIX, PXB, PHB, NODE, SYS; empty when NVML cannot say
+  std::string label() const { return nvlinks ? "NV" + std::to_string(nvlinks) : pcie.empty() ? "?" : pcie; }
+};
+
 class GpuCollector final : public Collector {
  public:
   explicit GpuCollector(GpuCollectorOptions options = {});
@@ -84,6 +95,8 @@ class GpuCollector final : public Collector {
   void take_retired(std::vector<SeriesKey>& out) override;
 
   std::vector<GpuDeviceInfo> devices() const;
+  // Every pair of (whole) GPUs, read once at start.
+  std::vector<GpuLink> topology() const;
   std::string driver_version() const { return driver_; }
   std::string nvml_version() const { return nvml_version_; }
 
@@ -106,6 +119,7 @@ class GpuCollector final : public Collector {
   void probe_mig_instances(const Gpu& parent);
   Gpu& add_probed(std::unique_ptr<Gpu> g);
   void identify(Gpu& g);
+  std::vector<GpuLink> read_topology() const;
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_devices(TimestampNs now_ns, std::vector<Reading>& out);
@@ -121,6 +135,7 @@ class GpuCollector final : public Collector {
   std::vector<std::unique_ptr<Gpu>> gpus_;  // sampler thread; identity fields copied under mu_
   mutable std::mutex mu_;
   std::vector<GpuDeviceInfo> infos_;  // guarded by mu_
+  std::vector<GpuLink> topology_;      // written once in the constructor
   std::unique_ptr<GpuProcessReader> process_reader_;  // null without NVML
   std::vector<GpuProcessJob> process_jobs_;            // sampler thread: this pass's jobs
   std::vector<SeriesKey> retired_;                     // sampler thread: series of ended processes

@@ -79,6 +79,10 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.mig_device_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"});
   resolve(handle, a.gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"});
   resolve(handle, a.compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
+  resolve(handle, a.topology_common_ancestor, {"nvmlDeviceGetTopologyCommonAncestor"});
+  resolve(handle, a.nvlink_state, {"nvmlDeviceGetNvLinkState"});
+  resolve(handle, a.nvlink_remote_pci_info, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
+  resolve(handle, a.nvlink_remote_device_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
   if (!a.init || !a.device_count || !a.device_by_index) {
     return Status::unavailable("NVML at " + used + " lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex");
   }

@@ -115,6 +115,12 @@ struct GpmMetricsRequest {
   GpmMetric metrics[kGpmMaxMetrics];
 };
 
+// nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs on the PCIe tree.
+inline constexpr int kTopologyInternal = 0, kTopologySingle = 10, kTopologyMultiple = 20, kTopologyHostBridge = 30,
+                     kTopologyNode = 40, kTopologySystem = 50;
+// NVML_NVLINK_MAX_LINKS: the links a GPU may have (18 on Hopper).
+inline constexpr unsigned kNvLinkMaxLinks = 18;
+
 // Clock types for nvmlDeviceGetClockInfo / GetMaxClockInfo.
 inline constexpr int kClockGraphics = 0, kClockSm = 1, kClockMemory = 2;
 
@@ -162,7 +168,16 @@ struct Api {
   int (*mig_device_by_index)(Device, unsigned, Device*) = nullptr;
   int (*gpu_instance_id)(Device, unsigned*) = nullptr;
   int (*compute_instance_id)(Device, unsigned*) = nullptr;
+  // Topology: two GPUs' closest common PCIe ancestor (kTopology…); a link's state (1 active)
+  // and the PCI device at its other end.
+  int (*topology_common_ancestor)(Device, Device, int*) = nullptr;
+  int (*nvlink_state)(Device, unsigned, int*) = nullptr;
+  int (*nvlink_remote_pci_info)(Device, unsigned, PciInfo*) = nullptr;
+  // nvmlIntNvLinkDeviceType_t: 0 a GPU, 1 an IBM NPU, 2 an NVSwitch (whose PCI info reads
+  // FFFFFFFF:FF:FF.0), 0xFF unknown.
+  int (*nvlink_remote_device_type)(Device, unsigned, int*) = nullptr;
 };
+inline constexpr int kNvLinkRemoteSwitch = 2;
 
 class Library {
  public:

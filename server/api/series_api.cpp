@@ -15,6 +15,7 @@ constexpr std::size_t kDefaultMaxPoints = 1000;
 
 HttpResponse Api::devices() const {
   json gpus = json::array();
+  json topology = json::array();  // every pair of GPUs, as nvidia-smi topo -m shows them
   json nvml = {{"available", false}};
   if (ctx_.gpus) {
     for (const SourceStatus& s : ctx_.gpus->sources()) {
@@ -54,10 +55,14 @@ HttpResponse Api::devices() const {
       }
       gpus.push_back(std::move(g));
     }
+    for (const GpuLink& l : ctx_.gpus->topology()) {
+      topology.push_back({{"a", l.a}, {"b", l.b}, {"link", l.label()}, {"nvlinks", l.nvlinks}, {"via_nvswitch", l.via_nvswitch},
+                          {"pcie", l.pcie.empty() ? json(nullptr) : json(l.pcie)}});
+    }
   } else {
     nvml["detail"] = "the GPU collector is disabled (--enable-gpu-collector false)";
   }
-  return json_response(200, {{"nvml", nvml}, {"gpus", gpus},
+  return json_response(200, {{"nvml", nvml}, {"gpus", gpus}, {"topology", topology},
                               {"note", "per-process GPU memory lists host PIDs; inside a container they may not match"}});
 }
 

@@ -15,6 +15,7 @@
 //   0.accounting 1  0.acct 1234:35:12:2147483648:60000   accounting on; per pid: gpu %, memory %,
 //                      max memory bytes, lifetime ms
 //   0.mig_mode 1  0.mig_max 7                 MIG: mode on, instance slots
+//   topo.0.1 10  0.nvlink 1:18,switch:2  topology: PCIe common ancestor level, active links by peer
 //   0/2.uuid MIG-…  0/2.gi 3  0/2.ci 0  0/2.name …  0/2.mem_total …  0/2.procs …
 //                      the MIG instance in slot 2 of GPU 0 (a slot without a uuid is empty);
 //                      as NVML documents, an instance answers name, uuid, memory and its
@@ -144,6 +145,54 @@ int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* p) {
   std::memset(p, 0, sizeof *p);
   copy(p->bus_id, sizeof p->bus_id, get(key(d, "pci"), "00000000:1" + std::to_string(index_of(d)) + ":00.0"));
   return rc_of(d, "pci");
+}
+// Topology: "topo.0.1 10" the common ancestor level of GPUs 0 and 1 (either order; Not
+// Supported when unscripted); "0.nvlink 1:18,switch:2" GPU 0's active links, 18 to GPU 1 and
+// 2 to a device that is no GPU.
+int nvmlDeviceGetTopologyCommonAncestor(void* d1, void* d2, int* level) {
+  if (int rc = rc_of(d1, "topology")) return rc;
+  const std::string a = std::to_string(index_of(d1)), b = std::to_string(index_of(d2));
+  std::string v = get("topo." + a + "." + b);
+  if (v.empty()) v = get("topo." + b + "." + a);
+  if (v.empty()) return 3;
+  *level = std::atoi(v.c_str());
+  return 0;
+}
+// The link's far end: GPU N's bus id, or "switch"'s made-up one.
+static std::string nvlink_peer(void* d, unsigned link) {
+  std::stringstream list(get(key(d, "nvlink")));
+  std::string item;
+  unsigned first = 0;
+  while (std::getline(list, item, ',')) {
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) continue;
+    const unsigned count = static_cast<unsigned>(std::strtoul(item.c_str() + colon + 1, nullptr, 10));
+    if (link < first + count) return item.substr(0, colon);
+    first += count;
+  }
+  return "";
+}
+int nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
+  if (int rc = rc_of(d, "nvlink")) return rc;
+  if (get(key(d, "nvlink")).empty()) return 3;  // no NVLink
+  *active = nvlink_peer(d, link).empty() ? 0 : 1;
+  return 0;
+}
+int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, int* type) {
+  const std::string peer = nvlink_peer(d, link);
+  if (peer.empty()) return 3;
+  *type = peer == "switch" ? 2 : 0;
+  return 0;
+}
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void* d, unsigned link, PciInfo* p) {
+  const std::string peer = nvlink_peer(d, link);
+  if (peer.empty()) return 3;
+  std::memset(p, 0, sizeof *p);
+  // Upper case and a short domain, as some drivers write it: matched to the GPU's all the same.
+  // An NVSwitch reads as no device, as on an HGX board.
+  const std::string bus = peer == "switch" ? "FFFFFFFF:FF:FF.0" : "0000:1" + peer + ":00.0";
+  copy(p->bus_id, sizeof p->bus_id, get(peer + ".pci", bus));
+  return 0;
 }
 int nvmlDeviceGetUtilizationRates(void* d, Utilization* u) {
   if (int rc = rc_of(d, "utilization")) return rc;

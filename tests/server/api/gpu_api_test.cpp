@@ -34,6 +34,51 @@ class GpuApiTest : public ServerTest {
   std::string script_;
 };
 
+// Four GPUs: 0 and 1 joined by 18 NVLink links directly, 2 and 3 by 18 and 12 links to
+// NVSwitches (as on an HGX board), in NUMA nodes as a dual-socket host has them.
+class GpuTopologyTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    script_ = dir_.file("nvml.txt");
+    std::ofstream(script_) << "count 4\n0.nvlink 1:18\n1.nvlink 0:18\n2.nvlink switch:18\n3.nvlink switch:12\n"
+                              "topo.0.1 40\ntopo.0.2 50\ntopo.0.3 50\ntopo.1.2 50\ntopo.1.3 50\ntopo.2.3 10\n";
+    ::setenv("PERFSCOPE_FAKE_NVML_SCRIPT", script_.c_str(), 1);
+    config_.engine.nvml_library = PERFSCOPE_FAKE_NVML;
+    ServerTest::SetUp();
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    ::unsetenv("PERFSCOPE_FAKE_NVML_SCRIPT");
+  }
+  std::string script_;
+};
+
+TEST_F(GpuTopologyTest, EveryPairOfGpusIsLabelledAsTopoShowsIt) {
+  json d = get("/api/v1/devices").body_json();
+  std::map<std::string, std::string> label;
+  std::map<std::string, unsigned> nvlinks;
+  for (const json& l : d["topology"]) {
+    const std::string pair = l["a"].get<std::string>() + "-" + l["b"].get<std::string>();
+    label[pair] = l["link"];
+    nvlinks[pair] = l["nvlinks"];
+  }
+  ASSERT_EQ(label.size(), 6u) << d["topology"].dump();
+  EXPECT_EQ(label["0-1"], "NV18");
+  EXPECT_EQ(nvlinks["0-1"], 18u);
+  EXPECT_EQ(label["0-2"], "SYS");  // GPU 0's links lead to GPU 1, not to the switches
+  EXPECT_EQ(label["1-3"], "SYS");
+  EXPECT_EQ(label["2-3"], "NV12");  // through the switches: the less connected GPU's links
+  EXPECT_EQ(nvlinks["2-3"], 12u);
+  for (const json& l : d["topology"]) {
+    EXPECT_EQ(l["via_nvswitch"].get<bool>(), l["a"] == "2" && l["b"] == "3") << l.dump();
+  }
+  for (const json& l : d["topology"]) {
+    if (l["a"] == "0" && l["b"] == "1") {
+      EXPECT_EQ(l["pcie"], "NODE");
+    }
+  }
+}
+
 TEST_F(GpuApiTest, DevicesSeriesAndTheGpuBottleneckRules) {
   json d = get("/api/v1/devices").body_json();
   EXPECT_TRUE(d["nvml"]["available"].get<bool>());
