@@ -109,7 +109,7 @@ struct StepPattern {
 // so a multiple of the period, at the phase whose gaps before it are all longer than twice the
 // others (10th against 90th percentile), is the step; else one period, beginning where the
 // gaps before it are longest.
-StepPattern find_steps(const std::vector<CollectiveInstance>& instances) {
+StepPattern find_steps(const std::vector<CollectiveInstance>& instances, const std::vector<TimestampNs>& first) {
   const std::size_t n = instances.size();
   std::size_t p = 0;
   for (std::size_t q = 1; q <= kMaxStepCollectives && 4 * q <= n && p == 0; ++q) {
@@ -121,8 +121,7 @@ StepPattern find_steps(const std::vector<CollectiveInstance>& instances) {
   // gap[k]: from instance k − 1's first arrival to instance k's (interior instances only, so
   // that the odd collectives at the ends do not decide).
   std::vector<double> gap(n, 0);
-  auto first_arrival = [&](std::size_t k) { return *std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()); };
-  for (std::size_t k = 1; k < n; ++k) gap[k] = ms(first_arrival(k) - first_arrival(k - 1));
+  for (std::size_t k = 1; k < n; ++k) gap[k] = ms(first[k] - first[k - 1]);
   auto split = [&](std::size_t q, std::size_t phase, std::vector<double>& at, std::vector<double>& inside) {
     at.clear();
     inside.clear();
@@ -156,59 +155,68 @@ StepPattern find_steps(const std::vector<CollectiveInstance>& instances) {
   return {p, phase};
 }
 
+// Each rank's compute and communication as disjoint spans.
+struct RankSpans {
+  std::vector<Span> compute, communication;
+};
+std::vector<RankSpans> spans_of(const std::vector<RankCollectives>& ranks) {
+  std::vector<RankSpans> out;
+  for (const RankCollectives& r : ranks) {
+    std::vector<Span> comm;
+    for (const auto& e : r.executions) comm.push_back({e.start_ns, e.end_ns});
+    out.push_back({merged(r.compute), merged(std::move(comm))});
+  }
+  return out;
+}
+
 // Per rank and matched instance, the exposed transfer: from the last rank's arrival (or its own,
 // if later) to its kernel's end, less the time its own compute ran beside it.
-std::vector<std::vector<double>> exposed_transfers(const std::vector<std::vector<Span>>& compute,
+std::vector<std::vector<double>> exposed_transfers(const std::vector<RankSpans>& spans,
                                                    const std::vector<CollectiveInstance>& instances) {
-  std::vector<std::vector<double>> out(compute.size());
+  std::vector<std::vector<double>> out(spans.size());
   for (const CollectiveInstance& inst : instances) {
     const TimestampNs last = *std::max_element(inst.start_ns.begin(), inst.start_ns.end());
-    for (std::size_t i = 0; i < compute.size(); ++i) {
+    for (std::size_t i = 0; i < spans.size(); ++i) {
       const TimestampNs from = std::max(inst.start_ns[i], last), to = std::max(inst.end_ns[i], from);
-      out[i].push_back(ms((to - from) - length_within(compute[i], from, to)));
+      out[i].push_back(ms((to - from) - length_within(spans[i].compute, from, to)));
     }
   }
   return out;
 }
 
-// Each rank's breakdown over the window and, where steps are found, per step. Returns each
-// rank's compute as disjoint spans.
-std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>& ranks,
-                                              const std::vector<CollectiveInstance>& instances, CollectiveAnalysis& out) {
+// Each rank's breakdown over the window (the first kernel of any rank to the last one's end)
+// and, where steps are found, per step. `first`: each instance's first arrival.
+void add_breakdowns(const std::vector<RankSpans>& spans, const std::vector<CollectiveInstance>& instances,
+                    const std::vector<TimestampNs>& first, CollectiveAnalysis& out) {
   TimestampNs from = INT64_MAX, to = INT64_MIN;
-  std::vector<std::vector<Span>> compute, communication;
-  for (const RankCollectives& r : ranks) {
-    std::vector<Span> comm;
-    for (const auto& e : r.executions) comm.push_back({e.start_ns, e.end_ns});
-    communication.push_back(merged(std::move(comm)));
-    compute.push_back(merged(r.compute));
-    for (const auto* spans : {&compute.back(), &communication.back()}) {
-      if (spans->empty()) continue;
-      from = std::min(from, spans->front().start_ns);
-      to = std::max(to, spans->back().end_ns);
+  for (const RankSpans& r : spans) {
+    for (const auto* list : {&r.compute, &r.communication}) {
+      if (list->empty()) continue;
+      from = std::min(from, list->front().start_ns);
+      to = std::max(to, list->back().end_ns);
     }
   }
-  if (from >= to) return compute;
-  const std::vector<std::vector<double>> transfers = exposed_transfers(compute, instances);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    out.ranks[i].breakdown = breakdown_of(compute[i], communication[i], from, to);
+  if (from >= to) return;
+  const std::vector<std::vector<double>> transfers = exposed_transfers(spans, instances);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    out.ranks[i].breakdown = breakdown_of(spans[i].compute, spans[i].communication, from, to);
     for (double t : transfers[i]) out.ranks[i].breakdown.exposed_transfer_ms += t;
   }
 
-  const StepPattern pattern = find_steps(instances);
+  const StepPattern pattern = find_steps(instances, first);
   std::vector<TimestampNs> bounds;
   std::vector<std::size_t> bound_instance;
   for (std::size_t k = pattern.first; pattern.period > 0 && k < instances.size(); k += pattern.period) {
-    bounds.push_back(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()));
+    bounds.push_back(first[k]);
     bound_instance.push_back(k);
   }
-  if (bounds.size() < 2) return compute;
+  if (bounds.size() < 2) return;
   out.step_collectives = pattern.period;
   out.steps = bounds.size() - 1;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
+  for (std::size_t i = 0; i < spans.size(); ++i) {
     std::vector<double> window, comp, comm, overlapped, exposed, idle, transfer;
     for (std::size_t j = 0; j + 1 < bounds.size(); ++j) {
-      const TimeBreakdown b = breakdown_of(compute[i], communication[i], bounds[j], bounds[j + 1]);
+      const TimeBreakdown b = breakdown_of(spans[i].compute, spans[i].communication, bounds[j], bounds[j + 1]);
       window.push_back(b.window_ms);
       comp.push_back(b.compute_ms);
       comm.push_back(b.communication_ms);
@@ -230,7 +238,6 @@ std::vector<std::vector<Span>> add_breakdowns(const std::vector<RankCollectives>
     set_shares(step);
     out.ranks[i].per_step = step;
   }
-  return compute;
 }
 
 }  // namespace
@@ -297,8 +304,9 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     summary.device = r.device;
     out.ranks.push_back(std::move(summary));
   }
+  const std::vector<RankSpans> spans = spans_of(ranks);
   if (ranks.size() < 2) {
-    add_breakdowns(ranks, {}, out);
+    add_breakdowns(spans, {}, {}, out);
     for (const auto& r : ranks) out.unmatched += r.executions.size();
     out.no_straggler = ranks.empty() ? "no collective kernels in the window" : "collectives of one rank only";
     return out;
@@ -310,6 +318,21 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   std::map<std::string, std::vector<double>> op_durations, op_transfers;
   std::map<std::string, std::pair<double, double>> op_wait_total;  // op → (wait, time in it)
   std::vector<std::vector<double>> lateness_when_last(n);
+  // What a late rank costs the others, per instance it was last in: their wait for it with no
+  // compute of theirs beside it (a wait hidden behind compute costs nothing), the mean over
+  // the other ranks.
+  std::vector<std::vector<double>> caused(n);
+  auto exposed_wait_caused = [&](const CollectiveInstance& inst) {
+    const TimestampNs last = inst.start_ns[inst.last_rank];
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == inst.last_rank) continue;
+      const TimestampNs from = inst.start_ns[i];
+      const TimestampNs to = std::min(last, std::max(inst.end_ns[i], from));
+      if (to > from) sum += ms((to - from) - length_within(spans[i].compute, from, to));
+    }
+    return sum / static_cast<double>(n - 1);
+  };
   std::vector<double> offset_sum(n, 0);
   // Per rank and instance after the first: its time between leaving the previous instance and
   // entering this one (its compute in the step, on its own GPU's clock) beyond the other ranks' mean.
@@ -396,30 +419,14 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     if (std::count(inst.start_ns.begin(), inst.start_ns.end(), *last) == 1) {
       ++out.ranks[inst.last_rank].last_arrivals;
       lateness_when_last[inst.last_rank].push_back(ms(*last - next_latest));
+      caused[inst.last_rank].push_back(exposed_wait_caused(inst));
     }
     instances.push_back(std::move(inst));
   }
   out.matched = instances.size();
-  const std::vector<std::vector<Span>> compute = add_breakdowns(ranks, instances, out);
-  // What a late rank costs the others: the part of their wait for it with no compute of theirs
-  // beside it (a wait hidden behind compute costs nothing), the mean over the other ranks.
-  auto exposed_wait_caused = [&](const CollectiveInstance& inst) {
-    const TimestampNs last = inst.start_ns[inst.last_rank];
-    double sum = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i == inst.last_rank) continue;
-      const TimestampNs from = inst.start_ns[i];
-      const TimestampNs to = std::min(last, std::max(inst.end_ns[i], from));
-      if (to > from) sum += ms((to - from) - length_within(compute[i], from, to));
-    }
-    return sum / static_cast<double>(n - 1);
-  };
-  std::vector<std::vector<double>> caused(n);
-  for (const CollectiveInstance& inst : instances) {
-    if (std::count(inst.start_ns.begin(), inst.start_ns.end(), inst.start_ns[inst.last_rank]) == 1) {
-      caused[inst.last_rank].push_back(exposed_wait_caused(inst));
-    }
-  }
+  std::vector<TimestampNs> first;  // each instance's first arrival
+  for (const CollectiveInstance& inst : instances) first.push_back(*std::min_element(inst.start_ns.begin(), inst.start_ns.end()));
+  add_breakdowns(spans, instances, first, out);
   for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;  // the skipped among them
   for (std::size_t i = 0; i < n; ++i) {
     RankCollectiveSummary& s = out.ranks[i];
@@ -443,10 +450,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
 
   // The step: the median time between successive instances' first arrivals.
   std::vector<double> steps;
-  for (std::size_t k = 1; k < instances.size(); ++k) {
-    steps.push_back(ms(*std::min_element(instances[k].start_ns.begin(), instances[k].start_ns.end()) -
-                       *std::min_element(instances[k - 1].start_ns.begin(), instances[k - 1].start_ns.end())));
-  }
+  for (std::size_t k = 1; k < first.size(); ++k) steps.push_back(ms(first[k] - first[k - 1]));
   out.step_median_ms = nearest_rank(steps, 50);
 
   // The straggler: last most often, by a margin that matters.

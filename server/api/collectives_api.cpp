@@ -36,7 +36,8 @@ json collective_job_json(const service::JobCollectives& job, bool with_instances
                    {"duration_p99_ms", o.duration_p99_ms}, {"transfer_p50_ms", o.transfer_p50_ms},
                    {"wait_share", o.wait_share}, {"bytes", nullptr}, {"bus_bandwidth_gb_per_second", nullptr}});
   }
-  for (const auto& i : a.instances) {
+  static const std::vector<an::CollectiveInstance> kNone;
+  for (const auto& i : with_instances ? a.instances : kNone) {
     json per_rank = json::array();
     for (std::size_t r = 0; r < i.start_ns.size(); ++r) {
       per_rank.push_back({{"rank", a.ranks[r].rank}, {"start_ns", i.start_ns[r]}, {"end_ns", i.end_ns[r]}});

@@ -178,11 +178,13 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   // Where each collective kernel went (run, rank or pid, start → process and thread), for the
   // flows that link an instance's kernels across ranks.
   std::map<std::tuple<std::string, std::string, TimestampNs>, std::pair<int, int>> collective_slices;
+  service::CollectiveJobsBuilder collective_jobs(false);  // matched from the same pass
   Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
     if (out.events() >= *max_events) {
       truncated = true;
       return;  // (the reader has no early stop; the rest is read and skipped)
     }
+    collective_jobs.add(k);
     const int pid = out.pid(process_of(k.device, k.tags));
     const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
     if (k.name.starts_with("nccl")) {  // under both keys a job's ranks may go by
@@ -222,9 +224,7 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   if (!collective_slices.empty() && !truncated) {
     analysis::CollectiveOptions all_instances;
     all_instances.max_instances_listed = std::numeric_limits<std::size_t>::max();
-    auto jobs = service::read_collectives(*ctx_.events, range, *scope, all_instances);
-    if (!jobs.ok()) return status_response(jobs.status());
-    for (const service::JobCollectives& job : *jobs) {
+    for (const service::JobCollectives& job : std::move(collective_jobs).finish(all_instances)) {
       const analysis::CollectiveAnalysis& a = job.analysis;
       for (const analysis::CollectiveInstance& inst : a.instances) {
         std::vector<std::size_t> order(inst.start_ns.size());

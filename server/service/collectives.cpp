@@ -12,37 +12,31 @@ std::string rank_key(const Tags& tags, const std::string& device, bool by_rank_t
   return pid.empty() ? "device " + device : "pid " + std::string(pid);
 }
 
-Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
-                                                     const db::EventScope& scope, const an::CollectiveOptions& options) {
-  struct Job {
-    bool tagged = false;       // some kernel carried a rank tag
-    bool collectives = false;  // some kernel was a collective
-    std::map<std::string, an::RankCollectives> by_rank, by_process;
+void CollectiveJobsBuilder::add(const KernelEvent& k) {
+  const auto parsed = k.name.starts_with("nccl") ? an::parse_collective_kernel(k.name) : std::nullopt;
+  if (!parsed && !compute_spans_) return;
+  Job& job = jobs_[std::string(tag_value(k.tags, "run"))];
+  job.collectives = job.collectives || parsed.has_value();
+  const std::string_view rank = tag_value(k.tags, "rank");
+  auto add_to = [&](std::map<std::string, an::RankCollectives>& into, std::string key) {
+    an::RankCollectives& r = into[key];
+    if (r.rank.empty()) r.rank = std::move(key);
+    if (!parsed) return r.compute.push_back({k.start_ns, k.end_ns});
+    if (r.executions.empty()) r.device = k.device;
+    r.executions.push_back({parsed->op, k.start_ns, k.end_ns});
   };
-  std::map<std::string, Job> jobs;
-  Status s = events.for_each_kernel(range, scope, [&](const KernelEvent& k) {
-    const auto parsed = k.name.starts_with("nccl") ? an::parse_collective_kernel(k.name) : std::nullopt;
-    Job& job = jobs[std::string(tag_value(k.tags, "run"))];
-    job.collectives = job.collectives || parsed.has_value();
-    const std::string_view rank = tag_value(k.tags, "rank");
-    auto add = [&](std::map<std::string, an::RankCollectives>& into, std::string key) {
-      an::RankCollectives& r = into[key];
-      if (r.rank.empty()) r.rank = std::move(key);
-      if (!parsed) return r.compute.push_back({k.start_ns, k.end_ns});
-      if (r.executions.empty()) r.device = k.device;
-      r.executions.push_back({parsed->op, k.start_ns, k.end_ns});
-    };
-    if (!rank.empty()) {
-      job.tagged = true;
-      add(job.by_rank, std::string(rank));
-      if (!parsed) return;  // a tagged job's ranks are by tag: its compute is needed there only
-    }
-    // Collectives by their process too, for jobs whose processes carry no rank.
-    add(job.by_process, rank_key(k.tags, k.device, false));
-  });
-  if (!s.ok()) return s;
+  if (!rank.empty()) {
+    job.tagged = true;
+    add_to(job.by_rank, std::string(rank));
+    if (!parsed) return;  // a tagged job's ranks are by tag: its compute is needed there only
+  }
+  // Collectives by their process too, for jobs whose processes carry no rank.
+  add_to(job.by_process, rank_key(k.tags, k.device, false));
+}
+
+std::vector<JobCollectives> CollectiveJobsBuilder::finish(const an::CollectiveOptions& options) && {
   std::vector<JobCollectives> out;
-  for (auto& [run, job] : jobs) {
+  for (auto& [run, job] : jobs_) {
     if (!job.collectives) continue;
     std::vector<an::RankCollectives> ranks;
     auto& from = job.tagged ? job.by_rank : job.by_process;
@@ -50,6 +44,14 @@ Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& even
     out.push_back({run, job.tagged ? "rank tag" : "process", an::analyze_collectives(std::move(ranks), options)});
   }
   return out;
+}
+
+Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,
+                                                     const db::EventScope& scope, const an::CollectiveOptions& options) {
+  CollectiveJobsBuilder jobs;
+  Status s = events.for_each_kernel(range, scope, [&](const KernelEvent& k) { jobs.add(k); });
+  if (!s.ok()) return s;
+  return std::move(jobs).finish(options);
 }
 
 }  // namespace perfscope::service

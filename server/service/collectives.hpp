@@ -6,6 +6,7 @@
 // A function over the event reader; thread-safe as it is.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,26 @@ struct JobCollectives {
 // A kernel's rank in its job: its `rank` tag in a job whose ranks are by tag, else its process
 // ("pid N", or "device N" without a pid). RankCollectives::rank holds this.
 std::string rank_key(const Tags& tags, const std::string& device, bool by_rank_tag);
+
+// Groups kernels into jobs (runs) and ranks as they are read, so that a reader walking the
+// kernels for something else as well (the trace export) needs no second pass. Not thread-safe.
+class CollectiveJobsBuilder {
+ public:
+  // compute_spans false: collectives only, no time breakdown (what matching them needs).
+  explicit CollectiveJobsBuilder(bool compute_spans = true) : compute_spans_(compute_spans) {}
+  void add(const KernelEvent& k);
+  // One entry per run with collective kernels, by run name.
+  std::vector<JobCollectives> finish(const analysis::CollectiveOptions& options = {}) &&;
+
+ private:
+  struct Job {
+    bool tagged = false;       // some kernel carried a rank tag
+    bool collectives = false;  // some kernel was a collective
+    std::map<std::string, analysis::RankCollectives> by_rank, by_process;
+  };
+  bool compute_spans_;
+  std::map<std::string, Job> jobs_;
+};
 
 // One entry per run with collective kernels in the range, by run name.
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,

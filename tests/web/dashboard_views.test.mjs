@@ -476,7 +476,10 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
       assert.equal(one[6], '0%', `rank 1 waiting: ${one}`);
       assert.equal(one[7], '70', `rank 1 last in: ${one}`);
       assert.match(await page.textContent('[data-testid=collectives-ops]'), /AllReduce\s*71/);
-      await page.locator('[data-testid=run-page]').screenshot({ path: path.join(artifacts, `run-page-collectives-${width}.png`) });
+      for (const colorScheme of ['dark', 'light']) {
+        await page.emulateMedia({ colorScheme });
+        await page.locator('[data-testid=run-page]').screenshot({ path: path.join(artifacts, `run-page-collectives-${width}-${colorScheme}.png`) });
+      }
       // The overlap job's page: most of rank 1's communication beside its compute.
       await page.goto(own.url + '/?view=runs&run_page=overlap');
       await page.waitForFunction(() => window.perfscope.state.runPage.collectives?.run === 'overlap', null, { timeout: 20000 });

@@ -55,8 +55,7 @@ export function collectivesHtml(job) {
       `<td class="num">${pct(r.wait_share)}</td><td class="num">${fmtCount(r.last_arrivals)}</td></tr>`;
   }).join('');
   const ops = job.ops.map((o) => `<tr><td>${esc(o.op)}</td><td class="num">${fmtCount(o.instances)}</td>` +
-    `<td class="num">${ms(o.duration_p50_ms)}</td><td class="num">${ms(o.duration_p99_ms)}</td><td class="num">${pct(o.wait_share)}</td>` +
-    `<td class="num" title="kernel names carry no message sizes">–</td></tr>`).join('');
+    `<td class="num">${ms(o.duration_p50_ms)}</td><td class="num">${ms(o.duration_p99_ms)}</td><td class="num">${pct(o.wait_share)}</td></tr>`).join('');
   return `<h3>Ranks and collectives</h3><div class="muted" data-testid="collectives-summary">${summary}</div>` +
     `<p data-testid="collectives-straggler">${stragglerLine(job)}</p>` +
     `<div class="table-scroll"><table class="grid" data-testid="collectives-ranks"><thead><tr><th>Rank</th><th>GPU</th>` +
@@ -64,7 +63,7 @@ export function collectivesHtml(job) {
     `<th class="num">Overlap</th><th class="num">Waiting</th><th class="num">Last in</th></tr></thead><tbody>${rows}</tbody></table></div>` +
     legend() +
     `<div class="table-scroll"><table class="grid" data-testid="collectives-ops"><thead><tr><th>Collective</th><th class="num">Count</th>` +
-    `<th class="num">p50</th><th class="num">p99</th><th class="num">Waiting</th><th class="num">Bus bandwidth</th></tr></thead>` +
+    `<th class="num">p50</th><th class="num">p99</th><th class="num">Waiting</th></tr></thead>` +
     `<tbody>${ops}</tbody></table></div>` +
     '<div class="muted">Milliseconds. Waiting: the share of a rank\'s time in collectives spent before the last rank arrived. ' +
     'Overlap: the share of its communication that ran beside its compute. Bus bandwidth needs message sizes, which NCCL\'s ' +
