@@ -10,7 +10,8 @@ namespace {
 constexpr const char* kColumns =
     "gpu_uuid, gpu, process_key, pid, start_ticks, command, cmdline, uid, container_runtime, container_id, pod_uid, "
     "qos_class, cgroup, visible, running, first_seen_ns, last_seen_ns, observed_seconds, memory_byte_seconds, "
-    "peak_memory_bytes, sm_observed_seconds, gpu_seconds, max_sm_ratio, energy_joules, cpu_seconds, peak_rss_bytes";
+    "peak_memory_bytes, sm_observed_seconds, gpu_seconds, max_sm_ratio, energy_joules, cpu_seconds, peak_rss_bytes, "
+    "pod_namespace, pod_name, container_name";
 
 GpuProcessRecord read_row(const Statement& r) {
   GpuProcessRecord p;
@@ -40,6 +41,9 @@ GpuProcessRecord read_row(const Statement& r) {
   p.energy_joules = r.column_double(23);
   p.cpu_seconds = r.column_double(24);
   p.peak_rss_bytes = r.column_double(25);
+  p.identity.container.pod_namespace = r.column_text(26);
+  p.identity.container.pod_name = r.column_text(27);
+  p.identity.container.name = r.column_text(28);
   return p;
 }
 
@@ -55,7 +59,7 @@ Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>
   if (!find.ok()) return find.status();
   auto put = conn.prepare((std::string("INSERT OR REPLACE INTO gpu_processes(") + kColumns +
                            ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-                           "?20, ?21, ?22, ?23, ?24, ?25, ?26)")
+                           "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)")
                           .c_str());
   if (!put.ok()) return put.status();
   for (const GpuProcessRecord& record : records) {
@@ -77,6 +81,7 @@ Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>
     put->bind(16, p.first_seen_ns).bind(17, p.last_seen_ns).bind(18, p.observed_seconds).bind(19, p.memory_byte_seconds);
     put->bind(20, p.peak_memory_bytes).bind(21, p.sm_observed_seconds).bind(22, p.gpu_seconds).bind(23, p.max_sm_ratio);
     put->bind(24, p.energy_joules).bind(25, p.cpu_seconds).bind(26, p.peak_rss_bytes);
+    put->bind(27, c.pod_namespace).bind(28, c.pod_name).bind(29, c.name);
     if (Status s = put->run(); !s.ok()) return s;
   }
   return Status();

@@ -263,6 +263,12 @@ const std::array kMigrations = {
     )sql"},
     // 12: the sample rows, moved into chunks before this step in bounded transactions, go.
     Migration{"DROP TABLE samples;", nullptr, false, samples_into_chunks},
+    // 13: GPU processes' Kubernetes names, from the kubelet (empty where unknown).
+    Migration{R"sql(
+      ALTER TABLE gpu_processes ADD COLUMN pod_namespace TEXT NOT NULL DEFAULT '';
+      ALTER TABLE gpu_processes ADD COLUMN pod_name TEXT NOT NULL DEFAULT '';
+      ALTER TABLE gpu_processes ADD COLUMN container_name TEXT NOT NULL DEFAULT '';
+    )sql"},
 };
 
 Status copy_kernel_rows(Connection& conn) {
@@ -429,7 +435,7 @@ Status check_database_file(const std::string& path) {
   return Status();
 }
 
-Status migrate(Connection& conn) {
+Status migrate(Connection& conn, int up_to) {
   auto stmt = conn.prepare("PRAGMA user_version");
   if (!stmt.ok()) return stmt.status();
   auto row = stmt->step();
@@ -445,7 +451,8 @@ Status migrate(Connection& conn) {
   if (current == 0) {
     if (Status s = conn.exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
   }
-  for (int v = current; v < schema_version(); ++v) {
+  const int last = up_to < 0 ? schema_version() : std::min(up_to, schema_version());
+  for (int v = current; v < last; ++v) {
     const Migration& step = kMigrations[static_cast<std::size_t>(v)];
     if (step.prepare) {
       if (Status s = step.prepare(conn); !s.ok()) return s;

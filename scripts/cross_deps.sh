@@ -37,4 +37,4 @@ $sudo dpkg --add-architecture "$target"
 $sudo apt-get update -qq
 # The same libraries scripts/install_deps.sh installs for the build machine, for the target.
 $sudo apt-get install -y -qq --no-install-recommends "g++-${triple//_/-}" \
-  "libboost1.81-dev:$target" "libsqlite3-dev:$target" "zlib1g-dev:$target" "libssl-dev:$target" >/dev/null
+  "libboost1.81-dev:$target" "libsqlite3-dev:$target" "zlib1g-dev:$target" "libssl-dev:$target" "libnghttp2-dev:$target" >/dev/null

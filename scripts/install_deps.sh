@@ -18,7 +18,7 @@ for arg in "$@"; do
 done
 
 packages=(cmake ninja-build ccache g++ pkg-config
-          libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libssl-dev libcli11-dev
+          libboost1.81-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libssl-dev libcli11-dev libnghttp2-dev
           libgtest-dev libbenchmark-dev)
 if (( with_tests )); then
   # clang and its runtime: the libFuzzer targets (tests/fuzz)
@@ -26,6 +26,8 @@ if (( with_tests )); then
   # kubectl (its kustomize renders docker/kubernetes for the manifests test): Debian's, unless
   # one is installed already (another package's kubectl owns the same file)
   command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+  # a real gRPC server standing in for the kubelet's PodResources API (tests/kubernetes)
+  packages+=(python3-grpcio)
   # the Python client's tests, its install with pip into a venv (offline) and mypy --strict
   packages+=(python3 python3-venv python3-setuptools python3-wheel mypy)
 fi

@@ -9,7 +9,8 @@
 
 namespace perfscope::db {
 
-Status migrate(Connection& conn);
+// `up_to`: stop after that step (tests that build a file as an older perfscope left it); -1: all.
+Status migrate(Connection& conn, int up_to = -1);
 
 // Columns of memory_events that read_memory_event() expects, in order, for a SELECT list.
 inline constexpr const char* kMemoryEventColumns = "op, address, size_bytes, kind, tag, device, ts_ns, tags";

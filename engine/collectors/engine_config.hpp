@@ -39,6 +39,10 @@ struct EngineConfig {
   std::string procfs = "/proc";
   std::string sysfs = "/sys";
   std::string nvml_library;  // empty: the system's libnvidia-ml.so.1
+  // The kubelet's PodResources socket (Kubernetes node agents): which pod holds which GPU.
+  // Empty: not read.
+  std::string pod_resources_socket;
+  std::chrono::milliseconds pod_resources_interval{10000};
   std::size_t gpu_process_series_limit = 2000;  // processes given series of their own
   // How often GPU processes are read (on the collector's process thread): the driver lists each
   // process's SM share of its newest ~200 ms period only, so reads at 200 ms see all the time.

@@ -128,7 +128,7 @@ GpuCollector::GpuCollector(GpuCollectorOptions options) : options_(std::move(opt
   }
   sources_.push_back({"nvml", true, lib_->path() + " (driver " + driver_ + ", NVML " + nvml_version_ + ")"});
   process_reader_ = std::make_unique<GpuProcessReader>(
-      lib_->api(), GpuProcessOptions{options_.proc_root, options_.tracker, options_.process_series_limit});
+      lib_->api(), GpuProcessOptions{options_.proc_root, options_.tracker, options_.process_series_limit, options_.pods});
   probe();
   if (options_.process_thread) process_worker_ = std::make_unique<GpuProcessWorker>(*process_reader_);
 }
@@ -364,6 +364,8 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_container_processes", "", T::kGauge, "GPU compute processes of a container (read from their cgroups)"},
       {"gpu_container_memory_bytes", "bytes", T::kGauge, "Device memory of a container's compute processes"},
       {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
+      {metric_names::kGpuPodInfo, "", T::kGauge,
+       "1 for each Kubernetes container holding the GPU (namespace, pod, container; --pod-resources-socket)"},
       {metric_names::kGpuDramBandwidth, "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
       {metric_names::kGpuTensorEstimate, "flops_per_second", T::kGauge,

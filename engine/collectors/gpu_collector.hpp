@@ -50,6 +50,7 @@ struct GpuCollectorOptions {
   // readings of the previous read. Off: read inside the pass (tests, benchmarks of the call).
   bool process_thread = false;
   std::vector<GpuPeakOverride> peaks;  // --gpu-peak: figures over the table of known GPUs
+  const PodDirectory* pods = nullptr;  // not owned, outlives the collector; Kubernetes holders of GPUs
 };
 
 // What /api/v1/devices shows for one GPU.

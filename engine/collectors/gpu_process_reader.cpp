@@ -136,6 +136,8 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     }
     gpu.with_series = std::move(with_series);
   };
+  const std::vector<PodRef> holders = options_.pods ? options_.pods->holders(job.uuid, job.index) : std::vector<PodRef>{};
+  read_pod_info(gpu, job, holders, result);
   if (count == 0) {
     gpu.util.clear();
     retire_gone();
@@ -149,10 +151,9 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   std::set<unsigned> running;
   std::vector<GpuProcessReading> readings;
   struct ContainerSum {
-    std::string runtime;
     double memory = 0, sm = 0, processes = 0;
   };
-  std::map<std::string, ContainerSum> containers;  // by short id: bounded by the containers, not the processes
+  std::map<Labels, ContainerSum> containers;  // by their labels: bounded by the containers, not the processes
   std::vector<Reading>& out = result.readings;
   for (const nvml::ProcessInfo& p : procs) {
     running.insert(p.pid);
@@ -161,6 +162,13 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     reading.visible = who != nullptr;
     if (who) {
       reading.identity = who->identity;
+      // A pod's process on a GPU one container holds is that container's (PodDirectory's rule).
+      ContainerIdentity& c = reading.identity.container;
+      if (auto holder = process_holder(holders, !c.pod_uid.empty())) {
+        c.pod_namespace = std::move(holder->namespace_name);
+        c.pod_name = std::move(holder->pod);
+        c.name = std::move(holder->container);
+      }
       reading.cpu_seconds = static_cast<double>(who->cpu_ticks) / ticks_per_second();
       reading.rss_bytes = static_cast<double>(who->rss_bytes);
     } else {
@@ -171,7 +179,16 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     l.emplace_back("pid", std::to_string(p.pid));
     // A pid this procfs does not show lives in another pid namespace (or just ended).
     l.emplace_back("command", who ? who->identity.command : "[not visible]");
-    if (who && who->identity.container.in_container()) l.emplace_back("container", who->identity.container.id.substr(0, 12));
+    const ContainerIdentity& container = reading.identity.container;
+    Labels container_labels;  // container, and namespace and pod where the kubelet named them
+    if (who && container.in_container()) {
+      container_labels.emplace_back("container", container.label());
+      if (!container.pod_name.empty()) {
+        container_labels.emplace_back("namespace", container.pod_namespace);
+        container_labels.emplace_back("pod", container.pod_name);
+      }
+    }
+    l.insert(l.end(), container_labels.begin(), container_labels.end());
     sort_labels(l);
     // A process absent from the newest period's list, or a list older than 2 s (nothing used the
     // GPU since, so the driver has nothing newer to list), is at 0.
@@ -179,9 +196,9 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     const bool recent = utilization && u != gpu.util.end() && gpu.util_last_seen_us + 2'000'000 >= now_us;
     const nvml::ProcessUtilizationSample shares = recent ? u->second : nvml::ProcessUtilizationSample{};
     if (utilization) reading.sm_ratio = shares.sm / 100.0;
-    if (who && who->identity.container.in_container()) {
-      ContainerSum& sum = containers[who->identity.container.id.substr(0, 12)];
-      sum.runtime = who->identity.container.runtime;
+    if (!container_labels.empty()) {
+      container_labels.emplace_back("runtime", container.runtime);
+      ContainerSum& sum = containers[std::move(container_labels)];
       sum.memory += reading.memory_bytes;
       sum.sm += shares.sm / 100.0;
       sum.processes += 1;
@@ -218,10 +235,9 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
       out.push_back({SeriesKey(metric_names::kGpuProcessResidentMemory, std::move(l)), static_cast<double>(who->rss_bytes)});
     }
   }
-  for (const auto& [id, sum] : containers) {
+  for (const auto& [labels, sum] : containers) {
     Labels l = job.labels;
-    l.emplace_back("container", id);
-    l.emplace_back("runtime", sum.runtime);
+    l.insert(l.end(), labels.begin(), labels.end());
     sort_labels(l);
     out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
     out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
@@ -231,6 +247,24 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   retire_gone();
   observe(readings);
   return result;
+}
+
+void GpuProcessReader::read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders,
+                                     GpuProcessResult& result) {
+  std::vector<Labels> now;
+  for (const PodRef& h : holders) {
+    Labels l = job.labels;
+    l.emplace_back("namespace", h.namespace_name);
+    l.emplace_back("pod", h.pod);
+    l.emplace_back("container", h.container);
+    sort_labels(l);
+    if (job.now_ns > 0) result.readings.push_back({SeriesKey(metric_names::kGpuPodInfo, l), 1.0});
+    now.push_back(std::move(l));
+  }
+  for (Labels& old : gpu.pod_info) {
+    if (std::find(now.begin(), now.end(), old) == now.end()) result.retired.emplace_back(metric_names::kGpuPodInfo, std::move(old));
+  }
+  gpu.pod_info = std::move(now);
 }
 
 GpuProcessWorker::GpuProcessWorker(GpuProcessReader& reader) : reader_(reader), thread_([this] { run(); }) {}

@@ -25,6 +25,7 @@
 
 #include "engine/series/collector.hpp"
 #include "engine/collectors/nvml.hpp"
+#include "engine/collectors/pod_directory.hpp"
 #include "engine/collectors/process_identity.hpp"
 #include "engine/collectors/process_tracker.hpp"
 
@@ -52,6 +53,7 @@ struct GpuProcessOptions {
   std::string proc_root = "/proc";
   ProcessTracker* tracker = nullptr;  // not owned; gets every read's processes
   std::size_t series_limit = 2000;     // distinct processes given series of their own
+  const PodDirectory* pods = nullptr;  // not owned; Kubernetes names of GPUs and their processes
 };
 
 class GpuProcessReader {
@@ -77,7 +79,10 @@ class GpuProcessReader {
     std::vector<nvml::ProcessInfo> process_buffer;
     std::vector<nvml::ProcessUtilizationSample> util_buffer;
     std::unordered_map<std::string, Labels> with_series;  // processes given readings last read, by label text
+    std::vector<Labels> pod_info;                         // the holders' info series last read
   };
+  // The GPU's pod-info readings for this read, retiring those of holders gone since the last.
+  void read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders, GpuProcessResult& result);
   // Who a GPU process is and what it costs the host, cached by pid and re-read once a second,
   // its start time compared: a reused pid is a new process. Null when procfs does not show it.
   const KnownProcess* process_of(unsigned pid, TimestampNs now_ns);

@@ -31,6 +31,11 @@ struct ContainerIdentity {
   std::string pod_uid;    // Kubernetes pods: the pod's UID with dashes
   std::string qos_class;  // Kubernetes pods: "guaranteed", "burstable" or "besteffort"
   std::string cgroup;     // the path it was read from
+  // Kubernetes names, from the kubelet (PodDirectory), not the cgroup: empty when unknown.
+  std::string pod_namespace, pod_name, name;
+  // The `container` label of its series: the Kubernetes container's name where known, else the
+  // runtime's short id (12 hex digits, as `docker ps` shows it).
+  std::string label() const { return !name.empty() ? name : id.substr(0, 12); }
   bool in_container() const { return !runtime.empty() && runtime != "systemd"; }
 };
 

@@ -5,12 +5,27 @@
 
 namespace perfscope {
 
+namespace {
+// The kubelet's names for a process stay once known: a reading taken before its first answer
+// (after a restart) or while it is unreachable has none, and is the same pod all the same.
+void take_identity(ProcessIdentity& into, const ProcessIdentity& from) {
+  ContainerIdentity before = std::move(into.container);
+  into = from;
+  ContainerIdentity& now = into.container;
+  if (now.pod_name.empty() && !before.pod_name.empty() && now.pod_uid == before.pod_uid) {
+    now.pod_namespace = std::move(before.pod_namespace);
+    now.pod_name = std::move(before.pod_name);
+    now.name = std::move(before.name);
+  }
+}
+}  // namespace
+
 void GpuProcessRecord::merge(const GpuProcessRecord& o) {
   if (first_seen_ns == 0 || (o.first_seen_ns != 0 && o.first_seen_ns < first_seen_ns)) first_seen_ns = o.first_seen_ns;
   if (o.last_seen_ns >= last_seen_ns) {
     last_seen_ns = o.last_seen_ns;
     running = o.running;
-    if (!o.identity.command.empty()) identity = o.identity;
+    if (!o.identity.command.empty()) take_identity(identity, o.identity);
     visible = o.visible;
   }
   observed_seconds += o.observed_seconds;
@@ -51,7 +66,7 @@ void ProcessTracker::observe(TimestampNs now_ns, const std::string& gpu_uuid, co
       r.key = key;
       r.first_seen_ns = now_ns;
     }
-    r.identity = p.identity;
+    take_identity(r.identity, p.identity);
     r.last = p;
     r.visible = p.visible;
     r.running = true;

@@ -26,6 +26,8 @@ inline constexpr const char* kGpuProcessCpu = "gpu_process_cpu_seconds_total";
 inline constexpr const char* kGpuProcessResidentMemory = "gpu_process_resident_memory_bytes";
 inline constexpr const char* kGpuProcessAccountingUtilization = "gpu_process_accounting_utilization_ratio";
 inline constexpr const char* kGpuProcessAccountingMaxMemory = "gpu_process_accounting_max_memory_bytes";
+// Which Kubernetes pod and container holds a GPU (1 per holder), for joins in PromQL.
+inline constexpr const char* kGpuPodInfo = "gpu_pod_info";
 // The host (engine/collectors/host_collector.cpp)
 inline constexpr const char* kHostCpu = "host_cpu_utilization_ratio";
 inline constexpr const char* kHostMemoryUsed = "host_memory_used_bytes";
@@ -49,6 +51,7 @@ inline constexpr const char* kAll[] = {
     kGpuProcessResidentMemory,
     kGpuProcessAccountingUtilization,
     kGpuProcessAccountingMaxMemory,
+    kGpuPodInfo,
     kHostCpu,
     kHostMemoryUsed,
     kHostEnergy,

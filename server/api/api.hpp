@@ -55,6 +55,7 @@ struct ApiContext {
   const AnomalyMonitor* anomalies = nullptr;   // null: no sampler, no anomalies
   const GpuCollector* gpus = nullptr;          // null: the GPU collector is disabled
   const ProcessTracker* processes = nullptr;   // null: no GPU collector, only stored processes
+  const PodDirectory* pods = nullptr;          // null: the kubelet is not asked (--pod-resources-socket)
   const GpuAlerts* gpu_alerts = nullptr;
   const SeriesStore* store = nullptr;         // latest readings for /metrics
   const EventMetrics* event_metrics = nullptr;  // histograms and counters for /metrics

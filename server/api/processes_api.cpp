@@ -1,7 +1,7 @@
 // GET /api/v1/processes: every process that ran on a GPU in a window, live ones from the
 // tracker and past ones from the store (the two parts of a process that outlived a restart
 // merged), with their lifetime figures; `gpu=` (index or UUID), `run=` (the run's processes
-// while it ran), `group=container` (sums per container). GET /api/v1/processes/{key}: one
+// while it ran), `group=container|pod|namespace` (sums per container, Kubernetes pod or namespace). GET /api/v1/processes/{key}: one
 // process (`gpu=` where it ran on several) and its series over its lifetime.
 #include <pwd.h>
 
@@ -36,6 +36,35 @@ std::string user_name(std::optional<std::uint32_t> uid) {
 
 json optional_number(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
+json optional_text(const std::string& v) { return v.empty() ? json(nullptr) : json(v); }
+
+// The Kubernetes names are the kubelet's (null where it was not asked, or could not say).
+json container_json(const ContainerIdentity& c) {
+  return {{"runtime", c.runtime}, {"id", c.id}, {"pod_uid", c.pod_uid}, {"qos_class", c.qos_class},
+          {"namespace", optional_text(c.pod_namespace)}, {"pod", optional_text(c.pod_name)}, {"name", optional_text(c.name)}};
+}
+
+// What `group=` sums processes by: the key of a process's group, and how the group is named.
+struct Grouping {
+  const char* name;      // the parameter's value
+  const char* list;      // the answer's list
+  std::string (*key)(const ContainerIdentity&);
+  json (*describe)(const ContainerIdentity&);
+};
+constexpr Grouping kGroupings[] = {
+    {"container", "containers",
+     [](const ContainerIdentity& c) { return c.in_container() ? c.runtime + "/" + c.id : std::string(); },
+     [](const ContainerIdentity& c) { return c.in_container() ? container_json(c) : json(nullptr); }},
+    // Pods and namespaces as the kubelet named them; processes it named no pod for are one group (null).
+    {"pod", "pods",
+     [](const ContainerIdentity& c) { return c.pod_name.empty() ? std::string() : c.pod_namespace + "/" + c.pod_name; },
+     [](const ContainerIdentity& c) {
+       return c.pod_name.empty() ? json(nullptr) : json{{"namespace", c.pod_namespace}, {"pod", c.pod_name}, {"pod_uid", c.pod_uid}};
+     }},
+    {"namespace", "namespaces", [](const ContainerIdentity& c) { return c.pod_namespace; },
+     [](const ContainerIdentity& c) { return optional_text(c.pod_namespace); }},
+};
+
 // Unknown is not zero: a process for which the driver never reported an SM share has no
 // share of the board's time or energy that can be attributed to it (0 would read as "idle").
 constexpr const char* kNoShare = "the driver reported no SM share for this process, so none of the GPU's time or energy "
@@ -55,9 +84,7 @@ json process_json(const GpuProcessRecord& p, bool live) {
   return {{"gpu", p.gpu}, {"gpu_uuid", p.gpu_uuid}, {"key", p.key}, {"pid", p.identity.pid},
           {"visible", p.visible}, {"command", p.identity.command}, {"cmdline", p.identity.cmdline},
           {"uid", p.identity.uid ? json(*p.identity.uid) : json(nullptr)}, {"user", user_name(p.identity.uid)},
-          {"container", c.in_container() ? json{{"runtime", c.runtime}, {"id", c.id}, {"pod_uid", c.pod_uid},
-                                                {"qos_class", c.qos_class}}
-                                         : json(nullptr)},
+          {"container", c.in_container() ? container_json(c) : json(nullptr)},
           {"systemd_unit", c.runtime == "systemd" ? json(c.id) : json(nullptr)},
           {"state", state}, {"first_seen_ns", p.first_seen_ns}, {"last_seen_ns", p.last_seen_ns},
           {"duration_s", static_cast<double>(p.last_seen_ns - p.first_seen_ns) / 1e9},
@@ -109,8 +136,12 @@ HttpResponse Api::processes(const HttpRequest& request) const {
   if (!w.ok()) return status_response(w.status());
   TimestampNs from = w->from_ns, to = std::min(w->to_ns, now);
   const std::string gpu = param(request, "gpu"), group = param(request, "group"), run_name = param(request, "run");
-  if (!group.empty() && group != "container") {
-    return error_response(400, "invalid_argument", "'group' must be container", "group");
+  const Grouping* grouping = nullptr;
+  for (const Grouping& g : kGroupings) {
+    if (group == g.name) grouping = &g;
+  }
+  if (!group.empty() && !grouping) {
+    return error_response(400, "invalid_argument", "'group' must be container, pod or namespace", "group");
   }
   std::vector<std::int64_t> run_pids;
   if (!run_name.empty()) {
@@ -125,7 +156,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
   if (!listed.ok()) return status_response(listed.status());
   json rows = json::array();
   struct Group {
-    json container;
+    json who;
     std::size_t processes = 0, running = 0, with_share = 0;  // with_share: processes whose SM share is known
     double peak_memory_bytes = 0, gpu_seconds = 0, energy_joules = 0, cpu_seconds = 0;
   };
@@ -135,10 +166,10 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     if (!gpu.empty() && p.gpu != gpu && p.gpu_uuid != gpu) continue;
     if (!run_name.empty() && std::find(run_pids.begin(), run_pids.end(), p.identity.pid) == run_pids.end()) continue;
     json row = process_json(p, l.live);
-    if (group == "container") {
+    if (grouping) {
       const ContainerIdentity& c = p.identity.container;
-      Group& g = groups[c.in_container() ? c.runtime + "/" + c.id : std::string()];
-      g.container = row["container"];
+      Group& g = groups[grouping->key(c)];
+      if (g.processes == 0) g.who = grouping->describe(c);
       ++g.processes;
       g.running += l.live ? 1 : 0;
       g.peak_memory_bytes += p.peak_memory_bytes;  // each process's own peak: an upper bound of the sum's
@@ -157,16 +188,16 @@ HttpResponse Api::processes(const HttpRequest& request) const {
                            {"identity", "a process is its pid and start time (procfs), so a reused pid is a new process; "
                                         "visible=false: perfscope's procfs does not show the pid (another pid namespace)"}}}};
   if (!run_name.empty()) out["run"] = run_name;
-  if (group == "container") {
+  if (grouping) {
     json g = json::array();
     for (const auto& [key, v] : groups) {
-      g.push_back({{"container", v.container}, {"processes", v.processes}, {"running", v.running},
+      g.push_back({{grouping->name, v.who}, {"processes", v.processes}, {"running", v.running},
                    {"peak_memory_bytes_sum", v.peak_memory_bytes},
                    // Over the processes whose share is known; unknown when none is.
                    {"gpu_seconds", v.with_share ? json(v.gpu_seconds) : json(nullptr)},
                    {"energy_joules", v.with_share ? json(v.energy_joules) : json(nullptr)}, {"cpu_seconds", v.cpu_seconds}});
     }
-    out["containers"] = g;
+    out[grouping->list] = g;
   }
   json unattributed = json::object();
   if (ctx_.processes) {

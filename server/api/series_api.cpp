@@ -53,6 +53,16 @@ HttpResponse Api::devices() const {
         g["mig"] = {{"parent_uuid", d.parent_uuid}, {"gpu_instance_id", d.gpu_instance_id},
                     {"compute_instance_id", d.compute_instance_id}};
       }
+      // Kubernetes: the containers the kubelet says hold it (null: the kubelet is not asked).
+      if (ctx_.pods) {
+        json pods = json::array();
+        for (const PodRef& p : ctx_.pods->holders(d.uuid, d.index)) {
+          pods.push_back({{"namespace", p.namespace_name}, {"pod", p.pod}, {"container", p.container}});
+        }
+        g["pods"] = std::move(pods);
+      } else {
+        g["pods"] = nullptr;
+      }
       gpus.push_back(std::move(g));
     }
     for (const GpuLink& l : ctx_.gpus->topology()) {

@@ -265,9 +265,11 @@ struct CommandLineParser::Table {
           commit_ms(c.storage.commit_interval.count()),
           shutdown_ms(c.server.shutdown_timeout.count()),
           retention_ms(c.storage.retention_interval.count()),
-          gpu_process_ms(c.engine.gpu_process_interval.count()) {}
+          gpu_process_ms(c.engine.gpu_process_interval.count()),
+          pod_resources_ms(c.engine.pod_resources_interval.count()) {}
     std::string listen;
-    std::int64_t sampling_ms, timeout_ms, header_timeout_ms, commit_ms, shutdown_ms, retention_ms, gpu_process_ms;
+    std::int64_t sampling_ms, timeout_ms, header_timeout_ms, commit_ms, shutdown_ms, retention_ms, gpu_process_ms,
+        pod_resources_ms;
     std::string raw_max_age = "0", rollup_max_age = "0", max_size = "0";
     std::string cardinality_limits, cardinality_window = "24h";
     std::string config_file;
@@ -408,6 +410,13 @@ CommandLineParser::Table::Table() {
                     "lifetime records (/api/v1/processes)")
       ->envname("PERFSCOPE_GPU_PROCESS_SERIES_LIMIT")->check(CLI::Range(std::size_t{0}, std::size_t{1'000'000}))
       ->capture_default_str();
+  serve->add_option("--pod-resources-socket", c.engine.pod_resources_socket,
+                    "The kubelet's PodResources socket (e.g. /var/lib/kubelet/pod-resources/kubelet.sock, mounted "
+                    "into the agent): GPUs and their processes get the pod, namespace and container that hold them")
+      ->envname("PERFSCOPE_POD_RESOURCES_SOCKET");
+  serve->add_option("--pod-resources-interval-ms", t.pod_resources_ms,
+                    "How often the kubelet is asked which pod holds which GPU")
+      ->envname("PERFSCOPE_POD_RESOURCES_INTERVAL_MS")->check(CLI::Range(100, 3'600'000))->capture_default_str();
   serve->add_option("--power-target-watts", c.engine.power_target_watts,
                     "Alert when a GPU's power (1 s average) goes above this many watts (0: no target)")
       ->envname("PERFSCOPE_POWER_TARGET_WATTS")->check(CLI::Range(0.0, 100000.0))->capture_default_str();
@@ -574,6 +583,7 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     }
     c.engine.sampling_interval = std::chrono::milliseconds(t.sampling_ms);
     c.engine.gpu_process_interval = std::chrono::milliseconds(t.gpu_process_ms);
+    c.engine.pod_resources_interval = std::chrono::milliseconds(t.pod_resources_ms);
     c.server.request_timeout = std::chrono::milliseconds(t.timeout_ms);
     c.server.header_timeout = std::chrono::milliseconds(t.header_timeout_ms);
     c.storage.commit_interval = std::chrono::milliseconds(t.commit_ms);

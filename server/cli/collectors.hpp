@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 
+#include "engine/collectors/pod_directory.hpp"
 #include "engine/collectors/process_tracker.hpp"
 #include "engine/series/collector.hpp"
 #include "engine/series/series_store.hpp"
@@ -22,6 +23,7 @@ namespace perfscope::server {
 struct CollectorDeps {
   SeriesStore& store;
   ProcessTracker& processes;
+  PodDirectory& pods;  // filled by the kubelet collector, read by the GPU collector
 };
 
 struct CollectorSpec {

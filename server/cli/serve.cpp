@@ -112,6 +112,7 @@ struct Server::Impl {
   // Declared before the sampler: the GPU collector's process thread feeds it until the
   // sampler (which owns the collector) is destroyed.
   ProcessTracker processes;  // finished records go to the store
+  PodDirectory pods;          // the kubelet collector writes it, the GPU collector and the API read it
   Sampler sampler;
   StreamHub hub;
   AnomalyMonitor anomalies;
@@ -166,7 +167,7 @@ Status Server::Impl::start() {
   events = std::make_unique<db::EventReader>(config.storage.database_path());
   abtests = std::make_unique<db::AbTestReader>(config.storage.database_path());
 
-  const CollectorDeps deps{store, processes};
+  const CollectorDeps deps{store, processes, pods};
   for (const CollectorSpec& spec : collector_specs()) {
     const bool enabled = spec.enabled(config);
     collector_switches.push_back({std::string(spec.name), std::string(spec.option), enabled});
@@ -210,6 +211,7 @@ Status Server::Impl::start() {
   actx.gpus = gpus;
   actx.collectors = collector_switches;
   actx.processes = &processes;
+  if (!config.engine.pod_resources_socket.empty()) actx.pods = &pods;
   actx.gpu_alerts = &gpu_alerts;
   actx.memory = &memory;
   actx.store = &store;

@@ -29,7 +29,8 @@ export const LAYERS = {
   'server/service': ['engine', 'db'],
   'server/api': ['server/http', 'server/wire', 'server/service', 'engine', 'db', 'web'],
   'server/scrape': ['server/client', 'server/wire', 'engine'],
-  'server/cli': ['server/api', 'server/scrape', 'server/client', 'server/trace', 'server/http', 'server/service',
+  'server/kubelet': ['engine'],
+  'server/cli': ['server/api', 'server/scrape', 'server/kubelet', 'server/client', 'server/trace', 'server/http', 'server/service',
                  'server/wire', 'server/net', 'engine', 'db', 'web'],
 };
 // Where Beast and Asio may be included: the transport's sources, and the headers that only the

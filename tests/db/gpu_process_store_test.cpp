@@ -27,7 +27,7 @@ GpuProcessRecord record(const std::string& key, TimestampNs first, TimestampNs l
   r.identity.command = "python3";
   r.identity.cmdline = "python3 serve.py --model 'a b'";
   r.identity.uid = 1000;
-  r.identity.container = {"containerd", "3f5b2a9c1d7e", "8d2c6a1e-4b7f", "burstable", "/kubepods.slice/x"};
+  r.identity.container = {"containerd", "3f5b2a9c1d7e", "8d2c6a1e-4b7f", "burstable", "/kubepods.slice/x", "serving", "llm-0", "vllm"};
   r.first_seen_ns = first;
   r.last_seen_ns = last;
   r.observed_seconds = static_cast<double>(last - first) / 1e9;
@@ -77,6 +77,9 @@ TEST(GpuProcessStore, RecordsMergeAcrossARestartAndReadBackByWindow) {
   EXPECT_EQ(p.identity.uid, 1000u);
   EXPECT_EQ(p.identity.container.pod_uid, "8d2c6a1e-4b7f");
   EXPECT_EQ(p.identity.container.qos_class, "burstable");
+  EXPECT_EQ(p.identity.container.pod_namespace, "serving");  // the kubelet's names, stored
+  EXPECT_EQ(p.identity.container.pod_name, "llm-0");
+  EXPECT_EQ(p.identity.container.name, "vllm");
   // A window that only the older process overlaps.
   auto early = reader.gpu_processes(0, 5'000'000'000, 100);
   ASSERT_TRUE(early.ok());

@@ -33,6 +33,7 @@ async function modelOf(apiVersion, kind) {
 
 const base = render('docker/kubernetes/base');
 const profiling = render('docker/kubernetes/gpm-profiling');
+const podIdentity = render('docker/kubernetes/pod-identity');
 const find = (docs, kind) => docs.find((d) => d.kind === kind);
 const container = (docs) => find(docs, 'DaemonSet').spec.template.spec.containers[0];
 
@@ -40,7 +41,7 @@ test('every object of the base and the overlay validates against its schema', as
   assert.deepEqual(base.map((d) => d.kind).sort(),
                    ['DaemonSet', 'Namespace', 'PrometheusRule', 'Service', 'ServiceAccount', 'ServiceMonitor']);
   const invalid = [];
-  for (const doc of [...base, ...profiling]) {
+  for (const doc of [...base, ...profiling, ...podIdentity]) {
     const Model = await modelOf(doc.apiVersion, doc.kind);
     try {
       new Model(doc).validate();
@@ -72,6 +73,17 @@ test('the agent holds least privilege: host pids and read-only host /proc and /s
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);
   assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'] });
   assert.deepEqual(container(profiling).securityContext.capabilities, { add: ['SYS_ADMIN'], drop: ['ALL'] });
+  // Pod identity: root for the kubelet's root-only socket, with no capability; the socket's
+  // folder read-only, and the server pointed at the socket in it.
+  const identity = find(podIdentity, 'DaemonSet').spec.template.spec;
+  assert.equal(identity.securityContext.runAsUser, 0);
+  assert.deepEqual(container(podIdentity).securityContext, c.securityContext);
+  const socketMount = container(podIdentity).volumeMounts.find((m) => m.name === 'pod-resources');
+  assert.equal(socketMount.readOnly, true);
+  assert.equal(identity.volumes.find((v) => v.name === 'pod-resources').hostPath.path, '/var/lib/kubelet/pod-resources');
+  const socket = container(podIdentity).env.find((e) => e.name === 'PERFSCOPE_POD_RESOURCES_SOCKET').value;
+  assert.equal(path.dirname(socket), socketMount.mountPath);
+  assert.deepEqual(container(podIdentity).volumeMounts.filter((m) => !m.readOnly).map((m) => m.mountPath).sort(), ['/data', '/tmp']);
   for (const [name, host, mount] of [['host-proc', '/proc', '/host/proc'], ['host-sys', '/sys', '/host/sys']]) {
     assert.equal(pod.volumes.find((v) => v.name === name).hostPath.path, host);
     const m = c.volumeMounts.find((v) => v.name === name);

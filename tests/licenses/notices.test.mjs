@@ -21,10 +21,12 @@ const licence = readFileSync(path.join(root, 'LICENSE'), 'utf8');
 // and npm packages whose files web/CMakeLists.txt compiles into the binary.
 function dependencies() {
   const cmake = readFileSync(path.join(root, 'CMakeLists.txt'), 'utf8');
-  const found = [...cmake.matchAll(/find_package\((\w+)[^)]*\bREQUIRED\b[^)]*\)/g)].map((m) => m[1]);
+  const found = [...cmake.matchAll(/find_package\((\w+)[^)]*\bREQUIRED\b[^)]*\)/g),
+                 ...cmake.matchAll(/pkg_check_modules\((\w+)[^)]*\bREQUIRED\b[^)]*\)/g)].map((m) => m[1]);
   const web = readFileSync(path.join(root, 'web/CMakeLists.txt'), 'utf8');
   const embedded = [...web.matchAll(/node_modules\/([\w.@-]+)/g)].map((m) => m[1]);
-  return { cmake: [...new Set(found)].filter((p) => p !== 'Threads'), npm: [...new Set(embedded)] };
+  // Threads is the C library's; PkgConfig a build tool that finds packages, linked by none.
+  return { cmake: [...new Set(found)].filter((p) => !['Threads', 'PkgConfig'].includes(p)), npm: [...new Set(embedded)] };
 }
 
 // The dependencies that have no section (with a licence text) in `text`.
@@ -48,7 +50,8 @@ function missingNotices(text, deps) {
 
 test('every dependency the build links or embeds has its notice', () => {
   const deps = dependencies();
-  assert.ok(deps.cmake.includes('Boost') && deps.cmake.includes('SQLite3') && deps.npm.includes('uplot'), JSON.stringify(deps));
+  assert.ok(deps.cmake.includes('Boost') && deps.cmake.includes('SQLite3') && deps.cmake.includes('nghttp2') &&
+            deps.npm.includes('uplot'), JSON.stringify(deps));
   assert.deepEqual(missingNotices(notice, deps), []);
   // Without uPlot's section, or with a new package the build requires, the check fails.
   const withoutUplot = notice.replace(/^== uPlot [^]*?(?=^== )/m, '');

@@ -45,7 +45,7 @@ test('every collector of the table is listed, on or off with the option that swi
     await new Promise((r) => setTimeout(r, 100));
   }
   const byName = Object.fromEntries(info.collectors.map((c) => [c.name, c]));
-  assert.deepEqual(Object.keys(byName), ['host', 'nvidia', 'scrape']);
+  assert.deepEqual(Object.keys(byName), ['host', 'nvidia', 'scrape', 'kubelet']);
   assert.equal(byName.host.enabled, true);
   assert.ok(byName.host.passes > 0 && byName.host.last_pass_seconds > 0, JSON.stringify(byName.host));
   assert.deepEqual({ ...byName.nvidia }, { name: 'nvidia', enabled: false, option: '--enable-gpu-collector', sources: [],

@@ -98,5 +98,31 @@ TEST(ProcessTracker, RecordsOfOneProcessMergeExactly) {
   EXPECT_DOUBLE_EQ(before.energy_joules, 150);
 }
 
+// The kubelet's names, once known, stay with the process: a reading without them (the kubelet
+// not yet asked after a restart) is the same pod; a reading of another pod UID is not.
+TEST(ProcessTracker, KubernetesNamesStayOnceKnown) {
+  ProcessTracker t;
+  GpuProcessReading named = proc(10, 100, 1e9, 0.5);
+  named.identity.container = {"containerd", "abc", "uid-1", "burstable", "/kubepods", "serving", "llm-0", "vllm"};
+  GpuProcessReading unnamed = named;
+  unnamed.identity.container.pod_namespace = unnamed.identity.container.pod_name = unnamed.identity.container.name = "";
+  t.observe(0, "GPU-a", "0", 0.0, {named});
+  t.observe(1 * kS, "GPU-a", "0", 0.0, {unnamed});
+  auto running = t.running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].identity.container.pod_name, "llm-0");
+  EXPECT_EQ(running[0].identity.container.name, "vllm");
+
+  GpuProcessRecord restarted = running[0];
+  restarted.identity.container = unnamed.identity.container;
+  restarted.last_seen_ns = 2 * kS;
+  running[0].merge(restarted);
+  EXPECT_EQ(running[0].identity.container.pod_namespace, "serving");
+
+  unnamed.identity.container.pod_uid = "uid-2";
+  t.observe(2 * kS, "GPU-a", "0", 0.0, {unnamed});
+  EXPECT_EQ(t.running()[0].identity.container.pod_name, "");
+}
+
 }  // namespace
 }  // namespace perfscope

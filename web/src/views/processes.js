@@ -20,9 +20,12 @@ export function createProcessesView({ state, showView }) {
   const cpuBefore = new Map();  // key → [cpu seconds, time]: CPU % between two refreshes
   let plot = null;
 
+  // Who holds a process: its Kubernetes pod and container where the kubelet named them (as
+  // kubectl names them, namespace/pod), else the runtime and the short id `docker ps` shows.
+  const containerText = (c) => (c.pod ? `${c.namespace}/${c.pod} · ${c.name}` : `${c.runtime}:${c.id.slice(0, 12)}`);
   // The value a column sorts by.
   const columns = {
-    gpu: (p) => p.gpu, pid: (p) => p.pid, user: (p) => p.user, container: (p) => (p.container ? p.container.id : ''),
+    gpu: (p) => p.gpu, pid: (p) => p.pid, user: (p) => p.user, container: (p) => (p.container ? containerText(p.container) : ''),
     memory: (p) => (p.now ? p.now.memory_bytes : p.peak_memory_bytes), sm: (p) => (p.now ? p.now.sm_ratio : p.mean_sm_ratio) ?? -1,
     cpu: (p) => p.cpu_ratio ?? -1, rss: (p) => (p.now ? p.now.rss_bytes : p.peak_rss_bytes) ?? -1,
     age: (p) => p.duration_s, energy: (p) => p.energy_joules, command: (p) => p.cmdline || p.command,
@@ -47,7 +50,7 @@ export function createProcessesView({ state, showView }) {
     fillRows(body, rows.map((p) => {
       const mem = p.now ? fmtBytes(p.now.memory_bytes) : `peak ${fmtBytes(p.peak_memory_bytes)}`;
       const sm = p.now ? fmtPct(p.now.sm_ratio) : `mean ${fmtPct(p.mean_sm_ratio)}`;
-      const container = p.container ? `${esc(p.container.runtime)}:${esc(p.container.id.slice(0, 12))}` : (p.systemd_unit ? esc(p.systemd_unit) : '–');
+      const container = p.container ? esc(containerText(p.container)) : (p.systemd_unit ? esc(p.systemd_unit) : '–');
       return `<tr data-key="${esc(p.key)}" data-gpu="${esc(p.gpu)}" data-state="${esc(p.state)}" class="${p.state === 'running' ? '' : 'past'}">` +
         `<td>${esc(p.gpu)}</td><td class="num">${p.pid}</td><td>${esc(p.user || '–')}</td><td>${container}</td>` +
         `<td class="num">${mem}</td><td class="num">${sm}</td><td class="num">${fmtPct(p.cpu_ratio)}</td>` +
