@@ -131,10 +131,18 @@ GpuCollector::GpuCollector(GpuCollectorOptions options) : options_(std::move(opt
       lib_->api(), GpuProcessOptions{options_.proc_root, options_.tracker, options_.process_series_limit, options_.pods});
   probe();
   if (options_.process_thread) process_worker_ = std::make_unique<GpuProcessWorker>(*process_reader_);
+  // Xids are the whole GPU's (a MIG instance's carry its instance ids): the GPUs probed, not their instances.
+  std::vector<XidWatcher::Gpu> whole;
+  for (const auto& g : gpus_) {
+    if (g->info.parent_uuid.empty()) whole.push_back({g->handle, g->info.index, g->info.uuid});
+  }
+  xids_ = std::make_unique<XidWatcher>(lib_->api(), std::move(whole));
+  sources_.push_back({"xid", xids_->watching(), xids_->status()});
 }
 
 GpuCollector::~GpuCollector() {
   process_worker_.reset();  // joined before the library and the GPUs go
+  xids_.reset();
   if (!lib_) return;
   for (auto& g : gpus_) {
     if (lib_->api().gpm_sample_free) {
@@ -364,6 +372,8 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_container_processes", "", T::kGauge, "GPU compute processes of a container (read from their cgroups)"},
       {"gpu_container_memory_bytes", "bytes", T::kGauge, "Device memory of a container's compute processes"},
       {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
+      {metric_names::kGpuXidErrors, "", T::kCounter,
+       "Xid errors the driver reported for the GPU since perfscope started, per Xid number (NVML critical-error events)"},
       {metric_names::kGpuPodInfo, "", T::kGauge,
        "1 for each Kubernetes container holding the GPU (namespace, pod, container; --pod-resources-socket)"},
       {metric_names::kGpuDramBandwidth, "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
@@ -393,6 +403,13 @@ void GpuCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
     }
   }
   collect_devices(now_ns, out);
+  if (xids_) {
+    for (const XidCount& x : xids_->counts()) {
+      Labels l{{"gpu", x.gpu}, {"uuid", x.uuid}, {"xid", std::to_string(x.xid)}};
+      sort_labels(l);
+      out.push_back({SeriesKey(metric_names::kGpuXidErrors, std::move(l)), x.count});
+    }
+  }
   if (!process_jobs_.empty()) process_worker_->submit(std::exchange(process_jobs_, {}));
 }
 

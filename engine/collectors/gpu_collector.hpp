@@ -25,6 +25,7 @@
 
 #include "engine/series/collector.hpp"
 #include "engine/collectors/gpu_process_reader.hpp"
+#include "engine/collectors/xid_watcher.hpp"
 #include "engine/events/gpu_specs.hpp"
 #include "engine/collectors/process_tracker.hpp"
 #include "engine/collectors/nvml.hpp"
@@ -141,6 +142,7 @@ class GpuCollector final : public Collector {
   std::vector<GpuProcessJob> process_jobs_;            // sampler thread: this pass's jobs
   std::vector<SeriesKey> retired_;                     // sampler thread: series of ended processes
   std::unique_ptr<GpuProcessWorker> process_worker_;   // null: processes read in the pass
+  std::unique_ptr<XidWatcher> xids_;                   // null without NVML
 };
 
 }  // namespace perfscope

@@ -83,6 +83,11 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.nvlink_state, {"nvmlDeviceGetNvLinkState"});
   resolve(handle, a.nvlink_remote_pci_info, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
   resolve(handle, a.nvlink_remote_device_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
+  resolve(handle, a.event_set_create, {"nvmlEventSetCreate"});
+  resolve(handle, a.event_set_free, {"nvmlEventSetFree"});
+  resolve(handle, a.supported_event_types, {"nvmlDeviceGetSupportedEventTypes"});
+  resolve(handle, a.register_events, {"nvmlDeviceRegisterEvents"});
+  resolve(handle, a.event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   if (!a.init || !a.device_count || !a.device_by_index) {
     return Status::unavailable("NVML at " + used + " lacks nvmlInit, nvmlDeviceGetCount or nvmlDeviceGetHandleByIndex");
   }

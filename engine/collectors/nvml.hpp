@@ -21,6 +21,7 @@ inline constexpr int kSuccess = 0;
 inline constexpr int kNotSupported = 3;
 inline constexpr int kNoPermission = 4;
 inline constexpr int kNotFound = 6;
+inline constexpr int kTimeout = 10;
 inline constexpr int kInsufficientSize = 7;
 inline constexpr int kFunctionNotFound = 13;
 inline constexpr int kGpuIsLost = 15;
@@ -28,6 +29,17 @@ inline constexpr int kArgumentVersionMismatch = 25;
 
 using Device = struct DeviceOpaque*;
 using GpmSample = struct GpmSampleOpaque*;
+using EventSet = struct EventSetOpaque*;
+
+// Events (nvmlEventData_t: 32 bytes). An Xid's number is its event_data.
+inline constexpr unsigned long long kEventXidCriticalError = 0x8;
+struct EventData {
+  Device device;
+  unsigned long long event_type;
+  unsigned long long event_data;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+static_assert(sizeof(EventData) == 32);
 
 struct Utilization {
   unsigned gpu;
@@ -176,6 +188,13 @@ struct Api {
   // nvmlIntNvLinkDeviceType_t: 0 a GPU, 1 an IBM NPU, 2 an NVSwitch (whose PCI info reads
   // FFFFFFFF:FF:FF.0), 0xFF unknown.
   int (*nvlink_remote_device_type)(Device, unsigned, int*) = nullptr;
+  // Events: a set, the kinds a GPU can report, a GPU's kinds added to a set, and the next event
+  // of a set within a timeout (kTimeout when none came).
+  int (*event_set_create)(EventSet*) = nullptr;
+  int (*event_set_free)(EventSet) = nullptr;
+  int (*supported_event_types)(Device, unsigned long long*) = nullptr;
+  int (*register_events)(Device, unsigned long long, EventSet) = nullptr;
+  int (*event_set_wait)(EventSet, EventData*, unsigned) = nullptr;
 };
 inline constexpr int kNvLinkRemoteSwitch = 2;
 

@@ -19,6 +19,7 @@ inline constexpr const char* kGpuThrottle = "gpu_throttle_seconds_total";
 inline constexpr const char* kGpuDramBandwidth = "gpu_dram_bandwidth_bytes_per_second";
 inline constexpr const char* kGpuDramUtilization = "gpu_dram_bandwidth_utilization_ratio";
 inline constexpr const char* kGpuTensorEstimate = "gpu_tensor_estimated_flops_per_second";
+inline constexpr const char* kGpuXidErrors = "gpu_xid_errors_total";
 // GPU processes (engine/collectors/gpu_process_reader.cpp); a process's page reads them back.
 inline constexpr const char* kGpuProcessMemory = "gpu_process_memory_bytes";
 inline constexpr const char* kGpuProcessUtilization = "gpu_process_utilization_ratio";
@@ -45,6 +46,7 @@ inline constexpr const char* kAll[] = {
     kGpuDramBandwidth,
     kGpuDramUtilization,
     kGpuTensorEstimate,
+    kGpuXidErrors,
     kGpuProcessMemory,
     kGpuProcessUtilization,
     kGpuProcessCpu,

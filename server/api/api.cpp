@@ -84,6 +84,8 @@ json config_to_json(const AppConfig& c) {
       {"enable_host_collector", c.engine.enable_host_collector},
       {"enable_gpu_collector", c.engine.enable_gpu_collector},
       {"nvml_library", c.engine.nvml_library},
+      {"pod_resources_socket", c.engine.pod_resources_socket},
+      {"pod_resources_interval_ms", c.engine.pod_resources_interval.count()},
       {"power_target_watts", c.engine.power_target_watts},
       {"io_threads", c.server.io_threads},
       {"worker_threads", c.server.worker_threads},

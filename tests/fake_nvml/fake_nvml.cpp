@@ -16,6 +16,8 @@
 //                      max memory bytes, lifetime ms
 //   0.mig_mode 1  0.mig_max 7                 MIG: mode on, instance slots
 //   topo.0.1 10  0.nvlink 1:18,switch:2  topology: PCIe common ancestor level, active links by peer
+//   0.xids 79,13       Xid errors, each delivered once to a waiting event set, in order (append
+//                      to deliver more); 0.xid_events 0: the GPU reports no Xid events
 //   0/2.uuid MIG-…  0/2.gi 3  0/2.ci 0  0/2.name …  0/2.mem_total …  0/2.procs …
 //                      the MIG instance in slot 2 of GPU 0 (a slot without a uuid is empty);
 //                      as NVML documents, an instance answers name, uuid, memory and its
@@ -28,7 +30,11 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -112,6 +118,14 @@ static_assert(sizeof(PciInfo) == 68, "nvmlPciInfo_t is 68 bytes");
 
 struct Sample { unsigned device; int taken = 0; };
 
+struct EventData { void* device; unsigned long long type, data; unsigned gpu_instance_id, compute_instance_id; };
+static_assert(sizeof(EventData) == 32, "nvmlEventData_t is 32 bytes");
+// An event set: its GPUs, and how many of each one's scripted Xids it has delivered.
+struct EventSet {
+  std::mutex mu;
+  std::vector<std::pair<void*, std::size_t>> devices;
+};
+
 }  // namespace
 
 extern "C" {
@@ -177,6 +191,36 @@ int nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
   if (get(key(d, "nvlink")).empty()) return 3;  // no NVLink
   *active = nvlink_peer(d, link).empty() ? 0 : 1;
   return 0;
+}
+int nvmlEventSetCreate(void** set) { *set = new EventSet; return 0; }
+int nvmlEventSetFree(void* set) { delete static_cast<EventSet*>(set); return 0; }
+int nvmlDeviceGetSupportedEventTypes(void* d, unsigned long long* types) {
+  *types = num(key(d, "xid_events"), 1) ? 0x8 : 0;
+  return rc_of(d, "events");
+}
+int nvmlDeviceRegisterEvents(void* d, unsigned long long types, void* set) {
+  if (!(types & 0x8) || !num(key(d, "xid_events"), 1)) return 3;
+  auto* s = static_cast<EventSet*>(set);
+  std::lock_guard lock(s->mu);
+  s->devices.emplace_back(d, 0);
+  return 0;
+}
+int nvmlEventSetWait_v2(void* set, EventData* out, unsigned timeout_ms) {
+  auto* s = static_cast<EventSet*>(set);
+  {
+    std::lock_guard lock(s->mu);
+    for (auto& [device, delivered] : s->devices) {
+      std::vector<unsigned long long> xids;
+      std::stringstream list(get(key(device, "xids")));
+      for (std::string x; std::getline(list, x, ',');) xids.push_back(std::strtoull(x.c_str(), nullptr, 10));
+      if (delivered < xids.size()) {
+        *out = EventData{device, 0x8, xids[delivered++], 0xFFFFFFFF, 0xFFFFFFFF};
+        return 0;
+      }
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 50u)));
+  return 10;  // NVML_ERROR_TIMEOUT
 }
 int nvmlDeviceGetNvLinkRemoteDeviceType(void* d, unsigned link, int* type) {
   const std::string peer = nvlink_peer(d, link);

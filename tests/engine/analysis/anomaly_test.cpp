@@ -241,6 +241,24 @@ TEST(GpuAlerts, PowerTargetAndThermalThrottlingOncePerExcursion) {
   EXPECT_TRUE(no_target.observe(SampleBatch{1, {{power, 5000}}}).empty());
 }
 
+// Every Xid is news: the first reading of a count (its first Xid) and each growth alert, a
+// count that stands still does not.
+TEST(GpuAlerts, EachXidTheDriverReportsIsAnAlert) {
+  SeriesStore store(10);
+  SeriesId bus = store.intern(SeriesKey("gpu_xid_errors_total", {{"gpu", "1"}, {"uuid", "GPU-b"}, {"xid", "79"}}));
+  SeriesId odd = store.intern(SeriesKey("gpu_xid_errors_total", {{"gpu", "1"}, {"uuid", "GPU-b"}, {"xid", "1234"}}));
+  GpuAlerts alerts(store, std::nullopt);
+  auto first = alerts.observe(SampleBatch{1, {{bus, 1}}});
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].kind, "xid");
+  EXPECT_EQ(first[0].message, "GPU 1 reported Xid 79: GPU has fallen off the bus");
+  EXPECT_TRUE(alerts.observe(SampleBatch{2, {{bus, 1}}}).empty());
+  EXPECT_EQ(alerts.observe(SampleBatch{3, {{bus, 3}}}).size(), 1u);
+  auto unknown = alerts.observe(SampleBatch{4, {{odd, 1}}});
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0].message, "GPU 1 reported Xid 1234");
+}
+
 // The drawn timeline: raw executions in start order with the gap before each and its cause.
 
 }  // namespace

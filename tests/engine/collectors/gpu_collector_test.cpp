@@ -105,6 +105,40 @@ TEST_F(GpuCollectorTest, ReadsEveryGpuWithUnitsConverted) {
   EXPECT_DOUBLE_EQ(m[R"(gpu_utilization_ratio{gpu="1",uuid="GPU-bbbb"})"], 0);
 }
 
+// Xids arrive as NVML events on the watcher's thread and are counted per GPU and number.
+TEST_F(GpuCollectorTest, XidErrorsAreCountedPerGpuAndNumber) {
+  write(std::string(kH100) + "1.xids 79,13,79\n");
+  GpuCollector c(options());
+  std::map<std::string, double> m;
+  for (int i = 0; i < 100 && m["gpu_xid_errors_total{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"13\"}"] < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m = pass(c, 1'000'000'000 + i);
+  }
+  EXPECT_EQ(m["gpu_xid_errors_total{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"79\"}"], 2);
+  EXPECT_EQ(m["gpu_xid_errors_total{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"13\"}"], 1);
+  for (const auto& [key, v] : m) EXPECT_EQ(key.find("gpu_xid_errors_total{gpu=\"0\""), std::string::npos) << key;
+  bool found = false;
+  for (const SourceStatus& s : c.sources()) {
+    if (s.name == "xid") {
+      found = true;
+      EXPECT_TRUE(s.available);
+      EXPECT_EQ(s.detail, "2 GPUs");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(GpuCollectorTest, GpusWithoutXidEventsAreSaidSo) {
+  write(std::string(kH100) + "0.xid_events 0\n1.xid_events 0\n");
+  GpuCollector c(options());
+  for (const SourceStatus& s : c.sources()) {
+    if (s.name == "xid") {
+      EXPECT_FALSE(s.available);
+      EXPECT_EQ(s.detail, "no GPU reports Xid events");
+    }
+  }
+}
+
 TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   // The newest period (0.9 s) lists 1234, 4321 and a pid not running; an older period (0.5 s)
   // is not read. Later passes find no newer period: held while it is recent, 0 after 2 s.

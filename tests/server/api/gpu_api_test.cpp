@@ -20,7 +20,7 @@ class GpuApiTest : public ServerTest {
     std::ofstream(script_) << "count 1\n0.name NVIDIA H100 80GB HBM3\n0.uuid GPU-aaaa\n0.util_gpu 97\n"
                               "0.mem_total 85520809984\n0.mem_used 80000000000\n0.mem_reserved 0\n"
                               "0.max_clock_mem 2619\n0.bus_width 5120\n0.limit_mw 700000\n0.power_mw 690000\n"
-                              "0.reasons 0x20\n0.temp 88\n0.slowdown 87\n0.shutdown 100\n"
+                              "0.reasons 0x20\n0.temp 88\n0.slowdown 87\n0.shutdown 100\n0.xids 94\n"
                               "0.gpm 1\n0.gpm.10 35\n0.gpm.2 95\n";
     ::setenv("PERFSCOPE_FAKE_NVML_SCRIPT", script_.c_str(), 1);
     config_.engine.nvml_library = PERFSCOPE_FAKE_NVML;
@@ -112,13 +112,19 @@ TEST_F(GpuApiTest, DevicesSeriesAndTheGpuBottleneckRules) {
   EXPECT_EQ(f["thermal_throttling"]["status"], "fired");
   EXPECT_EQ(f["power_capping"]["status"], "ok");
 
-  // 690 W against a 600 W target, and a software thermal slowdown: one alert each.
+  // 690 W against a 600 W target, a software thermal slowdown and an Xid 94: one alert each.
   json alerts = get("/api/v1/alerts").body_json();
   EXPECT_EQ(alerts["power_target_watts"], 600);
   std::map<std::string, int> kinds;
   for (const json& x : alerts["alerts"]) ++kinds[x["kind"]];
   EXPECT_EQ(kinds["power_target"], 1);
   EXPECT_EQ(kinds["thermal_throttling"], 1);
+  EXPECT_EQ(kinds["xid"], 1);
+  for (const json& x : alerts["alerts"]) {
+    if (x["kind"] == "xid") {
+      EXPECT_EQ(x["message"], "GPU 0 reported Xid 94: contained ECC error (the affected application must restart)");
+    }
+  }
 }
 
 // Kernels that report their work, placed on the H100's roofline, and the GPU against targets

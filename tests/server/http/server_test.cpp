@@ -30,14 +30,17 @@ TEST_F(ServerTest, InfoReportsVersionCollectorsAndEffectiveConfig) {
   EXPECT_EQ(info["config"]["sampling_interval_ms"], 50);
   EXPECT_EQ(info["config"]["history_buffer_size"], 10000);
   // The host collector, and the NVIDIA one, whose NVML source says whether this machine has it;
-  // the scrape collector off (no target), with the option that turns it on.
-  ASSERT_EQ(info["collectors"].size(), 3u);
+  // the scrape and kubelet collectors off (no target, no socket), with the options that turn them on.
+  ASSERT_EQ(info["collectors"].size(), 4u);
   EXPECT_EQ(info["collectors"][0]["name"], "host");
   EXPECT_EQ(info["collectors"][1]["name"], "nvidia");
   EXPECT_EQ(info["collectors"][2]["name"], "scrape");
   EXPECT_EQ(info["collectors"][2]["enabled"], false);
   EXPECT_EQ(info["collectors"][2]["option"], "--scrape");
   EXPECT_TRUE(info["collectors"][2]["passes"].is_null());
+  EXPECT_EQ(info["collectors"][3]["name"], "kubelet");
+  EXPECT_EQ(info["collectors"][3]["enabled"], false);
+  EXPECT_EQ(info["collectors"][3]["option"], "--pod-resources-socket");
   EXPECT_GT(info["collectors"][0]["passes"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(info["collectors"][1]["sources"][0]["name"], "nvml");
   EXPECT_FALSE(info["collectors"][1]["sources"][0]["detail"].get<std::string>().empty());
