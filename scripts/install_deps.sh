@@ -26,8 +26,9 @@ if (( with_tests )); then
   # kubectl (its kustomize renders docker/kubernetes for the manifests test): Debian's, unless
   # one is installed already (another package's kubectl owns the same file)
   command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
-  # a real gRPC server standing in for the kubelet's PodResources API (tests/kubernetes)
-  packages+=(python3-grpcio)
+  # a real gRPC server standing in for the kubelet's PodResources API (tests/kubernetes), and the
+  # Helm chart's renderer: Go's text/template with Sprig, Helm's engine (scripts/render_chart.sh)
+  packages+=(python3-grpcio golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev)
   # the Python client's tests, its install with pip into a venv (offline) and mypy --strict
   packages+=(python3 python3-venv python3-setuptools python3-wheel mypy)
 fi

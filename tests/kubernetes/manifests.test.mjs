@@ -1,5 +1,8 @@
-// The Kubernetes node agent (docker/kubernetes): what kubectl's kustomize renders from the base
-// and the overlay is valid against the Kubernetes and Prometheus Operator schemas, holds to
+// The Kubernetes node agent (docker/helm/perfscope, docker/kubernetes): what the Helm chart renders
+// with its defaults and with a second value set (tests/kubernetes/values-second.yaml, through
+// scripts/render_chart.sh: Helm's template engine and functions, as Helm cannot be installed
+// here), and what kubectl's kustomize renders from the base (the chart's defaults, rendered) and
+// the overlays, is valid against the Kubernetes and Prometheus Operator schemas, holds to
 // least privilege (what docker/kubernetes/daemonset.yaml says it needs and nothing more), its
 // alert rules pass promtool and name only metrics perfscope exports, and the DaemonSet's own
 // arguments and environment start a real server that is ready, refuses /metrics without a token
@@ -12,11 +15,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startPerfscope } from '../support/perfscope_server.mjs';
+import { unknownFields } from './strict_fields.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const modules = path.join(root, 'web', 'node_modules');
 const load = (p) => import(pathToFileURL(path.join(modules, p)).href);
 const YAML = await load('yaml/dist/index.js');
+
+function renderChart(...args) {
+  const r = spawnSync(path.join(root, 'scripts/render_chart.sh'), args, { encoding: 'utf8' });
+  assert.equal(r.status, 0, `render_chart.sh ${args.join(' ')}: ${r.stderr}`);
+  return r;
+}
+const docs = (text) => YAML.parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean);
 
 function render(dir) {
   const r = spawnSync('kubectl', ['kustomize', path.join(root, dir)], { encoding: 'utf8' });
@@ -25,29 +36,40 @@ function render(dir) {
 }
 
 // The model of each kind, from kubernetes-models (core and apps) and its Prometheus Operator set.
-async function modelOf(apiVersion, kind) {
+function modelPath(apiVersion, kind) {
   const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : [null, apiVersion];
-  if (group === 'monitoring.coreos.com') return (await load(`@kubernetes-models/prometheus-operator/${group}/${version}/${kind}.js`))[kind];
-  return (await load(`kubernetes-models/${group ? group + '/' : ''}${version}/${kind}.js`))[kind];
+  if (group === 'monitoring.coreos.com') return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
+  return `kubernetes-models/${group ? group + '/' : ''}${version}/${kind}`;
 }
+async function modelOf(apiVersion, kind) {
+  return (await load(modelPath(apiVersion, kind) + '.js'))[kind];
+}
+// Keys its kind does not declare, as `kubectl apply --validate=strict` refuses them.
+const strictProblems = (doc) => unknownFields(doc, path.join(modules, modelPath(doc.apiVersion, doc.kind) + '.d.ts'), modules);
 
 const base = render('docker/kubernetes/base');
 const profiling = render('docker/kubernetes/gpm-profiling');
 const podIdentity = render('docker/kubernetes/pod-identity');
+const chart = docs(renderChart().stdout);
+const second = docs(renderChart('-f', path.join(root, 'tests/kubernetes/values-second.yaml')).stdout);
+const withoutNamespace = (d) => { const c = structuredClone(d); delete c.metadata.namespace; return c; };
 const find = (docs, kind) => docs.find((d) => d.kind === kind);
 const container = (docs) => find(docs, 'DaemonSet').spec.template.spec.containers[0];
 
-test('every object of the base and the overlay validates against its schema', async () => {
+test('every object of the chart (both value sets), the base and the overlays validates against its schema', async () => {
   assert.deepEqual(base.map((d) => d.kind).sort(),
-                   ['DaemonSet', 'Namespace', 'PrometheusRule', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+                   ['ConfigMap', 'DaemonSet', 'Namespace', 'PrometheusRule', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+  assert.deepEqual(second.map((d) => d.kind).sort(),
+                   ['DaemonSet', 'Ingress', 'PodMonitor', 'PrometheusRule', 'Service', 'ServiceAccount']);
   const invalid = [];
-  for (const doc of [...base, ...profiling, ...podIdentity]) {
+  for (const doc of [...chart, ...second, ...base, ...profiling, ...podIdentity]) {
     const Model = await modelOf(doc.apiVersion, doc.kind);
     try {
       new Model(doc).validate();
     } catch (e) {
       invalid.push(`${doc.kind}/${doc.metadata.name}: ${e.message}`);
     }
+    for (const p of strictProblems(doc)) invalid.push(`${doc.kind}/${doc.metadata.name}: ${p}`);
   }
   assert.deepEqual(invalid, []);
   // A schema that accepts anything would pass the above: it refuses a DaemonSet without containers.
@@ -55,6 +77,77 @@ test('every object of the base and the overlay validates against its schema', as
   const broken = structuredClone(find(base, 'DaemonSet'));
   broken.spec.template.spec.containers = 'perfscope';
   assert.throws(() => new DaemonSet(broken).validate());
+  // A misspelled field is refused too, at any depth, in core kinds and the Operator's.
+  const misspelled = structuredClone(find(second, 'DaemonSet'));
+  const c = misspelled.spec.template.spec.containers[0];
+  c.readinesProbe = c.readinessProbe;
+  delete c.readinessProbe;
+  c.volumeMounts[0].readonly = true;
+  misspelled.spec.template.spec.hostPid = true;
+  assert.deepEqual(strictProblems(misspelled).sort(), ['spec.template.spec.containers[0].readinesProbe: no such field',
+                                                       'spec.template.spec.containers[0].volumeMounts[0].readonly: no such field',
+                                                       'spec.template.spec.hostPid: no such field']);
+  const badMonitor = structuredClone(find(second, 'PodMonitor'));
+  badMonitor.spec.podMetricsEndpoints[0].relabelings[0].sourceLabel = ['x'];
+  badMonitor.metadata.label = {};
+  assert.deepEqual(strictProblems(badMonitor).sort(), ['metadata.label: no such field',
+                                                       'spec.podMetricsEndpoints[0].relabelings[0].sourceLabel: no such field']);
+});
+
+test('the kustomize base is the chart with its defaults, and the overlays are its options', () => {
+  const committed = readFileSync(path.join(root, 'docker/kubernetes/base/perfscope.yaml'), 'utf8');
+  assert.equal(docs(committed).length, chart.length);
+  const ordered = (objects) => [...objects].sort((x, y) => `${x.kind}/${x.metadata.name}`.localeCompare(`${y.kind}/${y.metadata.name}`));
+  assert.deepEqual(ordered(base.filter((d) => d.kind !== 'Namespace').map(withoutNamespace)), ordered(chart),
+                   'docker/kubernetes/base/perfscope.yaml is stale: scripts/render_chart.sh --write-base');
+  const ds = (objects) => find(objects, 'DaemonSet').spec.template.spec;
+  const asChart = (values) => ds(docs(renderChart('-f', values).stdout));
+  const dir = mkdtempSync(path.join(tmpdir(), 'perfscope-values-'));
+  try {
+    writeFileSync(path.join(dir, 'gpm.yaml'), 'gpmProfiling: true\n');
+    writeFileSync(path.join(dir, 'pods.yaml'), 'podIdentity:\n  enabled: true\n');
+    assert.deepEqual(ds(profiling), asChart(path.join(dir, 'gpm.yaml')));
+    const overlay = ds(podIdentity), fromChart = asChart(path.join(dir, 'pods.yaml'));
+    const byName = (list) => Object.fromEntries(list.map((x) => [x.name, x]));
+    assert.deepEqual(overlay.securityContext, fromChart.securityContext);
+    assert.deepEqual(byName(overlay.volumes), byName(fromChart.volumes));
+    assert.deepEqual(byName(overlay.containers[0].env), byName(fromChart.containers[0].env));
+    assert.deepEqual(byName(overlay.containers[0].volumeMounts), byName(fromChart.containers[0].volumeMounts));
+    // A value outside what the chart knows fails the render, naming it.
+    writeFileSync(path.join(dir, 'bad.yaml'), 'storage:\n  type: nfs\n');
+    const bad = spawnSync(path.join(root, 'scripts/render_chart.sh'), ['-f', path.join(dir, 'bad.yaml')], { encoding: 'utf8' });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /storage\.type must be hostPath or emptyDir/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the second value set: its image, emptyDir storage, pod identity with GPM, a PodMonitor, an Ingress with TLS', () => {
+  const pod = find(second, 'DaemonSet').spec.template.spec;
+  const c = pod.containers[0];
+  assert.equal(c.image, 'registry.example.com/gpu/perfscope:0.1.0-rc1');
+  assert.equal(pod.runtimeClassName, undefined);
+  assert.deepEqual(pod.volumes.find((v) => v.name === 'data'), { name: 'data', emptyDir: { sizeLimit: '4Gi' } });
+  assert.deepEqual(c.securityContext.capabilities, { add: ['SYS_ADMIN'], drop: ['ALL'] });
+  assert.equal(pod.securityContext.runAsUser, 0);
+  assert.ok(c.args.includes('--gpu-process-interval-ms=500'));
+  assert.equal(c.env.find((e) => e.name === 'PERFSCOPE_POD_RESOURCES_SOCKET').value, '/var/lib/kubelet/pod-resources/kubelet.sock');
+  const monitor = find(second, 'PodMonitor');
+  assert.equal(monitor.metadata.labels.release, 'kube-prometheus-stack');
+  for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels)) assert.equal(find(second, 'DaemonSet').spec.template.metadata.labels[k], v);
+  assert.equal(monitor.spec.podMetricsEndpoints[0].port, c.ports[0].name);
+  assert.equal(monitor.spec.podMetricsEndpoints[0].authorization.credentials.key, 'read');
+  const ingress = find(second, 'Ingress');
+  assert.equal(ingress.spec.rules[0].host, 'gpu-node-1.example.com');
+  assert.equal(ingress.spec.tls[0].secretName, 'perfscope-tls');
+  assert.equal(ingress.spec.rules[0].http.paths[0].backend.service.name, find(second, 'Service').metadata.name);
+  assert.match(JSON.stringify(find(second, 'PrometheusRule').spec), /perfscope_inference_request_duration_seconds_bucket\[5m\]\)\)\) > 2/);
+  // The default set's dashboard ConfigMap holds the Grafana dashboard whole, for the sidecar.
+  const dashboard = find(chart, 'ConfigMap');
+  assert.equal(dashboard.metadata.labels.grafana_dashboard, '1');
+  assert.deepEqual(JSON.parse(dashboard.data['perfscope.json']),
+                   JSON.parse(readFileSync(path.join(root, 'docker/grafana/dashboards/perfscope.json'), 'utf8')));
 });
 
 test('the agent holds least privilege: host pids and read-only host /proc and /sys, no capability but in the overlay', () => {
