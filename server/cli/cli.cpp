@@ -283,7 +283,7 @@ struct CommandLineParser::Table {
   ParsedCommand parsed;
   Texts texts{parsed.config};
   CLI::App app{"perfscope — live performance monitor and analyzer for GPU and ML-inference hosts", "perfscope"};
-  CLI::App *serve, *version, *licenses, *push, *import, *run, *demo, *report, *top, *healthcheck;
+  CLI::App *serve, *version, *licenses, *push, *import, *run, *relay, *demo, *report, *top, *healthcheck;
   CLI::Option* health_server;
 };
 
@@ -333,6 +333,19 @@ CommandLineParser::Table::Table() {
                   "The CUPTI library to trace with (default: the one the program loaded, its Python environment's, "
                   "the CUDA toolkit's, then the system's)");
   run->add_option("command", rn.command, "The command and its arguments, after --")->required();
+  relay = app.add_subcommand(
+      "relay", "Take traced programs' events on a unix socket and send them to a server until stopped: the sidecar of "
+               "programs started with CUDA_INJECTION64_PATH and PERFSCOPE_TRACE_SOCKET set (no perfscope run)");
+  RelayOptions& rl = parsed.relay;
+  relay->add_option("--socket", rl.socket, "The unix socket to listen on (in a volume the traced programs share)")->required();
+  relay->add_option("--library-into", rl.library_into,
+                    "First copy the injection library (libperfscope_cupti.so) into this folder, for the programs to load");
+  relay->add_option("--server", rl.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
+  relay->add_option("--token", rl.token, "Write token, when the server requires one")->envname("PERFSCOPE_TOKEN");
+  relay->add_option("--name", rl.name, "Run name: give the traced programs the same in PERFSCOPE_RUN_NAME (default: host and start time)")
+      ->envname("PERFSCOPE_RUN_NAME");
+  relay->add_option("--output,-o", rl.output, "Where events go when no server answers (default perfscope-run-NAME.ndjson)");
+  relay->add_option("--library", rl.library, "The injection library (default: PERFSCOPE_CUPTI_LIBRARY, else beside perfscope)");
   demo = app.add_subcommand(
       "demo", "Run a real instrumented CPU workload (matmul variants, allocations, LLM-style requests) reporting to a server");
   demo->add_option("--server", parsed.demo.server, "perfscope server URL")->envname("PERFSCOPE_SERVER")->capture_default_str();
@@ -549,7 +562,7 @@ ParsedCommand CommandLineParser::Table::parse(int argc, const char* const* argv)
     // Every subcommand but serve and healthcheck is complete once parsed.
     for (auto [sub, command] : {std::pair{version, Command::kVersion}, std::pair{licenses, Command::kLicenses},
                                 std::pair{push, Command::kPush},
-                                std::pair{import, Command::kImport}, std::pair{run, Command::kRun},
+                                std::pair{import, Command::kImport}, std::pair{run, Command::kRun}, std::pair{relay, Command::kRelay},
                                 std::pair{demo, Command::kDemo}, std::pair{report, Command::kReport},
                                 std::pair{top, Command::kTop}}) {
       if (sub->parsed()) {

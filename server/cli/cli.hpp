@@ -19,7 +19,7 @@
 
 namespace perfscope::server {
 
-enum class Command { kServe, kPush, kImport, kRun, kDemo, kReport, kTop, kHealthcheck, kVersion, kLicenses, kExit };
+enum class Command { kServe, kPush, kImport, kRun, kRelay, kDemo, kReport, kTop, kHealthcheck, kVersion, kLicenses, kExit };
 
 struct ParsedCommand {
   Command command = Command::kExit;
@@ -28,6 +28,7 @@ struct ParsedCommand {
   PushOptions push;
   ImportOptions import;
   RunOptions run;
+  RelayOptions relay;
   DemoOptions demo;
   ReportOptions report;
   TopOptions top;

@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);
       return run_traced(cmd.run, stop_requested);
+    case Command::kRelay:
+      std::signal(SIGINT, request_stop);
+      std::signal(SIGTERM, request_stop);
+      return run_relay(cmd.relay, stop_requested);
     case Command::kDemo:
       std::signal(SIGINT, request_stop);
       std::signal(SIGTERM, request_stop);

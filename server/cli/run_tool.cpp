@@ -3,10 +3,15 @@
 // process writes there, and forwards them to the server in batches — or, when no server
 // answers (or it goes away), appends them to a file for `perfscope import`. One process, one
 // thread: poll() over the socket's connections, waitpid() for the command.
+//
+// `perfscope relay --socket PATH`: the same socket and forwarding without a command, until
+// stopped — for programs started elsewhere with the library and the socket in their
+// environment (a sidecar beside a Kubernetes workload, which then needs no perfscope binary).
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +47,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr const char* kWhat = "perfscope run";
+constexpr const char* kRelay = "perfscope relay";
 constexpr std::size_t kBatchLines = 5000;
 constexpr auto kBatchInterval = std::chrono::milliseconds(200);
 // After the command exits, how long descendants that still hold a connection may keep sending.
@@ -193,30 +199,42 @@ std::string host_name() {
 // A run's report as one NDJSON line, forwarded with the trace (so an import registers it too).
 std::string run_line(const RunEvent& run) { return encode_event(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-// A listening unix socket in a private temporary directory, removed on destruction.
+// A listening unix socket: in a private temporary directory (`perfscope run`), or at a given
+// path that any user may connect to (a relay's, in a volume its pod shares); removed on
+// destruction.
 class TraceSocket {
  public:
-  TraceSocket() {
-    std::string dir_template = (fs::temp_directory_path() / "perfscope-run-XXXXXX").string();
-    if (!::mkdtemp(dir_template.data())) return;
-    dir_ = dir_template;
-    path_ = dir_ + "/trace.sock";
+  explicit TraceSocket(std::string at = {}) {
+    if (at.empty()) {
+      std::string dir_template = (fs::temp_directory_path() / "perfscope-run-XXXXXX").string();
+      if (!::mkdtemp(dir_template.data())) return;
+      dir_ = dir_template;
+      path_ = dir_ + "/trace.sock";
+    } else {
+      path_ = std::move(at);
+      ::unlink(path_.c_str());  // a socket left by a relay that was killed
+    }
     sockaddr_un addr{};
-    if (path_.size() >= sizeof addr.sun_path) return;
+    if (path_.size() >= sizeof addr.sun_path) {
+      errno = ENAMETOOLONG;
+      return;
+    }
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd_ >= 0 && (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 128) != 0)) {
       ::close(fd_);
       fd_ = -1;
+      return;
     }
+    // A workload beside a relay may run as another user: connecting needs write permission.
+    if (fd_ >= 0 && dir_.empty()) ::chmod(path_.c_str(), 0777);
   }
   ~TraceSocket() {
     if (fd_ >= 0) ::close(fd_);
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+    else if (!path_.empty()) fs::remove(path_, ec);
   }
   TraceSocket(const TraceSocket&) = delete;
   TraceSocket& operator=(const TraceSocket&) = delete;
@@ -250,6 +268,58 @@ int exit_code(int status) {
 struct Connection {
   int fd;
   std::string pending;  // a line not yet complete
+};
+
+// The traced processes' connections to a trace socket, read line by line into a forwarder.
+class TracePump {
+ public:
+  explicit TracePump(const TraceSocket& socket) : socket_(socket) {}
+  ~TracePump() {
+    for (auto& c : connections_) ::close(c.fd);
+  }
+  TracePump(const TracePump&) = delete;
+  TracePump& operator=(const TracePump&) = delete;
+
+  // Waits up to `timeout_ms` for something to read, takes new connections and what every one
+  // sent, and flushes the forwarder when a batch is due.
+  void pass(int timeout_ms, Forwarder& forwarder) {
+    std::vector<pollfd> fds{{socket_.fd(), POLLIN, 0}};
+    for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    for (int fd; (fd = ::accept4(socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+      connections_.push_back({fd, {}});
+      ++processes_;
+    }
+    for (std::size_t i = 0; i < connections_.size();) {
+      Connection& c = connections_[i];
+      ssize_t n = ::recv(c.fd, buffer_, sizeof buffer_, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        ++i;
+        continue;
+      }
+      if (n <= 0) {  // the process closed its end (it exited, or its sink closed)
+        ::close(c.fd);
+        connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      c.pending.append(buffer_, static_cast<std::size_t>(n));
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = c.pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+        forwarder.add_line(std::string_view(c.pending).substr(start, nl - start));
+      }
+      c.pending.erase(0, start);
+      ++i;
+    }
+    if (forwarder.due()) forwarder.flush();
+  }
+  std::size_t open() const { return connections_.size(); }
+  std::size_t processes() const { return processes_; }
+
+ private:
+  const TraceSocket& socket_;
+  std::vector<Connection> connections_;
+  std::size_t processes_ = 0;  // connections ever taken: one per traced process
+  char buffer_[1 << 16];
 };
 
 }  // namespace
@@ -351,62 +421,82 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   forwarder.add_line(run_line(run));
   forwarder.flush();
 
-  std::vector<Connection> connections;
-  std::size_t processes = 0;
+  auto pump = std::make_unique<TracePump>(socket);
   int status = 0;
   std::optional<Clock::time_point> child_ended;
   bool signalled = false;
-  char buffer[1 << 16];
   for (;;) {
     if (!child_ended && ::waitpid(child, &status, WNOHANG) == child) child_ended = Clock::now();
     if (stop && !signalled && !child_ended) {
       ::kill(child, SIGTERM);
       signalled = true;
     }
-    std::vector<pollfd> fds{{socket.fd(), POLLIN, 0}};
-    for (const auto& c : connections) fds.push_back({c.fd, POLLIN, 0});
     // Once the command has ended: one last look for connections, then stop when none is open.
-    ::poll(fds.data(), fds.size(), !child_ended ? 100 : connections.empty() ? 0 : 50);
-    for (int fd; (fd = ::accept4(socket.fd(), nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
-      connections.push_back({fd, {}});
-      ++processes;
-    }
-    for (std::size_t i = 0; i < connections.size();) {
-      Connection& c = connections[i];
-      ssize_t n = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        ++i;
-        continue;
-      }
-      if (n <= 0) {  // the process closed its end (it exited, or its sink closed)
-        ::close(c.fd);
-        connections.erase(connections.begin() + static_cast<std::ptrdiff_t>(i));
-        continue;
-      }
-      c.pending.append(buffer, static_cast<std::size_t>(n));
-      std::size_t start = 0;
-      for (std::size_t nl; (nl = c.pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-        forwarder.add_line(std::string_view(c.pending).substr(start, nl - start));
-      }
-      c.pending.erase(0, start);
-      ++i;
-    }
-    if (forwarder.due()) forwarder.flush();
-    if (child_ended && connections.empty()) break;
+    pump->pass(!child_ended ? 100 : pump->open() == 0 ? 0 : 50, forwarder);
+    if (child_ended && pump->open() == 0) break;
     if (child_ended && Clock::now() - *child_ended > kDescendantGrace) {
-      std::cerr << kWhat << ": " << connections.size()
+      std::cerr << kWhat << ": " << pump->open()
                 << " traced process(es) still running after the command ended; not waiting for them\n";
       break;
     }
   }
-  for (auto& c : connections) ::close(c.fd);
   run.end_ns = now_ns();
   run.exit_status = exit_code(status);
   forwarder.complete(run);
   forwarder.add_line(run_line(run));
   forwarder.flush();
-  forwarder.print_summary(name, options.server, processes);
+  forwarder.print_summary(name, options.server, pump->processes());
   return *run.exit_status;
+}
+
+int run_relay(const RelayOptions& options, const std::atomic<bool>& stop) {
+  if (!options.library_into.empty()) {
+    const std::string library = find_library(options.library);
+    std::error_code ec;
+    const fs::path to = fs::path(options.library_into) / "libperfscope_cupti.so";
+    if (library.empty() || !fs::copy_file(library, to, fs::copy_options::overwrite_existing, ec)) {
+      std::cerr << kRelay << ": cannot copy the injection library into " << options.library_into << ": "
+                << (library.empty() ? "libperfscope_cupti.so was not found beside perfscope" : ec.message()) << "\n";
+      return 1;
+    }
+    fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec, ec);
+  }
+  const std::string name = options.name.empty() ? default_name(host_name()) : options.name;
+  const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
+  RunOptions forward;
+  forward.server = options.server;
+  forward.token = options.token;
+  Forwarder forwarder(forward, fallback);
+  if (!forwarder.to_server()) {
+    std::cerr << kRelay << ": no server at " << options.server << " (" << forwarder.reason() << "); events go to "
+              << fallback << "\n";
+  }
+  TraceSocket socket(options.socket);
+  if (socket.fd() < 0) {
+    std::cerr << kRelay << ": cannot listen on " << options.socket << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  std::cerr << kRelay << ": run " << name << ": traced programs report to " << options.socket << "\n";
+  // The run: registered at once, its processes the ones that report, ended when the relay is.
+  RunEvent run;
+  run.name = name;
+  run.command = {"perfscope", "relay", "--socket", options.socket};
+  run.host = host_name();
+  run.start_ns = now_ns();
+  forwarder.add_line(run_line(run));
+  forwarder.flush();
+  TracePump pump(socket);
+  while (!stop) pump.pass(100, forwarder);
+  // Stopped: what the processes still connected send within the grace period.
+  for (const auto until = Clock::now() + kDescendantGrace; pump.open() > 0 && Clock::now() < until;) pump.pass(50, forwarder);
+  run.end_ns = now_ns();
+  run.exit_status = 0;
+  forwarder.complete(run);
+  forwarder.add_line(run_line(run));
+  forwarder.flush();
+  forwarder.print_summary(name, options.server, pump.processes());
+  return 0;
 }
 
 }  // namespace perfscope::server

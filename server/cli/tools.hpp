@@ -33,6 +33,17 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
+// `perfscope relay`: a trace socket without a command (a sidecar's), forwarding until stopped.
+struct RelayOptions {
+  std::string socket;        // where to listen
+  std::string library_into;  // a folder to copy the injection library into first (a shared volume)
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;
+  std::string name;     // the run; empty: the host's name and the start time
+  std::string output;   // where events go when no server answers
+  std::string library;  // empty: PERFSCOPE_CUPTI_LIBRARY, else beside the perfscope executable
+};
+
 struct DemoOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
@@ -75,6 +86,7 @@ int run_import(const PushOptions& options, const ImportOptions& import);
 // Exits with the traced command's status (128+signal when a signal ended it).
 int run_traced(const RunOptions& options, const std::atomic<bool>& stop);
 int run_demo(const DemoOptions& options, const std::atomic<bool>& stop);
+int run_relay(const RelayOptions& options, const std::atomic<bool>& stop);
 int run_report(const ReportOptions& options);
 int run_top(const TopOptions& options, const std::atomic<bool>& stop);
 // 0 when GET /healthz answers 200 within 5 s, else 1 (with the reason on stderr).

@@ -52,17 +52,18 @@ const profiling = render('docker/kubernetes/gpm-profiling');
 const podIdentity = render('docker/kubernetes/pod-identity');
 const chart = docs(renderChart().stdout);
 const second = docs(renderChart('-f', path.join(root, 'tests/kubernetes/values-second.yaml')).stdout);
+const example = docs(readFileSync(path.join(root, 'docker/kubernetes/examples/traced-pytorch.yaml'), 'utf8'));
 const withoutNamespace = (d) => { const c = structuredClone(d); delete c.metadata.namespace; return c; };
-const find = (docs, kind) => docs.find((d) => d.kind === kind);
+const find = (docs, kind, name) => docs.find((d) => d.kind === kind && (!name || d.metadata.name === name));
 const container = (docs) => find(docs, 'DaemonSet').spec.template.spec.containers[0];
 
 test('every object of the chart (both value sets), the base and the overlays validates against its schema', async () => {
   assert.deepEqual(base.map((d) => d.kind).sort(),
-                   ['ConfigMap', 'DaemonSet', 'Namespace', 'PrometheusRule', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+                   ['ConfigMap', 'DaemonSet', 'Namespace', 'PrometheusRule', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
   assert.deepEqual(second.map((d) => d.kind).sort(),
-                   ['DaemonSet', 'Ingress', 'PodMonitor', 'PrometheusRule', 'Service', 'ServiceAccount']);
+                   ['DaemonSet', 'Ingress', 'PodMonitor', 'PrometheusRule', 'Service', 'Service', 'ServiceAccount']);
   const invalid = [];
-  for (const doc of [...chart, ...second, ...base, ...profiling, ...podIdentity]) {
+  for (const doc of [...chart, ...second, ...base, ...profiling, ...podIdentity, ...example]) {
     const Model = await modelOf(doc.apiVersion, doc.kind);
     try {
       new Model(doc).validate();
@@ -141,7 +142,7 @@ test('the second value set: its image, emptyDir storage, pod identity with GPM, 
   const ingress = find(second, 'Ingress');
   assert.equal(ingress.spec.rules[0].host, 'gpu-node-1.example.com');
   assert.equal(ingress.spec.tls[0].secretName, 'perfscope-tls');
-  assert.equal(ingress.spec.rules[0].http.paths[0].backend.service.name, find(second, 'Service').metadata.name);
+  assert.equal(ingress.spec.rules[0].http.paths[0].backend.service.name, find(second, 'Service', 'perfscope').metadata.name);
   assert.match(JSON.stringify(find(second, 'PrometheusRule').spec), /perfscope_inference_request_duration_seconds_bucket\[5m\]\)\)\) > 2/);
   // The default set's dashboard ConfigMap holds the Grafana dashboard whole, for the sidecar.
   const dashboard = find(chart, 'ConfigMap');
@@ -190,7 +191,7 @@ test('the agent holds least privilege: host pids and read-only host /proc and /s
   assert.equal(c.readinessProbe.httpGet.path, '/readyz');
   assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.memory);
   // Prometheus finds the agents: the monitor selects the service, which selects the pods, by a port it has.
-  const svc = find(base, 'Service');
+  const svc = find(base, 'Service', 'perfscope');
   const sm = find(base, 'ServiceMonitor');
   for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) assert.equal(svc.metadata.labels[k], v);
   for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(ds.spec.template.metadata.labels[k], v);
@@ -250,4 +251,30 @@ test('the DaemonSet\'s own arguments and environment start a ready server that w
     await server.stop();
     rmSync(data, { recursive: true, force: true });
   }
+});
+
+// The recipe for tracing a program in its own pod: the relay sidecar's arguments are what
+// `perfscope relay` takes (the real binary parses them), its socket and library are where the
+// program's environment says, and its server is the chart's node-local Service.
+test('the traced-pod example: a relay sidecar the program finds through its environment', () => {
+  const pod = find(example, 'Pod').spec;
+  const sidecar = pod.initContainers[0], program = pod.containers[0];
+  assert.equal(sidecar.restartPolicy, 'Always');  // a native sidecar: up before the program, for the pod's life
+  const envOf = (c, name) => c.env.find((e) => e.name === name);
+  const arg = (name) => sidecar.args.find((a) => a.startsWith(`--${name}=`)).split('=')[1];
+  assert.equal(envOf(program, 'PERFSCOPE_TRACE_SOCKET').value, arg('socket'));
+  assert.equal(path.dirname(envOf(program, 'CUDA_INJECTION64_PATH').value), arg('library-into'));
+  assert.equal(path.basename(envOf(program, 'CUDA_INJECTION64_PATH').value), 'libperfscope_cupti.so');
+  assert.deepEqual(envOf(program, 'PERFSCOPE_RUN_NAME'), envOf(sidecar, 'PERFSCOPE_RUN_NAME'));
+  const mountOf = (c) => c.volumeMounts.find((m) => m.name === 'perfscope').mountPath;
+  assert.equal(mountOf(sidecar), arg('library-into'));
+  assert.equal(mountOf(program), arg('library-into'));
+  const local = find(chart, 'Service', 'perfscope-local');
+  assert.equal(local.spec.internalTrafficPolicy, 'Local');
+  assert.equal(new URL(arg('server')).hostname, `${local.metadata.name}.perfscope.svc`);
+  assert.equal(Number(new URL(arg('server')).port), local.spec.ports[0].port);
+  // The binary takes these arguments: --help after them parses them and exits 0.
+  const r = spawnSync(process.env.PERFSCOPE_BIN, [...sidecar.args, '--help'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /--library-into/);
 });

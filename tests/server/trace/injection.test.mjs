@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope } from '../../support/perfscope_server.mjs';
@@ -113,4 +113,49 @@ test('with no usable CUPTI the program runs untraced and says why', async () => 
   assert.equal(old.status, 0, old.stderr);
   assert.match(old.stderr, /tracing off: no usable CUPTI library \(.*libcupti\.so\.13: CUPTI API version 18 is older than CUDA 12\.0's\)/);
   assert.match(old.stderr, /cuda_program: ran without CUPTI/);
+});
+
+// A Kubernetes sidecar's way: `perfscope relay` copies the library into a volume the pod shares
+// and listens on a socket there; the program is started by someone else with the library and the
+// socket in its environment (no perfscope binary beside it), possibly as another user.
+test('a relay takes a program started with the library and the socket in its environment', async () => {
+  const shared = path.join(work, 'shared');
+  mkdirSync(shared);
+  const socket = path.join(shared, 'trace.sock');
+  const relay = spawn(bin, ['relay', '--socket', socket, '--library-into', shared, '--server', server.url, '--name', 'sidecar'],
+                      { cwd: work, env: environment() });
+  let relayErr = '';
+  relay.stderr.on('data', (d) => { relayErr += d; });
+  const relayExit = new Promise((resolve) => relay.on('exit', (code) => resolve(code)));
+  for (let i = 0; i < 100 && !relayErr.includes('report to'); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(relayErr, new RegExp(`run sidecar: traced programs report to ${socket.replace(/[.]/g, '\\.')}`));
+  assert.equal(statSync(socket).mode & 0o777, 0o777, 'any user of the pod may connect');
+  const library = path.join(shared, 'libperfscope_cupti.so');
+  const program_ = spawn(program, [records, '--preload', torchLib],
+                         { cwd: work, env: environment({ CUDA_INJECTION64_PATH: library, PERFSCOPE_TRACE_SOCKET: socket,
+                                                         PERFSCOPE_RUN_NAME: 'sidecar' }) });
+  let programErr = '';
+  program_.stderr.on('data', (d) => { programErr += d; });
+  assert.equal(await new Promise((resolve) => program_.on('exit', resolve)), 0, programErr);
+  assert.match(programErr, /tracing with CUPTI 13\.0\.1, the Python environment's/);
+  let kernels = [];
+  for (let i = 0; i < 100 && kernels.length < gpuWork; i++) {
+    kernels = await kernelsOf('sidecar');
+    if (kernels.length < gpuWork) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(kernels.length, gpuWork);
+  // Stopped as a pod stops its sidecar: the run ends, with the process that reported.
+  relay.kill('SIGTERM');
+  assert.equal(await relayExit, 0, relayErr);
+  assert.match(relayErr, new RegExp(`sidecar: ${gpuWork} kernels and copies, ${memoryOps} memory operations from 1 process`));
+  assert.equal(existsSync(socket), false, 'the socket goes with the relay');
+  const runs = await (await fetch(`${server.url}/api/v1/runs/sidecar`)).json();
+  assert.ok(runs.end_ns > runs.start_ns, JSON.stringify(runs));
+  assert.deepEqual(runs.pids, [program_.pid]);
+  const noSocket = spawn(bin, ['relay', '--socket', path.join(work, 'no-such-dir', 'trace.sock'), '--server', server.url],
+                         { cwd: work, env: environment() });
+  let noSocketErr = '';
+  noSocket.stderr.on('data', (d) => { noSocketErr += d; });
+  assert.equal(await new Promise((resolve) => noSocket.on('exit', resolve)), 1);
+  assert.match(noSocketErr, /perfscope relay: cannot listen on .*no-such-dir\/trace\.sock: No such file or directory/);
 });
