@@ -1,4 +1,5 @@
 #include "db/internal/retention_steps.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <algorithm>
 #include <future>
@@ -345,6 +346,7 @@ RetentionStats RetentionTask::stats() const {
 }
 
 void RetentionTask::run() {
+  name_this_thread("ps-retention");
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();

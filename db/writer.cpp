@@ -1,4 +1,5 @@
 #include "db/writer.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <cmath>
 
@@ -192,6 +193,7 @@ WriterStats Writer::stats() const {
 }
 
 void Writer::run() {
+  name_this_thread("ps-db-writer");
   std::unique_lock lock(mu_);
   for (;;) {
     wake_.wait_for(lock, options_.commit_interval,

@@ -1,4 +1,5 @@
 #include "engine/collectors/gpu_process_reader.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <unistd.h>
 
@@ -301,6 +302,7 @@ std::vector<GpuProcessResult> GpuProcessWorker::take() {
 }
 
 void GpuProcessWorker::run() {
+  name_this_thread("ps-gpu-procs");
   std::unique_lock lock(mu_);
   for (;;) {
     wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });

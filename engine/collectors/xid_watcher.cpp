@@ -1,4 +1,5 @@
 #include "engine/collectors/xid_watcher.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <chrono>
 
@@ -46,6 +47,7 @@ XidWatcher::~XidWatcher() {
 }
 
 void XidWatcher::run() {
+  name_this_thread("ps-xid");
   while (!stop_) {
     nvml::EventData e{};
     const int rc = api_.event_set_wait(set_, &e, kWaitMs);

@@ -1,4 +1,5 @@
 #include "engine/series/sampler.hpp"
+#include "engine/base/thread_name.hpp"
 
 namespace perfscope {
 
@@ -69,6 +70,7 @@ std::shared_ptr<const SampleBatch> Sampler::sample_once() {
 }
 
 void Sampler::run() {
+  name_this_thread("ps-sampler");
   // Deadlines advance by whole intervals from the start so passes do not drift; a pass
   // that overran skips the deadlines it missed instead of bursting to catch up.
   auto next = std::chrono::steady_clock::now();

@@ -1,4 +1,5 @@
 #include "server/cli/serve.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <malloc.h>
 
@@ -502,7 +503,13 @@ void Server::run(bool handle_signals, const std::function<void()>& on_ready) {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) threads.emplace_back(serve_io);
+  // The main thread keeps the process's name; the others are named for `top -H`.
+  for (unsigned i = 1; i < impl_->config.server.io_threads; ++i) {
+    threads.emplace_back([&serve_io] {
+      name_this_thread("ps-io");
+      serve_io();
+    });
+  }
   serve_io();
   for (auto& t : threads) t.join();
   // Work still queued on the pool only writes to closed connections; let it finish — within

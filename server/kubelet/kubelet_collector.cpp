@@ -1,4 +1,5 @@
 #include "server/kubelet/kubelet_collector.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include "server/kubelet/pod_resources.hpp"
 
@@ -23,6 +24,7 @@ KubeletCollector::~KubeletCollector() {
 }
 
 void KubeletCollector::run() {
+  name_this_thread("ps-kubelet");
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();

@@ -1,4 +1,5 @@
 #include "server/scrape/scrape_collector.hpp"
+#include "engine/base/thread_name.hpp"
 
 #include <chrono>
 #include <optional>
@@ -84,6 +85,7 @@ void merge_pending(std::vector<Reading>& pending, std::vector<Reading> newer) {
 }  // namespace
 
 void ScrapeCollector::run(Target& target) {
+  name_this_thread("ps-scrape");
   if (!target.url) return;  // reported by sources(); nothing to scrape
   HttpPoster http(*target.url, target.config.timeout);
   http.set_token(target.config.token);
