@@ -146,7 +146,11 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     return result;
   }
   const std::span<const nvml::ProcessInfo> procs(gpu.process_buffer.data(), count);
-  read_utilization(gpu, job.handle, result);
+  if (job.engines_idle) {
+    gpu.util.clear();  // nobody used an engine: every share is 0
+  } else {
+    read_utilization(gpu, job.handle, result);
+  }
   const bool utilization = api_.process_utilization && !gpu.no_utilization;
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
   std::set<unsigned> running;

@@ -51,6 +51,8 @@ Result<std::unique_ptr<Library>> Library::load(const std::string& path) {
   resolve(handle, a.device_uuid, {"nvmlDeviceGetUUID"});
   resolve(handle, a.device_pci_info, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
   resolve(handle, a.utilization, {"nvmlDeviceGetUtilizationRates"});
+  resolve(handle, a.encoder_utilization, {"nvmlDeviceGetEncoderUtilization"});
+  resolve(handle, a.decoder_utilization, {"nvmlDeviceGetDecoderUtilization"});
   resolve(handle, a.memory_v2, {"nvmlDeviceGetMemoryInfo_v2"});
   resolve(handle, a.memory_v1, {"nvmlDeviceGetMemoryInfo"});
   resolve(handle, a.power_usage, {"nvmlDeviceGetPowerUsage"});

@@ -149,6 +149,9 @@ struct Api {
   int (*device_uuid)(Device, char*, unsigned) = nullptr;
   int (*device_pci_info)(Device, PciInfo*) = nullptr;
   int (*utilization)(Device, Utilization*) = nullptr;
+  // The video engines' busy percent over their sampling period (µs).
+  int (*encoder_utilization)(Device, unsigned*, unsigned*) = nullptr;
+  int (*decoder_utilization)(Device, unsigned*, unsigned*) = nullptr;
   int (*memory_v2)(Device, MemoryV2*) = nullptr;
   int (*memory_v1)(Device, MemoryV1*) = nullptr;
   int (*power_usage)(Device, unsigned*) = nullptr;

@@ -5,6 +5,7 @@
 //   count 2            driver 580.159.01      nvml 13.580
 //   0.name NVIDIA H100 80GB HBM3              0.uuid GPU-…
 //   0.util_gpu 55      0.util_mem 40          0.mem_total … 0.mem_used … 0.mem_reserved …
+//   0.util_enc 0       0.util_dec 0           (the video engines' busy percent)
 //   0.power_mw 250000  0.limit_mw 700000      0.energy_mj 1234567
 //   0.temp 61  0.mem_temp 70  0.slowdown 87  0.shutdown 92
 //   0.clock_sm 1980  0.clock_mem 2619  0.clock_gfx 1980  0.max_clock_sm …  0.max_clock_mem …
@@ -243,6 +244,16 @@ int nvmlDeviceGetUtilizationRates(void* d, Utilization* u) {
   u->gpu = static_cast<unsigned>(num(key(d, "util_gpu")));
   u->memory = static_cast<unsigned>(num(key(d, "util_mem")));
   return 0;
+}
+int nvmlDeviceGetEncoderUtilization(void* d, unsigned* util, unsigned* period_us) {
+  *util = static_cast<unsigned>(num(key(d, "util_enc")));
+  *period_us = 167000;
+  return rc_of(d, "encoder");
+}
+int nvmlDeviceGetDecoderUtilization(void* d, unsigned* util, unsigned* period_us) {
+  *util = static_cast<unsigned>(num(key(d, "util_dec")));
+  *period_us = 167000;
+  return rc_of(d, "decoder");
 }
 int nvmlDeviceGetMemoryInfo_v2(void* d, MemoryV2* m) {
   if (int rc = rc_of(d, "memory_v2")) return rc;

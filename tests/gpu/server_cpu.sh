@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole server's CPU on a GPU machine at the default intervals (100 ms sampling, GPU
 # processes read every 200 ms), with 0, 2 and 8 GPU processes (idle PyTorch processes holding
-# memory, spread over the GPUs), in alternating order over ROUNDS rounds: a fresh server each
+# memory, spread over the GPUs; with BUSY=1 each runs a small matmul every 10 ms instead), in
+# alternating order over ROUNDS rounds: a fresh server each
 # time, 5 s to settle, then its CPU time over SECONDS from /proc. Prints one line per measurement
 # (with the CPU of each of its threads, by name) and the median per process count.
 # Usage: tests/gpu/server_cpu.sh [PERFSCOPE_BIN] [SECONDS] [ROUNDS]
@@ -22,7 +23,15 @@ thread_ticks() {
 measure() {  # $1: GPU processes
   local n=$1 pids=() dir
   for i in $(seq 1 "$n"); do
-    ${PYTHON:-python3} -c "import torch, time; x = torch.empty(1 << 28, dtype=torch.uint8, device='cuda:$(( (i - 1) % gpus ))'); print('ready', flush=True); time.sleep(900)" > "/tmp/cpu-worker.$$.$i" &
+    local device="cuda:$(( (i - 1) % gpus ))" body="time.sleep(900)"
+    if [[ ${BUSY:-0} == 1 ]]; then
+      body="a = torch.randn(2048, 2048, device='$device')
+while True:
+    a @ a; torch.cuda.synchronize(); time.sleep(0.01)"
+    fi
+    ${PYTHON:-python3} -c "import torch, time
+x = torch.empty(1 << 28, dtype=torch.uint8, device='$device'); print('ready', flush=True)
+$body" > "/tmp/cpu-worker.$$.$i" &
     pids+=($!)
   done
   for _ in $(seq 240); do [[ $(cat /tmp/cpu-worker.$$.* 2>/dev/null | grep -c ready) -ge $n ]] && break; sleep 0.25; done
@@ -45,7 +54,7 @@ measure() {  # $1: GPU processes
   if ((n > 0)); then kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true; fi
   rm -f /tmp/cpu-worker.$$.*
   awk -v d="$((t1 - t0))" -v hz="$hz" -v s="$seconds" -v n="$n" -v g="$gpus" -v l="$listed" \
-    'BEGIN { printf "gpus %d processes %d listed %d cpu_percent %.3f\n", g, n, l, 100 * d / hz / s }' | tee -a "$results"
+    -v b="${BUSY:-0}" 'BEGIN { printf "gpus %d processes %d busy %d listed %d cpu_percent %.3f\n", g, n, b, l, 100 * d / hz / s }' | tee -a "$results"
   echo "  threads (percent of a core): $threads"
 }
 for round in $(seq 1 "$rounds"); do
@@ -53,7 +62,7 @@ for round in $(seq 1 "$rounds"); do
   for n in $order; do measure "$n"; done
 done
 for n in 0 2 8; do
-  awk -v n="$n" '$4 == n { print $8 }' "$results" | sort -g |
+  awk -v n="$n" '$4 == n { print $10 }' "$results" | sort -g |
     awk -v n="$n" -v g="$gpus" '{ v[++k] = $1 } END { m = k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2;
       printf "median: gpus %d processes %d cpu_percent %.3f (%d measurements, %.3f-%.3f)\n", g, n, m, k, v[1], v[k] }'
 done

@@ -139,6 +139,31 @@ TEST_F(GpuCollectorTest, GpusWithoutXidEventsAreSaidSo) {
   }
 }
 
+// A GPU with every engine idle: each process's share is 0 without the driver's per-process call
+// (the costly one). Here that call would fail, which would make the shares unknown instead.
+TEST_F(GpuCollectorTest, OnAnIdleGpuTheSharesAreZeroWithoutThePerProcessCall) {
+  std::string idle = kH100;
+  for (const char* busy : {"0.util_gpu 55\n", "0.util_mem 40\n"}) idle.erase(idle.find(busy), std::string(busy).size());
+  write(idle + "0.util_gpu 0\n0.util_mem 0\n0.process_utilization_rc 999\n0.proc_util 1234:87:40:3:0@900000\n");
+  GpuCollector c(options());
+  auto m = pass(c, 1'000'000'000);
+  const std::string p = R"(command="python3",container="3f5b2a9c1d7e",)";
+  EXPECT_EQ(m.count(R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"), 1u);
+  EXPECT_DOUBLE_EQ(m[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0);
+  for (const auto& d : c.devices()) {
+    for (const auto& u : d.unsupported) EXPECT_NE(u, "process_utilization");
+  }
+  // A video engine at work is not idle: the call is made (and here refused).
+  write(idle + "0.util_gpu 0\n0.util_mem 0\n0.util_enc 12\n0.process_utilization_rc 999\n");
+  GpuCollector busy(options());
+  pass(busy, 1'000'000'000);
+  bool refused = false;
+  for (const auto& d : busy.devices()) {
+    for (const auto& u : d.unsupported) refused |= u == "process_utilization";
+  }
+  EXPECT_TRUE(refused);
+}
+
 TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   // The newest period (0.9 s) lists 1234, 4321 and a pid not running; an older period (0.5 s)
   // is not read. Later passes find no newer period: held while it is recent, 0 after 2 s.
