@@ -375,6 +375,8 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {"gpu_container_sm_utilization_ratio", "ratio", T::kGauge, "The SM shares of a container's processes, summed"},
       {metric_names::kGpuXidErrors, "", T::kCounter,
        "Xid errors the driver reported for the GPU since perfscope started, per Xid number (NVML critical-error events)"},
+      {"gpu_xid_last_timestamp_seconds", "seconds", T::kGauge,
+       "When the newest Xid of this number arrived (Unix time): for alerts that outlast gaps in scraping"},
       {metric_names::kGpuPodInfo, "", T::kGauge,
        "1 for each Kubernetes container holding the GPU (namespace, pod, container; --pod-resources-socket)"},
       {metric_names::kGpuDramBandwidth, "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
@@ -408,7 +410,8 @@ void GpuCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
     for (const XidCount& x : xids_->counts()) {
       Labels l{{"gpu", x.gpu}, {"uuid", x.uuid}, {"xid", std::to_string(x.xid)}};
       sort_labels(l);
-      out.push_back({SeriesKey(metric_names::kGpuXidErrors, std::move(l)), x.count});
+      out.push_back({SeriesKey(metric_names::kGpuXidErrors, l), x.count});
+      out.push_back({SeriesKey("gpu_xid_last_timestamp_seconds", std::move(l)), static_cast<double>(x.last_ns) / 1e9});
     }
   }
   if (!process_jobs_.empty()) process_worker_->submit(std::exchange(process_jobs_, {}));

@@ -142,10 +142,17 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   if (count == 0) {
     gpu.util.clear();
     retire_gone();
+    retire_container_sums(gpu, {}, result);
     observe({});
     return result;
   }
   const std::span<const nvml::ProcessInfo> procs(gpu.process_buffer.data(), count);
+  std::set<std::string> pod_uids;  // of the GPU's processes in pods: one pod's, or nobody's to name
+  for (const nvml::ProcessInfo& p : procs) {
+    if (const KnownProcess* who = process_of(p.pid, now_ns); who && !who->identity.container.pod_uid.empty()) {
+      pod_uids.insert(who->identity.container.pod_uid);
+    }
+  }
   if (job.engines_idle) {
     gpu.util.clear();  // nobody used an engine: every share is 0
   } else {
@@ -169,7 +176,7 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
       reading.identity = who->identity;
       // A pod's process on a GPU one container holds is that container's (PodDirectory's rule).
       ContainerIdentity& c = reading.identity.container;
-      if (auto holder = process_holder(holders, !c.pod_uid.empty())) {
+      if (auto holder = process_holder(holders, !c.pod_uid.empty(), pod_uids.size())) {
         c.pod_namespace = std::move(holder->namespace_name);
         c.pod_name = std::move(holder->pod);
         c.name = std::move(holder->container);
@@ -240,18 +247,31 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
       out.push_back({SeriesKey(metric_names::kGpuProcessResidentMemory, std::move(l)), static_cast<double>(who->rss_bytes)});
     }
   }
+  std::set<Labels> container_sums;
   for (const auto& [labels, sum] : containers) {
     Labels l = job.labels;
     l.insert(l.end(), labels.begin(), labels.end());
     sort_labels(l);
+    container_sums.insert(l);
     out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
     out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
     if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
   }
   std::erase_if(gpu.util, [&](const auto& entry) { return !running.contains(entry.first); });
   retire_gone();
+  retire_container_sums(gpu, std::move(container_sums), result);
   observe(readings);
   return result;
+}
+
+void GpuProcessReader::retire_container_sums(PerGpu& gpu, std::set<Labels> now, GpuProcessResult& result) {
+  for (const Labels& old : gpu.container_sums) {
+    if (now.contains(old)) continue;
+    for (const char* family : {"gpu_container_processes", "gpu_container_memory_bytes", "gpu_container_sm_utilization_ratio"}) {
+      result.retired.emplace_back(family, old);
+    }
+  }
+  gpu.container_sums = std::move(now);
 }
 
 void GpuProcessReader::read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders,

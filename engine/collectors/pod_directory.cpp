@@ -62,9 +62,10 @@ std::vector<PodRef> PodDirectory::holders(std::string_view uuid, std::string_vie
   return out;
 }
 
-std::optional<PodRef> process_holder(const std::vector<PodRef>& gpu_holders, bool in_pod) {
-  // A host process on a GPU a pod holds is not the pod's; on a shared GPU, whose is unknown.
-  if (!in_pod || gpu_holders.size() != 1) return std::nullopt;
+std::optional<PodRef> process_holder(const std::vector<PodRef>& gpu_holders, bool in_pod, std::size_t pods_on_gpu) {
+  // A host process on a GPU a pod holds is not the pod's; on a shared GPU, or one processes of
+  // two pods use, whose is which is unknown.
+  if (!in_pod || gpu_holders.size() != 1 || pods_on_gpu != 1) return std::nullopt;
   return gpu_holders.front();
 }
 

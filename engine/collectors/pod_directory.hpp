@@ -1,8 +1,9 @@
 // PodDirectory: which Kubernetes pod and container holds which GPU, as the kubelet's
 // PodResources API last said (server/kubelet fills it; the GPU process reader reads it). A GPU
-// process is a pod's when its cgroup puts it in a pod and exactly one container holds its GPU;
-// a GPU several containers share (time-slicing replicas) names no one, since PodResources gives
-// no pod UIDs to tell them apart by.
+// process is a pod's when its cgroup puts it in a pod, exactly one container holds its GPU, and
+// the GPU's processes in pods are all of one pod (by their cgroups' pod UIDs). PodResources
+// gives no pod UIDs, so a GPU several containers share (time-slicing replicas), or one a process
+// of another pod also uses (a pod that sees every GPU, an MPS server), names no one.
 //
 // Device ids are matched as NVIDIA's device plugin writes them: the GPU's UUID (its default),
 // the UUID with a replica suffix ("GPU-…::2", time-slicing), or the GPU's index (the plugin's
@@ -60,8 +61,9 @@ class PodDirectory {
 };
 
 // The one container a process on a GPU with these holders belongs to, per the rule above
-// (`in_pod`: its cgroup puts it in a pod).
-std::optional<PodRef> process_holder(const std::vector<PodRef>& gpu_holders, bool in_pod);
+// (`in_pod`: its cgroup puts it in a pod; `pods_on_gpu`: the distinct pod UIDs of the GPU's
+// processes).
+std::optional<PodRef> process_holder(const std::vector<PodRef>& gpu_holders, bool in_pod, std::size_t pods_on_gpu);
 
 // Whether a device id of the plugin names this GPU (UUID, UUID::replica, or index).
 bool device_id_names_gpu(std::string_view device_id, std::string_view uuid, std::string_view index);

@@ -60,14 +60,16 @@ void XidWatcher::run() {
     if (!(e.event_type & nvml::kEventXidCriticalError)) continue;
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       if (gpus_[i].handle != e.device) continue;
+      const TimestampNs now = now_ns();
       std::lock_guard lock(mu_);
       auto it = counts_.find({i, e.event_data});
       if (it != counts_.end()) {
-        it->second += 1;
+        it->second.count += 1;
+        it->second.last_ns = now;
       } else {
         std::size_t distinct = 0;
         for (const auto& [key, n] : counts_) distinct += key.first == i ? 1 : 0;
-        if (distinct < kMaxXidsPerGpu) counts_[{i, e.event_data}] = 1;
+        if (distinct < kMaxXidsPerGpu) counts_[{i, e.event_data}] = Seen{1, now};
       }
     }
   }
@@ -77,7 +79,7 @@ std::vector<XidCount> XidWatcher::counts() const {
   std::lock_guard lock(mu_);
   std::vector<XidCount> out;
   out.reserve(counts_.size());
-  for (const auto& [key, n] : counts_) out.push_back({gpus_[key.first].index, gpus_[key.first].uuid, key.second, n});
+  for (const auto& [key, n] : counts_) out.push_back({gpus_[key.first].index, gpus_[key.first].uuid, key.second, n.count, n.last_ns});
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/base/clock.hpp"
 #include "engine/collectors/nvml.hpp"
 
 namespace perfscope {
@@ -24,6 +25,7 @@ struct XidCount {
   std::string gpu, uuid;  // the GPU's index label and UUID
   unsigned long long xid = 0;
   double count = 0;
+  TimestampNs last_ns = 0;  // when the newest one arrived
 };
 
 class XidWatcher {
@@ -51,7 +53,11 @@ class XidWatcher {
   nvml::EventSet set_ = nullptr;
   std::string status_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::size_t, unsigned long long>, double> counts_;  // (gpus_ position, xid); guarded by mu_
+  struct Seen {
+    double count = 0;
+    TimestampNs last_ns = 0;
+  };
+  std::map<std::pair<std::size_t, unsigned long long>, Seen> counts_;  // (gpus_ position, xid); guarded by mu_
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -74,25 +74,40 @@ std::string default_name(const std::string& command) {
   return fs::path(command).filename().string() + "-" + stamp;
 }
 
-// Where the events go: the server while it answers, else the fallback file.
+// Where the events go: the server while it answers, else the fallback file — and the server
+// again once it answers again (asked every kReconnectInterval), so a server's restart costs a
+// long-running relay only what arrived meanwhile, which the file keeps.
+constexpr auto kReconnectInterval = std::chrono::seconds(5);
+
 class Forwarder {
  public:
-  Forwarder(const RunOptions& options, std::string fallback) : fallback_(std::move(fallback)) {
-    auto hp = parse_http_url(options.server);
+  Forwarder(const char* what, const std::string& server, const std::string& token, std::string fallback)
+      : what_(what), fallback_(std::move(fallback)), token_(token) {
+    auto hp = parse_http_url(server);
     if (!hp.ok()) {
       reason_ = hp.status().message();
       return;
     }
-    poster_.emplace(*hp, std::chrono::seconds(30));
-    poster_->set_token(options.token);
+    url_ = *hp;
+    connect();
+  }
+
+  bool to_server() const { return poster_.has_value(); }
+
+  // Asks the server's /healthz; keeps the connection when it answers 200.
+  bool connect() {
+    last_try_ = Clock::now();
+    if (!url_) return false;
+    poster_.emplace(*url_, std::chrono::seconds(30));
+    poster_->set_token(token_);
     auto r = poster_->get("/healthz");
     if (!r.ok() || r->status != 200) {
       reason_ = r.ok() ? "GET /healthz answered " + std::to_string(r->status) : r.status().message();
       poster_.reset();
+      return false;
     }
+    return true;
   }
-
-  bool to_server() const { return poster_.has_value(); }
   const std::string& reason() const { return reason_; }
 
   void add_line(std::string_view line) {
@@ -121,19 +136,11 @@ class Forwarder {
   void flush() {
     last_flush_ = Clock::now();
     if (lines_ == 0) return;
-    if (poster_) {
-      auto r = poster_->post("/api/v1/events", "application/x-ndjson", batch_);
-      if (r.ok() && r->status == 200) {
-        sent_ += lines_;
-      } else if (r.ok()) {
-        // Refused (bad token, a limit): not retried, so one bad batch cannot wedge the run.
-        if (refused_ == 0) std::cerr << kWhat << ": the server refused a batch (HTTP " << r->status << "): " << r->body << "\n";
-        refused_ += lines_;
-      } else {
-        std::cerr << kWhat << ": lost the server (" << r.status().message() << "); events now go to " << fallback_ << "\n";
-        poster_.reset();
-      }
+    if (!poster_ && url_ && Clock::now() - last_try_ >= kReconnectInterval && connect()) {
+      std::cerr << what_ << ": the server answers again; events go to it again (" << written_
+                << " events are in " << fallback_ << ")\n";
     }
+    if (poster_ && !post(batch_, lines_)) poster_.reset();
     if (!poster_) write_file();
     batch_.clear();
     lines_ = 0;
@@ -153,7 +160,7 @@ class Forwarder {
   }
 
   void print_summary(const std::string& name, const std::string& server, std::size_t processes) const {
-    std::cerr << kWhat << ": " << name << ": " << counts_.at(R"("type":"kernel")") << " kernels and copies, "
+    std::cerr << what_ << ": " << name << ": " << counts_.at(R"("type":"kernel")") << " kernels and copies, "
               << counts_.at(R"("type":"memory")") << " memory operations from " << processes << " process"
               << (processes == 1 ? "" : "es");
     if (sent_ > 0) std::cerr << "; " << sent_ << " events sent to " << server;
@@ -166,6 +173,31 @@ class Forwarder {
   }
 
  private:
+  // Posts `n` lines. A batch the server refuses as malformed (400: events are taken all or
+  // nothing) is split in halves and each sent again, so one bad line costs itself alone.
+  // False: the server is gone (the caller writes the batch to the file).
+  bool post(std::string_view lines, std::size_t n) {
+    auto r = poster_->post("/api/v1/events", "application/x-ndjson", std::string(lines));
+    if (!r.ok()) {
+      std::cerr << what_ << ": lost the server (" << r.status().message() << "); events go to " << fallback_
+                << " until it answers again\n";
+      return false;
+    }
+    if (r->status == 200) {
+      sent_ += n;
+      return true;
+    }
+    if (r->status == 400 && n > 1) {
+      std::size_t half = 0, cut = 0;
+      for (; half < n / 2; ++half) cut = lines.find('\n', cut) + 1;
+      return post(lines.substr(0, cut), half) && post(lines.substr(cut), n - half);
+    }
+    // Refused (a bad line, a bad token, a limit): not retried, so it cannot wedge the run.
+    if (refused_ == 0) std::cerr << what_ << ": the server refused events (HTTP " << r->status << "): " << r->body << "\n";
+    refused_ += n;
+    return true;
+  }
+
   void write_file() {
     if (!file_.is_open()) file_.open(fallback_, std::ios::app | std::ios::binary);
     file_ << batch_;
@@ -173,13 +205,16 @@ class Forwarder {
     if (file_) {
       written_ += lines_;
     } else {
-      std::cerr << kWhat << ": cannot write " << fallback_ << "\n";
+      std::cerr << what_ << ": cannot write " << fallback_ << "\n";
       refused_ += lines_;
     }
   }
 
-  std::string fallback_, reason_;
+  const char* what_;
+  std::string fallback_, reason_, token_;
+  std::optional<ServerUrl> url_;
   std::optional<HttpPoster> poster_;
+  Clock::time_point last_try_ = Clock::now();
   std::ofstream file_;
   std::string batch_;
   std::size_t lines_ = 0;
@@ -212,7 +247,15 @@ class TraceSocket {
       path_ = dir_ + "/trace.sock";
     } else {
       path_ = std::move(at);
-      ::unlink(path_.c_str());  // a socket left by a relay that was killed
+      // A socket left by a relay that was killed is replaced; anything else at the path is not ours.
+      struct stat st{};
+      if (::lstat(path_.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+          errno = EEXIST;
+          return;
+        }
+        ::unlink(path_.c_str());
+      }
     }
     sockaddr_un addr{};
     if (path_.size() >= sizeof addr.sun_path) {
@@ -222,7 +265,15 @@ class TraceSocket {
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd_ >= 0 && (::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 128) != 0)) {
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      errno = err;
+      return;
+    }
+    bound_ = fd_ >= 0;
+    if (fd_ >= 0 && ::listen(fd_, 128) != 0) {
       ::close(fd_);
       fd_ = -1;
       return;
@@ -234,7 +285,7 @@ class TraceSocket {
     if (fd_ >= 0) ::close(fd_);
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
-    else if (!path_.empty()) fs::remove(path_, ec);
+    else if (bound_) fs::remove(path_, ec);  // only the socket this one made
   }
   TraceSocket(const TraceSocket&) = delete;
   TraceSocket& operator=(const TraceSocket&) = delete;
@@ -244,6 +295,7 @@ class TraceSocket {
  private:
   std::string dir_, path_;
   int fd_ = -1;
+  bool bound_ = false;
 };
 
 // The current environment with `extra` set (replacing variables of the same names).
@@ -267,8 +319,10 @@ int exit_code(int status) {
 
 struct Connection {
   int fd;
-  std::string pending;  // a line not yet complete
+  std::string pending;      // a line not yet complete
+  bool discarding = false;  // inside a line too long to keep, until its end
 };
+constexpr std::size_t kMaxLine = 4 << 20;
 
 // The traced processes' connections to a trace socket, read line by line into a forwarder.
 class TracePump {
@@ -287,7 +341,7 @@ class TracePump {
     for (const auto& c : connections_) fds.push_back({c.fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), timeout_ms);
     for (int fd; (fd = ::accept4(socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
-      connections_.push_back({fd, {}});
+      connections_.push_back({fd, {}, false});
       ++processes_;
     }
     for (std::size_t i = 0; i < connections_.size();) {
@@ -302,23 +356,33 @@ class TracePump {
         connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
+      // Only the new bytes are searched for line ends; a line longer than kMaxLine is dropped
+      // whole (no event is that long), up to its end.
+      std::size_t from = c.pending.size(), start = 0;
       c.pending.append(buffer_, static_cast<std::size_t>(n));
-      std::size_t start = 0;
-      for (std::size_t nl; (nl = c.pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-        forwarder.add_line(std::string_view(c.pending).substr(start, nl - start));
+      for (std::size_t nl; (nl = c.pending.find('\n', from)) != std::string::npos; start = from = nl + 1) {
+        if (!c.discarding) forwarder.add_line(std::string_view(c.pending).substr(start, nl - start));
+        c.discarding = false;
       }
       c.pending.erase(0, start);
+      if (c.pending.size() > kMaxLine) {
+        if (!c.discarding) ++lines_dropped_;
+        c.discarding = true;
+        c.pending.clear();
+      }
       ++i;
     }
     if (forwarder.due()) forwarder.flush();
   }
   std::size_t open() const { return connections_.size(); }
+  std::size_t lines_dropped() const { return lines_dropped_; }
   std::size_t processes() const { return processes_; }
 
  private:
   const TraceSocket& socket_;
   std::vector<Connection> connections_;
   std::size_t processes_ = 0;  // connections ever taken: one per traced process
+  std::size_t lines_dropped_ = 0;
   char buffer_[1 << 16];
 };
 
@@ -373,10 +437,10 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   }
   const std::string name = options.name.empty() ? default_name(options.command.front()) : options.name;
   const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
-  Forwarder forwarder(options, fallback);
+  Forwarder forwarder(kWhat, options.server, options.token, fallback);
   if (!forwarder.to_server()) {
     std::cerr << kWhat << ": no server at " << options.server << " (" << forwarder.reason() << "); events go to "
-              << fallback << "\n";
+              << fallback << " until one answers\n";
   }
   TraceSocket socket;
   if (socket.fd() < 0) {
@@ -449,32 +513,48 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   return *run.exit_status;
 }
 
+namespace {
+// Copies the library into `dir`, readable and loadable by any user, beside and then renamed
+// over: a program that has an older copy mapped (the relay restarted) keeps it whole. The
+// reason it could not, or empty.
+std::string install_library(const std::string& library, const std::string& dir) {
+  const fs::path to = fs::path(dir) / "libperfscope_cupti.so", part = fs::path(dir) / ".libperfscope_cupti.so.part";
+  std::error_code ec;
+  if (fs::copy_file(library, part, fs::copy_options::overwrite_existing, ec)) {
+    fs::permissions(part, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec, ec);
+    if (!ec) fs::rename(part, to, ec);
+  }
+  if (!ec) return {};
+  std::error_code ignored;
+  fs::remove(part, ignored);
+  return ec.message();
+}
+}  // namespace
+
 int run_relay(const RelayOptions& options, const std::atomic<bool>& stop) {
   if (!options.library_into.empty()) {
     const std::string library = find_library(options.library);
-    std::error_code ec;
-    const fs::path to = fs::path(options.library_into) / "libperfscope_cupti.so";
-    if (library.empty() || !fs::copy_file(library, to, fs::copy_options::overwrite_existing, ec)) {
-      std::cerr << kRelay << ": cannot copy the injection library into " << options.library_into << ": "
-                << (library.empty() ? "libperfscope_cupti.so was not found beside perfscope" : ec.message()) << "\n";
+    const std::string why = library.empty() ? "libperfscope_cupti.so was not found beside perfscope"
+                                             : install_library(library, options.library_into);
+    if (!why.empty()) {
+      std::cerr << kRelay << ": cannot copy the injection library into " << options.library_into << ": " << why << "\n";
       return 1;
     }
-    fs::permissions(to, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                            fs::perms::others_exec, ec);
   }
   const std::string name = options.name.empty() ? default_name(host_name()) : options.name;
-  const std::string fallback = options.output.empty() ? "perfscope-run-" + name + ".ndjson" : options.output;
-  RunOptions forward;
-  forward.server = options.server;
-  forward.token = options.token;
-  Forwarder forwarder(forward, fallback);
+  // Beside the socket by default: the volume the pod shares is writable where the root may not be.
+  const std::string fallback = !options.output.empty() ? options.output
+                               : (fs::path(options.socket).parent_path() / ("perfscope-run-" + name + ".ndjson")).string();
+  Forwarder forwarder(kRelay, options.server, options.token, fallback);
   if (!forwarder.to_server()) {
     std::cerr << kRelay << ": no server at " << options.server << " (" << forwarder.reason() << "); events go to "
-              << fallback << "\n";
+              << fallback << " until one answers\n";
   }
   TraceSocket socket(options.socket);
   if (socket.fd() < 0) {
-    std::cerr << kRelay << ": cannot listen on " << options.socket << ": " << std::strerror(errno) << "\n";
+    std::cerr << kRelay << ": cannot listen on " << options.socket << ": "
+              << (errno == EEXIST ? "something that is not a socket is there" : std::strerror(errno)) << "\n";
     return 1;
   }
   std::cerr << kRelay << ": run " << name << ": traced programs report to " << options.socket << "\n";
@@ -496,6 +576,9 @@ int run_relay(const RelayOptions& options, const std::atomic<bool>& stop) {
   forwarder.add_line(run_line(run));
   forwarder.flush();
   forwarder.print_summary(name, options.server, pump.processes());
+  if (pump.lines_dropped() > 0) {
+    std::cerr << kRelay << ": " << pump.lines_dropped() << " lines longer than " << (kMaxLine >> 20) << " MiB dropped\n";
+  }
   return 0;
 }
 

@@ -6,6 +6,8 @@
 //   GPU 0 (GPU-a)  held by serving/llm-0 (vllm):      pids 4101 and 4102, in that pod
 //   GPU 1 (GPU-b)  held by research/train-1 (trainer): pid 4201 in that pod; pid 4301, a host process
 //   GPU 2 (GPU-c)  shared by two pods (time-slicing replicas GPU-c::0 and GPU-c::1): pid 4401
+//   GPU 3 (GPU-d)  held by research/solo (x): pid 4601 of that pod, and pid 4602 of a pod that sees
+//                  every GPU (NVIDIA_VISIBLE_DEVICES=all): which is whose, PodResources cannot say
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -25,7 +27,8 @@ const proc = path.join(dir, 'proc');
 const GiB = 2 ** 30;
 
 const podUid = { llm: '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0', train: '11111111-2222-3333-4444-555555555555',
-                 a: 'aaaaaaaa-0000-0000-0000-000000000001', b: 'bbbbbbbb-0000-0000-0000-000000000002' };
+                 a: 'aaaaaaaa-0000-0000-0000-000000000001', b: 'bbbbbbbb-0000-0000-0000-000000000002',
+                 solo: 'cccccccc-0000-0000-0000-000000000003', all: 'dddddddd-0000-0000-0000-000000000004' };
 const containerId = (n) => String(n).repeat(64).slice(0, 64);
 const kubeCgroup = (uid, id) => `0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid.replaceAll('-', '_')}.slice/cri-containerd-${id}.scope\n`;
 const processes = [
@@ -34,6 +37,8 @@ const processes = [
   { pid: 4201, comm: 'torchrun', gpu: 1, mem: 10 * GiB, cgroup: kubeCgroup(podUid.train, containerId(2)) },
   { pid: 4301, comm: 'nvidia-smi', gpu: 1, mem: GiB, cgroup: '0::/system.slice/ssh.service\n' },
   { pid: 4401, comm: 'python3', gpu: 2, mem: 3 * GiB, cgroup: kubeCgroup(podUid.a, containerId(3)) },
+  { pid: 4601, comm: 'python3', gpu: 3, mem: GiB, cgroup: kubeCgroup(podUid.solo, containerId(4)) },
+  { pid: 4602, comm: 'python3', gpu: 3, mem: GiB, cgroup: kubeCgroup(podUid.all, containerId(5)) },
 ];
 const gpuDevice = (name, ids) => ({ resource_name: 'nvidia.com/gpu', device_ids: ids, name });
 const pods = (llmName) => [
@@ -43,6 +48,7 @@ const pods = (llmName) => [
     { name: 'trainer', devices: [gpuDevice('', ['GPU-b']), { resource_name: 'example.com/fpga', device_ids: ['0', '1'] }] }] },
   { name: 'notebook-a', namespace: 'research', containers: [{ name: 'jupyter', devices: [gpuDevice('', ['GPU-c::0'])] }] },
   { name: 'notebook-b', namespace: 'research', containers: [{ name: 'jupyter', devices: [gpuDevice('', ['GPU-c::1'])] }] },
+  { name: 'solo', namespace: 'research', containers: [{ name: 'x', devices: [gpuDevice('', ['GPU-d'])] }] },
 ];
 function answer(spec) {
   writeFileSync(answerFile + '.new', JSON.stringify(spec));
@@ -67,8 +73,8 @@ function writeProc() {
 }
 
 function nvmlScript() {
-  const lines = ['count 3'];
-  ['a', 'b', 'c'].forEach((u, i) => {
+  const lines = ['count 4'];
+  ['a', 'b', 'c', 'd'].forEach((u, i) => {
     lines.push(`${i}.name NVIDIA H100 80GB HBM3`, `${i}.uuid GPU-${u}`, `${i}.mem_total 85520809984`, `${i}.power_mw 200000`);
     const on = processes.filter((p) => p.gpu === i);
     lines.push(`${i}.procs ` + on.map((p) => `${p.pid}:${p.mem}`).join(','));
@@ -115,7 +121,7 @@ after(async () => {
 });
 
 test('every GPU lists the containers the kubelet says hold it', async () => {
-  const body = await until('/api/v1/devices', (b) => b.gpus.length === 3 && b.gpus[0].pods.length > 0);
+  const body = await until('/api/v1/devices', (b) => b.gpus.length === 4 && b.gpus[0].pods.length > 0);
   const holders = Object.fromEntries(body.gpus.map((g) => [g.uuid, g.pods]));
   assert.deepEqual(holders['GPU-a'], [{ namespace: 'serving', pod: 'llm-0', container: 'vllm' }]);
   assert.deepEqual(holders['GPU-b'], [{ namespace: 'research', pod: 'train-1', container: 'trainer' }]);
@@ -124,7 +130,7 @@ test('every GPU lists the containers the kubelet says hold it', async () => {
   const info = await get('/api/v1/info');
   const kubeletInfo = info.collectors.find((c) => c.name === 'kubelet');
   assert.equal(kubeletInfo.enabled, true);
-  assert.deepEqual(kubeletInfo.sources, [{ name: 'pod-resources', available: true, detail: `${socket}: 4 pods, 4 NVIDIA devices held` }]);
+  assert.deepEqual(kubeletInfo.sources, [{ name: 'pod-resources', available: true, detail: `${socket}: 5 pods, 5 NVIDIA devices held` }]);
 });
 
 test('processes are named after their pod, namespace and container; others are not', async () => {
@@ -139,6 +145,9 @@ test('processes are named after their pod, namespace and container; others are n
   assert.equal(container(4401).pod_uid, podUid.a);
   assert.equal(container(4401).pod, null);
   assert.equal(container(4401).name, null);
+  // One container holds GPU 3, but processes of two pods use it: neither is named after it.
+  assert.equal(container(4601).pod, null);
+  assert.equal(container(4602).pod, null);
 });
 
 test('group=pod and group=namespace sum the processes', async () => {
@@ -149,14 +158,14 @@ test('group=pod and group=namespace sum the processes', async () => {
   assert.deepEqual(row('llm-0').pod, { namespace: 'serving', pod: 'llm-0', pod_uid: podUid.llm });
   assert.equal(row('train-1').processes, 1);
   assert.equal(row('train-1').peak_memory_bytes_sum, 10 * GiB);
-  assert.equal(row(null).processes, 2);  // the host process and the one on the shared GPU
+  assert.equal(row(null).processes, 4);  // the host process, the shared GPU's, and GPU 3's two
   assert.equal(byPod.pods.reduce((n, g) => n + g.processes, 0), byPod.processes.length);
 
   const byNamespace = await get('/api/v1/processes?window=5m&group=namespace');
   const ns = Object.fromEntries(byNamespace.namespaces.map((g) => [g.namespace, g]));
   assert.equal(ns.serving.processes, 2);
   assert.equal(ns.research.processes, 1);
-  assert.equal(ns.null.processes, 2);
+  assert.equal(ns.null.processes, 4);
   const bad = await fetch(server.url + '/api/v1/processes?group=node');
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).error.field, 'group');
@@ -178,7 +187,7 @@ test('per-process and per-GPU series carry the names', async () => {
   assert.doesNotMatch(line(/^perfscope_gpu_process_memory_bytes\{.*pid="4401"/), /pod=/);
   assert.equal(Number(line(/^perfscope_gpu_container_memory_bytes\{.*pod="llm-0"/).split(' ').pop()), 8 * GiB);
   const info = text.split('\n').filter((l) => l.startsWith('perfscope_gpu_pod_info{'));
-  assert.equal(info.length, 4, info.join('\n'));
+  assert.equal(info.length, 5, info.join('\n'));
   assert.ok(info.some((l) => /container="vllm"/.test(l) && /gpu="0"/.test(l) && /pod="llm-0"/.test(l) && / 1$/.test(l)), info.join('\n'));
 });
 
@@ -212,10 +221,12 @@ test('a pod replaced on a GPU replaces its holder; a failing kubelet keeps the l
   let text = '';
   for (let i = 0; i < 50; i++) {
     text = await (await fetch(server.url + '/metrics')).text();
-    if (/pod="llm-1"/.test(text) && !/perfscope_gpu_pod_info\{[^}]*pod="llm-0"/.test(text)) break;
+    if (/perfscope_gpu_container_memory_bytes\{[^}]*pod="llm-1"/.test(text) && !/pod="llm-0"/.test(text)) break;
     await sleep(100);
   }
   assert.doesNotMatch(text, /perfscope_gpu_pod_info\{[^}]*pod="llm-0"/);  // retired, not left at 1
+  assert.doesNotMatch(text, /perfscope_gpu_container_[a-z_]+\{[^}]*pod="llm-0"/);  // the sums too
+  assert.match(text, /perfscope_gpu_container_memory_bytes\{[^}]*pod="llm-1"/);
   assert.match(text, /perfscope_gpu_pod_info\{[^}]*pod="llm-1"/);
 
   answer({ pods: [], status: 12, message: 'List is switched off on this kubelet' });

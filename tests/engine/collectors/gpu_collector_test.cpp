@@ -116,6 +116,8 @@ TEST_F(GpuCollectorTest, XidErrorsAreCountedPerGpuAndNumber) {
   }
   EXPECT_EQ(m["gpu_xid_errors_total{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"79\"}"], 2);
   EXPECT_EQ(m["gpu_xid_errors_total{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"13\"}"], 1);
+  const double last = m["gpu_xid_last_timestamp_seconds{gpu=\"1\",uuid=\"GPU-bbbb\",xid=\"79\"}"];
+  EXPECT_NEAR(last, static_cast<double>(now_ns()) / 1e9, 60);
   for (const auto& [key, v] : m) EXPECT_EQ(key.find("gpu_xid_errors_total{gpu=\"0\""), std::string::npos) << key;
   bool found = false;
   for (const SourceStatus& s : c.sources()) {

@@ -82,9 +82,10 @@ TEST(PodDirectoryTest, MatchesUuidsReplicasAndIndicesOfNvidiaResourcesOnly) {
   EXPECT_TRUE(d.holders("GPU-x", "1").empty());  // the FPGA plugin's "1" is not GPU 1
   EXPECT_EQ(d.holders("GPU-y", "2"), (std::vector<PodRef>{{"ns", "idx", "c"}}));
   // A shared GPU names no one's process; a host process is no pod's.
-  EXPECT_FALSE(process_holder(d.holders("GPU-a", "0"), true));
-  EXPECT_EQ(process_holder(d.holders("GPU-b", "1"), true), (PodRef{"ns", "b", "c"}));
-  EXPECT_FALSE(process_holder(d.holders("GPU-b", "1"), false));
+  EXPECT_FALSE(process_holder(d.holders("GPU-a", "0"), true, 1));
+  EXPECT_EQ(process_holder(d.holders("GPU-b", "1"), true, 1), (PodRef{"ns", "b", "c"}));
+  EXPECT_FALSE(process_holder(d.holders("GPU-b", "1"), false, 1));
+  EXPECT_FALSE(process_holder(d.holders("GPU-b", "1"), true, 2));  // processes of two pods on it
   EXPECT_EQ(d.state().pods, 4u);
   EXPECT_EQ(d.state().gpu_devices, 4u);
 

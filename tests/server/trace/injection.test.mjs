@@ -159,3 +159,72 @@ test('a relay takes a program started with the library and the socket in its env
   assert.equal(await new Promise((resolve) => noSocket.on('exit', resolve)), 1);
   assert.match(noSocketErr, /perfscope relay: cannot listen on .*no-such-dir\/trace\.sock: No such file or directory/);
 });
+
+// A relay outlives what it talks to: a bad line costs itself alone, a server that restarts gets
+// the events again once it answers, a line without end is dropped without holding the others,
+// and what is at the socket's path and is not a socket is left alone.
+test('a relay keeps going: bad lines, a restarted server, endless lines, a path that is not a socket', async () => {
+  const { createConnection } = await import('node:net');
+  const { writeFileSync } = await import('node:fs');
+  const dir = path.join(work, 'relay-robust');
+  mkdirSync(dir);
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  let own = await startPerfscope({ label: 'relay-target', listen: `127.0.0.1:${port}`, dataDir: path.join(dir, 'data') });
+  const socket = path.join(dir, 'trace.sock');
+  const relay = spawn(bin, ['relay', '--socket', socket, '--server', own.url, '--name', 'robust'], { cwd: work, env: environment() });
+  let relayErr = '';
+  relay.stderr.on('data', (d) => { relayErr += d; });
+  const relayExit = new Promise((resolve) => relay.on('exit', (code) => resolve(code)));
+  for (let i = 0; i < 100 && !relayErr.includes('report to'); i++) await new Promise((r) => setTimeout(r, 50));
+  const client = createConnection(socket);
+  await new Promise((r) => client.once('connect', r));
+  const line = (metric, value) => JSON.stringify({ type: 'sample', metric, value, ts_ns: Date.now() * 1e6 }) + '\n';
+  const latest = async (server, metric) => {
+    const series = (await (await fetch(`${server.url}/api/v1/series`)).json()).series;
+    return series.filter((s) => s.name === metric).map((s) => s.latest?.value);
+  };
+  async function until(server, metric, want) {
+    let got = [];
+    for (let i = 0; i < 150 && got[0] !== want; i++) {
+      got = await latest(server, metric);
+      if (got[0] !== want) await new Promise((r) => setTimeout(r, 100));
+    }
+    return got;
+  }
+  // Good lines around a malformed one and one the server refuses: every good one arrives.
+  client.write(line('relay_good_a', 1) + '{"type":"sample","metric":\n' + line('relay_good_b', 2) +
+               JSON.stringify({ type: 'sample', metric: 'relay_bad', value: 'x' }) + '\n' + line('relay_good_c', 3));
+  assert.deepEqual(await until(own, 'relay_good_c', 3), [3]);
+  assert.deepEqual(await latest(own, 'relay_good_a'), [1]);
+  assert.deepEqual(await latest(own, 'relay_good_b'), [2]);
+  assert.match(relayErr, /perfscope relay: the server refused events \(HTTP 400\)/);
+  // A line with no end: dropped once past 4 MiB, the connection's later lines still read.
+  client.write('{"type":"sample","metric":"' + 'x'.repeat(5 << 20));
+  client.write('"}\n' + line('relay_after_long', 4));
+  assert.deepEqual(await until(own, 'relay_after_long', 4), [4]);
+  // The server goes away: lines go to the file beside the socket; back, they go to it again.
+  await own.stop();
+  client.write(line('relay_while_down', 5));
+  for (let i = 0; i < 100 && !relayErr.includes('lost the server'); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(relayErr, /lost the server .*; events go to .*relay-robust\/perfscope-run-robust\.ndjson until it answers again/);
+  own = await startPerfscope({ label: 'relay-target', listen: `127.0.0.1:${port}`, dataDir: path.join(dir, 'data') });
+  await new Promise((r) => setTimeout(r, 5500));
+  client.write(line('relay_after_restart', 6));
+  assert.deepEqual(await until(own, 'relay_after_restart', 6), [6]);
+  assert.match(relayErr, /the server answers again/);
+  assert.match(readFileSync(path.join(dir, 'perfscope-run-robust.ndjson'), 'utf8'), /relay_while_down/);
+  client.end();
+  relay.kill('SIGTERM');
+  assert.equal(await relayExit, 0, relayErr);
+  assert.match(relayErr, /1 lines longer than 4 MiB dropped/);
+  await own.stop();
+  // A file where the socket should go is not removed.
+  const precious = path.join(dir, 'precious.txt');
+  writeFileSync(precious, 'keep me');
+  const refused = spawn(bin, ['relay', '--socket', precious, '--server', 'http://127.0.0.1:1'], { cwd: work, env: environment() });
+  let refusedErr = '';
+  refused.stderr.on('data', (d) => { refusedErr += d; });
+  assert.equal(await new Promise((resolve) => refused.on('exit', resolve)), 1);
+  assert.match(refusedErr, /cannot listen on .*precious\.txt: something that is not a socket is there/);
+  assert.equal(readFileSync(precious, 'utf8'), 'keep me');
+});
