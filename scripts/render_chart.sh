@@ -29,5 +29,6 @@ if [[ "${1:-}" == "--write-base" ]]; then
   exit 0
 fi
 args=("$@")
-if (( ${#args[@]} == 0 )) || [[ "${args[-1]}" == -* || -f "${args[-1]}" ]]; then args+=("$root/docker/helm/perfscope"); fi
+# The chart's folder last, unless the arguments end with one (a folder holding Chart.yaml).
+if (( ${#args[@]} == 0 )) || [[ ! -f "${args[-1]}/Chart.yaml" ]]; then args+=("$root/docker/helm/perfscope"); fi
 exec "$out/chart_render" "${args[@]}"

@@ -45,6 +45,11 @@ std::vector<MetricFamily> KubeletCollector::families() const {
 
 std::vector<SourceStatus> KubeletCollector::sources() const {
   const PodDirectory::State s = directory_.state();
+  if (!s.error.empty() && s.ever_read) {
+    const long long age_s = (now_ns() - s.last_ok_ns) / 1'000'000'000;
+    return {{"pod-resources", false,
+             s.error + "; keeping its last answer (" + std::to_string(s.pods) + " pods), " + std::to_string(age_s) + " s old"}};
+  }
   if (!s.error.empty()) return {{"pod-resources", false, s.error}};
   if (!s.ever_read) return {{"pod-resources", false, socket_path_ + ": not asked yet"}};
   return {{"pod-resources", true,

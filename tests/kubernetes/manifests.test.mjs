@@ -114,6 +114,7 @@ test('the kustomize base is the chart with its defaults, and the overlays are it
     assert.deepEqual(byName(overlay.volumes), byName(fromChart.volumes));
     assert.deepEqual(byName(overlay.containers[0].env), byName(fromChart.containers[0].env));
     assert.deepEqual(byName(overlay.containers[0].volumeMounts), byName(fromChart.containers[0].volumeMounts));
+    assert.deepEqual(overlay.initContainers ?? [], fromChart.initContainers ?? []);
     // A value outside what the chart knows fails the render, naming it.
     writeFileSync(path.join(dir, 'bad.yaml'), 'storage:\n  type: nfs\n');
     const bad = spawnSync(path.join(root, 'scripts/render_chart.sh'), ['-f', path.join(dir, 'bad.yaml')], { encoding: 'utf8' });
@@ -166,6 +167,13 @@ test('the agent holds least privilege: host pids and read-only host /proc and /s
   assert.equal(c.securityContext.allowPrivilegeEscalation, false);
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);
   assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'] });
+  // The hostPath folder the kubelet creates is root's: a first step hands it to the agent's user,
+  // with CAP_CHOWN alone; an emptyDir (fsGroup applies) needs none.
+  const owner = pod.initContainers.find((i) => i.name === 'data-owner');
+  assert.deepEqual(owner.command, ['chown', '-R', `${uid}:${uid}`, '/data']);
+  assert.deepEqual(owner.securityContext.capabilities, { drop: ['ALL'], add: ['CHOWN'] });
+  assert.equal(owner.volumeMounts[0].name, 'data');
+  assert.equal(find(second, 'DaemonSet').spec.template.spec.initContainers, undefined);
   assert.deepEqual(container(profiling).securityContext.capabilities, { add: ['SYS_ADMIN'], drop: ['ALL'] });
   // Pod identity: root for the kubelet's root-only socket, with no capability; the socket's
   // folder read-only, and the server pointed at the socket in it.
