@@ -35,6 +35,7 @@ struct GpmMetricDef {
   double resolution;  // the recorded value is a whole multiple of this
 };
 constexpr double kRatioResolution = 1e-4;
+constexpr unsigned kGpmNvLinkFirstMetric = 62;  // NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC
 constexpr double kTrafficResolution = 1e6;
 constexpr GpmMetricDef kGpmMetrics[] = {
     {2, "gpu_sm_utilization_ratio", 0.01, kRatioResolution},
@@ -96,6 +97,9 @@ struct GpuCollector::Gpu {
   // where a sum of doubles carries a full mantissa).
   std::array<std::int64_t, kReasons.size()> throttle_ns{};
   nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
+  // Active NVLink links and what is at their other end: another GPU's index, "nvswitch", or
+  // "other" (read once at start, with the topology).
+  std::vector<std::pair<unsigned, std::string>> nvlinks;
   TimestampNs gpm_prev_ns = 0;
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
   TimestampNs power_prev_ns = 0;
@@ -181,9 +185,9 @@ void GpuCollector::probe() {
   for (const auto& g : gpus_) infos_.push_back(g->info);
 }
 
-std::vector<GpuLink> GpuCollector::read_topology() const {
+std::vector<GpuLink> GpuCollector::read_topology() {
   const nvml::Api& a = lib_->api();
-  std::vector<const Gpu*> whole;  // MIG instances share their parent's links
+  std::vector<Gpu*> whole;  // MIG instances share their parent's links
   for (const auto& g : gpus_) {
     if (g->mig_slot < 0 && !g->lost) whole.push_back(g.get());
   }
@@ -200,10 +204,17 @@ std::vector<GpuLink> GpuCollector::read_topology() const {
       if (a.nvlink_remote_device_type &&
           a.nvlink_remote_device_type(whole[i]->handle, link, &type) == nvml::kSuccess && type == nvml::kNvLinkRemoteSwitch) {
         ++to_switch[i];
+        whole[i]->nvlinks.emplace_back(link, "nvswitch");
         continue;
       }
       if (a.nvlink_remote_pci_info(whole[i]->handle, link, &remote) != nvml::kSuccess) continue;
-      ++links[i][bus_key(text_of(remote.bus_id, sizeof remote.bus_id))];
+      const std::string far = bus_key(text_of(remote.bus_id, sizeof remote.bus_id));
+      ++links[i][far];
+      std::string peer = "other";
+      for (const Gpu* g : whole) {
+        if (bus_key(g->info.pci_bus_id) == far) peer = g->info.index;
+      }
+      whole[i]->nvlinks.emplace_back(link, peer);
     }
   }
   std::vector<GpuLink> out;
@@ -380,6 +391,14 @@ std::vector<MetricFamily> GpuCollector::families() const {
       {metric_names::kGpuPodInfo, "", T::kGauge,
        "1 for each Kubernetes container holding the GPU (namespace, pod, container; --pod-resources-socket)"},
       {metric_names::kGpuDramBandwidth, "bytes_per_second", T::kGauge, "DRAM bandwidth: GPM utilization × peak"},
+      {"gpu_nvlink_link_rx_bytes_per_second", "bytes_per_second", T::kGauge,
+       "NVLink traffic received on one link (GPM; peer: the GPU at its other end, or nvswitch)"},
+      {"gpu_nvlink_link_tx_bytes_per_second", "bytes_per_second", T::kGauge,
+       "NVLink traffic sent on one link (GPM; peer: the GPU at its other end, or nvswitch)"},
+      {"gpu_nvlink_peer_rx_bytes_per_second", "bytes_per_second", T::kGauge,
+       "NVLink traffic received from one GPU over the links wired to it directly (not through NVSwitches)"},
+      {"gpu_nvlink_peer_tx_bytes_per_second", "bytes_per_second", T::kGauge,
+       "NVLink traffic sent to one GPU over the links wired to it directly (not through NVSwitches)"},
       {"gpu_dram_bandwidth_peak_bytes_per_second", "bytes_per_second", T::kGauge, "Peak DRAM bandwidth: max memory clock × bus width / 8 × 2"},
       {metric_names::kGpuTensorEstimate, "flops_per_second", T::kGauge,
        "Estimate: GPM tensor-pipe activity × the GPU's peak dense BF16/FP16 tensor FLOP/s × SM clock / max SM clock (known GPUs only)"},
@@ -621,6 +640,40 @@ void GpuCollector::apply(Gpu& g, GpuProcessResult result, std::vector<Reading>& 
   for (Reading& r : result.readings) out.push_back(std::move(r));
 }
 
+// Per link, and per GPU at the far end of direct links (their sum): the traffic of each pair
+// where the board wires GPUs to each other. Through NVSwitches a link carries traffic to any
+// GPU, so there only the links are known.
+void GpuCollector::collect_nvlinks(Gpu& g, const nvml::GpmMetricsRequest& req, unsigned first, std::vector<Reading>& out) {
+  std::map<std::string, std::pair<double, double>> by_peer;  // rx, tx
+  for (std::size_t k = 0; k < g.nvlinks.size(); ++k) {
+    const auto& rx = req.metrics[first + 2 * k];
+    const auto& tx = req.metrics[first + 2 * k + 1];
+    if (rx.nvml_return != nvml::kSuccess || tx.nvml_return != nvml::kSuccess) {
+      g.unsupported.insert("gpu_nvlink_link_rx_bytes_per_second");
+      continue;
+    }
+    const auto& [link, peer] = g.nvlinks[k];
+    const double rx_bps = on_grid(rx.value * 1048576.0, kTrafficResolution), tx_bps = on_grid(tx.value * 1048576.0, kTrafficResolution);
+    Labels l = g.labels;
+    l.emplace_back("link", std::to_string(link));
+    l.emplace_back("peer", peer);
+    sort_labels(l);
+    out.push_back({SeriesKey("gpu_nvlink_link_rx_bytes_per_second", l), rx_bps});
+    out.push_back({SeriesKey("gpu_nvlink_link_tx_bytes_per_second", std::move(l)), tx_bps});
+    if (peer != "nvswitch" && peer != "other") {
+      by_peer[peer].first += rx_bps;
+      by_peer[peer].second += tx_bps;
+    }
+  }
+  for (const auto& [peer, traffic] : by_peer) {
+    Labels l = g.labels;
+    l.emplace_back("peer", peer);
+    sort_labels(l);
+    out.push_back({SeriesKey("gpu_nvlink_peer_rx_bytes_per_second", l), traffic.first});
+    out.push_back({SeriesKey("gpu_nvlink_peer_tx_bytes_per_second", std::move(l)), traffic.second});
+  }
+}
+
 void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
   if (g.gpm_prev_ns > 0 && now_ns - g.gpm_prev_ns < kGpmMinIntervalNs) return;  // too soon: keep the older sample
@@ -633,8 +686,15 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     req.sample1 = g.gpm_prev;
     req.sample2 = g.gpm_cur;
     for (unsigned i = 0; i < req.num_metrics; ++i) req.metrics[i].metric_id = kGpmMetrics[i].id;
+    // Each active link's receive and transmit (NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC is 62, then
+    // TX, then the next link's), after the table's metrics.
+    const unsigned first_link_metric = req.num_metrics;
+    for (const auto& [link, peer] : g.nvlinks) {
+      req.metrics[req.num_metrics++].metric_id = kGpmNvLinkFirstMetric + 2 * link;
+      req.metrics[req.num_metrics++].metric_id = kGpmNvLinkFirstMetric + 2 * link + 1;
+    }
     if (check(g, a.gpm_metrics_get(&req), "gpm")) {
-      for (unsigned i = 0; i < req.num_metrics; ++i) {
+      for (unsigned i = 0; i < first_link_metric; ++i) {
         if (req.metrics[i].nvml_return != nvml::kSuccess) {
           g.unsupported.insert(kGpmMetrics[i].family);
           continue;
@@ -659,6 +719,7 @@ void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
                          on_grid(value * g.info.spec->bf16_tensor * 1e12 * clock_share, kTensorFlopsResolution)});
         }
       }
+      collect_nvlinks(g, req, first_link_metric, out);
     }
   }
   std::swap(g.gpm_prev, g.gpm_cur);

@@ -121,9 +121,11 @@ class GpuCollector final : public Collector {
   void probe_mig_instances(const Gpu& parent);
   Gpu& add_probed(std::unique_ptr<Gpu> g);
   void identify(Gpu& g);
-  std::vector<GpuLink> read_topology() const;
+  // Every pair of whole GPUs; records each GPU's active links and their far ends too.
+  std::vector<GpuLink> read_topology();
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  void collect_nvlinks(Gpu& g, const nvml::GpmMetricsRequest& req, unsigned first, std::vector<Reading>& out);
   void collect_devices(TimestampNs now_ns, std::vector<Reading>& out);
   // When due, the GPU's processes: read here, or queued for the worker.
   void collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);

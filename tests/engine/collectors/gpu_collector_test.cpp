@@ -455,6 +455,28 @@ TEST_F(GpuCollectorTest, GpmNeedsTwoSamplesAHundredMillisecondsApart) {
   EXPECT_EQ(slower["gpu_tensor_estimated_flops_per_second" + g0], 277e12);  // 0.40 × 989.4 × 1386 / 1980
 }
 
+// Each active NVLink link's traffic, labelled with the GPU at its other end (or nvswitch), and
+// the traffic of each pair of GPUs wired directly: the sum of the links between them.
+TEST_F(GpuCollectorTest, NvLinkTrafficPerLinkAndPerDirectlyWiredPair) {
+  write(std::string(kH100) + "0.nvlink 1:2,switch:1\n1.nvlink 0:2\n"
+                             "0.gpm.62 100\n0.gpm.63 50\n0.gpm.64 200\n0.gpm.65 25\n0.gpm.66 10\n0.gpm.67 5\n");
+  GpuCollector c(options());
+  pass(c, 1'000'000'000);
+  auto m = pass(c, 1'150'000'000);
+  auto link = [&](const char* dir, int n, const char* peer) {
+    return m[std::string("gpu_nvlink_link_") + dir + R"(_bytes_per_second{gpu="0",link=")" + std::to_string(n) +
+             R"(",peer=")" + peer + R"(",uuid="GPU-aaaa"})"];
+  };
+  EXPECT_EQ(link("rx", 0, "1"), 105e6);  // 100 MiB/s, to the MB/s
+  EXPECT_EQ(link("tx", 1, "1"), 26e6);
+  EXPECT_EQ(link("rx", 2, "nvswitch"), 10e6);
+  EXPECT_EQ(m[R"(gpu_nvlink_peer_rx_bytes_per_second{gpu="0",peer="1",uuid="GPU-aaaa"})"], 105e6 + 210e6);
+  EXPECT_EQ(m[R"(gpu_nvlink_peer_tx_bytes_per_second{gpu="0",peer="1",uuid="GPU-aaaa"})"], 52e6 + 26e6);
+  EXPECT_FALSE(m.count(R"(gpu_nvlink_peer_rx_bytes_per_second{gpu="0",peer="nvswitch",uuid="GPU-aaaa"})"));  // any GPU
+  // GPU 1 gives no GPM here: its links have no series, and that is all.
+  for (const auto& [key, v] : m) EXPECT_EQ(key.find(R"(gpu_nvlink_link_rx_bytes_per_second{gpu="1")"), std::string::npos) << key;
+}
+
 // NVML's GPM doubles carry noise in every digit; they are recorded on a fixed grid, exactly as
 // the store's scaled coding decodes them (so they go to disk as small integers).
 TEST_F(GpuCollectorTest, GpmValuesAreRecordedOnTheirGrid) {
