@@ -4,6 +4,8 @@ give them (for comparing the two)."""
 import csv
 import io
 import json
+import subprocess
+import sys
 import urllib.request
 from collections import defaultdict
 
@@ -18,6 +20,15 @@ def check(name, ok, detail):
 
 def all_passed():
     return all(c["ok"] for c in checks)
+
+
+def run_workload(cmd, env=None):
+    """Runs a workload script; its last stdout line is JSON (its marks). Returns (marks, stderr)."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr)
+        raise SystemExit(f"workload failed: {cmd}")
+    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
 
 
 def perfscope_kernel_totals(url, run, start_ns, end_ns):

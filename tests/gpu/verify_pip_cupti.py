@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 
-from checks import all_passed, check, checks, file_kernel_totals, report, torch_kernel_totals
+from checks import all_passed, check, checks, run_workload, file_kernel_totals, report, torch_kernel_totals
 
 library, outdir = sys.argv[1:3]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -37,14 +37,6 @@ if os.path.exists(short):
     os.remove(short)
 
 
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.stderr.write(r.stderr)
-        raise SystemExit(f"workload failed: {cmd}")
-    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
-
-
 ours, theirs, used, correlated = [], [], [], []
 for rep in range(3):
     for mode in (["traced", "torch"] if rep % 2 == 0 else ["torch", "traced"]):
@@ -54,7 +46,7 @@ for rep in range(3):
                 os.remove(trace)
             env = dict(os.environ, CUDA_INJECTION64_PATH=library, PERFSCOPE_TRACE_FILE=trace,
                        PERFSCOPE_RUN_NAME=f"pip-{rep}")
-            marks, stderr = run(work, env)
+            marks, stderr = run_workload(work, env)
             m = re.search(r"perfscope: tracing with CUPTI (\S+), (.+) \((.+)\)", stderr)
             used.append({"version": m.group(1), "origin": m.group(2), "path": m.group(3)} if m else {"stderr": stderr})
             ours.append(file_kernel_totals(trace, marks["start_ns"], marks["end_ns"]))
@@ -64,7 +56,7 @@ for rep in range(3):
             os.remove(trace)
         else:
             path = os.path.join(outdir, f"torch-{rep}.json")
-            run(work + ["--profile", path])
+            run_workload(work + ["--profile", path])
             theirs.append(torch_kernel_totals(path))
             os.remove(path)
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 import urllib.request
 
-from checks import all_passed, check, checks, perfscope_kernel_totals, report, torch_kernel_totals
+from checks import all_passed, check, checks, run_workload, perfscope_kernel_totals, report, torch_kernel_totals
 
 bin_, url, outdir = sys.argv[1:4]
 fault = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -23,14 +23,6 @@ work = [sys.executable, os.path.join(here, "cupti_workload.py")]
 def get(path):
     with urllib.request.urlopen(url + path) as r:
         return r.read().decode()
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        sys.stderr.write(r.stderr)
-        raise SystemExit(f"workload failed: {cmd}")
-    return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
 
 
 shared = tempfile.mkdtemp()
@@ -47,13 +39,13 @@ ours, theirs, used = [], [], []
 for rep in range(2):
     for mode in (["traced", "torch"] if rep % 2 == 0 else ["torch", "traced"]):
         if mode == "traced":
-            marks, stderr = run(work, env)
+            marks, stderr = run_workload(work, env)
             used.append(next((l for l in stderr.splitlines() if "tracing with CUPTI" in l), stderr[-300:]))
             time.sleep(1.5)  # the relay's last batch
             ours.append(perfscope_kernel_totals(url, "relay-gpu", marks["start_ns"], marks["end_ns"]))
         else:
             path = os.path.join(outdir, f"torch-{rep}.json")
-            run(work + ["--profile", path])
+            run_workload(work + ["--profile", path])
             theirs.append(torch_kernel_totals(path))
             os.remove(path)
 relay.send_signal(signal.SIGTERM)
