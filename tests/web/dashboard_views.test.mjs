@@ -428,6 +428,7 @@ test('runs are listed and two of them compare kernel by kernel', async () => {
 test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step down, at 1440 and 390 px', async () => {
   // A server of its own holding the two-rank jobs recorded on the GPU machine (server.collectives).
   const own = await startPerfscope({ label: 'dashboard-collectives', args: ['--enable-host-collector', 'false'] });
+  const spans = {};  // job → the dashboard's URL range over its run (ms since the epoch)
   try {
     for (const job of ['straggler', 'overlap']) {
       const child = spawn(binary, ['import', path.join(fixtures, 'collectives', job, 'trace.ndjson.gz'), '--server', own.url],
@@ -439,6 +440,7 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
       const starts = [...text.matchAll(/"start_ns":(\d+)/g)].map((m) => BigInt(m[1]));
       const ends = [...text.matchAll(/"end_ns":(\d+)/g)].map((m) => BigInt(m[1]));
       const first = starts.reduce((a, b) => (b < a ? b : a)), last = ends.reduce((a, b) => (b > a ? b : a));
+      spans[job] = `from=${first / 1000000n - 1000n}&to=${last / 1000000n + 1000n}`;
       const run = `{"events":[{"type":"run","name":"${job}","command":["torchrun","--nproc-per-node","2","collective_job.py"],` +
         `"start_ns":${first - 1000000n},"end_ns":${last + 1000000n},"exit_status":0,"gpus":["0","1"]}]}`;
       const res = await fetch(own.url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: run });
@@ -487,6 +489,33 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
       assert.match(overlapOne, /^9\d%$/, `rank 1 overlap ${overlapOne}`);
       await page.close();
     }
+    // The overview names the straggler of the job in its range, and opens the job's page; a range
+    // whose job has none says so; one with no multi-GPU job shows no such tile.
+    for (const width of [1440, 390]) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(own.url + `/?run=straggler&${spans.straggler}`);
+      await page.waitForFunction(() => !document.getElementById('s-straggler-tile').hidden, null, { timeout: 20000 });
+      assert.equal(await page.textContent('[data-testid=summary-straggler]'), 'rank 1');
+      assert.equal(await page.textContent('#s-straggler-tile .label'), 'Straggler (range) · +1.63 ms compute a step');
+      assert.match(await page.getAttribute('#s-straggler-tile', 'title'), /run straggler: rank 1 arrived last at 98\.6% of the collectives, with 1\.63 ms more compute per 4\.29 ms step/);
+      await page.locator('[data-testid=summary]').screenshot({ path: path.join(artifacts, `overview-straggler-${width}.png`) });
+      await page.click('#s-straggler-tile');
+      await page.waitForSelector('[data-testid=collectives-ranks] tr[data-rank]', { timeout: 20000 });
+      assert.match(page.url(), /view=runs/);
+      assert.match(page.url(), /run_page=straggler/);
+      await page.close();
+    }
+    const overlap = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await overlap.goto(own.url + `/?run=overlap&${spans.overlap}`);
+    await overlap.waitForFunction(() => !document.getElementById('s-straggler-tile').hidden, null, { timeout: 20000 });
+    assert.equal(await overlap.textContent('[data-testid=summary-straggler]'), 'none');
+    assert.equal(await overlap.textContent('#s-straggler-tile .label'), 'Straggler (range) · 2 ranks');
+    await overlap.close();
+    const none = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await none.goto(own.url + '/');
+    await none.waitForFunction(() => window.perfscope.state.analysis, null, { timeout: 20000 });
+    assert.equal(await none.$eval('#s-straggler-tile', (t) => t.hidden), true);
+    await none.close();
   } finally {
     await own.stop();
   }

@@ -32,8 +32,12 @@ const gpus = createGpuView({ refill: () => prefill().catch(() => {}) });
 Object.assign(charts, gpus.charts);
 // Families the stream and the history fill (the allocation chart is fed by the events view).
 const families = [...new Set(Object.values(charts).flatMap((c) => c.families).concat(gpus.families))];
-const analysis = createAnalysisView({ state, charts });
-const summary = createSummary({ gpus: () => gpus.view.latest });
+// `runs` is made below; the summary opens a run's page through it once it exists.
+const summary = createSummary({
+  gpus: () => gpus.view.latest,
+  openRun: (name) => { views.show('runs'); runs.showRun(name, { reveal: true }); },
+});
+const analysis = createAnalysisView({ state, charts, onAnalysis: (a) => summary.collectives(a.collectives) });
 // The header's run picker: every run the server lists, the URL's kept even before it is.
 const runPick = document.getElementById('run-pick');
 function fillRunPicker(list) {

@@ -9,7 +9,7 @@ import { fillRows } from '../lib/rows.js';
 import { withProgress } from '../lib/progress.js';
 
 // `charts`: every chart on the page, so an alert marks the one that draws its series.
-export function createAnalysisView({ state, charts }) {
+export function createAnalysisView({ state, charts, onAnalysis = () => {} }) {
   state.alerts = [];
   state.percentiles = null;
   // An anomaly marked on the chart that draws its series (once: history and stream may both tell).
@@ -371,6 +371,7 @@ export function createAnalysisView({ state, charts }) {
       if (evidence.id && document.getElementById('finding-evidence').hidden) showEvidence(evidence.id);  // from the URL
       renderEnergy(a.energy);
       renderTargets(a.devices);
+      onAnalysis(a);
     } catch (e) { /* retried on the next tick */ }
   }
 

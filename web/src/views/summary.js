@@ -1,13 +1,20 @@
 // The overview's key figures, each linking to the view that explains it: GPU busy (mean
 // utilization over the GPUs), GPU power (their sum), GPU memory headroom (the least free on
 // any GPU), the top kernel of the range (its share of its device's kernel time) and serving's
-// worst p99 against its SLO when one is set. The GPU figures are the GPU view's newest readings
-// (`gpus()`: GPU index → {series name: value}); the kernel and serving ones the events view's
-// last read of the range.
+// worst p99 against its SLO when one is set, and — where the range holds a multi-GPU job — its
+// straggler (or that it has none), opening the job's run page. The GPU figures are the GPU
+// view's newest readings (`gpus()`: GPU index → {series name: value}); the kernel and serving
+// ones the events view's last read of the range; the straggler the analysis document's.
 import { fmtBytes, fmtPct, fmtW, ms, shortKernelName } from '../lib/format.js';
 
-export function createSummary({ gpus }) {
+export function createSummary({ gpus, openRun }) {
   const ranked = { kernel: null, model: null };
+  const straggler = { run: null };
+  document.getElementById('s-straggler-tile').addEventListener('click', (e) => {
+    if (!straggler.run || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    openRun(straggler.run);
+  });
   const set = (id, text, title = '') => {
     const el = document.getElementById(id);
     el.textContent = text;
@@ -46,6 +53,34 @@ export function createSummary({ gpus }) {
         .sort((a, b) => b.latency_ms.p99 - a.latency_ms.p99)[0];
       ranked.model = worst ? { model: worst.model, p99: worst.latency_ms.p99, slo } : null;
       render();
+    },
+    // After each read of the analysis document: its multi-GPU jobs (`collectives`). The job
+    // whose straggler costs the most compute per step is named; with jobs but no straggler, the
+    // tile says so; with no multi-GPU job in the range, it is hidden.
+    collectives(jobs) {
+      const multi = (jobs || []).filter((j) => j.ranks && j.ranks.length > 1);
+      const tile = document.getElementById('s-straggler-tile');
+      tile.hidden = multi.length === 0;
+      if (!multi.length) return;
+      const named = multi.filter((j) => j.straggler)
+        .sort((a, b) => b.straggler.extra_per_step_ms - a.straggler.extra_per_step_ms)[0];
+      const job = named || multi[0];
+      straggler.run = job.run || null;
+      tile.href = job.run ? `?view=runs&run_page=${encodeURIComponent(job.run)}` : '?view=runs';
+      const where = job.run ? `run ${job.run}` : 'a job without a run';
+      // The figure goes in the label, as the top kernel's share does: the value stays short.
+      const label = document.getElementById('s-straggler').previousElementSibling;
+      if (named) {
+        const s = named.straggler;
+        set('s-straggler', `rank ${s.rank}`,
+          `${where}: rank ${s.rank} arrived last at ${fmtPct(s.last_share)} of the collectives, with ` +
+          `${ms(s.extra_per_step_ms)} ms more compute per ${ms(s.step_median_ms)} ms step`);
+        label.textContent = `Straggler (range) · +${ms(s.extra_per_step_ms)} ms compute a step`;
+      } else {
+        set('s-straggler', 'none', `${where}: ${job.no_straggler || 'no straggler'}`);
+        label.textContent = `Straggler (range) · ${job.ranks.length} ranks`;
+      }
+      document.getElementById('s-straggler').classList.toggle('bad', !!named);
     },
   };
 }
