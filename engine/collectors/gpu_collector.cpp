@@ -1,4 +1,5 @@
 #include "engine/collectors/gpu_collector.hpp"
+#include "engine/collectors/gpu_device.hpp"
 #include "engine/series/metric_names.hpp"
 
 #include <cctype>
@@ -12,109 +13,7 @@
 
 namespace perfscope {
 
-namespace {
-
-constexpr TimestampNs kGpmMinIntervalNs = 100'000'000;  // GPM needs samples ≥ 100 ms apart
-constexpr TimestampNs kLostRetryNs = 5'000'000'000;
-constexpr TimestampNs kEnergyIntervalNs = 10'000'000'000;
-
-// GPM metric ids and what they become, recorded at a fixed resolution.
-//
-// NVML computes each GPM metric afresh as a double over the window between two samples, so
-// every read carries a full 52-bit mantissa of which only the first few digits mean anything:
-// the window's start and end are not aligned with the SM's own counters, and an H100 under a
-// steady GEMM moved by tenths of a percent from read to read. Stored as given, those digits
-// cost 6-8 bytes a sample, three quarters of a GPU's stored bytes (bench/RESULTS.md, issue 21).
-// So they are recorded on a grid well below that noise and below what tools display
-// (nvidia-smi prints integer percent and MB/s): a ratio to 0.0001 (0.01 percentage point),
-// PCIe and NVLink traffic to 1 MB/s. The value seen live, exported and stored is the same one.
-struct GpmMetricDef {
-  unsigned id;
-  const char* family;
-  double scale;       // percent → ratio, MiB/s → bytes/s
-  double resolution;  // the recorded value is a whole multiple of this
-};
-constexpr double kRatioResolution = 1e-4;
-constexpr unsigned kGpmNvLinkFirstMetric = 62;  // NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC
-constexpr double kTrafficResolution = 1e6;
-constexpr GpmMetricDef kGpmMetrics[] = {
-    {2, "gpu_sm_utilization_ratio", 0.01, kRatioResolution},
-    {3, "gpu_sm_occupancy_ratio", 0.01, kRatioResolution},
-    {5, "gpu_tensor_activity_ratio", 0.01, kRatioResolution},
-    {10, metric_names::kGpuDramUtilization, 0.01, kRatioResolution},
-    {11, "gpu_fp64_activity_ratio", 0.01, kRatioResolution},
-    {12, "gpu_fp32_activity_ratio", 0.01, kRatioResolution},
-    {13, "gpu_fp16_activity_ratio", 0.01, kRatioResolution},
-    {20, "gpu_pcie_tx_bytes_per_second", 1048576.0, kTrafficResolution},
-    {21, "gpu_pcie_rx_bytes_per_second", 1048576.0, kTrafficResolution},
-    {60, "gpu_nvlink_rx_bytes_per_second", 1048576.0, kTrafficResolution},
-    {61, "gpu_nvlink_tx_bytes_per_second", 1048576.0, kTrafficResolution},
-};
-// The two estimates derived from them: DRAM bytes/s to 1 GB/s (0.03 % of an H100's peak; the
-// utilization they come from has steps of 0.01 % of it), tensor FLOP/s to 1 TFLOP/s (0.1 % of
-// an H100's peak, for an estimate that reads ~6 % low).
-constexpr double kDramBandwidthResolution = 1e9;
-constexpr double kTensorFlopsResolution = 1e12;
-
-// A whole multiple of `resolution`, computed as the store's scaled coding decodes it (N / 1/r
-// for steps below one, N × r above), so the value goes to disk as the integer N.
-double on_grid(double value, double resolution) {
-  if (resolution < 1) {
-    const double per_unit = std::round(1 / resolution);
-    return std::round(value * per_unit) / per_unit;
-  }
-  return std::round(value / resolution) * resolution;
-}
-
-std::string text_of(const char* buf, std::size_t n) { return std::string(buf, strnlen(buf, n)); }
-
-// A PCI bus id to compare: lower case, the domain without leading zeros ("0000:18:00.0" and
-// "00000000:18:00.0" are one device).
-std::string bus_key(std::string id) {
-  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::size_t colon = id.find(':');
-  if (colon == std::string::npos) return id;
-  const std::size_t nonzero = id.find_first_not_of('0');
-  return (nonzero >= colon ? std::string("0") : id.substr(nonzero, colon - nonzero)) + id.substr(colon);
-}
-
-}  // namespace
-
-struct GpuCollector::Gpu {
-  unsigned index = 0;
-  nvml::Device handle = nullptr;
-  GpuDeviceInfo info;
-  Labels labels;
-  bool lost = false;
-  TimestampNs retry_at = 0;
-  int memory_version = 2;  // 2 (with reserved), 1, 0 (none)
-  std::set<std::string> unsupported;
-  unsigned slowdown_c = 0, shutdown_c = 0;
-  unsigned long long prev_reasons = 0;
-  bool have_reasons = false;
-  TimestampNs prev_ns = 0;
-  // Nanoseconds each reason was active: an integer sum (exact, and stored as a few bits a pass,
-  // where a sum of doubles carries a full mantissa).
-  std::array<std::int64_t, kReasons.size()> throttle_ns{};
-  nvml::GpmSample gpm_prev = nullptr, gpm_cur = nullptr;
-  // Active NVLink links and what is at their other end: another GPU's index, "nvswitch", or
-  // "other" (read once at start, with the topology).
-  std::vector<std::pair<unsigned, std::string>> nvlinks;
-  TimestampNs gpm_prev_ns = 0;
-  std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
-  TimestampNs power_prev_ns = 0;
-  std::optional<double> energy_since_processes_j;  // board energy since the processes were read
-  bool engines_idle = false;  // this pass: no engine busy (SM, memory, encoder, decoder)
-  TimestampNs processes_read_ns = 0;
-  // MIG: on a GPU in MIG mode its processes are read per instance; an instance is found again
-  // (after a lost GPU) by its parent's index and its slot.
-  bool mig_mode = false;
-  int mig_slot = -1;
-  bool accounting = false;  // the driver keeps per-process accounting statistics
-  double energy_j = -1;  // the newest energy reading
-  TimestampNs energy_read_ns = 0;  // when the slow direct call last ran
-  double sm_clock_hertz = 0;  // this pass's SM clock (0: unread), for the tensor estimate
-};
+using namespace gpu_detail;
 
 GpuCollector::GpuCollector(GpuCollectorOptions options) : options_(std::move(options)) {
   auto lib = nvml::Library::load(options_.library_path);
@@ -185,60 +84,6 @@ void GpuCollector::probe() {
   for (const auto& g : gpus_) infos_.push_back(g->info);
 }
 
-std::vector<GpuLink> GpuCollector::read_topology() {
-  const nvml::Api& a = lib_->api();
-  std::vector<Gpu*> whole;  // MIG instances share their parent's links
-  for (const auto& g : gpus_) {
-    if (g->mig_slot < 0 && !g->lost) whole.push_back(g.get());
-  }
-  // Each GPU's active links by the PCI bus id at their other end, and those to NVSwitches (an
-  // HGX board's GPUs reach each other through them: two GPUs on the switches are joined by the
-  // links the less connected one has, as nvidia-smi topo -m shows them).
-  std::map<std::size_t, std::map<std::string, unsigned>> links;
-  std::map<std::size_t, unsigned> to_switch;
-  for (std::size_t i = 0; i < whole.size() && a.nvlink_state && a.nvlink_remote_pci_info; ++i) {
-    for (unsigned link = 0; link < nvml::kNvLinkMaxLinks; ++link) {
-      int active = 0, type = -1;
-      nvml::PciInfo remote{};
-      if (a.nvlink_state(whole[i]->handle, link, &active) != nvml::kSuccess || active != 1) continue;
-      if (a.nvlink_remote_device_type &&
-          a.nvlink_remote_device_type(whole[i]->handle, link, &type) == nvml::kSuccess && type == nvml::kNvLinkRemoteSwitch) {
-        ++to_switch[i];
-        whole[i]->nvlinks.emplace_back(link, "nvswitch");
-        continue;
-      }
-      if (a.nvlink_remote_pci_info(whole[i]->handle, link, &remote) != nvml::kSuccess) continue;
-      const std::string far = bus_key(text_of(remote.bus_id, sizeof remote.bus_id));
-      ++links[i][far];
-      std::string peer = "other";
-      for (const Gpu* g : whole) {
-        if (bus_key(g->info.pci_bus_id) == far) peer = g->info.index;
-      }
-      whole[i]->nvlinks.emplace_back(link, peer);
-    }
-  }
-  std::vector<GpuLink> out;
-  for (std::size_t i = 0; i < whole.size(); ++i) {
-    for (std::size_t j = i + 1; j < whole.size(); ++j) {
-      GpuLink l{whole[i]->info.index, whole[j]->info.index, 0, false, ""};
-      if (auto it = links[i].find(bus_key(whole[j]->info.pci_bus_id)); it != links[i].end()) l.nvlinks = it->second;
-      if (const unsigned switched = std::min(to_switch[i], to_switch[j]); switched > 0) {
-        l.nvlinks += switched;
-        l.via_nvswitch = true;
-      }
-      int level = -1;
-      if (a.topology_common_ancestor && a.topology_common_ancestor(whole[i]->handle, whole[j]->handle, &level) == nvml::kSuccess) {
-        l.pcie = level <= nvml::kTopologySingle     ? "PIX"
-                 : level <= nvml::kTopologyMultiple ? "PXB"
-                 : level <= nvml::kTopologyHostBridge ? "PHB"
-                 : level <= nvml::kTopologyNode       ? "NODE"
-                                                      : "SYS";
-      }
-      out.push_back(std::move(l));
-    }
-  }
-  return out;
-}
 
 std::vector<GpuLink> GpuCollector::topology() const { return topology_; }
 
@@ -640,90 +485,5 @@ void GpuCollector::apply(Gpu& g, GpuProcessResult result, std::vector<Reading>& 
   for (Reading& r : result.readings) out.push_back(std::move(r));
 }
 
-// Per link, and per GPU at the far end of direct links (their sum): the traffic of each pair
-// where the board wires GPUs to each other. Through NVSwitches a link carries traffic to any
-// GPU, so there only the links are known.
-void GpuCollector::collect_nvlinks(Gpu& g, const nvml::GpmMetricsRequest& req, unsigned first, std::vector<Reading>& out) {
-  std::map<std::string, std::pair<double, double>> by_peer;  // rx, tx
-  for (std::size_t k = 0; k < g.nvlinks.size(); ++k) {
-    const auto& rx = req.metrics[first + 2 * k];
-    const auto& tx = req.metrics[first + 2 * k + 1];
-    if (rx.nvml_return != nvml::kSuccess || tx.nvml_return != nvml::kSuccess) {
-      g.unsupported.insert("gpu_nvlink_link_rx_bytes_per_second");
-      continue;
-    }
-    const auto& [link, peer] = g.nvlinks[k];
-    const double rx_bps = on_grid(rx.value * 1048576.0, kTrafficResolution), tx_bps = on_grid(tx.value * 1048576.0, kTrafficResolution);
-    Labels l = g.labels;
-    l.emplace_back("link", std::to_string(link));
-    l.emplace_back("peer", peer);
-    sort_labels(l);
-    out.push_back({SeriesKey("gpu_nvlink_link_rx_bytes_per_second", l), rx_bps});
-    out.push_back({SeriesKey("gpu_nvlink_link_tx_bytes_per_second", std::move(l)), tx_bps});
-    if (peer != "nvswitch" && peer != "other") {
-      by_peer[peer].first += rx_bps;
-      by_peer[peer].second += tx_bps;
-    }
-  }
-  for (const auto& [peer, traffic] : by_peer) {
-    Labels l = g.labels;
-    l.emplace_back("peer", peer);
-    sort_labels(l);
-    out.push_back({SeriesKey("gpu_nvlink_peer_rx_bytes_per_second", l), traffic.first});
-    out.push_back({SeriesKey("gpu_nvlink_peer_tx_bytes_per_second", std::move(l)), traffic.second});
-  }
-}
-
-void GpuCollector::collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
-  const nvml::Api& a = lib_->api();
-  if (g.gpm_prev_ns > 0 && now_ns - g.gpm_prev_ns < kGpmMinIntervalNs) return;  // too soon: keep the older sample
-  if (!check(g, a.gpm_sample_get(g.handle, g.gpm_cur), "gpm")) return;
-  if (g.gpm_prev_ns > 0) {
-    nvml::GpmMetricsRequest& req = *g.gpm_request;
-    std::memset(&req, 0, sizeof req);
-    req.version = 1;
-    req.num_metrics = static_cast<unsigned>(std::size(kGpmMetrics));
-    req.sample1 = g.gpm_prev;
-    req.sample2 = g.gpm_cur;
-    for (unsigned i = 0; i < req.num_metrics; ++i) req.metrics[i].metric_id = kGpmMetrics[i].id;
-    // Each active link's receive and transmit (NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC is 62, then
-    // TX, then the next link's), after the table's metrics.
-    const unsigned first_link_metric = req.num_metrics;
-    for (const auto& [link, peer] : g.nvlinks) {
-      req.metrics[req.num_metrics++].metric_id = kGpmNvLinkFirstMetric + 2 * link;
-      req.metrics[req.num_metrics++].metric_id = kGpmNvLinkFirstMetric + 2 * link + 1;
-    }
-    if (check(g, a.gpm_metrics_get(&req), "gpm")) {
-      for (unsigned i = 0; i < first_link_metric; ++i) {
-        if (req.metrics[i].nvml_return != nvml::kSuccess) {
-          g.unsupported.insert(kGpmMetrics[i].family);
-          continue;
-        }
-        const double value = on_grid(req.metrics[i].value * kGpmMetrics[i].scale, kGpmMetrics[i].resolution);
-        out.push_back({SeriesKey(kGpmMetrics[i].family, g.labels), value});
-        if (kGpmMetrics[i].id == 10 && g.info.peak_dram_bandwidth_bytes_per_second > 0) {
-          out.push_back({SeriesKey(metric_names::kGpuDramBandwidth, g.labels),
-                         on_grid(value * g.info.peak_dram_bandwidth_bytes_per_second, kDramBandwidthResolution)});
-        }
-        // Tensor activity is busy time of any tensor pipe, whatever its data type: against the
-        // BF16/FP16 peak, an estimate (FP8 work at full activity would read as half its rate).
-        // The datasheet's peak is at the maximum SM clock; a GPU held at its power limit runs
-        // slower (an H100 under a long bf16 GEMM: 1,355 of 1,980 MHz), so the peak is scaled by
-        // this pass's SM clock: unscaled, the estimate read 37 % high there, scaled 6 % low
-        // (bench/RESULTS.md).
-        if (kGpmMetrics[i].id == 5 && g.info.spec && g.info.spec->bf16_tensor > 0) {
-          const double clock_share = g.sm_clock_hertz > 0 && g.info.max_sm_clock_hertz > 0
-                                         ? std::min(1.0, g.sm_clock_hertz / g.info.max_sm_clock_hertz)
-                                         : 1.0;
-          out.push_back({SeriesKey(metric_names::kGpuTensorEstimate, g.labels),
-                         on_grid(value * g.info.spec->bf16_tensor * 1e12 * clock_share, kTensorFlopsResolution)});
-        }
-      }
-      collect_nvlinks(g, req, first_link_metric, out);
-    }
-  }
-  std::swap(g.gpm_prev, g.gpm_cur);
-  g.gpm_prev_ns = now_ns;
-}
 
 }  // namespace perfscope
