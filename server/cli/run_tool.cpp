@@ -140,8 +140,24 @@ class Forwarder {
       std::cerr << what_ << ": the server answers again; events go to it again (" << written_
                 << " events are in " << fallback_ << ")\n";
     }
-    if (poster_ && !post(batch_, lines_)) poster_.reset();
-    if (!poster_) write_file();
+    if (poster_) {
+      // What the server did not get (it went away, perhaps halfway through a split batch): the
+      // last `left` lines, kept in the file; none is sent twice.
+      if (const std::size_t left = post(batch_, lines_); left > 0) {
+        poster_.reset();
+        std::size_t start = batch_.size();  // where the last `left` lines begin
+        for (std::size_t k = 0; k < left && start > 0; ++k) {
+          const std::size_t before = start >= 2 ? batch_.rfind('\n', start - 2) : std::string::npos;
+          start = before == std::string::npos ? 0 : before + 1;
+        }
+        batch_.erase(0, start);
+        lines_ = left;
+      } else {
+        batch_.clear();
+        lines_ = 0;
+      }
+    }
+    if (!poster_ && lines_ > 0) write_file();
     batch_.clear();
     lines_ = 0;
   }
@@ -175,27 +191,29 @@ class Forwarder {
  private:
   // Posts `n` lines. A batch the server refuses as malformed (400: events are taken all or
   // nothing) is split in halves and each sent again, so one bad line costs itself alone.
-  // False: the server is gone (the caller writes the batch to the file).
-  bool post(std::string_view lines, std::size_t n) {
+  // Returns how many of the lines were not handled because the server went away (0: all sent
+  // or refused); they are the last ones, for the caller to keep in the file.
+  std::size_t post(std::string_view lines, std::size_t n) {
     auto r = poster_->post("/api/v1/events", "application/x-ndjson", std::string(lines));
     if (!r.ok()) {
       std::cerr << what_ << ": lost the server (" << r.status().message() << "); events go to " << fallback_
                 << " until it answers again\n";
-      return false;
+      return n;
     }
     if (r->status == 200) {
       sent_ += n;
-      return true;
+      return 0;
     }
     if (r->status == 400 && n > 1) {
       std::size_t half = 0, cut = 0;
       for (; half < n / 2; ++half) cut = lines.find('\n', cut) + 1;
-      return post(lines.substr(0, cut), half) && post(lines.substr(cut), n - half);
+      if (std::size_t left = post(lines.substr(0, cut), half); left > 0) return left + (n - half);
+      return post(lines.substr(cut), n - half);
     }
     // Refused (a bad line, a bad token, a limit): not retried, so it cannot wedge the run.
     if (refused_ == 0) std::cerr << what_ << ": the server refused events (HTTP " << r->status << "): " << r->body << "\n";
     refused_ += n;
-    return true;
+    return 0;
   }
 
   void write_file() {
