@@ -13,6 +13,7 @@
 
 #include "server/cli/cli.hpp"
 
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // The parser explains every bad file on std::cerr; libFuzzer's own reports stay on stderr.
   static std::ofstream null("/dev/null");
@@ -22,6 +23,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // One file per fuzzing process, removed after each parse (libFuzzer ends without atexit).
   static const std::string path = "/tmp/perfscope_config_fuzz_" + std::to_string(::getpid()) + ".toml";
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return 0;
@@ -31,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const char* argv[] = {"perfscope", "serve", "--config", path.c_str()};
   static perfscope::server::CommandLineParser parser;
   perfscope::server::ParsedCommand parsed = parser.parse(4, argv);
+  ::unlink(path.c_str());
   if (parsed.command != perfscope::server::Command::kServe && parsed.exit_code != 2) __builtin_trap();
   return 0;
 }
