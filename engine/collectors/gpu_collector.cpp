@@ -330,16 +330,11 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
   };
 
   nvml::Utilization u{};
-  g.engines_idle = false;
+  g.compute_idle = false;
   if (a.utilization && check(g, a.utilization(g.handle, &u), "utilization")) {
     emit(metric_names::kGpuUtilization, u.gpu / 100.0);
     emit("gpu_memory_busy_ratio", u.memory / 100.0);
-    // Idle only when every engine a process can have a share of says so (a video engine the
-    // driver cannot report counts as busy). Right after the first call these are cached reads.
-    unsigned enc = 0, dec = 0, period_us = 0;
-    g.engines_idle = u.gpu == 0 && u.memory == 0 && a.encoder_utilization && a.decoder_utilization &&
-                     a.encoder_utilization(g.handle, &enc, &period_us) == nvml::kSuccess && enc == 0 &&
-                     a.decoder_utilization(g.handle, &dec, &period_us) == nvml::kSuccess && dec == 0;
+    g.compute_idle = u.gpu == 0 && u.memory == 0;
   }
   if (g.lost) return;
   emit("gpu_up", 1);
@@ -466,8 +461,16 @@ void GpuCollector::collect_processes(Gpu& g, TimestampNs now_ns, std::vector<Rea
   if (!lib_->api().compute_processes || g.mig_mode) return;  // in MIG mode each instance reads its own
   if (g.processes_read_ns > 0 && now_ns - g.processes_read_ns < options_.process_interval.count() * 1'000'000LL) return;
   g.processes_read_ns = now_ns;
+  // Idle only when every engine a process can have a share of says so (a video engine the
+  // driver cannot report counts as busy); the video engines are asked only on a pass that
+  // reads the processes, right after the pass's other calls.
+  const nvml::Api& a = lib_->api();
+  unsigned enc = 0, dec = 0, period_us = 0;
+  const bool engines_idle = g.compute_idle && a.encoder_utilization && a.decoder_utilization &&
+                            a.encoder_utilization(g.handle, &enc, &period_us) == nvml::kSuccess && enc == 0 &&
+                            a.decoder_utilization(g.handle, &dec, &period_us) == nvml::kSuccess && dec == 0;
   GpuProcessJob job{g.handle, g.labels, g.info.uuid, g.info.index, g.accounting, g.energy_since_processes_j, now_ns,
-                    g.engines_idle};
+                    engines_idle};
   g.energy_since_processes_j.reset();
   // The probe pass and a collector without a worker read here; otherwise the worker reads and a
   // later pass emits what it read.

@@ -114,7 +114,7 @@ struct GpuCollector::Gpu {
   std::unique_ptr<nvml::GpmMetricsRequest> gpm_request;
   TimestampNs power_prev_ns = 0;
   std::optional<double> energy_since_processes_j;  // board energy since the processes were read
-  bool engines_idle = false;  // this pass: no engine busy (SM, memory, encoder, decoder)
+  bool compute_idle = false;  // this pass: SM and memory engines idle (utilization 0 and 0)
   TimestampNs processes_read_ns = 0;
   // MIG: on a GPU in MIG mode its processes are read per instance; an instance is found again
   // (after a lost GPU) by its parent's index and its slot.

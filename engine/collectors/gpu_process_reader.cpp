@@ -100,6 +100,21 @@ void GpuProcessReader::read_utilization(PerGpu& gpu, nvml::Device handle, GpuPro
   gpu.util_last_seen_us = std::max(gpu.util_last_seen_us, newest);
 }
 
+namespace {
+// Series kept per label set in several families: those read last time and not now are retired
+// in each family (a container gone or renamed, a pod no longer holding the GPU); `now` is kept.
+void retire_missing(std::set<Labels>& kept, std::set<Labels> now, std::initializer_list<const char*> families,
+                    GpuProcessResult& result) {
+  for (const Labels& old : kept) {
+    if (now.contains(old)) continue;
+    for (const char* family : families) result.retired.emplace_back(family, old);
+  }
+  kept = std::move(now);
+}
+constexpr std::initializer_list<const char*> kContainerSums = {"gpu_container_processes", "gpu_container_memory_bytes",
+                                                              "gpu_container_sm_utilization_ratio"};
+}  // namespace
+
 GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   GpuProcessResult result;
   result.uuid = job.uuid;
@@ -142,7 +157,7 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   if (count == 0) {
     gpu.util.clear();
     retire_gone();
-    retire_container_sums(gpu, {}, result);
+    retire_missing(gpu.container_sums, {}, kContainerSums, result);
     observe({});
     return result;
   }
@@ -259,24 +274,15 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   }
   std::erase_if(gpu.util, [&](const auto& entry) { return !running.contains(entry.first); });
   retire_gone();
-  retire_container_sums(gpu, std::move(container_sums), result);
+  retire_missing(gpu.container_sums, std::move(container_sums), kContainerSums, result);
   observe(readings);
   return result;
 }
 
-void GpuProcessReader::retire_container_sums(PerGpu& gpu, std::set<Labels> now, GpuProcessResult& result) {
-  for (const Labels& old : gpu.container_sums) {
-    if (now.contains(old)) continue;
-    for (const char* family : {"gpu_container_processes", "gpu_container_memory_bytes", "gpu_container_sm_utilization_ratio"}) {
-      result.retired.emplace_back(family, old);
-    }
-  }
-  gpu.container_sums = std::move(now);
-}
 
 void GpuProcessReader::read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders,
                                      GpuProcessResult& result) {
-  std::vector<Labels> now;
+  std::set<Labels> now;
   for (const PodRef& h : holders) {
     Labels l = job.labels;
     l.emplace_back("namespace", h.namespace_name);
@@ -284,12 +290,9 @@ void GpuProcessReader::read_pod_info(PerGpu& gpu, const GpuProcessJob& job, cons
     l.emplace_back("container", h.container);
     sort_labels(l);
     if (job.now_ns > 0) result.readings.push_back({SeriesKey(metric_names::kGpuPodInfo, l), 1.0});
-    now.push_back(std::move(l));
+    now.insert(std::move(l));
   }
-  for (Labels& old : gpu.pod_info) {
-    if (std::find(now.begin(), now.end(), old) == now.end()) result.retired.emplace_back(metric_names::kGpuPodInfo, std::move(old));
-  }
-  gpu.pod_info = std::move(now);
+  retire_missing(gpu.pod_info, std::move(now), {metric_names::kGpuPodInfo}, result);
 }
 
 GpuProcessWorker::GpuProcessWorker(GpuProcessReader& reader) : reader_(reader), thread_([this] { run(); }) {}

@@ -83,12 +83,11 @@ class GpuProcessReader {
     std::vector<nvml::ProcessInfo> process_buffer;
     std::vector<nvml::ProcessUtilizationSample> util_buffer;
     std::unordered_map<std::string, Labels> with_series;  // processes given readings last read, by label text
-    std::vector<Labels> pod_info;                         // the holders' info series last read
-    std::set<Labels> container_sums;                      // the per-container sums' label sets last read
+    std::set<Labels> pod_info;                            // the holders' info series last read
+    // The per-container sums' label sets last read (retired when a container goes, or is
+    // renamed: the kubelet's names arrive after the first read).
+    std::set<Labels> container_sums;
   };
-  // Retires the per-container sums of containers gone from the GPU (or renamed: the kubelet's
-  // names arrive after the first read), and keeps `now` for the next read.
-  void retire_container_sums(PerGpu& gpu, std::set<Labels> now, GpuProcessResult& result);
   // The GPU's pod-info readings for this read, retiring those of holders gone since the last.
   void read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders, GpuProcessResult& result);
   // Who a GPU process is and what it costs the host, cached by pid and re-read once a second,

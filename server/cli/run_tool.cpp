@@ -503,7 +503,7 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   forwarder.add_line(run_line(run));
   forwarder.flush();
 
-  auto pump = std::make_unique<TracePump>(socket);
+  TracePump pump(socket);
   int status = 0;
   std::optional<Clock::time_point> child_ended;
   bool signalled = false;
@@ -514,10 +514,10 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
       signalled = true;
     }
     // Once the command has ended: one last look for connections, then stop when none is open.
-    pump->pass(!child_ended ? 100 : pump->open() == 0 ? 0 : 50, forwarder);
-    if (child_ended && pump->open() == 0) break;
+    pump.pass(!child_ended ? 100 : pump.open() == 0 ? 0 : 50, forwarder);
+    if (child_ended && pump.open() == 0) break;
     if (child_ended && Clock::now() - *child_ended > kDescendantGrace) {
-      std::cerr << kWhat << ": " << pump->open()
+      std::cerr << kWhat << ": " << pump.open()
                 << " traced process(es) still running after the command ended; not waiting for them\n";
       break;
     }
@@ -527,7 +527,7 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
   forwarder.complete(run);
   forwarder.add_line(run_line(run));
   forwarder.flush();
-  forwarder.print_summary(name, options.server, pump->processes());
+  forwarder.print_summary(name, options.server, pump.processes());
   return *run.exit_status;
 }
 

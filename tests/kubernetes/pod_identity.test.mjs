@@ -205,7 +205,10 @@ test('the Processes view names each process after its pod, as kubectl does', asy
       assert.equal((await cells(4301))[3], 'ssh.service');
       if (process.env.PERFSCOPE_ARTIFACTS) {
         mkdirSync(process.env.PERFSCOPE_ARTIFACTS, { recursive: true });
-        await page.screenshot({ path: path.join(process.env.PERFSCOPE_ARTIFACTS, `processes-pods-${width}.png`), fullPage: true });
+        for (const colorScheme of ['dark', 'light']) {
+          await page.emulateMedia({ colorScheme });
+          await page.screenshot({ path: path.join(process.env.PERFSCOPE_ARTIFACTS, `processes-pods-${width}-${colorScheme}.png`), fullPage: true });
+        }
       }
       await page.close();
     }

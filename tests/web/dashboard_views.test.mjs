@@ -498,7 +498,10 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
       assert.equal(await page.textContent('[data-testid=summary-straggler]'), 'rank 1');
       assert.equal(await page.textContent('#s-straggler-tile .label'), 'Straggler (range) · +1.63 ms compute a step');
       assert.match(await page.getAttribute('#s-straggler-tile', 'title'), /run straggler: rank 1 arrived last at 98\.6% of the collectives, with 1\.63 ms more compute per 4\.29 ms step/);
-      await page.locator('[data-testid=summary]').screenshot({ path: path.join(artifacts, `overview-straggler-${width}.png`) });
+      for (const colorScheme of ['dark', 'light']) {
+        await page.emulateMedia({ colorScheme });
+        await page.locator('[data-testid=summary]').screenshot({ path: path.join(artifacts, `overview-straggler-${width}-${colorScheme}.png`) });
+      }
       await page.click('#s-straggler-tile');
       await page.waitForSelector('[data-testid=collectives-ranks] tr[data-rank]', { timeout: 20000 });
       assert.match(page.url(), /view=runs/);
