@@ -471,6 +471,14 @@ int run_traced(const RunOptions& options, const std::atomic<bool>& stop) {
                                                              {trace::kKindsVariable, trace::format_trace_kinds(*kinds)},
                                                              {trace::kRunVariable, name}};
   if (!cupti.empty()) variables.emplace_back(trace::kCuptiPathVariable, cupti);
+  // NCCL's profiler plugin is the same library: collectives get their communicator, bytes and
+  // algorithm. A plugin of the user's own is left in place (NCCL loads one only).
+  if (const char* own = std::getenv("NCCL_PROFILER_PLUGIN"); own && *own) {
+    std::cerr << kWhat << ": NCCL_PROFILER_PLUGIN is set (" << own
+              << "): collectives are known by their kernels' names only\n";
+  } else {
+    variables.emplace_back("NCCL_PROFILER_PLUGIN", library);
+  }
   if (schedule->duty_cycled()) {
     variables.emplace_back(trace::kWindowVariable, std::to_string(schedule->window_ns));
     variables.emplace_back(trace::kEveryVariable, std::to_string(schedule->every_ns));

@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "server/trace/cupti_api_filter.hpp"
+#include "server/trace/injection.hpp"
 #include "server/trace/cupti_library.hpp"
 #include "server/trace/trace_sink.hpp"
 
@@ -99,6 +100,11 @@ std::vector<cupti::CallbackId> launch_ids(cupti::CallbackDomain domain, const ch
     if (auto it = ids.find(name); it != ids.end()) out.push_back(it->second);
   }
   return out;
+}
+
+std::uint32_t thread_id() {
+  if (t_thread_id == 0) t_thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+  return t_thread_id;
 }
 
 // The launch calls collected since the last hand-over go to the sink.
@@ -200,9 +206,9 @@ void launch_callback(void*, cupti::CallbackDomain domain, cupti::CallbackId cbid
     t_enter_ns[slot] = now;
     return;
   }
-  if (t_thread_id == 0) t_thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
+  const std::uint32_t tid = thread_id();
   std::lock_guard lock(g_launches_mu);
-  g_launches.push_back(ApiRecord{info->correlation_id, cbid, t_enter_ns[slot], now, t_thread_id});
+  g_launches.push_back(ApiRecord{info->correlation_id, cbid, t_enter_ns[slot], now, tid});
 }
 
 // Attaches CUPTI with the run's activity kinds (and launch callbacks): once at start, or at
@@ -356,6 +362,22 @@ int initialize() {
 }
 
 }  // namespace
+
+bool tracing_started() { return g_sink.load(std::memory_order_acquire) != nullptr; }
+
+std::uint64_t trace_timestamp() {
+  std::uint64_t now = 0;
+  g_cupti.get_timestamp(&now);
+  return now;
+}
+
+std::uint32_t trace_thread_id() { return thread_id(); }
+
+void queue_with_launches(TraceRecord record) {
+  std::lock_guard lock(g_launches_mu);
+  g_launches.push_back(std::move(record));
+}
+
 }  // namespace perfscope::trace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {

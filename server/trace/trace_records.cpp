@@ -98,6 +98,20 @@ std::string_view memory_kind_name(std::uint32_t kind) {
   }
 }
 
+std::uint64_t collective_bytes(const CollectiveRecord& c) {
+  static constexpr std::pair<std::string_view, std::uint64_t> kSizes[] = {
+      {"ncclInt8", 1},    {"ncclUint8", 1},   {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}, {"ncclFloat16", 2},
+      {"ncclBfloat16", 2}, {"ncclInt32", 4},  {"ncclUint32", 4},     {"ncclFloat32", 4},    {"ncclInt64", 8},
+      {"ncclUint64", 8},  {"ncclFloat64", 8},
+  };
+  std::uint64_t element = 0;
+  for (const auto& [name, bytes] : kSizes) {
+    if (name == c.datatype) element = bytes;
+  }
+  const bool per_rank = c.func == "AllGather" || c.func == "ReduceScatter";
+  return c.count * element * (per_rank ? static_cast<std::uint64_t>(std::max(c.comm_ranks, 1)) : 1);
+}
+
 namespace {
 
 // Memory kinds as the PyTorch profiler (Kineto) and Nsight Systems write them in copy names.
@@ -135,9 +149,16 @@ json record_to_json(const TraceRecord& record) {
           return {{"record", r.memset ? "memset" : "memcpy"}, {"copy_kind", r.copy_kind}, {"src_kind", r.src_kind},
                   {"dst_kind", r.dst_kind}, {"bytes", r.bytes}, {"correlation_id", r.correlation_id},
                   {"device", r.device}, {"stream", r.stream}, {"start_ns", r.start_ns}, {"end_ns", r.end_ns}};
-        } else {
+        } else if constexpr (std::is_same_v<T, MemoryRecord>) {
           return {{"record", "memory"}, {"op", r.alloc ? "alloc" : "free"}, {"address", r.address},
                   {"bytes", r.bytes}, {"ts_ns", r.ts_ns}, {"device", r.device}, {"memory_kind", r.memory_kind}};
+        } else if constexpr (std::is_same_v<T, CommunicatorRecord>) {
+          return {{"record", "communicator"}, {"hash", r.hash}, {"ranks", r.ranks}, {"rank", r.rank}};
+        } else {
+          return {{"record", "collective"}, {"comm_hash", r.comm_hash}, {"comm_ranks", r.comm_ranks},
+                  {"comm_rank", r.comm_rank}, {"seq", r.seq}, {"func", r.func}, {"datatype", r.datatype},
+                  {"count", r.count}, {"algorithm", r.algorithm}, {"protocol", r.protocol},
+                  {"channels", r.channels}, {"thread_id", r.thread_id}, {"ts_ns", r.ts_ns}};
         }
       },
       record);
@@ -173,6 +194,12 @@ Result<TraceRecord> record_from_json(const json& j) {
     if (kind == "memory") {
       return TraceRecord{MemoryRecord{j.at("op") == "alloc", j.at("address"), j.at("bytes"), j.at("ts_ns"),
                                       j.at("device"), j.at("memory_kind")}};
+    }
+    if (kind == "communicator") return TraceRecord{CommunicatorRecord{j.at("hash"), j.at("ranks"), j.at("rank")}};
+    if (kind == "collective") {
+      return TraceRecord{CollectiveRecord{j.at("comm_hash"), j.at("comm_ranks"), j.at("comm_rank"), j.at("seq"),
+                                          j.at("func"), j.at("datatype"), j.at("count"), j.at("algorithm"),
+                                          j.at("protocol"), j.at("channels"), j.at("thread_id"), j.at("ts_ns")}};
     }
     return Status::invalid_argument("unknown record \"" + kind + "\"", "record");
   } catch (const json::exception& e) {
@@ -293,6 +320,43 @@ MemoryEvent TraceConverter::memory_event(const MemoryRecord& m) const {
   return e;
 }
 
+namespace {
+
+bool is_nccl_kernel(const KernelEvent& e) { return e.name.starts_with("ncclDevKernel") || e.name.starts_with("ncclKernel"); }
+
+constexpr std::size_t kLaunchesPerThread = 256;
+
+std::string comm_id(std::uint64_t hash) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+// The kernel's collectives as tags: its communicator (NCCL's hash), that communicator's size
+// and this process's rank in it, the operation(s), the bytes nccl-tests would count, and how
+// NCCL ran it. All of few values in a job, so kernels stay few series.
+void tag_collectives(KernelEvent& e, const std::vector<CollectiveRecord>& colls) {
+  const CollectiveRecord& first = colls.front();
+  std::uint64_t bytes = 0;
+  std::string ops;
+  for (const CollectiveRecord& c : colls) {
+    bytes += collective_bytes(c);
+    if (ops.find(c.func) == std::string::npos) ops += (ops.empty() ? "" : "+") + c.func;
+  }
+  e.tags.emplace_back("comm", comm_id(first.comm_hash));
+  e.tags.emplace_back("comm_ranks", std::to_string(first.comm_ranks));
+  e.tags.emplace_back("comm_rank", std::to_string(first.comm_rank));
+  e.tags.emplace_back("coll_op", ops);
+  if (bytes) e.tags.emplace_back("coll_bytes", std::to_string(bytes));
+  if (!first.algorithm.empty()) e.tags.emplace_back("algo", first.algorithm);
+  if (!first.protocol.empty()) e.tags.emplace_back("proto", first.protocol);
+  e.tags.emplace_back("channels", std::to_string(first.channels));
+  if (colls.size() > 1) e.tags.emplace_back("colls", std::to_string(colls.size()));
+  sort_labels(e.tags);
+}
+
+}  // namespace
+
 void TraceConverter::add(const TraceRecord& record, std::vector<Event>& out) {
   if (const auto* api = std::get_if<ApiRecord>(&record)) {
     add_api(*api, out);
@@ -305,33 +369,101 @@ void TraceConverter::add(const TraceRecord& record, std::vector<Event>& out) {
   } else if (const auto* m = std::get_if<MemoryRecord>(&record)) {
     ++stats_.memory_operations;
     out.emplace_back(memory_event(*m));
+  } else if (std::holds_alternative<CommunicatorRecord>(record)) {
+    nccl_plugin_ = true;
+  } else if (const auto* coll = std::get_if<CollectiveRecord>(&record)) {
+    ++stats_.collectives;
+    nccl_plugin_ = true;
+    add_collective(*coll, out);
   }
 }
 
 void TraceConverter::add_api(const ApiRecord& api, std::vector<Event>& out) {
   ++stats_.api_calls;
-  if (auto it = waiting_.find(api.correlation_id); it != waiting_.end()) {
-    for (Waiting& w : it->second) {
-      w.event.launch_start_ns = static_cast<TimestampNs>(api.start_ns);
-      w.event.launch_end_ns = static_cast<TimestampNs>(api.end_ns);
-      out.emplace_back(std::move(w.event));
-    }
-    waiting_.erase(it);
-  }
   if (calls_.insert_or_assign(api.correlation_id, api).second) call_order_.push_back(api.correlation_id);
   while (calls_.size() > options_.max_pending_calls || call_order_.size() > 2 * options_.max_pending_calls) {
     calls_.erase(call_order_.front());
     call_order_.pop_front();
   }
+  // Each thread's calls in start order (they come in order but for the two domains' nesting).
+  auto& launches = launches_by_thread_[api.thread_id];
+  const std::pair<std::uint64_t, std::uint32_t> launch{api.start_ns, api.correlation_id};
+  launches.insert(std::upper_bound(launches.begin(), launches.end(), launch), launch);
+  if (launches.size() > kLaunchesPerThread) launches.pop_front();
+  release(api.correlation_id, out);
+  // Descriptions that came before their call.
+  std::erase_if(unattached_, [&](const auto& entry) {
+    const auto id = attach_collective(entry.first);
+    if (id) release(*id, out);
+    return id.has_value();
+  });
+}
+
+std::optional<std::uint32_t> TraceConverter::attach_collective(const CollectiveRecord& c) {
+  auto it = launches_by_thread_.find(c.thread_id);
+  if (it == launches_by_thread_.end()) return std::nullopt;
+  // The newest call on its thread that began before NCCL described the collective: NCCL
+  // launches a plan's kernel, then describes its collectives, then launches the next plan's.
+  const auto& launches = it->second;
+  auto after = std::upper_bound(launches.begin(), launches.end(), c.ts_ns,
+                                [](std::uint64_t ts, const auto& l) { return ts < l.first; });
+  if (after == launches.begin()) return std::nullopt;
+  const std::uint32_t id = std::prev(after)->second;
+  auto [entry, added] = collectives_.try_emplace(id);
+  if (added) collective_order_.push_back(id);
+  entry->second.push_back(c);
+  while (collectives_.size() > options_.max_pending_calls || collective_order_.size() > 2 * options_.max_pending_calls) {
+    collectives_.erase(collective_order_.front());
+    collective_order_.pop_front();
+  }
+  return id;
+}
+
+void TraceConverter::add_collective(CollectiveRecord c, std::vector<Event>& out) {
+  if (const auto id = attach_collective(c)) return release(*id, out);
+  unattached_.emplace_back(std::move(c), 0);
+}
+
+bool TraceConverter::ready(std::uint32_t correlation_id, const KernelEvent& event) const {
+  if (!calls_.contains(correlation_id)) return false;
+  return !nccl_plugin_ || !is_nccl_kernel(event) || collectives_.contains(correlation_id);
+}
+
+void TraceConverter::send(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out) {
+  if (auto call = calls_.find(correlation_id); call != calls_.end()) {
+    event.launch_start_ns = static_cast<TimestampNs>(call->second.start_ns);
+    event.launch_end_ns = static_cast<TimestampNs>(call->second.end_ns);
+  }
+  if (is_nccl_kernel(event)) {
+    if (auto colls = collectives_.find(correlation_id); colls != collectives_.end()) {
+      tag_collectives(event, colls->second);
+      collectives_.erase(colls);  // one kernel per launch call of NCCL's (graphs aside)
+    } else if (nccl_plugin_) {
+      ++stats_.without_collective;
+    }
+  }
+  out.emplace_back(std::move(event));
+}
+
+void TraceConverter::release(std::uint32_t correlation_id, std::vector<Event>& out) {
+  auto it = waiting_.find(correlation_id);
+  if (it == waiting_.end()) return;
+  auto& list = it->second;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (ready(correlation_id, list[i].event)) {
+      send(correlation_id, std::move(list[i].event), out);
+    } else {
+      if (kept != i) list[kept] = std::move(list[i]);
+      ++kept;
+    }
+  }
+  list.resize(kept);
+  if (list.empty()) waiting_.erase(it);
 }
 
 void TraceConverter::add_gpu_work(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out) {
-  if (auto it = calls_.find(correlation_id); it != calls_.end()) {
-    event.launch_start_ns = static_cast<TimestampNs>(it->second.start_ns);
-    event.launch_end_ns = static_cast<TimestampNs>(it->second.end_ns);
-    out.emplace_back(std::move(event));
-    return;
-  }
+  if (ready(correlation_id, event)) return send(correlation_id, std::move(event), out);
   waiting_[correlation_id].push_back(Waiting{std::move(event), 0});
 }
 
@@ -341,8 +473,8 @@ void TraceConverter::end_batch(std::vector<Event>& out) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < list.size(); ++i) {
       if (++list[i].batches > options_.max_wait_batches) {
-        ++stats_.without_launch;
-        out.emplace_back(std::move(list[i].event));
+        if (!calls_.contains(it->first)) ++stats_.without_launch;
+        send(it->first, std::move(list[i].event), out);
       } else {
         if (kept != i) list[kept] = std::move(list[i]);
         ++kept;
@@ -351,6 +483,11 @@ void TraceConverter::end_batch(std::vector<Event>& out) {
     list.resize(kept);
     it = list.empty() ? waiting_.erase(it) : std::next(it);
   }
+  std::erase_if(unattached_, [&](auto& entry) {
+    if (++entry.second <= options_.max_wait_batches) return false;
+    ++stats_.collectives_unmatched;
+    return true;
+  });
 }
 
 void TraceConverter::finish(std::vector<Event>& out) {
@@ -361,10 +498,12 @@ void TraceConverter::finish(std::vector<Event>& out) {
   }
   std::stable_sort(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [id, w] : left) {
-    ++stats_.without_launch;
-    out.emplace_back(std::move(w->event));
+    if (!calls_.contains(id)) ++stats_.without_launch;
+    send(id, std::move(w->event), out);
   }
   waiting_.clear();
+  stats_.collectives_unmatched += unattached_.size();
+  unattached_.clear();
 }
 
 }  // namespace perfscope::trace

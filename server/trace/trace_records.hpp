@@ -17,6 +17,8 @@
 #include <variant>
 #include <vector>
 
+#include <optional>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "engine/events/events.hpp"
@@ -120,7 +122,36 @@ struct MemoryRecord {
   std::uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind
 };
 
-using TraceRecord = std::variant<ApiRecord, KernelRecord, CopyRecord, MemoryRecord>;
+// NCCL's profiler plugin (nccl_profiler.cpp) is loaded by a communicator: from then on the
+// process's NCCL kernels wait for their collectives' descriptions.
+struct CommunicatorRecord {
+  std::uint64_t hash = 0;
+  std::int32_t ranks = 0, rank = 0;
+};
+
+// NCCL's description of one collective, as its profiler plugin hands it over. NCCL describes a
+// collective on the thread that launched its kernel, right after the launch (hostStreamPlanTask):
+// the thread and the time tie it to that launch call, and through the call's correlation id to
+// the kernel. Several collectives of one group may share a kernel.
+struct CollectiveRecord {
+  std::uint64_t comm_hash = 0;
+  std::int32_t comm_ranks = 0, comm_rank = 0;
+  std::uint64_t seq = 0;  // NCCL's sequence number of this operation on this communicator
+  std::string func;       // "AllReduce", …
+  std::string datatype;   // "ncclFloat32", …
+  std::uint64_t count = 0;
+  std::string algorithm, protocol;
+  std::uint32_t channels = 0;
+  std::uint32_t thread_id = 0;
+  std::uint64_t ts_ns = 0;  // CUPTI's clock, as launch calls are timed
+};
+
+using TraceRecord = std::variant<ApiRecord, KernelRecord, CopyRecord, MemoryRecord, CommunicatorRecord, CollectiveRecord>;
+
+// The bytes of one collective as nccl-tests counts them (its "size"): count × element size,
+// times the ranks for AllGather and ReduceScatter, whose count is one rank's share. 0 when the
+// data type is unknown.
+std::uint64_t collective_bytes(const CollectiveRecord& c);
 
 // CUPTI's enum values the conversion relies on.
 namespace cupti_values {
@@ -157,6 +188,9 @@ struct ConverterStats {
   std::uint64_t memory_operations = 0;
   std::uint64_t api_calls = 0;
   std::uint64_t without_launch = 0;  // kernels and copies sent without their launch call
+  std::uint64_t collectives = 0;      // NCCL's descriptions received
+  std::uint64_t without_collective = 0;  // NCCL kernels sent without one (plugin loaded)
+  std::uint64_t collectives_unmatched = 0;  // descriptions that found no launch call
 };
 
 class TraceConverter {
@@ -178,6 +212,15 @@ class TraceConverter {
   };
   void add_api(const ApiRecord& api, std::vector<Event>& out);
   void add_gpu_work(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out);
+  // NCCL's descriptions of collectives, tied to launch calls by thread and time.
+  void add_collective(CollectiveRecord c, std::vector<Event>& out);
+  // Ties a description to its launch call; the call's correlation id, or none yet.
+  std::optional<std::uint32_t> attach_collective(const CollectiveRecord& c);
+  // The kernel goes out now: its call is known and no description is awaited (or has come).
+  bool ready(std::uint32_t correlation_id, const KernelEvent& event) const;
+  void send(std::uint32_t correlation_id, KernelEvent event, std::vector<Event>& out);
+  // Emits the kernels waiting on `correlation_id` that are ready.
+  void release(std::uint32_t correlation_id, std::vector<Event>& out);
   KernelEvent kernel_event(const KernelRecord& k);
   KernelEvent copy_event(const CopyRecord& c) const;
   MemoryEvent memory_event(const MemoryRecord& m) const;
@@ -190,6 +233,14 @@ class TraceConverter {
   std::deque<std::uint32_t> call_order_;  // correlation ids in arrival order, for eviction
   std::unordered_map<std::uint32_t, std::vector<Waiting>> waiting_;  // GPU work before its call
   std::unordered_map<const std::string*, std::string> names_;  // interned mangled name → demangled
+  // Collectives: whether NCCL's plugin is loaded; each thread's recent launch calls (start,
+  // correlation id), newest last; descriptions by the call they belong to, and those whose call
+  // has not arrived yet (with the batches they waited).
+  bool nccl_plugin_ = false;
+  std::unordered_map<std::uint32_t, std::deque<std::pair<std::uint64_t, std::uint32_t>>> launches_by_thread_;
+  std::unordered_map<std::uint32_t, std::vector<CollectiveRecord>> collectives_;
+  std::deque<std::uint32_t> collective_order_;  // for eviction
+  std::vector<std::pair<CollectiveRecord, int>> unattached_;
   ConverterStats stats_;
 };
 

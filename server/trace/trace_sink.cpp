@@ -294,6 +294,13 @@ void TraceSink::write_summary() {
                             sample("trace_records_dropped", s.records_dropped, "queue"),
                             sample("trace_records_dropped", s.cupti_dropped, "cupti"),
                             sample("trace_kernels_without_launch", s.converter.without_launch, nullptr)};
+  // NCCL's descriptions, where its profiler plugin was loaded: how many came, how many found
+  // no launch call, and NCCL kernels that went out without one.
+  if (s.converter.collectives) {
+    counts.push_back(sample("trace_collectives", s.converter.collectives, nullptr));
+    counts.push_back(sample("trace_collectives_unmatched", s.converter.collectives_unmatched, nullptr));
+    counts.push_back(sample("trace_collective_kernels_undescribed", s.converter.without_collective, nullptr));
+  }
   write_events(counts);
 }
 

@@ -9,9 +9,17 @@
 //     work and memory records are kept when their kind is enabled;
 //   - cuptiActivityFlushAll hands what was kept to the registered buffer callbacks, in buffers
 //     the injection library allocates, walked by cuptiActivityGetNextRecord.
+//   - `communicator` and `collective` lines stand in for NCCL: on the replaying thread, right
+//     where they are in the file (after their kernel's launch call, as NCCL describes a
+//     collective), the profiler plugin NCCL_PROFILER_PLUGIN names is loaded as NCCL loads it and
+//     its ncclProfiler_v4 gets init and a collective event, with cuptiGetTimestamp answering
+//     the recorded time.
 // PERFSCOPE_FAKE_CUPTI_VERSION sets what cuptiGetVersion answers (default 130001, CUDA 13.0.1).
 // Every call is counted; fake_cupti_calls(name) answers how often one was made.
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -172,9 +180,90 @@ void fill_gpu_work(Record& rec, const nlohmann::json& r) {
   rec.correlationId = r.value("correlation_id", 0u);
 }
 
+// NCCL's profiler-plugin interface, version 4 (ext-profiler's profiler_v4.h), declared here
+// independently of perfscope's nccl_profiler_api.hpp.
+struct NcclCollDescr {
+  std::uint8_t type;
+  void* parentObj;
+  int rank;
+  struct {
+    std::uint64_t seqNumber;
+    const char* func;
+    const void* sendBuff;
+    void* recvBuff;
+    std::size_t count;
+    int root;
+    const char* datatype;
+    std::uint8_t nChannels;
+    std::uint8_t nWarps;
+    const char* algo;
+    const char* proto;
+  } coll;
+  char rest[64];  // the union's other members
+};
+struct NcclProfilerV4 {
+  const char* name;
+  int (*init)(void**, int*, const char*, std::uint64_t, int, int, int, void*);
+  int (*startEvent)(void*, void**, NcclCollDescr*);
+  int (*stopEvent)(void*);
+  int (*recordEventState)(void*, int, void*);
+  int (*finalize)(void*);
+};
+std::map<std::uint64_t, void*> g_nccl_contexts;  // by communicator hash; replaying thread only
+std::deque<std::string> g_nccl_strings;
+
+NcclProfilerV4* nccl_plugin() {
+  static NcclProfilerV4* plugin = [] {
+    const char* path = std::getenv("NCCL_PROFILER_PLUGIN");
+    void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    return lib ? static_cast<NcclProfilerV4*>(dlsym(lib, "ncclProfiler_v4")) : nullptr;
+  }();
+  return plugin;
+}
+
+// The end of the program's communicators (ncclCommDestroy finalizes the plugin's context).
+void finish_nccl() {
+  for (auto& [hash, context] : g_nccl_contexts) nccl_plugin()->finalize(context);
+  g_nccl_contexts.clear();
+}
+
+// What NCCL does with a profiler plugin, for one recorded line.
+void play_nccl(const nlohmann::json& r) {
+  NcclProfilerV4* plugin = nccl_plugin();
+  if (!plugin) return;
+  const bool init = r.value("record", "") == "communicator";
+  const std::uint64_t hash = r.value(init ? "hash" : "comm_hash", std::uint64_t{0});
+  if (init) {
+    void* context = nullptr;
+    int mask = 0;
+    plugin->init(&context, &mask, "", hash, 1, r.value("ranks", 1), r.value("rank", 0), nullptr);
+    if (mask & 2) g_nccl_contexts[hash] = context;  // collective events asked for
+    return;
+  }
+  const auto context = g_nccl_contexts.find(hash);
+  if (context == g_nccl_contexts.end()) return;
+  auto text = [](std::string s) { return g_nccl_strings.emplace_back(std::move(s)).c_str(); };
+  NcclCollDescr d{};
+  d.type = 2;
+  d.rank = r.value("comm_rank", 0);
+  d.coll.seqNumber = r.value("seq", std::uint64_t{0});
+  d.coll.func = text(r.value("func", ""));
+  d.coll.count = r.value("count", std::size_t{0});
+  d.coll.datatype = text(r.value("datatype", ""));
+  d.coll.nChannels = r.value("channels", std::uint8_t{0});
+  d.coll.algo = text(r.value("algorithm", ""));
+  d.coll.proto = text(r.value("protocol", ""));
+  void* handle = nullptr;
+  t_now = r.value("ts_ns", std::uint64_t{0});
+  plugin->startEvent(context->second, &handle, &d);
+  if (handle) plugin->stopEvent(handle);
+  t_now = 0;
+}
+
 // One recorded line, as CUPTI would produce it. Called without g_mu (a callback may call back).
 void play(const nlohmann::json& r) {
   const std::string what = r.value("record", "");
+  if (what == "communicator" || what == "collective") return play_nccl(r);
   std::unique_lock lock(g_mu);
   if (what == "api") {
     const std::uint32_t cbid = r.value("cbid", 0u);
@@ -375,6 +464,7 @@ __attribute__((visibility("default"))) int fake_cupti_replay(const char* path) {
     if (line.empty()) continue;
     play(nlohmann::json::parse(line));
   }
+  finish_nccl();
   return 0;
 }
 __attribute__((visibility("default"))) int fake_cupti_calls(const char* name) {

@@ -52,9 +52,9 @@ function environment(extra = {}) {
   return env;
 }
 
-function run(args, command, env = environment()) {
+function run(args, command, env = environment(), file = records) {
   return new Promise((resolve) => {
-    const p = spawn(bin, ['run', '--server', server.url, ...args, '--', program, records, ...command], { cwd: work, env });
+    const p = spawn(bin, ['run', '--server', server.url, ...args, '--', program, file, ...command], { cwd: work, env });
     let stderr = '';
     p.stderr.on('data', (d) => { stderr += d; });
     p.on('exit', (status) => resolve({ status, stderr }));
@@ -227,4 +227,51 @@ test('a relay keeps going: bad lines, a restarted server, endless lines, a path 
   assert.equal(await new Promise((resolve) => refused.on('exit', resolve)), 1);
   assert.match(refusedErr, /cannot listen on .*precious\.txt: something that is not a socket is there/);
   assert.equal(readFileSync(precious, 'utf8'), 'keep me');
+});
+
+// NCCL's profiler plugin is the same library: `perfscope run` names it in NCCL_PROFILER_PLUGIN,
+// the stand-in NCCL (in the stand-in CUPTI) loads it by that path as NCCL does and describes each
+// collective right after its kernel's launch, and the kernels leave the process tagged with what
+// NCCL said. The fixture: a 64 MiB all-reduce, a group of an all-gather and a reduce-scatter in
+// one kernel, a compute kernel, and an all-reduce whose description never came.
+const ncclRecords = path.join(process.env.PERFSCOPE_FIXTURES, 'cupti', 'nccl_records.ndjson');
+const tagsOf = (k) => Object.fromEntries([...k.tags.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+
+test('NCCL loads the library as its profiler plugin: collective kernels carry communicator, bytes and algorithm', async () => {
+  const r = await run(['--name', 'nccl-plugin', '--cupti', looseCupti], [], environment(), ncclRecords);
+  assert.equal(r.status, 0, r.stderr);
+  const kernels = await kernelsOf('nccl-plugin');
+  assert.equal(kernels.length, 4, JSON.stringify(kernels));
+  const byStart = kernels.map((k) => ({ name: k.name, tags: tagsOf(k) })).sort((a, b) => a.name.localeCompare(b.name));
+  const [allReduce, lost] = byStart.filter((k) => k.name.startsWith('ncclDevKernel_AllReduce'))
+    .sort((a, b) => ('coll_bytes' in b.tags) - ('coll_bytes' in a.tags));
+  assert.deepEqual(
+    ['comm', 'comm_ranks', 'comm_rank', 'coll_op', 'coll_bytes', 'algo', 'proto', 'channels'].map((t) => allReduce.tags[t]),
+    ['9f3c2a1b5e7d4c60', '2', '1', 'AllReduce', String(64 * 1024 * 1024), 'RING', 'SIMPLE', '16']);
+  // One kernel, two collectives: both operations, and nccl-tests' bytes of each (count × 2 bytes × 2 ranks).
+  const group = byStart.find((k) => k.name.startsWith('ncclDevKernel_Generic'));
+  assert.equal(group.tags.coll_op, 'AllGather+ReduceScatter');
+  assert.equal(group.tags.colls, '2');
+  assert.equal(group.tags.coll_bytes, String(2 * 1048576 * 2 * 2));
+  // Not described: sent on without, and counted.
+  assert.equal(lost.tags.comm, undefined);
+  const compute = byStart.find((k) => k.name.startsWith('tiny_kernel'));
+  assert.equal(compute.tags.comm, undefined);
+  const counts = async (metric) => {
+    const series = (await (await fetch(`${server.url}/api/v1/series`)).json()).series;
+    return series.filter((x) => x.name === metric && x.labels?.run === 'nccl-plugin').map((x) => x.latest?.value);
+  };
+  assert.deepEqual(await counts('trace_collectives'), [3]);
+  assert.deepEqual(await counts('trace_collective_kernels_undescribed'), [1]);
+  assert.deepEqual(await counts('trace_collectives_unmatched'), [0]);
+});
+
+test('a profiler plugin of the user\'s own is left in place, and the run says what that costs', async () => {
+  const r = await run(['--name', 'nccl-own', '--cupti', looseCupti], [], environment({ NCCL_PROFILER_PLUGIN: 'none' }),
+    ncclRecords);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /NCCL_PROFILER_PLUGIN is set \(none\): collectives are known by their kernels' names only/);
+  const kernels = await kernelsOf('nccl-own');
+  assert.equal(kernels.length, 4);
+  assert.ok(kernels.every((k) => !k.tags.includes('comm=')), 'no NCCL description without the plugin');
 });

@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
         [](auto& x) -> std::vector<std::uint64_t*> {
           if constexpr (requires { x.ts_ns; }) {
             return {&x.ts_ns};
+          } else if constexpr (std::is_same_v<std::decay_t<decltype(x)>, CommunicatorRecord>) {
+            return {};
           } else {
             return {&x.start_ns, &x.end_ns};
           }

@@ -163,6 +163,88 @@ TEST(TraceConverter, KernelWithoutItsCallGoesOutAfterWaitingOrAtTheEnd) {
   EXPECT_EQ(c.stats().without_launch, 2u);
 }
 
+// NCCL's descriptions (its profiler plugin) tie to the launch call made just before them on the
+// same thread, whichever of description, call and kernel comes first.
+CollectiveRecord collective(std::uint64_t ts, std::uint32_t thread, std::string func = "AllReduce",
+                            std::uint64_t count = 1024) {
+  return CollectiveRecord{0xabcULL, 4, 2, 7, std::move(func), "ncclBfloat16", count, "RING", "LL128", 8, thread, ts};
+}
+const std::string kNcclKernel = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+TEST(TraceConverter, CollectiveDescriptionsTagTheKernelOfTheLaunchJustBeforeThemOnTheirThread) {
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(CommunicatorRecord{0xabc, 4, 2}, out);
+  c.add(ApiRecord{1, 307, 1000, 2000, 42}, out);    // NCCL's launch on thread 42
+  c.add(ApiRecord{2, 211, 1500, 2500, 43}, out);    // another thread's launch, in between
+  c.add(collective(3000, 42), out);                 // described after its launch
+  c.add(ApiRecord{3, 307, 4000, 5000, 42}, out);    // a later launch: not this description's
+  c.add(kernel(1, 10'000, kNcclKernel), out);
+  c.add(kernel(2, 10'500), out);
+  ASSERT_EQ(out.size(), 2u);
+  const auto& k = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(tag(k.tags, "comm"), "0000000000000abc");
+  EXPECT_EQ(tag(k.tags, "comm_ranks"), "4");
+  EXPECT_EQ(tag(k.tags, "comm_rank"), "2");
+  EXPECT_EQ(tag(k.tags, "coll_op"), "AllReduce");
+  EXPECT_EQ(tag(k.tags, "coll_bytes"), "2048");  // 1024 bf16 elements
+  EXPECT_EQ(tag(k.tags, "algo"), "RING");
+  EXPECT_EQ(tag(k.tags, "proto"), "LL128");
+  EXPECT_EQ(tag(k.tags, "channels"), "8");
+  EXPECT_EQ(tag(std::get<KernelEvent>(out[1]).tags, "comm"), "(absent)");
+  EXPECT_EQ(c.stats().collectives, 1u);
+  EXPECT_EQ(c.stats().without_collective, 0u);
+}
+
+TEST(TraceConverter, ANcclKernelWaitsForItsDescriptionAndADescriptionForItsCall) {
+  TraceConverter c({.run = "", .pid = "", .max_pending_calls = 100, .max_wait_batches = 2});
+  std::vector<Event> out;
+  c.add(CommunicatorRecord{0xabc, 4, 2}, out);
+  c.add(collective(3000, 42, "AllGather", 100), out);  // before its call (activity records come late)
+  EXPECT_TRUE(out.empty());
+  c.add(kernel(1, 10'000, kNcclKernel), out);
+  EXPECT_TRUE(out.empty());
+  c.add(ApiRecord{1, 307, 1000, 2000, 42}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(tag(std::get<KernelEvent>(out[0]).tags, "coll_bytes"), "800");  // 100 × 2 bytes × 4 ranks
+  // Launched, never described: it waits its batches, then goes without, and is counted.
+  c.add(ApiRecord{2, 307, 20'000, 21'000, 42}, out);
+  c.add(kernel(2, 30'000, kNcclKernel), out);
+  c.end_batch(out);
+  c.end_batch(out);
+  EXPECT_EQ(out.size(), 1u);
+  c.end_batch(out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(tag(std::get<KernelEvent>(out[1]).tags, "comm"), "(absent)");
+  EXPECT_TRUE(std::get<KernelEvent>(out[1]).launch_start_ns.has_value());
+  EXPECT_EQ(c.stats().without_collective, 1u);
+  EXPECT_EQ(c.stats().without_launch, 0u);
+  // A description with no call on its thread is dropped after waiting, and counted.
+  c.add(collective(50'000, 99), out);
+  c.end_batch(out);
+  c.end_batch(out);
+  c.end_batch(out);
+  EXPECT_EQ(c.stats().collectives_unmatched, 1u);
+}
+
+TEST(TraceConverter, WithoutNcclsPluginItsKernelsAreNotHeld) {
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(ApiRecord{1, 307, 1000, 2000, 42}, out);
+  c.add(kernel(1, 10'000, kNcclKernel), out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(tag(std::get<KernelEvent>(out[0]).tags, "comm"), "(absent)");
+  EXPECT_EQ(c.stats().without_collective, 0u);
+}
+
+TEST(TraceRecords, CollectiveBytesAsNcclTestsCountThem) {
+  EXPECT_EQ(collective_bytes(collective(0, 1, "AllReduce", 1000)), 2000u);
+  EXPECT_EQ(collective_bytes(collective(0, 1, "ReduceScatter", 1000)), 8000u);  // one rank's share × 4
+  CollectiveRecord unknown = collective(0, 1);
+  unknown.datatype = "ncclFloat4";
+  EXPECT_EQ(collective_bytes(unknown), 0u);
+}
+
 TEST(TraceConverter, ForgetsTheOldestCallsBeyondItsBound) {
   TraceConverter c({.run = "", .pid = "", .max_pending_calls = 3, .max_wait_batches = 2});
   std::vector<Event> out;
@@ -233,7 +315,8 @@ TEST(TraceConverter, AllocationsBecomeMemoryEventsByKind) {
 
 TEST(TraceRecords, JsonFormRoundTrips) {
   const TraceRecord records[] = {call(1, 2), kernel(3, 4), CopyRecord{true, 0, 3, 3, 9, 1, 0, 2, 5, 6},
-                                 MemoryRecord{false, 0xabc, 10, 11, 0, 3}};
+                                 MemoryRecord{false, 0xabc, 10, 11, 0, 3}, CommunicatorRecord{0xfedcba9876543210, 8, 3},
+                                 collective(12, 13)};
   for (const TraceRecord& r : records) {
     auto back = record_from_json(record_to_json(r));
     ASSERT_TRUE(back.ok()) << back.status().message();
