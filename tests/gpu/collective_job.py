@@ -4,8 +4,10 @@ all-reduce a buffer. Timed on the GPU with CUDA events: the extra compute per st
 rank, and each rank's whole compute per step (the slow rank's less the other's is what the
 analysis should find as the straggler's extra compute) and every all-reduce (for its
 algorithm and bus bandwidth the nccl-tests way). With --overlap the all-reduce runs beside the
-matmuls instead of after them. Start it with torchrun; each rank writes
-OUT_DIR/rank<R>.json.
+matmuls instead of after them. With --sweep-mb it only all-reduces, back to back, each size
+for --seconds: timed the nccl-tests way (CUDA events around the whole loop, divided by the
+iterations), with the wall-clock window of each size for the NVLink series. Start it with
+torchrun; each rank writes OUT_DIR/rank<R>.json.
 """
 import argparse
 import json
@@ -32,12 +34,16 @@ def main():
     p.add_argument("--overlap", action="store_true",
                    help="start each step's all-reduce (of the step before's buffer) asynchronously, before the "
                         "step's matmuls, and wait for it after them: communication beside compute")
+    p.add_argument("--sweep-mb", default="", help="comma-separated all-reduce sizes in MiB: a pure all-reduce loop")
+    p.add_argument("--seconds", type=float, default=3.0, help="how long each size of --sweep-mb runs")
     a = p.parse_args()
 
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local)
+    if a.sweep_mb:
+        return sweep(a, rank, world, local)
     x = torch.randn(a.size, a.size, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(a.size, a.size, device="cuda", dtype=torch.bfloat16)
     buf = torch.ones(a.allreduce_mb * 1024 * 1024 // 4, device="cuda", dtype=torch.float32)
@@ -100,6 +106,52 @@ def main():
         "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "torch": torch.__version__,
         "wall_time_s": time.time(),
     }
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    dist.destroy_process_group()
+
+
+def sweep(a, rank, world, local):
+    sizes = []
+    for mb in [int(x) for x in a.sweep_mb.split(",")]:
+        buf = torch.ones(mb * 1024 * 1024 // 4, device="cuda", dtype=torch.float32)
+        for _ in range(5):
+            dist.all_reduce(buf)
+        torch.cuda.synchronize()
+        # As many iterations as fit in --seconds, agreed by all ranks (rank 0's estimate).
+        t = time.perf_counter()
+        for _ in range(5):
+            dist.all_reduce(buf)
+        torch.cuda.synchronize()
+        per = torch.tensor([(time.perf_counter() - t) / 5], device="cuda")
+        dist.broadcast(per, 0)
+        iters = max(10, int(a.seconds / per.item()))
+        dist.barrier()
+        torch.cuda.synchronize()
+        wall_start = time.time()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(iters):
+            dist.all_reduce(buf)
+        e1.record()
+        torch.cuda.synchronize()
+        wall_end = time.time()
+        ms_per_op = e0.elapsed_time(e1) / iters
+        nbytes = buf.numel() * buf.element_size()
+        algbw = nbytes / (ms_per_op / 1e3) / 1e9
+        sizes.append({
+            "bytes": nbytes, "iterations": iters, "ms_per_op": ms_per_op, "algbw_gb_per_s": algbw,
+            "busbw_gb_per_s": algbw * 2 * (world - 1) / world,
+            # What each GPU sends over its links per second in a ring all-reduce: 2(n-1)/n of
+            # the buffer per operation.
+            "sent_gb_per_s": nbytes * 2 * (world - 1) / world * iters / (wall_end - wall_start) / 1e9,
+            "wall_start_ns": int(wall_start * 1e9), "wall_end_ns": int(wall_end * 1e9),
+        })
+        del buf
+        torch.cuda.empty_cache()
+    out = {"rank": rank, "world_size": world, "device": local, "sweep": sizes,
+           "nccl_version": ".".join(map(str, torch.cuda.nccl.version())), "torch": torch.__version__}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
         json.dump(out, f, indent=1)

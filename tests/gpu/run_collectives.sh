@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Records two-rank jobs (tests/gpu/collective_job.py under torchrun) traced by the injection
-# library, as `perfscope run` traces them, for the collective analysis: one with a planted
+# library, as `perfscope run` traces them (NCCL's profiler plugin included), for the collective analysis: one with a planted
 # straggler (more matmuls on rank 1), one with equal ranks, one whose all-reduce runs beside
 # the matmuls (--overlap). Each job's trace (NDJSON, gzipped)
 # and its ranks' own CUDA-event timings go to REPORT_DIR/<job>/. Needs two GPUs.
@@ -14,7 +14,7 @@ record() {  # job name, then the job's arguments
   shift
   mkdir -p "$dir"
   rm -f "$dir/trace.ndjson"
-  CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE="$dir/trace.ndjson" PERFSCOPE_RUN_NAME="$job" \
+  CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY NCCL_PROFILER_PLUGIN=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE="$dir/trace.ndjson" PERFSCOPE_RUN_NAME="$job" \
     "$torchrun" --standalone --nproc-per-node 2 tests/gpu/collective_job.py --out "$dir" "$@" >"$dir/job.log" 2>&1 ||
     { cat "$dir/job.log" >&2; exit 1; }
   gzip -f "$dir/trace.ndjson"
