@@ -228,6 +228,25 @@ std::vector<Rule> make_rules() {
         "a straggler or uneven work, not the link: see the straggler rule."},
        {"collective_exposed_rank", "collective_exposed_share", "collective_exposed_ms", "collective_overlap_ratio",
         "collective_wait_share"}},
+      {"low_bus_bandwidth",
+       "Large collectives far below the links' peak",
+       // Of the collectives of at least 16 MiB that NCCL described (bytes known), on GPUs whose
+       // link peak NVML gives (NVLink links × per-link rate), the operation and size whose median
+       // bus bandwidth (nccl-tests' formula, from the last rank's arrival) is the smallest share
+       // of that peak.
+       {"collective_large_busbw_share_of_peak"},
+       {{"max_share", 0.5}},
+       [](const Inputs& in, const Thresholds& t) -> S {
+         return at(in, "collective_large_busbw_share_of_peak") < th(t, "max_share") ? S(Severity::kWarning) : S();
+       },
+       {"See which path NCCL took: GET /api/v1/devices' topology (NV18 is NVLink; PHB, NODE or SYS is PCIe or "
+        "the CPU's interconnect) and the collective's algorithm and protocol in GET /api/v1/collectives. "
+        "NCCL_P2P_DISABLE, NCCL_P2P_LEVEL or a container without IPC between the ranks push traffic off NVLink.",
+        "Give NCCL more channels for large messages (NCCL_MIN_NCHANNELS, or fewer SMs taken by concurrent compute "
+        "kernels) and leave NCCL_ALGO and NCCL_PROTO unset unless measured.",
+        "Fewer, larger messages reach more of the peak: raise the bucket size (DDP bucket_cap_mb) or coalesce "
+        "small collectives into one."},
+       {"collective_large_busbw_gb_per_second", "collective_large_link_peak_gb_per_second", "collective_large_bytes"}},
   };
 }
 
@@ -262,6 +281,10 @@ std::string_view setup_hint(std::string_view rule_id) {
   if (rule_id == "device_below_minimum") return "needs --device-target with min_tflops or min_gb_per_second";
   if (rule_id == "straggler" || rule_id == "communication_bound") {
     return "needs the NCCL collective kernels of two or more ranks in one run (perfscope run)";
+  }
+  if (rule_id == "low_bus_bandwidth") {
+    return "needs collectives of 16 MiB or more described by NCCL's profiler plugin (perfscope run loads it) on GPUs "
+           "whose NVLink peak NVML gives";
   }
   return "";
 }

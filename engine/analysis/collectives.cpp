@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 
 #include "engine/analysis/stats.hpp"
 
@@ -169,16 +170,17 @@ std::vector<RankSpans> spans_of(const std::vector<RankCollectives>& ranks) {
   return out;
 }
 
-// Per rank and matched instance, the exposed transfer: from the last rank's arrival (or its own,
+// Per instance and member, the exposed transfer: from the last member's arrival (or its own,
 // if later) to its kernel's end, less the time its own compute ran beside it.
 std::vector<std::vector<double>> exposed_transfers(const std::vector<RankSpans>& spans,
                                                    const std::vector<CollectiveInstance>& instances) {
-  std::vector<std::vector<double>> out(spans.size());
+  std::vector<std::vector<double>> out;
   for (const CollectiveInstance& inst : instances) {
     const TimestampNs last = *std::max_element(inst.start_ns.begin(), inst.start_ns.end());
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      const TimestampNs from = std::max(inst.start_ns[i], last), to = std::max(inst.end_ns[i], from);
-      out[i].push_back(ms((to - from) - length_within(spans[i].compute, from, to)));
+    auto& row = out.emplace_back();
+    for (std::size_t m = 0; m < inst.ranks.size(); ++m) {
+      const TimestampNs from = std::max(inst.start_ns[m], last), to = std::max(inst.end_ns[m], from);
+      row.push_back(ms((to - from) - length_within(spans[inst.ranks[m]].compute, from, to)));
     }
   }
   return out;
@@ -198,9 +200,9 @@ void add_breakdowns(const std::vector<RankSpans>& spans, const std::vector<Colle
   }
   if (from >= to) return;
   const std::vector<std::vector<double>> transfers = exposed_transfers(spans, instances);
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    out.ranks[i].breakdown = breakdown_of(spans[i].compute, spans[i].communication, from, to);
-    for (double t : transfers[i]) out.ranks[i].breakdown.exposed_transfer_ms += t;
+  for (std::size_t i = 0; i < spans.size(); ++i) out.ranks[i].breakdown = breakdown_of(spans[i].compute, spans[i].communication, from, to);
+  for (std::size_t k = 0; k < instances.size(); ++k) {
+    for (std::size_t m = 0; m < instances[k].ranks.size(); ++m) out.ranks[instances[k].ranks[m]].breakdown.exposed_transfer_ms += transfers[k][m];
   }
 
   const StepPattern pattern = find_steps(instances, first);
@@ -223,8 +225,12 @@ void add_breakdowns(const std::vector<RankSpans>& spans, const std::vector<Colle
       overlapped.push_back(b.overlapped_ms);
       exposed.push_back(b.exposed_ms);
       idle.push_back(b.idle_ms);
-      double t = 0;  // the step's instances
-      for (std::size_t k = bound_instance[j]; k < bound_instance[j + 1]; ++k) t += transfers[i][k];
+      double t = 0;  // the step's instances this rank took part in
+      for (std::size_t k = bound_instance[j]; k < bound_instance[j + 1]; ++k) {
+        const auto& members = instances[k].ranks;
+        const auto at = std::find(members.begin(), members.end(), i);
+        if (at != members.end()) t += transfers[k][static_cast<std::size_t>(at - members.begin())];
+      }
       transfer.push_back(t);
     }
     TimeBreakdown step;
@@ -237,6 +243,79 @@ void add_breakdowns(const std::vector<RankSpans>& spans, const std::vector<Colle
     step.exposed_transfer_ms = nearest_rank(transfer, 50);
     set_shares(step);
     out.ranks[i].per_step = step;
+  }
+}
+
+bool needs_every_rank(std::string_view op) {
+  return op == "AllReduce" || op == "AllGather" || op == "ReduceScatter" || op == "AllToAll" || op == "AlltoAll";
+}
+
+// One communicator's collectives on its members (indices into the job's ranks, each list in
+// start order), matched k-th with k-th. Appends the instances; counts what it skipped; says
+// where operations first differed (empty: nowhere).
+struct Matching {
+  std::vector<CollectiveInstance> instances;
+  std::size_t skipped = 0;
+  std::string mismatch;
+};
+void match_communicator(const std::vector<RankCollectives>& ranks, const std::vector<std::size_t>& members,
+                        const std::vector<std::vector<const RankCollectives::Execution*>>& lists,
+                        const CollectiveOptions& options, Matching& out) {
+  const std::size_t n = members.size();
+  std::vector<std::size_t> next(n, 0);
+  auto exhausted = [&] {
+    for (std::size_t m = 0; m < n; ++m) {
+      if (next[m] >= lists[m].size()) return true;
+    }
+    return false;
+  };
+  std::size_t k = 0;
+  while (!exhausted()) {
+    const RankCollectives::Execution& head = *lists[0][next[0]];
+    std::size_t differs = n;
+    for (std::size_t m = 1; m < n && differs == n; ++m) {
+      if (lists[m][next[m]]->op != head.op) differs = m;
+    }
+    if (differs != n) {
+      out.mismatch = "instance " + std::to_string(k) + (head.comm.empty() ? "" : " of communicator " + head.comm) +
+                     " is " + head.op + " on rank " + ranks[members[0]].rank + " but " + lists[differs][next[differs]]->op +
+                     " on rank " + ranks[members[differs]].rank +
+                     (head.comm.empty() ? " (several communicators, or kernels lost)" : " (kernels lost)") +
+                     ": matching stopped there";
+      return;
+    }
+    TimestampNs last_start = INT64_MIN;
+    std::size_t earliest_end = 0;
+    for (std::size_t m = 0; m < n; ++m) {
+      last_start = std::max(last_start, lists[m][next[m]]->start_ns);
+      if (lists[m][next[m]]->end_ns < lists[earliest_end][next[earliest_end]]->end_ns) earliest_end = m;
+    }
+    // Only where no rank can finish before every rank arrived: a broadcast's root, a reduce's
+    // leaves or a send may push their data into the peers' buffers and leave.
+    if (needs_every_rank(head.op) &&
+        lists[earliest_end][next[earliest_end]]->end_ns + options.overlap_tolerance_ns < last_start) {
+      ++next[earliest_end];
+      ++out.skipped;
+      continue;
+    }
+    CollectiveInstance inst;
+    inst.op = head.op;
+    inst.comm = head.comm;
+    inst.bytes = head.bytes;
+    inst.ranks = members;
+    for (std::size_t m = 0; m < n; ++m) {
+      inst.start_ns.push_back(lists[m][next[m]]->start_ns);
+      inst.end_ns.push_back(lists[m][next[m]]->end_ns);
+      ++next[m];
+    }
+    const TimestampNs last = *std::max_element(inst.start_ns.begin(), inst.start_ns.end());
+    const TimestampNs end = *std::max_element(inst.end_ns.begin(), inst.end_ns.end());
+    if (inst.bytes > 0 && end > last) {
+      inst.algbw_gb_per_second = inst.bytes / static_cast<double>(end - last);  // bytes per ns = GB/s
+      inst.busbw_gb_per_second = inst.algbw_gb_per_second * bus_bandwidth_factor(inst.op, head.comm_ranks);
+    }
+    out.instances.push_back(std::move(inst));
+    ++k;
   }
 }
 
@@ -288,6 +367,14 @@ TimeBreakdown time_breakdown(std::vector<RankCollectives::Span> compute, std::ve
   return from < to ? breakdown_of(merged(std::move(compute)), merged(std::move(communication)), from, to) : TimeBreakdown{};
 }
 
+double bus_bandwidth_factor(std::string_view op, int n) {
+  if (n < 2) return 1;
+  const double r = static_cast<double>(n - 1) / n;
+  if (op == "AllReduce") return 2 * r;
+  if (op == "AllGather" || op == "ReduceScatter" || op == "AllToAll" || op == "AlltoAll") return r;
+  return 1;
+}
+
 CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const CollectiveOptions& options) {
   CollectiveAnalysis out;
   std::erase_if(ranks, [](const RankCollectives& r) { return r.executions.empty(); });
@@ -296,9 +383,11 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     if (a.rank.size() != b.rank.size()) return a.rank.size() < b.rank.size();
     return a.rank < b.rank;
   });
+  std::size_t executions = 0;
   for (auto& r : ranks) {
     std::sort(r.executions.begin(), r.executions.end(),
               [](const RankCollectives::Execution& a, const RankCollectives::Execution& b) { return a.start_ns < b.start_ns; });
+    executions += r.executions.size();
     RankCollectiveSummary summary;
     summary.rank = r.rank;
     summary.device = r.device;
@@ -307,91 +396,114 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   const std::vector<RankSpans> spans = spans_of(ranks);
   if (ranks.size() < 2) {
     add_breakdowns(spans, {}, {}, out);
-    for (const auto& r : ranks) out.unmatched += r.executions.size();
+    out.unmatched = executions;
     out.no_straggler = ranks.empty() ? "no collective kernels in the window" : "collectives of one rank only";
     return out;
   }
 
-  // Match instance k across ranks while every rank has one and their operations agree.
+  // Each communicator (empty: kernels NCCL did not describe) matched among the ranks it has.
+  std::map<std::string, std::vector<std::vector<const RankCollectives::Execution*>>> by_comm;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    for (const auto& e : ranks[i].executions) {
+      auto& lists = by_comm[e.comm];
+      lists.resize(ranks.size());
+      lists[i].push_back(&e);
+    }
+  }
+  Matching matching;
+  for (auto& [comm, lists] : by_comm) {
+    if (!comm.empty()) ++out.communicators;
+    std::vector<std::size_t> members;
+    std::vector<std::vector<const RankCollectives::Execution*>> member_lists;
+    for (std::size_t i = 0; i < lists.size(); ++i) {
+      if (lists[i].empty()) continue;
+      members.push_back(i);
+      member_lists.push_back(std::move(lists[i]));
+    }
+    if (members.size() < 2) continue;
+    std::string mismatch;
+    std::swap(mismatch, matching.mismatch);
+    match_communicator(ranks, members, member_lists, options, matching);
+    if (!mismatch.empty()) matching.mismatch = mismatch;  // the first one said
+  }
+  std::vector<CollectiveInstance> instances = std::move(matching.instances);
+  out.skipped = matching.skipped;
+  out.mismatch = matching.mismatch;
+  // One clock: instances of every communicator in the order their first member arrived.
+  auto first_of = [](const CollectiveInstance& inst) { return *std::min_element(inst.start_ns.begin(), inst.start_ns.end()); };
+  std::stable_sort(instances.begin(), instances.end(),
+                   [&](const CollectiveInstance& a, const CollectiveInstance& b) { return first_of(a) < first_of(b); });
+
   const std::size_t n = ranks.size();
-  std::vector<CollectiveInstance> instances;
-  std::map<std::string, std::vector<double>> op_durations, op_transfers;
-  std::map<std::string, std::pair<double, double>> op_wait_total;  // op → (wait, time in it)
+  struct OpKey {
+    std::string op;
+    double bytes;
+    auto operator<=>(const OpKey&) const = default;
+  };
+  struct OpFigures {
+    std::size_t instances = 0;
+    std::vector<double> durations, transfers, algbw, busbw;
+    double wait = 0, time = 0;
+    std::map<std::pair<std::string, std::string>, std::size_t> choices;  // (algorithm, protocol) → count
+    int comm_ranks = 0;
+  };
+  std::map<OpKey, OpFigures> by_op;
   std::vector<std::vector<double>> lateness_when_last(n);
   // What a late rank costs the others, per instance it was last in: their wait for it with no
   // compute of theirs beside it (a wait hidden behind compute costs nothing), the mean over
-  // the other ranks.
+  // the other members.
   std::vector<std::vector<double>> caused(n);
-  auto exposed_wait_caused = [&](const CollectiveInstance& inst) {
-    const TimestampNs last = inst.start_ns[inst.last_rank];
+  auto exposed_wait_caused = [&](const CollectiveInstance& inst, std::size_t last_member) {
+    const TimestampNs last = inst.start_ns[last_member];
     double sum = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i == inst.last_rank) continue;
-      const TimestampNs from = inst.start_ns[i];
-      const TimestampNs to = std::min(last, std::max(inst.end_ns[i], from));
-      if (to > from) sum += ms((to - from) - length_within(spans[i].compute, from, to));
+    for (std::size_t m = 0; m < inst.ranks.size(); ++m) {
+      if (m == last_member) continue;
+      const TimestampNs from = inst.start_ns[m];
+      const TimestampNs to = std::min(last, std::max(inst.end_ns[m], from));
+      if (to > from) sum += ms((to - from) - length_within(spans[inst.ranks[m]].compute, from, to));
     }
-    return sum / static_cast<double>(n - 1);
+    return sum / static_cast<double>(inst.ranks.size() - 1);
   };
   std::vector<double> offset_sum(n, 0);
-  // Per rank and instance after the first: its time between leaving the previous instance and
-  // entering this one (its compute in the step, on its own GPU's clock) beyond the other ranks' mean.
+  // Per rank and instance after its first: its time between leaving its previous instance and
+  // entering this one (its compute in the step, on its own GPU's clock) beyond the other members' mean.
   std::vector<std::vector<double>> extra_gaps(n);
-  // Each rank's next execution. A matched instance's kernels overlap: none can end before the
-  // last rank arrived. Where one does, that rank's kernel has no partner (a lost record, or a
-  // window that began between the ranks' kernels): it is skipped and matching goes on.
-  std::vector<std::size_t> next(n, 0);
-  auto exhausted = [&] {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (next[i] >= ranks[i].executions.size()) return true;
-    }
-    return false;
+  std::vector<std::optional<TimestampNs>> previous_end(n);
+  // Each execution's description, by rank and start: for the op table's algorithm and protocol.
+  auto execution_of = [&](std::size_t rank, TimestampNs start) -> const RankCollectives::Execution* {
+    const auto& list = ranks[rank].executions;
+    auto it = std::lower_bound(list.begin(), list.end(), start,
+                               [](const RankCollectives::Execution& e, TimestampNs t) { return e.start_ns < t; });
+    return it != list.end() && it->start_ns == start ? &*it : nullptr;
   };
-  while (!exhausted()) {
-    const std::size_t k = instances.size();
-    const std::string& op = ranks[0].executions[next[0]].op;
-    std::size_t differs = n;
-    for (std::size_t i = 1; i < n && differs == n; ++i) {
-      if (ranks[i].executions[next[i]].op != op) differs = i;
-    }
-    if (differs != n) {
-      out.mismatch = "instance " + std::to_string(k) + " is " + op + " on rank " + ranks[0].rank + " but " +
-                     ranks[differs].executions[next[differs]].op + " on rank " + ranks[differs].rank +
-                     " (several communicators, or kernels lost): matching stopped there";
-      break;
-    }
-    TimestampNs last_start = INT64_MIN;
-    std::size_t earliest_end = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto& e = ranks[i].executions[next[i]];
-      last_start = std::max(last_start, e.start_ns);
-      if (e.end_ns < ranks[earliest_end].executions[next[earliest_end]].end_ns) earliest_end = i;
-    }
-    if (ranks[earliest_end].executions[next[earliest_end]].end_ns + options.overlap_tolerance_ns < last_start) {
-      ++next[earliest_end];
-      ++out.skipped;
-      continue;
-    }
-    CollectiveInstance inst;
+  for (std::size_t k = 0; k < instances.size(); ++k) {
+    CollectiveInstance& inst = instances[k];
     inst.sequence = k;
-    inst.op = op;
-    for (std::size_t i = 0; i < n; ++i) {
-      inst.start_ns.push_back(ranks[i].executions[next[i]].start_ns);
-      inst.end_ns.push_back(ranks[i].executions[next[i]].end_ns);
-      ++next[i];
-    }
+    const std::size_t members = inst.ranks.size();
     const auto last = std::max_element(inst.start_ns.begin(), inst.start_ns.end());
     const auto first = std::min_element(inst.start_ns.begin(), inst.start_ns.end());
-    inst.last_rank = static_cast<std::size_t>(last - inst.start_ns.begin());
+    const std::size_t last_member = static_cast<std::size_t>(last - inst.start_ns.begin());
+    inst.last_rank = inst.ranks[last_member];
     inst.skew_ms = ms(*last - *first);
     TimestampNs next_latest = INT64_MIN;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i != inst.last_rank) next_latest = std::max(next_latest, inst.start_ns[i]);
+    for (std::size_t m = 0; m < members; ++m) {
+      if (m != last_member) next_latest = std::max(next_latest, inst.start_ns[m]);
     }
     double start_sum = 0;
-    for (std::size_t i = 0; i < n; ++i) start_sum += static_cast<double>(inst.start_ns[i]);
-    for (std::size_t i = 0; i < n; ++i) {
-      const TimestampNs start = inst.start_ns[i], end = std::max(inst.end_ns[i], start);
+    for (TimestampNs t : inst.start_ns) start_sum += static_cast<double>(t);
+    OpFigures& figures = by_op[{inst.op, inst.bytes}];
+    ++figures.instances;
+    if (inst.busbw_gb_per_second > 0) {
+      figures.algbw.push_back(inst.algbw_gb_per_second);
+      figures.busbw.push_back(inst.busbw_gb_per_second);
+    }
+    if (const auto* e = execution_of(inst.ranks[0], inst.start_ns[0]); e && !e->comm.empty()) {
+      ++figures.choices[{e->algorithm, e->protocol}];
+      figures.comm_ranks = e->comm_ranks;
+    }
+    for (std::size_t m = 0; m < members; ++m) {
+      const std::size_t i = inst.ranks[m];
+      const TimestampNs start = inst.start_ns[m], end = std::max(inst.end_ns[m], start);
       const double duration = ms(end - start);
       const double wait = std::min(duration, ms(std::max<TimestampNs>(0, *last - start)));
       const double transfer = ms(std::max<TimestampNs>(0, end - std::max(start, *last)));
@@ -400,52 +512,71 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
       s.total_ms += duration;
       s.wait_ms += wait;
       s.transfer_ms += transfer;
-      const double others_mean = (start_sum - static_cast<double>(start)) / static_cast<double>(n - 1);
+      const double others_mean = (start_sum - static_cast<double>(start)) / static_cast<double>(members - 1);
       offset_sum[i] += (static_cast<double>(start) - others_mean) / 1e6;
-      op_durations[op].push_back(duration);
-      op_transfers[op].push_back(transfer);
-      op_wait_total[op].first += wait;
-      op_wait_total[op].second += duration;
+      figures.durations.push_back(duration);
+      figures.transfers.push_back(transfer);
+      figures.wait += wait;
+      figures.time += duration;
     }
-    if (!instances.empty()) {
-      const CollectiveInstance& before = instances.back();
-      double gap_sum = 0;
-      for (std::size_t i = 0; i < n; ++i) gap_sum += ms(inst.start_ns[i] - before.end_ns[i]);
-      for (std::size_t i = 0; i < n; ++i) {
-        const double gap = ms(inst.start_ns[i] - before.end_ns[i]);
-        extra_gaps[i].push_back(gap - (gap_sum - gap) / static_cast<double>(n - 1));
+    // Gaps since each member's previous instance, where at least two members had one.
+    std::vector<std::pair<std::size_t, double>> gaps;
+    double gap_sum = 0;
+    for (std::size_t m = 0; m < members; ++m) {
+      const std::size_t i = inst.ranks[m];
+      if (previous_end[i]) {
+        gaps.emplace_back(i, ms(inst.start_ns[m] - *previous_end[i]));
+        gap_sum += gaps.back().second;
       }
+      previous_end[i] = inst.end_ns[m];
+    }
+    if (gaps.size() >= 2) {
+      for (const auto& [i, gap] : gaps) extra_gaps[i].push_back(gap - (gap_sum - gap) / static_cast<double>(gaps.size() - 1));
     }
     if (std::count(inst.start_ns.begin(), inst.start_ns.end(), *last) == 1) {
       ++out.ranks[inst.last_rank].last_arrivals;
       lateness_when_last[inst.last_rank].push_back(ms(*last - next_latest));
-      caused[inst.last_rank].push_back(exposed_wait_caused(inst));
+      caused[inst.last_rank].push_back(exposed_wait_caused(inst, last_member));
     }
-    instances.push_back(std::move(inst));
   }
   out.matched = instances.size();
   std::vector<TimestampNs> first;  // each instance's first arrival
-  for (const CollectiveInstance& inst : instances) first.push_back(*std::min_element(inst.start_ns.begin(), inst.start_ns.end()));
+  for (const CollectiveInstance& inst : instances) first.push_back(first_of(inst));
   add_breakdowns(spans, instances, first, out);
-  for (const auto& r : ranks) out.unmatched += r.executions.size() - out.matched;  // the skipped among them
+  std::size_t matched_executions = 0;
+  for (const CollectiveInstance& inst : instances) matched_executions += inst.ranks.size();
+  out.unmatched = executions - matched_executions;  // the skipped among them
   for (std::size_t i = 0; i < n; ++i) {
     RankCollectiveSummary& s = out.ranks[i];
     s.wait_share = s.total_ms > 0 ? s.wait_ms / s.total_ms : 0;
-    s.mean_arrival_offset_ms = out.matched ? offset_sum[i] / static_cast<double>(out.matched) : 0;
+    s.mean_arrival_offset_ms = s.instances ? offset_sum[i] / static_cast<double>(s.instances) : 0;
   }
-  for (const auto& [op, durations] : op_durations) {
+  for (auto& [key, f] : by_op) {
     CollectiveOpSummary s;
-    s.op = op;
-    s.instances = durations.size() / n;
-    s.duration_p50_ms = nearest_rank(durations, 50);
-    s.duration_p99_ms = nearest_rank(durations, 99);
-    s.transfer_p50_ms = nearest_rank(op_transfers[op], 50);
-    const auto [wait, time] = op_wait_total[op];
-    s.wait_share = time > 0 ? wait / time : 0;
+    s.op = key.op;
+    s.bytes = key.bytes;
+    s.comm_ranks = f.comm_ranks;
+    if (!f.choices.empty()) {
+      const auto most = std::max_element(f.choices.begin(), f.choices.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; });
+      s.algorithm = most->first.first;
+      s.protocol = most->first.second;
+    }
+    s.instances = f.instances;
+    s.duration_p50_ms = nearest_rank(f.durations, 50);
+    s.duration_p99_ms = nearest_rank(f.durations, 99);
+    s.transfer_p50_ms = nearest_rank(f.transfers, 50);
+    s.wait_share = f.time > 0 ? f.wait / f.time : 0;
+    s.algbw_p50_gb_per_second = nearest_rank(f.algbw, 50);
+    s.busbw_p50_gb_per_second = nearest_rank(f.busbw, 50);
+    if (options.link_peak_bytes_per_second > 0 && s.busbw_p50_gb_per_second > 0) {
+      s.busbw_share_of_peak = s.busbw_p50_gb_per_second * 1e9 / options.link_peak_bytes_per_second;
+    }
     out.ops.push_back(std::move(s));
   }
   std::sort(out.ops.begin(), out.ops.end(), [](const CollectiveOpSummary& a, const CollectiveOpSummary& b) {
-    return a.instances > b.instances || (a.instances == b.instances && a.op < b.op);
+    if (a.instances != b.instances) return a.instances > b.instances;
+    return a.op != b.op ? a.op < b.op : a.bytes < b.bytes;
   });
 
   // The step: the median time between successive instances' first arrivals.
@@ -458,7 +589,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     return a.last_arrivals < b.last_arrivals;
   });
   const std::size_t who = static_cast<std::size_t>(most - out.ranks.begin());
-  const double share = out.matched ? static_cast<double>(most->last_arrivals) / static_cast<double>(out.matched) : 0;
+  const double share = most->instances ? static_cast<double>(most->last_arrivals) / static_cast<double>(most->instances) : 0;
   const double lateness = nearest_rank(lateness_when_last[who], 50);
   const double needed = std::max(options.min_lateness_ms, options.min_lateness_of_step * out.step_median_ms);
   auto percent = [](double v) { return std::to_string(static_cast<int>(v * 100 + 0.5)) + " %"; };

@@ -3,12 +3,21 @@
 // one to arrive and how long it then moved data, per rank and per operation, and the straggler
 // — the rank that arrives last most often, with how much later it comes.
 //
-// The source here is the kernels NCCL launches, recognised by name (kernel-name fallback: no
-// byte counts, no communicator). Every rank launches a communicator's collectives in the same
-// order, so the k-th collective kernel of one rank is the k-th of every other; matching stops,
-// and says where, at the first instance whose operation differs between ranks. A kernel that
-// ended before another rank's partner began has none (a lost record, a window edge between the
-// ranks' kernels): it is skipped, and counted.
+// The source is the kernels NCCL launches. Where NCCL's profiler plugin described them (the
+// tracing library is one: server/trace/nccl_profiler.cpp) each carries its communicator, that
+// communicator's size, the bytes nccl-tests would count, algorithm and protocol; else they are
+// recognised by name alone (the kernel-name fallback: no bytes, one communicator assumed).
+// Every rank launches a communicator's collectives in the same order — NCCL's sequence numbers
+// count them — so within one communicator the k-th collective kernel of one rank is the k-th of
+// every other member; matching stops, and says where, at the first instance whose operation
+// differs between ranks. A kernel that ended before another rank's partner began has none (a lost
+// record, a window edge between the ranks' kernels): it is skipped, and counted. A communicator
+// may hold some of the job's ranks only (tensor-parallel groups within data-parallel ones).
+//
+// Bandwidth as nccl-tests defines it: algbw = bytes / time, busbw = algbw × a factor per
+// operation (all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all (n−1)/n; the rest 1),
+// n the communicator's ranks. The time is the instance's data movement: from the last member's
+// arrival to the last member's end (what waiting for a late rank adds is not the links' doing).
 //
 // On one rank, a collective's kernel starts when that rank arrives and spins until the last
 // rank has arrived, then moves data: wait = last arrival − own arrival (up to its duration),
@@ -43,6 +52,12 @@ struct RankCollectives {
   struct Execution {
     std::string op;
     TimestampNs start_ns = 0, end_ns = 0;
+    // From NCCL's description, where there is one: the communicator (empty: not described), its
+    // ranks, the bytes (0: unknown), algorithm and protocol.
+    std::string comm = {};
+    int comm_ranks = 0;
+    double bytes = 0;
+    std::string algorithm = {}, protocol = {};
   };
   std::vector<Execution> executions;
   // Its other kernels ("compute": every kernel that is no collective), for the time breakdown.
@@ -84,18 +99,30 @@ struct CollectiveOptions {
   double min_lateness_ms = 0.1;
   double min_lateness_of_step = 0.10;
   std::size_t max_instances_listed = 200;  // the newest instances kept in `instances`
-  // A matched instance's kernels overlap: a rank's kernel that ended more than this before the
-  // last rank's began has no partner (a lost record, a window edge) and is skipped.
+  // The links' peak per GPU and direction (NVLink links × per-link rate, or PCIe), bytes/s; 0:
+  // unknown. Bus bandwidth is set against it.
+  double link_peak_bytes_per_second = 0;
+  // A matched all-reduce's, all-gather's, reduce-scatter's or all-to-all's kernels overlap (none
+  // can end before every rank arrived): a rank's kernel that ended more than this before the
+  // last rank's began has no partner (a lost record, a window edge) and is skipped. A
+  // broadcast's root may finish before the others arrive: those are never skipped.
   TimestampNs overlap_tolerance_ns = 50'000;
 };
 
 struct CollectiveInstance {
   std::size_t sequence = 0;  // 0 for the first matched instance in the window
   std::string op;
-  std::vector<TimestampNs> start_ns, end_ns;  // per rank, in the order of `ranks`
-  std::size_t last_rank = 0;                  // index of the rank that arrived last
+  std::vector<std::size_t> ranks;             // its members: indices into CollectiveAnalysis::ranks
+  std::vector<TimestampNs> start_ns, end_ns;  // per member, in the order of `ranks`
+  std::size_t last_rank = 0;                  // index (into CollectiveAnalysis::ranks) of the last to arrive
   double skew_ms = 0;                          // last arrival − first arrival
+  std::string comm;  // empty: not described
+  double bytes = 0;  // 0: unknown
+  double algbw_gb_per_second = 0, busbw_gb_per_second = 0;  // 0: unknown
 };
+
+// nccl-tests' bus-bandwidth factor of an operation over n ranks (1 for one it does not know).
+double bus_bandwidth_factor(std::string_view op, int n);
 
 struct RankCollectiveSummary {
   std::string rank, device;
@@ -112,12 +139,18 @@ struct RankCollectiveSummary {
   std::optional<TimeBreakdown> per_step;
 };
 
+// One operation of one size (the kernel-name fallback: of any size).
 struct CollectiveOpSummary {
   std::string op;
+  double bytes = 0;  // 0: unknown
+  std::string algorithm, protocol;  // NCCL's choice for most of them (empty: not described)
+  int comm_ranks = 0;               // ranks of its communicator (0: not described)
   std::size_t instances = 0;
   double duration_p50_ms = 0, duration_p99_ms = 0;  // per rank and instance (nearest rank)
   double transfer_p50_ms = 0;
   double wait_share = 0;  // waiting over the time ranks spent in it
+  double algbw_p50_gb_per_second = 0, busbw_p50_gb_per_second = 0;  // 0: bytes unknown
+  double busbw_share_of_peak = 0;  // of CollectiveOptions::link_peak_bytes_per_second; 0: unknown
 };
 
 struct Straggler {
@@ -139,7 +172,8 @@ struct Straggler {
 struct CollectiveAnalysis {
   std::vector<RankCollectiveSummary> ranks;
   std::vector<CollectiveOpSummary> ops;
-  std::size_t matched = 0;       // instances matched across every rank
+  std::size_t matched = 0;       // instances matched across every member
+  std::size_t communicators = 0; // described communicators (0: the kernel-name fallback only)
   std::size_t unmatched = 0;     // collective kernels left unmatched (skipped ones included)
   std::size_t skipped = 0;       // kernels without a partner on every rank, skipped to keep in step
   std::string mismatch;          // why matching stopped early (empty: it did not)

@@ -62,6 +62,11 @@ struct GpuDeviceInfo {
   double max_sm_clock_hertz = 0, max_memory_clock_hertz = 0;
   unsigned memory_bus_width_bits = 0;
   double peak_dram_bandwidth_bytes_per_second = 0;  // 0 when clock or bus width is unknown
+  // NVLink: active links and NVML's common per-link rate (one direction); their product is the
+  // GPU's link peak, what collectives' bus bandwidth is set against. 0: no NVLink, or unknown.
+  unsigned nvlinks = 0;
+  double nvlink_bytes_per_second_per_link = 0;
+  double link_peak_bytes_per_second() const { return nvlinks * nvlink_bytes_per_second_per_link; }
   std::optional<GpuSpec> spec;  // peak figures, for GPUs of the table (gpu_specs.hpp)
   bool gpm = false;
   bool lost = false;

@@ -39,6 +39,16 @@ std::vector<GpuLink> GpuCollector::read_topology() {
       whole[i]->nvlinks.emplace_back(link, peer);
     }
   }
+  // Each GPU's link peak: its active links at NVML's common per-link rate.
+  for (Gpu* g : whole) {
+    g->info.nvlinks = static_cast<unsigned>(g->nvlinks.size());
+    nvml::FieldValue speed{};
+    speed.field_id = nvml::kFieldNvLinkSpeedCommon;
+    if (!g->nvlinks.empty() && a.field_values && a.field_values(g->handle, 1, &speed) == nvml::kSuccess &&
+        speed.nvml_return == nvml::kSuccess && speed.value_type == 1) {
+      g->info.nvlink_bytes_per_second_per_link = speed.value.ui * 1e6;
+    }
+  }
   std::vector<GpuLink> out;
   for (std::size_t i = 0; i < whole.size(); ++i) {
     for (std::size_t j = i + 1; j < whole.size(); ++j) {

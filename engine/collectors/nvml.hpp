@@ -101,6 +101,7 @@ struct FieldValue {  // nvmlFieldValue_t: 40 bytes
 };
 inline constexpr unsigned kFieldMemoryTemperature = 82;
 inline constexpr unsigned kFieldPowerInstant = 186;
+inline constexpr unsigned kFieldNvLinkSpeedCommon = 90;  // MB/s per active link and direction
 
 struct GpmSupport {
   unsigned version;  // 1

@@ -19,6 +19,9 @@ json breakdown_json(const an::TimeBreakdown& b) {
           {"exposed_transfer_ms", b.exposed_transfer_ms}};
 }
 
+json positive_or_null(double v) { return v > 0 ? json(v) : json(nullptr); }
+json text_or_null(const std::string& v) { return v.empty() ? json(nullptr) : json(v); }
+
 }  // namespace
 
 json collective_job_json(const service::JobCollectives& job, bool with_instances) {
@@ -34,16 +37,23 @@ json collective_job_json(const service::JobCollectives& job, bool with_instances
   for (const auto& o : a.ops) {
     ops.push_back({{"op", o.op}, {"instances", o.instances}, {"duration_p50_ms", o.duration_p50_ms},
                    {"duration_p99_ms", o.duration_p99_ms}, {"transfer_p50_ms", o.transfer_p50_ms},
-                   {"wait_share", o.wait_share}, {"bytes", nullptr}, {"bus_bandwidth_gb_per_second", nullptr}});
+                   {"wait_share", o.wait_share}, {"bytes", positive_or_null(o.bytes)},
+                   {"algorithm", text_or_null(o.algorithm)}, {"protocol", text_or_null(o.protocol)},
+                   {"comm_ranks", o.comm_ranks > 0 ? json(o.comm_ranks) : json(nullptr)},
+                   {"algbw_p50_gb_per_second", positive_or_null(o.algbw_p50_gb_per_second)},
+                   {"busbw_p50_gb_per_second", positive_or_null(o.busbw_p50_gb_per_second)},
+                   {"busbw_share_of_peak", positive_or_null(o.busbw_share_of_peak)}});
   }
   static const std::vector<an::CollectiveInstance> kNone;
   for (const auto& i : with_instances ? a.instances : kNone) {
     json per_rank = json::array();
-    for (std::size_t r = 0; r < i.start_ns.size(); ++r) {
-      per_rank.push_back({{"rank", a.ranks[r].rank}, {"start_ns", i.start_ns[r]}, {"end_ns", i.end_ns[r]}});
+    for (std::size_t m = 0; m < i.ranks.size(); ++m) {
+      per_rank.push_back({{"rank", a.ranks[i.ranks[m]].rank}, {"start_ns", i.start_ns[m]}, {"end_ns", i.end_ns[m]}});
     }
     instances.push_back({{"sequence", i.sequence}, {"op", i.op}, {"skew_ms", i.skew_ms},
-                         {"last_rank", a.ranks[i.last_rank].rank}, {"ranks", per_rank}});
+                         {"last_rank", a.ranks[i.last_rank].rank}, {"ranks", per_rank}, {"comm", text_or_null(i.comm)},
+                         {"bytes", positive_or_null(i.bytes)}, {"algbw_gb_per_second", positive_or_null(i.algbw_gb_per_second)},
+                         {"busbw_gb_per_second", positive_or_null(i.busbw_gb_per_second)}});
   }
   json straggler = nullptr;
   if (a.straggler) {
@@ -54,6 +64,7 @@ json collective_job_json(const service::JobCollectives& job, bool with_instances
   }
   json out = {{"run", job.run.empty() ? json(nullptr) : json(job.run)}, {"ranks_from", job.ranks_from},
               {"ranks", ranks}, {"ops", ops}, {"matched", a.matched}, {"unmatched", a.unmatched}, {"skipped", a.skipped},
+              {"communicators", a.communicators},
               {"step_median_ms", a.step_median_ms}, {"step_collectives", a.step_collectives}, {"steps", a.steps},
               {"straggler", straggler}, {"instances", instances}};
   if (!a.mismatch.empty()) out["mismatch"] = a.mismatch;
@@ -69,17 +80,38 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
   auto w = window_or(request, "15m", now);
   if (!w.ok()) return status_response(w.status());
   if (Status s = service::resolve_run_window(*ctx.events, scope->run, *w, now); !s.ok()) return status_response(s);
-  auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope);
+  an::CollectiveOptions options;
+  options.link_peak_bytes_per_second = ctx.gpus ? service::link_peak_bytes_per_second(ctx.gpus->devices()) : 0;
+  auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope, options);
   if (!jobs.ok()) return status_response(jobs.status());
   json out = json::array();
-  for (const auto& job : *jobs) out.push_back(collective_job_json(job, true));
+  bool described = false;
+  for (const auto& job : *jobs) {
+    out.push_back(collective_job_json(job, true));
+    described = described || job.analysis.communicators > 0;
+  }
+  json unknown = json::object();
+  if (!described) unknown["bytes"] = "no collective here was described by NCCL's profiler plugin (perfscope run loads it; "
+                                     "NCCL 2.26 or newer): kernel names carry no message sizes, so bytes and bus "
+                                     "bandwidth are unknown";
+  if (options.link_peak_bytes_per_second <= 0) {
+    unknown["link_peak"] = "NVML gives no NVLink peak for these GPUs (no NVLink, or no GPU collector): bus bandwidth "
+                           "is not set against a peak";
+  }
   return json_response(
       200, {{"window", window_json(*w)},
-            {"source", "kernel_names"},
+            {"source", described ? "nccl_profiler" : "kernel_names"},
+            {"link_peak_gb_per_second", options.link_peak_bytes_per_second > 0
+                                            ? json(options.link_peak_bytes_per_second / 1e9) : json(nullptr)},
             {"method",
-             "NCCL's kernels recognised by name; a run's ranks by their rank tag (set from the launcher's RANK, "
-             "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID), else by process; the k-th collective kernel of each "
-             "rank matched with the k-th of every other (one communicator); a kernel that ended before another rank's "
+             "NCCL's kernels, described by NCCL's profiler plugin where it was loaded (communicator, its ranks, bytes "
+             "as nccl-tests counts them, algorithm, protocol), else recognised by name; a run's ranks by their rank tag "
+             "(set from the launcher's RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID), else by process; within "
+             "each communicator (all undescribed kernels: one) the k-th collective kernel of each member matched with "
+             "the k-th of every other; algbw = bytes / (last member's end - last arrival), busbw = algbw x 2(n-1)/n "
+             "for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all, x 1 otherwise (nccl-tests), n "
+             "the communicator's ranks; busbw_share_of_peak against the smallest GPU link peak (NVLink links x NVML's "
+             "per-link rate); a kernel that ended before another rank's "
              "partner began has none (a lost record, a window edge) and is skipped; matching stopped where operations "
              "differ; per rank and instance: wait = last arrival - own arrival (up to its duration), transfer = end "
              "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances whose median "
@@ -95,7 +127,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
              "collectives' operations repeat (others allowed within one period of either end), or a multiple of it "
              "whose gaps before it are all over twice the others (gradient buckets), a step from one step's first "
              "arrival to the next's, per_step the median of each figure over the steps"},
-            {"unknown", {{"bytes", "kernel names carry no message sizes: bytes and bus bandwidth are unknown"}}},
+            {"unknown", unknown},
             {"jobs", out}});
 }
 

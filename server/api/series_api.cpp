@@ -33,6 +33,9 @@ HttpResponse Api::devices() const {
                 {"max_sm_clock_hertz", d.max_sm_clock_hertz}, {"max_memory_clock_hertz", d.max_memory_clock_hertz},
                 {"memory_bus_width_bits", d.memory_bus_width_bits},
                 {"peak_dram_bandwidth_bytes_per_second", d.peak_dram_bandwidth_bytes_per_second},
+                {"nvlinks", d.nvlinks},
+                {"nvlink_bytes_per_second_per_link", d.nvlink_bytes_per_second_per_link},
+                {"link_peak_bytes_per_second", d.link_peak_bytes_per_second()},
                 {"gpm", d.gpm}, {"lost", d.lost}, {"unsupported", d.unsupported}, {"mig_mode", d.mig_mode},
                 {"labels", labels}};
       // Peak figures from the table of known GPUs (NVML has no peak FLOP/s).

@@ -232,8 +232,8 @@ HttpResponse Api::trace(const HttpRequest& request) const {
         std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
         // Every point found first: a flow is drawn whole or not at all.
         std::vector<std::pair<int, int>> at;
-        for (std::size_t r : order) {
-          auto slice = collective_slices.find({job.run, a.ranks[r].rank, inst.start_ns[r]});
+        for (std::size_t m : order) {
+          auto slice = collective_slices.find({job.run, a.ranks[inst.ranks[m]].rank, inst.start_ns[m]});
           if (slice == collective_slices.end()) break;
           at.push_back(slice->second);
         }

@@ -111,6 +111,9 @@ void set_rank_input(const std::string& rank, const char* key, an::Inputs& inputs
 
 // The straggler and communication rules' inputs from a run's collectives (none when its GPUs
 // met in none); over several runs, the worst straggler's and the most exposed rank's.
+// The bus-bandwidth rule looks at messages this large: smaller ones are latency-bound.
+constexpr double kLargeCollectiveBytes = 16.0 * 1024 * 1024;
+
 void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) {
   if (c.matched == 0) return;
   inputs["collective_matched"] += static_cast<double>(c.matched);
@@ -128,6 +131,16 @@ void add_collective_inputs(const an::CollectiveAnalysis& c, an::Inputs& inputs) 
     inputs["collective_overlap_ratio"] = b.overlap_ratio;
     inputs["collective_wait_share"] = r.wait_share;
     set_rank_input(r.rank, "collective_exposed_rank", inputs);
+  }
+  // Large collectives against the links' peak: the lowest share of any operation and size.
+  for (const an::CollectiveOpSummary& o : c.ops) {
+    if (o.bytes < kLargeCollectiveBytes || !(o.busbw_share_of_peak > 0)) continue;
+    auto it = inputs.find("collective_large_busbw_share_of_peak");
+    if (it != inputs.end() && it->second <= o.busbw_share_of_peak) continue;
+    inputs["collective_large_busbw_share_of_peak"] = o.busbw_share_of_peak;
+    inputs["collective_large_busbw_gb_per_second"] = o.busbw_p50_gb_per_second;
+    inputs["collective_large_link_peak_gb_per_second"] = o.busbw_p50_gb_per_second / o.busbw_share_of_peak;
+    inputs["collective_large_bytes"] = o.bytes;
   }
   double& worst = inputs["collective_straggler_extra_share"];
   if (!c.straggler || !(c.straggler->step_median_ms > 0)) return;
@@ -332,7 +345,9 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // run holds NCCL kernels), as GET /api/v1/collectives gives them.
   std::map<std::string, an::CollectiveAnalysis> collectives;
   if (nccl) {
-    PERFSCOPE_ASSIGN_OR_RETURN(doc.collectives, read_collectives(events, range, scope));
+    an::CollectiveOptions options;
+    options.link_peak_bytes_per_second = link_peak_bytes_per_second(doc.gpus);
+    PERFSCOPE_ASSIGN_OR_RETURN(doc.collectives, read_collectives(events, range, scope, options));
     for (const JobCollectives& job : doc.collectives) collectives.emplace(job.run, job.analysis);
   }
   if (doc.timelines.size() > 1) {

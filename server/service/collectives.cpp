@@ -1,6 +1,8 @@
 #include "server/service/collectives.hpp"
 
+#include <charconv>
 #include <map>
+#include <optional>
 
 namespace perfscope::service {
 
@@ -12,8 +14,39 @@ std::string rank_key(const Tags& tags, const std::string& device, bool by_rank_t
   return pid.empty() ? "device " + device : "pid " + std::string(pid);
 }
 
+namespace {
+
+// A collective kernel as the analysis takes it: NCCL's description where its profiler plugin
+// gave one (the tags the tracing library sets), else what the name says; none for other kernels.
+std::optional<an::RankCollectives::Execution> collective_of(const KernelEvent& k) {
+  if (!k.name.starts_with("nccl")) return std::nullopt;
+  const auto parsed = an::parse_collective_kernel(k.name);
+  const std::string_view op = tag_value(k.tags, "coll_op");
+  if (!parsed && op.empty()) return std::nullopt;
+  an::RankCollectives::Execution e;
+  e.op = !op.empty() ? std::string(op) : parsed->op;
+  e.start_ns = k.start_ns;
+  e.end_ns = k.end_ns;
+  e.comm = std::string(tag_value(k.tags, "comm"));
+  if (!e.comm.empty()) {
+    auto number = [&](std::string_view key) {
+      const std::string_view v = tag_value(k.tags, key);
+      double out = 0;
+      std::from_chars(v.data(), v.data() + v.size(), out);
+      return out;
+    };
+    e.comm_ranks = static_cast<int>(number("comm_ranks"));
+    e.bytes = number("coll_bytes");
+    e.algorithm = std::string(tag_value(k.tags, "algo"));
+    e.protocol = std::string(tag_value(k.tags, "proto"));
+  }
+  return e;
+}
+
+}  // namespace
+
 void CollectiveJobsBuilder::add(const KernelEvent& k) {
-  const auto parsed = k.name.starts_with("nccl") ? an::parse_collective_kernel(k.name) : std::nullopt;
+  const auto parsed = collective_of(k);
   if (!parsed && !compute_spans_) return;
   Job& job = jobs_[std::string(tag_value(k.tags, "run"))];
   job.collectives = job.collectives || parsed.has_value();
@@ -23,7 +56,7 @@ void CollectiveJobsBuilder::add(const KernelEvent& k) {
     if (r.rank.empty()) r.rank = std::move(key);
     if (!parsed) return r.compute.push_back({k.start_ns, k.end_ns});
     if (r.executions.empty()) r.device = k.device;
-    r.executions.push_back({parsed->op, k.start_ns, k.end_ns});
+    r.executions.push_back(*parsed);
   };
   if (!rank.empty()) {
     job.tagged = true;
@@ -44,6 +77,15 @@ std::vector<JobCollectives> CollectiveJobsBuilder::finish(const an::CollectiveOp
     out.push_back({run, job.tagged ? "rank tag" : "process", an::analyze_collectives(std::move(ranks), options)});
   }
   return out;
+}
+
+double link_peak_bytes_per_second(const std::vector<GpuDeviceInfo>& gpus) {
+  double peak = 0;
+  for (const GpuDeviceInfo& d : gpus) {
+    const double p = d.link_peak_bytes_per_second();
+    if (p > 0 && (peak == 0 || p < peak)) peak = p;
+  }
+  return peak;
 }
 
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,

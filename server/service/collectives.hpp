@@ -13,6 +13,7 @@
 #include "db/event_reader.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/collectives.hpp"
+#include "engine/collectors/gpu_collector.hpp"
 
 namespace perfscope::service {
 
@@ -45,6 +46,10 @@ class CollectiveJobsBuilder {
   bool compute_spans_;
   std::map<std::string, Job> jobs_;
 };
+
+// What collectives' bus bandwidth is set against: the smallest link peak of the GPUs that have
+// one (a node's GPUs are alike); 0 when none does.
+double link_peak_bytes_per_second(const std::vector<GpuDeviceInfo>& gpus);
 
 // One entry per run with collective kernels in the range, by run name.
 Result<std::vector<JobCollectives>> read_collectives(const db::EventReader& events, const db::TimeRange& range,

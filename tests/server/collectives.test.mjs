@@ -254,3 +254,52 @@ test('the trace shows each rank as a process and each collective as a flow throu
     }
   }
 });
+
+// A pure all-reduce loop of 64, 128 and 256 MiB on two H200s (tests/gpu/run_bus_bandwidth.sh),
+// traced with NCCL's profiler plugin: each collective described, so its bytes, algorithm and
+// protocol are known, and bus bandwidth by nccl-tests' formula agrees with the job's own CUDA
+// events around the loop (what nccl-tests does). The server's stand-in NVML gives each GPU 18
+// NVLink links at 25 000 MB/s, the peak bus bandwidth is set against.
+test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA-event timing, against the NVLink peak', async () => {
+  const script = ['count 2'];
+  for (const g of [0, 1]) {
+    script.push(`${g}.name NVIDIA H200`, `${g}.uuid GPU-sweep-${g}`, `${g}.mem_total 150754820096`, `${g}.nvlink switch:18`,
+                `${g}.nvlink_mbps 25000`);
+  }
+  const own = await startPerfscope({ label: 'collectives-sweep', nvmlScript: script.join('\n') + '\n' });
+  try {
+    const child = spawn(process.env.PERFSCOPE_BIN, ['import', path.join(fixtures, 'sweep', 'trace.ndjson.gz'), '--server', own.url],
+                        { stdio: ['ignore', 'ignore', 'inherit'] });
+    assert.equal(await new Promise((r) => child.on('exit', r)), 0);
+    const body = await (await fetch(`${own.url}/api/v1/collectives?window=all&tag.run=sweep`)).json();
+    assert.equal(body.source, 'nccl_profiler');
+    assert.equal(body.link_peak_gb_per_second, 450);
+    assert.equal(body.unknown.bytes, undefined);
+    const [job] = body.jobs;
+    assert.ok(!job.mismatch, job.mismatch);
+    assert.equal(job.unmatched, 0);
+    assert.ok(job.communicators >= 1);
+    const ranks = [0, 1].map((r) => measured('sweep', r));
+    for (const [i, size] of ranks[0].sweep.entries()) {
+      const want = (ranks[0].sweep[i].busbw_gb_per_s + ranks[1].sweep[i].busbw_gb_per_s) / 2;
+      const row = job.ops.find((o) => o.op === 'AllReduce' && o.bytes === size.bytes);
+      assert.ok(row, `an AllReduce row of ${size.bytes} bytes in ${JSON.stringify(job.ops.map((o) => [o.op, o.bytes]))}`);
+      assert.ok(row.instances >= size.iterations, `${row.instances} instances, the loop ran ${size.iterations}`);
+      assert.equal(row.comm_ranks, 2);
+      assert.match(row.algorithm, /^(RING|TREE|NVLS|NVLS_TREE|PAT|COLLNET_DIRECT|COLLNET_CHAIN)$/);
+      assert.match(row.protocol, /^(LL|LL128|SIMPLE)$/);
+      const got = row.busbw_p50_gb_per_second;
+      assert.ok(Math.abs(got / want - 1) <= 0.10, `${size.bytes >> 20} MiB: busbw ${got} GB/s, the job's ${want} GB/s`);
+      assert.ok(Math.abs(row.busbw_share_of_peak - got / 450) < 1e-9);
+    }
+    const described = job.instances.filter((i) => i.bytes);
+    assert.ok(described.length > 0 && described.every((i) => i.comm && i.busbw_gb_per_second > 0));
+    // Every large all-reduce reached more than half the peak: the rule is evaluated, and quiet.
+    const analysis = await (await fetch(`${own.url}/api/v1/analysis?window=all&tag.run=sweep`)).json();
+    const rule = analysis.bottlenecks.find((f) => f.id === 'low_bus_bandwidth');
+    assert.equal(rule.status, 'ok', JSON.stringify(rule));
+    assert.ok(rule.evidence.collective_large_busbw_share_of_peak > 0.5);
+  } finally {
+    await own.stop();
+  }
+});

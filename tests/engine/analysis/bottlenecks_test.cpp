@@ -29,11 +29,13 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"operator_cpu_fallback_share", 0.4},  {"device_target_of_minimum_worst", 0.5},
                        {"collective_matched", 70},           {"collective_straggler_extra_share", 0.4},
                        {"collective_straggler_rank", 1},      {"collective_straggler_extra_ms", 1.6},
-                       {"collective_exposed_transfer_share", 0.45}, {"collective_exposed_rank", 0}};
+                       {"collective_exposed_transfer_share", 0.45}, {"collective_exposed_rank", 0},
+                       {"collective_large_busbw_share_of_peak", 0.3}, {"collective_large_bytes", 64 << 20}};
   auto fired = detect_bottlenecks(busy);
   for (const char* id : {"gpu_compute_bound", "high_memory_usage", "long_kernel_execution", "launch_overhead_bound",
                          "host_bound_input_pipeline", "thermal_throttling", "power_capping", "sla_at_risk",
-                         "operators_cpu_fallback", "device_below_minimum", "straggler", "communication_bound"}) {
+                         "operators_cpu_fallback", "device_below_minimum", "straggler", "communication_bound",
+                         "low_bus_bandwidth"}) {
     const Finding& f = find(fired, id);
     EXPECT_EQ(f.status, "fired") << id;
     EXPECT_FALSE(f.recommendations.empty()) << id;
@@ -59,6 +61,10 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_exposed_transfer_share", 0.1}}), "communication_bound")
                 .status,
             "ok");
+  // Large collectives below half the links' peak: a warning, the size riding along.
+  EXPECT_EQ(find(fired, "low_bus_bandwidth").severity, Severity::kWarning);
+  EXPECT_EQ(find(fired, "low_bus_bandwidth").evidence.at("collective_large_bytes"), 64 << 20);
+  EXPECT_EQ(find(detect_bottlenecks({{"collective_large_busbw_share_of_peak", 0.5}}), "low_bus_bandwidth").status, "ok");
   EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
             Severity::kWarning);
   EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
@@ -80,7 +86,7 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
                        {"latency_p99_ms", 10},               {"sla_target_ms", 100},
                        {"operator_cpu_fallback_share", 0.02}, {"device_target_of_minimum_worst", 0.9},
                        {"collective_matched", 70},           {"collective_straggler_extra_share", 0},
-                       {"collective_exposed_transfer_share", 0.05}};
+                       {"collective_exposed_transfer_share", 0.05}, {"collective_large_busbw_share_of_peak", 0.66}};
   for (const auto& f : detect_bottlenecks(idle)) EXPECT_EQ(f.status, "ok") << f.id;
 
   // Nothing measured: every rule says what it lacks.

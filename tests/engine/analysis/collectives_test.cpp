@@ -259,3 +259,92 @@ TEST(Collectives, ALateRankWhoseWaitIsHiddenBehindTheOthersComputeIsNoStraggler)
 
 }  // namespace
 }  // namespace perfscope::analysis
+
+namespace perfscope::analysis {
+namespace {
+
+// Described by NCCL: executions of a communicator, with its size and the bytes of each.
+RankCollectives::Execution described(std::string op, TimestampNs start, TimestampNs end, std::string comm, int comm_ranks,
+                                     double bytes) {
+  return {std::move(op), start, end, std::move(comm), comm_ranks, bytes, "RING", "SIMPLE"};
+}
+
+TEST(Collectives, BusBandwidthIsNcclTestsFormulaOverTheTimeAfterTheLastArrival) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("AllReduce", 2), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("AllReduce", 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("AllGather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor("Broadcast", 8), 1.0);
+  // 64 MiB all-reduced by 4 ranks; the last arrives 0.1 ms after the first, all done 0.25 ms later.
+  const double bytes = 64.0 * 1024 * 1024;
+  std::vector<RankCollectives> ranks;
+  for (int r = 0; r < 4; ++r) {
+    RankCollectives rank{std::to_string(r), std::to_string(r), {}, {}};
+    for (int k = 0; k < 6; ++k) {
+      const TimestampNs base = k * 10 * kMs;
+      rank.executions.push_back(described("AllReduce", base + r * 33'000, base + 350'000, "c0", 4, bytes));
+    }
+    ranks.push_back(std::move(rank));
+  }
+  CollectiveOptions options;
+  options.link_peak_bytes_per_second = 450e9;
+  auto a = analyze_collectives(ranks, options);
+  ASSERT_EQ(a.matched, 6u);
+  EXPECT_EQ(a.communicators, 1u);
+  const double algbw = bytes / 251'000;  // from the last arrival (99 µs) to the end (350 µs), in GB/s
+  EXPECT_NEAR(a.instances[0].algbw_gb_per_second, algbw, 1e-9);
+  EXPECT_NEAR(a.instances[0].busbw_gb_per_second, algbw * 1.5, 1e-9);
+  ASSERT_EQ(a.ops.size(), 1u);
+  EXPECT_EQ(a.ops[0].bytes, bytes);
+  EXPECT_EQ(a.ops[0].algorithm, "RING");
+  EXPECT_EQ(a.ops[0].protocol, "SIMPLE");
+  EXPECT_EQ(a.ops[0].comm_ranks, 4);
+  EXPECT_NEAR(a.ops[0].busbw_p50_gb_per_second, algbw * 1.5, 1e-9);
+  EXPECT_NEAR(a.ops[0].busbw_share_of_peak, algbw * 1.5 / 450, 1e-9);
+}
+
+TEST(Collectives, EachCommunicatorIsMatchedAmongItsOwnRanks) {
+  // Four ranks: tensor-parallel pairs {0,1} and {2,3} all-gather in their own communicators,
+  // then all four all-reduce; the pairs' collectives interleave differently on each rank. By
+  // position alone the 2nd kernel of rank 0 (an all-gather) would meet rank 2's all-reduce.
+  std::vector<RankCollectives> ranks;
+  for (int r = 0; r < 4; ++r) ranks.push_back({std::to_string(r), std::to_string(r), {}, {}});
+  for (int step = 0; step < 8; ++step) {
+    const TimestampNs base = step * 10 * kMs;
+    for (int r = 0; r < 4; ++r) {
+      const std::string pair = r < 2 ? "tp01" : "tp23";
+      const TimestampNs pair_start = base + (r < 2 ? 0 : 3 * kMs);  // the pairs gather at different times
+      ranks[r].executions.push_back(described("AllGather", pair_start, pair_start + kMs, pair, 2, 1 << 20));
+      ranks[r].executions.push_back(described("AllGather", pair_start + 1500'000, pair_start + 2 * kMs, pair, 2, 1 << 20));
+      const TimestampNs arrive = base + 6 * kMs + (r == 3 ? kMs : 0);  // rank 3 computes 1 ms more
+      ranks[r].executions.push_back(described("AllReduce", arrive, base + 7 * kMs + kMs / 2, "dp", 4, 1 << 24));
+    }
+  }
+  auto a = analyze_collectives(ranks);
+  EXPECT_TRUE(a.mismatch.empty()) << a.mismatch;
+  EXPECT_EQ(a.communicators, 3u);
+  EXPECT_EQ(a.matched, 8u * 5);  // 2 all-gathers in each pair, one all-reduce, per step
+  EXPECT_EQ(a.unmatched, 0u);
+  for (const auto& inst : a.instances) {
+    if (inst.comm == "dp") {
+      EXPECT_EQ(inst.ranks.size(), 4u);
+      EXPECT_EQ(inst.last_rank, 3u);
+    } else {
+      ASSERT_EQ(inst.ranks.size(), 2u);
+      EXPECT_EQ(inst.ranks[0] / 2, inst.ranks[1] / 2) << "members of one pair";
+      EXPECT_EQ(inst.comm, inst.ranks[0] < 2 ? "tp01" : "tp23");
+    }
+  }
+  // Each rank took part in 3 collectives a step; the all-reduce's waiting is rank 3's doing.
+  for (const auto& r : a.ranks) EXPECT_EQ(r.instances, 24u) << r.rank;
+  EXPECT_EQ(a.ranks[3].last_arrivals, 8u);
+  // One row per operation and size.
+  ASSERT_EQ(a.ops.size(), 2u);
+  EXPECT_EQ(a.ops[0].op, "AllGather");
+  EXPECT_EQ(a.ops[0].instances, 32u);
+  EXPECT_EQ(a.ops[0].comm_ranks, 2);
+  EXPECT_EQ(a.ops[1].op, "AllReduce");
+  EXPECT_EQ(a.ops[1].bytes, double(1 << 24));
+}
+
+}  // namespace
+}  // namespace perfscope::analysis
