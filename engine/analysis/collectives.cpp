@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -25,6 +27,13 @@ bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
 }
 
 double ms(TimestampNs ns) { return static_cast<double>(ns) / 1e6; }
+
+// Milliseconds for people: three significant digits ("0.00985", "1.63", "0.100").
+std::string ms_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v != 0 && std::abs(v) < 100 ? "%#.3g" : "%.0f", v);
+  return buf;
+}
 
 double nearest_rank(std::vector<double> v, double q) {
   return v.empty() ? 0.0 : percentile(v, q, PercentileConvention::kNearestRank);
@@ -601,12 +610,12 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
                        std::to_string(out.matched) + " collectives (most: rank " + most->rank + ", " + percent(share) + ")";
   } else if (lateness < needed || nearest_rank(extra_gaps[who], 50) < needed) {
     out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, but by a median " +
-                       std::to_string(lateness) + " ms with " + std::to_string(nearest_rank(extra_gaps[who], 50)) +
-                       " ms more compute per step, one of them under the " + std::to_string(needed) + " ms that matter";
+                       ms_text(lateness) + " ms with " + ms_text(nearest_rank(extra_gaps[who], 50)) +
+                       " ms more compute per step, one of them under the " + ms_text(needed) + " ms that matter";
   } else if (const double cost = nearest_rank(caused[who], 50); cost < needed) {
     out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, by a median " +
-                       std::to_string(lateness) + " ms, but the other ranks waited for it beside their own compute: " +
-                       std::to_string(cost) + " ms of exposed wait per collective, under the " + std::to_string(needed) +
+                       ms_text(lateness) + " ms, but the other ranks waited for it beside their own compute: " +
+                       ms_text(cost) + " ms of exposed wait per collective, under the " + ms_text(needed) +
                        " ms that matter";
   } else {
     out.straggler = Straggler{most->rank, share, lateness, nearest_rank(extra_gaps[who], 50), out.step_median_ms, cost};

@@ -780,6 +780,53 @@ test('every view in the header opens, with no text overlapping or cut off, saved
 });
 
 
+test('a run NCCL described shows each collective\'s size, algorithm and bus bandwidth against the NVLink peak', async () => {
+  // The all-reduce sweep recorded on two H200s with NCCL's profiler plugin (server.collectives),
+  // on a server whose stand-in NVML gives each GPU 18 NVLink links at 25 000 MB/s.
+  const gpus = ['count 2'];
+  for (const g of [0, 1]) gpus.push(`${g}.name NVIDIA H200`, `${g}.uuid GPU-s${g}`, `${g}.mem_total 150754820096`, `${g}.nvlink switch:18`, `${g}.nvlink_mbps 25000`);
+  const own = await startPerfscope({ label: 'dashboard-sweep', nvmlScript: gpus.join('\n') + '\n', args: ['--enable-host-collector', 'false'] });
+  try {
+    const trace = path.join(fixtures, 'collectives', 'sweep', 'trace.ndjson.gz');
+    const child = spawn(binary, ['import', trace, '--server', own.url], { stdio: ['ignore', 'ignore', 'inherit'] });
+    assert.equal(await new Promise((r) => child.on('exit', r)), 0);
+    const text = gunzipSync(readFileSync(trace)).toString('utf8');
+    const first = [...text.matchAll(/"start_ns":(\d+)/g)].map((m) => BigInt(m[1])).reduce((a, b) => (b < a ? b : a));
+    const last = [...text.matchAll(/"end_ns":(\d+)/g)].map((m) => BigInt(m[1])).reduce((a, b) => (b > a ? b : a));
+    const run = `{"events":[{"type":"run","name":"sweep","command":["torchrun","collective_job.py","--sweep-mb","64,128,256"],` +
+      `"start_ns":${first - 1000000n},"end_ns":${last + 1000000n},"exit_status":0,"gpus":["0","1"]}]}`;
+    const res = await fetch(own.url + '/api/v1/events', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: run });
+    assert.equal(res.status, 200, await res.text());
+    const api = await (await fetch(own.url + '/api/v1/collectives?window=all&tag.run=sweep')).json();
+    const want = api.jobs[0].ops.find((o) => o.op === 'AllReduce' && o.bytes === 64 * 1024 * 1024);
+    mkdirSync(artifacts, { recursive: true });
+    for (const width of [1440, 390]) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(own.url + '/?view=runs&run_page=sweep');
+      await page.waitForSelector('[data-testid=collectives-ops] tr[data-bytes]', { timeout: 20000 });
+      const headers = await page.$$eval('[data-testid=collectives-ops] th', (th) => th.map((t) => t.textContent));
+      assert.deepEqual(headers, ['Collective', 'Size', 'Algorithm', 'Count', 'p50', 'p99', 'Waiting', 'Bus bw GB/s', 'Of peak']);
+      const cells = await page.$$eval(`[data-testid=collectives-ops] tr[data-op="AllReduce"][data-bytes="${64 * 1024 * 1024}"] td`,
+                                      (tds) => tds.map((t) => t.textContent));
+      assert.deepEqual([cells[0], cells[1], cells[2]], ['AllReduce', '64.0 MiB', `${want.algorithm} · ${want.protocol}`]);
+      assert.equal(cells[7], want.busbw_p50_gb_per_second.toFixed(0));
+      assert.equal(cells[8], (want.busbw_share_of_peak * 100).toFixed(0) + '%');
+      assert.match(await page.textContent('[data-testid=run-page]'), /of the 450 GB\/s NVLink peak per GPU and direction/);
+      // Bus bandwidth and its share of the peak are on screen without scrolling, on a phone too.
+      const right = await page.$eval(`[data-testid=collectives-ops] tr[data-bytes="${64 * 1024 * 1024}"] td:last-child`,
+                                     (td) => td.getBoundingClientRect().right);
+      assert.ok(right <= width, `the share of peak ends at ${right} px of ${width}`);
+      for (const colorScheme of ['dark', 'light']) {
+        await page.emulateMedia({ colorScheme });
+        await page.locator('[data-testid=run-page]').screenshot({ path: path.join(artifacts, `run-page-bus-bandwidth-${width}-${colorScheme}.png`) });
+      }
+      await page.close();
+    }
+  } finally {
+    await own.stop();
+  }
+});
+
 const background = (page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
 
 test('a light and a dark theme follow the system; the header button picks one, and a reload keeps it', async () => {

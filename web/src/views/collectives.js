@@ -1,8 +1,10 @@
 // A multi-GPU run's ranks and collectives on its page (GET /api/v1/collectives?window=all&tag.run=NAME: the
 // run's own span): the straggler named or why none is, each rank's step as one stacked bar
 // (compute alone, compute with communication beside it, communication alone, idle) in the
-// manner of Holistic Trace Analysis's temporal breakdown, and a row per collective operation.
-import { esc, fmtCount, ms } from '../lib/format.js';
+// manner of Holistic Trace Analysis's temporal breakdown, and a row per collective operation and
+// size: where NCCL's profiler plugin described them, with NCCL's algorithm and protocol and the
+// bus bandwidth reached (nccl-tests' formula) against the GPUs' NVLink peak.
+import { esc, fmtBytes, fmtCount, ms } from '../lib/format.js';
 
 const pct = (v) => (v == null ? '–' : (v * 100).toFixed(0) + '%');
 
@@ -40,8 +42,38 @@ function stragglerLine(job) {
   return `No straggler: ${esc(job.no_straggler || 'none found')}.`;
 }
 
-// The section's HTML for one job (a run's collectives), or '' when it has none.
-export function collectivesHtml(job) {
+const gbps = (v) => (v == null ? '–' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
+
+// The operations table: with sizes, NCCL's choices and bus bandwidth where NCCL described them.
+function opsTable(job, peakGbps) {
+  const described = job.ops.some((o) => o.bytes != null);
+  const narrow = described ? ' wide-only' : '';
+  const head = '<th>Collective</th>' + (described ? '<th class="num">Size</th><th class="wide-only">Algorithm</th>' : '') +
+    `<th class="num">Count</th><th class="num">p50</th><th class="num${narrow}">p99</th><th class="num${narrow}">Waiting</th>` +
+    (described ? '<th class="num">Bus bw GB/s</th><th class="num">Of peak</th>' : '');
+  const rows = job.ops.map((o) => {
+    const low = o.busbw_share_of_peak != null && o.bytes >= 16 * 1024 * 1024 && o.busbw_share_of_peak < 0.5;
+    return `<tr data-op="${esc(o.op)}" data-bytes="${o.bytes ?? ''}"><td>${esc(o.op)}</td>` +
+      (described ? `<td class="num">${o.bytes == null ? '–' : fmtBytes(o.bytes)}</td>` +
+        `<td class="wide-only">${o.algorithm ? esc(`${o.algorithm} · ${o.protocol}`) : '–'}</td>` : '') +
+      `<td class="num">${fmtCount(o.instances)}</td><td class="num">${ms(o.duration_p50_ms)}</td>` +
+      `<td class="num${narrow}">${ms(o.duration_p99_ms)}</td><td class="num${narrow}">${pct(o.wait_share)}</td>` +
+      (described ? `<td class="num">${gbps(o.busbw_p50_gb_per_second)}</td>` +
+        `<td class="num${low ? ' bad' : ''}">${pct(o.busbw_share_of_peak)}</td>` : '') + '</tr>';
+  }).join('');
+  const note = described
+    ? 'Bus bandwidth: the bytes over the time from the last rank\'s arrival to the end, times nccl-tests\' factor ' +
+      '(all-reduce 2(n−1)/n), median; ' + (peakGbps ? `of the ${gbps(peakGbps)} GB/s NVLink peak per GPU and direction.` :
+        'NVML gives no NVLink peak for these GPUs.')
+    : 'Bus bandwidth needs message sizes: NCCL\'s profiler plugin (loaded by perfscope run, NCCL 2.26 and newer) gives ' +
+      'them; kernel names do not.';
+  return { html: `<div class="table-scroll"><table class="grid" data-testid="collectives-ops"><thead><tr>${head}</tr></thead>` +
+    `<tbody>${rows}</tbody></table></div>`, note };
+}
+
+// The section's HTML for one job (a run's collectives), or '' when it has none. `peakGbps`: the
+// GPUs' link peak (GET /api/v1/collectives' link_peak_gb_per_second), or null.
+export function collectivesHtml(job, peakGbps = null) {
   if (!job || !job.ranks.length) return '';
   const perStep = job.steps > 0;
   const stepWord = job.step_collectives === 1 ? 'one collective' : `${job.step_collectives} collectives`;
@@ -54,18 +86,13 @@ export function collectivesHtml(job) {
       `<td class="num">${ms(b.compute_ms)}</td><td class="num">${ms(b.exposed_ms)}</td><td class="num">${pct(b.overlap_ratio)}</td>` +
       `<td class="num">${pct(r.wait_share)}</td><td class="num">${fmtCount(r.last_arrivals)}</td></tr>`;
   }).join('');
-  const ops = job.ops.map((o) => `<tr><td>${esc(o.op)}</td><td class="num">${fmtCount(o.instances)}</td>` +
-    `<td class="num">${ms(o.duration_p50_ms)}</td><td class="num">${ms(o.duration_p99_ms)}</td><td class="num">${pct(o.wait_share)}</td></tr>`).join('');
+  const ops = opsTable(job, peakGbps);
   return `<h3>Ranks and collectives</h3><div class="muted" data-testid="collectives-summary">${summary}</div>` +
     `<p data-testid="collectives-straggler">${stragglerLine(job)}</p>` +
     `<div class="table-scroll"><table class="grid" data-testid="collectives-ranks"><thead><tr><th>Rank</th><th>GPU</th>` +
     `<th>${perStep ? 'A step (median)' : 'The run'}</th><th class="num">Compute</th><th class="num">Exposed comm.</th>` +
     `<th class="num">Overlap</th><th class="num">Waiting</th><th class="num">Last in</th></tr></thead><tbody>${rows}</tbody></table></div>` +
-    legend() +
-    `<div class="table-scroll"><table class="grid" data-testid="collectives-ops"><thead><tr><th>Collective</th><th class="num">Count</th>` +
-    `<th class="num">p50</th><th class="num">p99</th><th class="num">Waiting</th></tr></thead>` +
-    `<tbody>${ops}</tbody></table></div>` +
+    legend() + ops.html +
     '<div class="muted">Milliseconds. Waiting: the share of a rank\'s time in collectives spent before the last rank arrived. ' +
-    'Overlap: the share of its communication that ran beside its compute. Bus bandwidth needs message sizes, which NCCL\'s ' +
-    'kernel names do not carry.</div>';
+    `Overlap: the share of its communication that ran beside its compute. ${ops.note}</div>`;
 }

@@ -24,6 +24,14 @@ function kernelCount(r) {
 }
 
 // The run's facts as label/value rows, each value already HTML.
+// Busy time is summed over the run's GPUs: with several, it is set against that many spans.
+function busy(r) {
+  const n = (r.gpus || []).length;
+  if (n <= 1) return `${ms(r.gpu_busy_ms)} ms of a ${ms(r.kernel_span_ms)} ms kernel span`;
+  const share = r.kernel_span_ms > 0 ? r.gpu_busy_ms / (n * r.kernel_span_ms) : null;
+  return `${ms(r.gpu_busy_ms)} ms on ${n} GPUs: ${pct(share)} of ${n} × ${ms(r.kernel_span_ms)} ms kernel span`;
+}
+
 function facts(r) {
   const time = (ns) => (ns == null ? '–' : new Date(ns / 1e6).toLocaleString());
   const rows = [
@@ -38,7 +46,7 @@ function facts(r) {
     ['Processes', esc((r.pids || []).join(', ') || '–')],
     ['Traced', esc(r.kinds || '–')],
     ['Kernels', `${kernelCount(r)} executions of ${r.kernels.distinct} kernels, ${ms(r.kernels.total_ms)} ms`],
-    ['GPU busy', r.gpu_busy_ms == null ? '–' : `${ms(r.gpu_busy_ms)} ms of a ${ms(r.kernel_span_ms)} ms kernel span`],
+    ['GPU busy', r.gpu_busy_ms == null ? '–' : busy(r)],
     ['Launch efficiency', pct(r.launch_efficiency)],
   ];
   if (r.records != null) rows.push(['Records', `${r.records} traced, ${r.dropped ?? 0} lost`]);
@@ -89,7 +97,7 @@ export function createRunsView({ state, onRuns, showView, scopeTo, openTimeline 
       const c = await fetchJson(`/api/v1/collectives?window=all&tag.run=${encodeURIComponent(name)}`);
       if (opened.name !== name) return;
       opened.collectives = c.jobs.find((j) => j.run === name) || null;
-      ranks.innerHTML = collectivesHtml(opened.collectives);
+      ranks.innerHTML = collectivesHtml(opened.collectives, c.link_peak_gb_per_second);
     } catch (e) {
       if (opened.name === name) ranks.textContent = 'Cannot read the run\'s collectives: ' + e.message;
     }
