@@ -274,16 +274,38 @@ void render_collectives(std::string& out, const json& r) {
     md_table(out, {"Rank", "GPU", "Compute", "Comm. alone", "Idle", "Comm. hidden", "Overlap", "Waiting", "Last in"},
              {false, false, true, true, true, true, true, true, true}, rows);
     rows.clear();
+    bool described = false;
+    for (const json& op : job["ops"]) described = described || !op.value("bytes", json()).is_null();
     for (const json& op : job["ops"]) {
-      rows.push_back({md_code(op["op"]), format_count(num(op, "instances")), format_duration_ms(num(op, "duration_p50_ms")),
-                      format_duration_ms(num(op, "duration_p99_ms")), format_ratio_percent(num(op, "wait_share"))});
+      std::vector<std::string> row{md_code(op["op"])};
+      if (described) {
+        const json& bytes = op.value("bytes", json());
+        row.push_back(bytes.is_null() ? "–" : format_bytes(bytes.get<double>()));
+        const json& algorithm = op.value("algorithm", json());
+        row.push_back(algorithm.is_null() ? "–" : md_cell(algorithm.get<std::string>() + " · " + op.value("protocol", "")));
+      }
+      row.insert(row.end(), {format_count(num(op, "instances")), format_duration_ms(num(op, "duration_p50_ms")),
+                             format_duration_ms(num(op, "duration_p99_ms")), format_ratio_percent(num(op, "wait_share"))});
+      if (described) {
+        const json& busbw = op.value("busbw_p50_gb_per_second", json());
+        const json& share = op.value("busbw_share_of_peak", json());
+        row.push_back(busbw.is_null() ? "–" : format_bandwidth(busbw.get<double>() * 1e9));
+        row.push_back(share.is_null() ? "–" : format_ratio_percent(share.get<double>()));
+      }
+      rows.push_back(std::move(row));
     }
-    md_table(out, {"Collective", "Count", "p50", "p99", "Waiting"}, {false, true, true, true, true}, rows);
+    if (described) {
+      md_table(out, {"Collective", "Size", "Algorithm", "Count", "p50", "p99", "Waiting", "Bus bandwidth", "Of peak"},
+               {false, true, false, true, true, true, true, true, true}, rows);
+    } else {
+      md_table(out, {"Collective", "Count", "p50", "p99", "Waiting"}, {false, true, true, true, true}, rows);
+    }
   }
   out += "<sub>Compute + comm. alone + idle = the stretch (per step, each a median); comm. hidden ran during "
          "compute, so it is part of compute's time; compute: a rank's other kernels; waiting: the share of its time "
-         "in collectives before the last rank arrived. Message sizes and bus bandwidth are not known from kernel "
-         "names.</sub>\n\n";
+         "in collectives before the last rank arrived. Sizes, algorithms and bus bandwidth (nccl-tests' formula, from "
+         "the last rank's arrival to the end, against the GPUs' NVLink peak) where NCCL's profiler plugin described "
+         "the collectives; kernel names alone carry no sizes.</sub>\n\n";
 }
 
 // Allocation counters, growth and leak suspects.

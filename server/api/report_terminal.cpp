@@ -176,6 +176,18 @@ std::string render_terminal(const json& document, bool color) {
     text_table(out, {"Rank", per_step ? "Compute/step" : "Compute", "Comm. alone", "Overlap", "Waiting"},
                {false, true, true, true, true}, rows);
     out += "\n";
+    rows.clear();
+    for (const json& op : job["ops"]) {
+      const json& bytes = op.value("bytes", json());
+      const json& busbw = op.value("busbw_p50_gb_per_second", json());
+      const json& share = op.value("busbw_share_of_peak", json());
+      rows.push_back({op["op"].get<std::string>(), bytes.is_null() ? "-" : format_bytes(bytes.get<double>()),
+                      format_count(num(op, "instances")), format_duration_ms(num(op, "duration_p50_ms")),
+                      busbw.is_null() ? "-" : format_bandwidth(busbw.get<double>() * 1e9),
+                      share.is_null() ? "-" : format_ratio_percent(share.get<double>())});
+    }
+    text_table(out, {"Collective", "Size", "Count", "p50", "Bus BW", "Of Peak"}, {false, true, true, true, true, true}, rows);
+    out += "\n";
   }
 
   out += st.heading("=== Memory Statistics ===") + "\n\n";

@@ -294,6 +294,11 @@ test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA
     }
     const described = job.instances.filter((i) => i.bytes);
     assert.ok(described.length > 0 && described.every((i) => i.comm && i.busbw_gb_per_second > 0));
+    // The reports carry the sizes, NCCL's choices and the bandwidth.
+    const md = await (await fetch(`${own.url}/api/v1/report?format=md&window=all&tag.run=sweep`)).text();
+    assert.match(md, /\| `AllReduce` \| 64\.00 MiB \| (RING|TREE|NVLS) · (LL|LL128|SIMPLE) \| [\d,]+ \| [^|]+ \| [^|]+ \| \d+\.\d% \| \d+\.\d GB\/s \| \d+\.\d% \|/);
+    const terminal = await (await fetch(`${own.url}/api/v1/report?format=terminal&window=all&tag.run=sweep`)).text();
+    assert.match(terminal, /AllReduce\s+256\.00 MiB\s+[\d,]+\s+\S+ \S+\s+\d+\.\d GB\/s\s+\d+\.\d%/);
     // Every large all-reduce reached more than half the peak: the rule is evaluated, and quiet.
     const analysis = await (await fetch(`${own.url}/api/v1/analysis?window=all&tag.run=sweep`)).json();
     const rule = analysis.bottlenecks.find((f) => f.id === 'low_bus_bandwidth');
