@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tracing cost of a two-rank job (tests/gpu/collective_job.py, equal ranks): the job untraced,
-# traced by the injection library as `perfscope run` traces it, and under torch.profiler,
+# traced by the injection library as `perfscope run` traces it (NCCL's profiler plugin
+# included), and under torch.profiler,
 # alternated round by round; each rank's median and fastest step wall time per variant.
 # Usage: tests/gpu/run_collective_cost.sh [REPORT_DIR] [ROUNDS=3]   (two GPUs)
 export PERFSCOPE_BIN=${PERFSCOPE_BIN:-$(command -v true)}
@@ -16,7 +17,8 @@ job() {  # variant dir, then the job's arguments
 }
 for ((r = 1; r <= rounds; r++)); do
   job "$report/cost/$r/untraced"
-  CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE="$report/cost/$r/trace.ndjson" \
+  CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY NCCL_PROFILER_PLUGIN=$PERFSCOPE_CUPTI_LIBRARY \
+    PERFSCOPE_TRACE_FILE="$report/cost/$r/trace.ndjson" \
     PERFSCOPE_RUN_NAME=cost job "$report/cost/$r/perfscope"
   rm -f "$report/cost/$r/trace.ndjson"
   job "$report/cost/$r/torch_profiler" --torch-profiler
