@@ -39,14 +39,20 @@ std::vector<GpuLink> GpuCollector::read_topology() {
       whole[i]->nvlinks.emplace_back(link, peer);
     }
   }
-  // Each GPU's link peak: its active links at NVML's common per-link rate.
+  // Each GPU's link peak: its active links at the per-link rate NVML gives for its first one
+  // (a GPU's links run at one speed).
   for (Gpu* g : whole) {
     g->info.nvlinks = static_cast<unsigned>(g->nvlinks.size());
-    nvml::FieldValue speed{};
-    speed.field_id = nvml::kFieldNvLinkSpeedCommon;
-    if (!g->nvlinks.empty() && a.field_values && a.field_values(g->handle, 1, &speed) == nvml::kSuccess &&
-        speed.nvml_return == nvml::kSuccess && speed.value_type == 1) {
-      g->info.nvlink_bytes_per_second_per_link = speed.value.ui * 1e6;
+    if (g->nvlinks.empty() || !a.field_values) continue;
+    for (unsigned field : {nvml::kFieldNvLinkGetSpeed, nvml::kFieldNvLinkSpeedCommon}) {
+      nvml::FieldValue speed{};
+      speed.field_id = field;
+      speed.scope_id = field == nvml::kFieldNvLinkGetSpeed ? g->nvlinks.front().first : 0;
+      if (a.field_values(g->handle, 1, &speed) == nvml::kSuccess && speed.nvml_return == nvml::kSuccess &&
+          speed.value_type == 1 && speed.value.ui > 0) {
+        g->info.nvlink_bytes_per_second_per_link = speed.value.ui * 1e6;
+        break;
+      }
     }
   }
   std::vector<GpuLink> out;

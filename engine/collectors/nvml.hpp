@@ -101,7 +101,10 @@ struct FieldValue {  // nvmlFieldValue_t: 40 bytes
 };
 inline constexpr unsigned kFieldMemoryTemperature = 82;
 inline constexpr unsigned kFieldPowerInstant = 186;
-inline constexpr unsigned kFieldNvLinkSpeedCommon = 90;  // MB/s per active link and direction
+// NVLink speed per link and direction, MB/s: per link (scope: the link; what nvidia-smi nvlink -s
+// shows), else the common speed of active links (older drivers; unsupported on recent ones).
+inline constexpr unsigned kFieldNvLinkGetSpeed = 164;
+inline constexpr unsigned kFieldNvLinkSpeedCommon = 90;
 
 struct GpmSupport {
   unsigned version;  // 1

@@ -18,6 +18,7 @@
 //   0.mig_mode 1  0.mig_max 7                 MIG: mode on, instance slots
 //   topo.0.1 10  0.nvlink 1:18,switch:2  topology: PCIe common ancestor level, active links by peer
 //   0.nvlink_mbps 25000  NVML's common NVLink speed per link and direction (field 90), MB/s
+//   0.nvlink_link_mbps 26562  the same per link (field 164, any link), as recent drivers give it
 //   0.xids 79,13       Xid errors, each delivered once to a waiting event set, in order (append
 //                      to deliver more); 0.xid_events 0: the GPU reports no Xid events
 //   0/2.uuid MIG-…  0/2.gi 3  0/2.ci 0  0/2.name …  0/2.mem_total …  0/2.procs …
@@ -306,6 +307,10 @@ int nvmlDeviceGetFieldValues(void* d, int n, FieldValue* values) {
     } else if (f.field_id == 186 && !get(key(d, "power_instant_mw")).empty()) {
       f.value_type = 1;
       f.value.ui = static_cast<unsigned>(num(key(d, "power_instant_mw")));
+      f.nvml_return = 0;
+    } else if (f.field_id == 164 && !get(key(d, "nvlink_link_mbps")).empty()) {
+      f.value_type = 1;
+      f.value.ui = static_cast<unsigned>(num(key(d, "nvlink_link_mbps")));
       f.nvml_return = 0;
     } else if (f.field_id == 90 && !get(key(d, "nvlink_mbps")).empty()) {
       f.value_type = 1;

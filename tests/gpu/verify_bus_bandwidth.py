@@ -34,8 +34,8 @@ for i, size in enumerate(ranks[0]["sweep"]):
     nbytes = size["bytes"]
     job_busbw = statistics.mean(r["sweep"][i]["busbw_gb_per_s"] for r in ranks)
     row = next((o for o in ops if o.get("op") == "AllReduce" and o.get("bytes") == nbytes), None)
-    extra = f" [{row.get('algorithm')}/{row.get('protocol')}, peak {row.get('link_peak_gb_per_s')} GB/s]" if row else ""
-    check(f"{nbytes >> 20} MiB bus bandwidth, GB/s{extra}", row and row.get("busbw_p50_gb_per_s"), job_busbw)
+    extra = f" [{row.get('algorithm')}/{row.get('protocol')}, {row.get('busbw_share_of_peak')} of the {collectives.get('link_peak_gb_per_second')} GB/s peak]" if row else ""
+    check(f"{nbytes >> 20} MiB bus bandwidth, GB/s{extra}", row and row.get("busbw_p50_gb_per_second"), job_busbw)
     for r in ranks:
         s = r["sweep"][i]
         span = s["wall_end_ns"] - s["wall_start_ns"]

@@ -259,12 +259,12 @@ test('the trace shows each rank as a process and each collective as a flow throu
 // traced with NCCL's profiler plugin: each collective described, so its bytes, algorithm and
 // protocol are known, and bus bandwidth by nccl-tests' formula agrees with the job's own CUDA
 // events around the loop (what nccl-tests does). The server's stand-in NVML gives each GPU 18
-// NVLink links at 25 000 MB/s, the peak bus bandwidth is set against.
+// NVLink links at 26 562 MB/s per link, as the H200s' driver did: the peak bandwidth is set against.
 test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA-event timing, against the NVLink peak', async () => {
   const script = ['count 2'];
   for (const g of [0, 1]) {
     script.push(`${g}.name NVIDIA H200`, `${g}.uuid GPU-sweep-${g}`, `${g}.mem_total 150754820096`, `${g}.nvlink switch:18`,
-                `${g}.nvlink_mbps 25000`);
+                `${g}.nvlink_link_mbps 26562`);
   }
   const own = await startPerfscope({ label: 'collectives-sweep', nvmlScript: script.join('\n') + '\n' });
   try {
@@ -273,7 +273,7 @@ test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA
     assert.equal(await new Promise((r) => child.on('exit', r)), 0);
     const body = await (await fetch(`${own.url}/api/v1/collectives?window=all&tag.run=sweep`)).json();
     assert.equal(body.source, 'nccl_profiler');
-    assert.equal(body.link_peak_gb_per_second, 450);
+    assert.ok(Math.abs(body.link_peak_gb_per_second - 18 * 26.562) < 1e-9, body.link_peak_gb_per_second);
     assert.equal(body.unknown.bytes, undefined);
     const [job] = body.jobs;
     assert.ok(!job.mismatch, job.mismatch);
@@ -290,7 +290,7 @@ test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA
       assert.match(row.protocol, /^(LL|LL128|SIMPLE)$/);
       const got = row.busbw_p50_gb_per_second;
       assert.ok(Math.abs(got / want - 1) <= 0.10, `${size.bytes >> 20} MiB: busbw ${got} GB/s, the job's ${want} GB/s`);
-      assert.ok(Math.abs(row.busbw_share_of_peak - got / 450) < 1e-9);
+      assert.ok(Math.abs(row.busbw_share_of_peak - got / (18 * 26.562)) < 1e-9);
     }
     const described = job.instances.filter((i) => i.bytes);
     assert.ok(described.length > 0 && described.every((i) => i.comm && i.busbw_gb_per_second > 0));
