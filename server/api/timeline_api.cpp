@@ -4,14 +4,20 @@
 // `max_raw`, else `buckets` equal time buckets of busy, idle and launch-call time; and, where
 // the scope holds operators (an imported trace's CPU ops), their track (`operators`).
 //
+// A multi-GPU job in a raw window also gives each device's rank (`ranks`) and each collective
+// instance whose members all started in the window (`collectives`): its ranks' kernels in the
+// order they arrived, which the dashboard links across the ranks' tracks, as Perfetto draws flows.
+//
 // Times are nanoseconds from `origin_ns` (the window's start, also given as a decimal string:
 // epoch nanoseconds do not fit a JavaScript number), so every one is exact in a double.
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "engine/analysis/timeline_view.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/service/collectives.hpp"
 
 namespace perfscope::server {
 
@@ -100,6 +106,45 @@ json operators_json(const analysis::OperatorTrack& t, TimestampNs origin) {
   return out;
 }
 
+constexpr std::size_t kMaxCollectiveLinks = 5'000;
+
+// The ranks of the window's multi-GPU jobs by device, and their collectives' instances started
+// in [from, to), for the timeline's rank groups and links. A device two jobs' ranks ran on is
+// named by neither.
+void add_collectives(const db::EventReader& events, const db::TimeRange& range, const db::EventScope& scope, TimestampNs from,
+                     TimestampNs to, TimestampNs origin, json& body) {
+  analysis::CollectiveOptions options;
+  options.max_instances_listed = SIZE_MAX;
+  auto jobs = service::read_collectives(events, range, scope, options);
+  if (!jobs.ok() || jobs->empty()) return;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_device;  // device → (run, rank)
+  json links = json::array();
+  for (const service::JobCollectives& job : *jobs) {
+    const analysis::CollectiveAnalysis& a = job.analysis;
+    for (const auto& r : a.ranks) by_device[r.device].emplace_back(job.run, r.rank);
+    for (const analysis::CollectiveInstance& inst : a.instances) {
+      if (links.size() >= kMaxCollectiveLinks) break;
+      const auto [lo, hi] = std::minmax_element(inst.start_ns.begin(), inst.start_ns.end());
+      if (*lo < from || *hi >= to) continue;
+      std::vector<std::size_t> order(inst.ranks.size());
+      for (std::size_t m = 0; m < order.size(); ++m) order[m] = m;
+      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
+      json at = json::array();
+      for (std::size_t m : order) at.push_back({a.ranks[inst.ranks[m]].device, inst.start_ns[m] - origin});
+      links.push_back({{"op", inst.op}, {"bytes", inst.bytes > 0 ? json(inst.bytes) : json(nullptr)},
+                       {"last_rank", a.ranks[inst.last_rank].rank}, {"skew_ms", inst.skew_ms},
+                       {"busbw_gb_per_second", inst.busbw_gb_per_second > 0 ? json(inst.busbw_gb_per_second) : json(nullptr)},
+                       {"at", std::move(at)}});
+    }
+  }
+  json ranks = json::array();
+  for (const auto& [device, held] : by_device) {
+    if (held.size() == 1) ranks.push_back({{"device", device}, {"run", held[0].first}, {"rank", held[0].second}});
+  }
+  body["ranks"] = std::move(ranks);
+  body["collectives"] = std::move(links);
+}
+
 }  // namespace
 
 HttpResponse Api::timeline(const HttpRequest& request) const {
@@ -161,6 +206,8 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
                {"gap_causes", std::move(causes)},
                {"tracks", std::move(tracks)}};
   if (!operators->empty()) body["operators"] = operators_json(analysis::operator_track(*operators, options), origin);
+  const bool nccl = std::any_of(trace->names.begin(), trace->names.end(), [](const std::string& n) { return n.starts_with("nccl"); });
+  if (view.raw && nccl) add_collectives(*ctx_.events, range, *scope, options.from_ns, options.to_ns, origin, body);
   if (!scope->run.empty()) body["run"] = scope->run;
   return json_response(200, body);
 }

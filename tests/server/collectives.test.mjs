@@ -231,6 +231,26 @@ test('reports carry the multi-GPU job: Markdown, terminal and the JSON document'
   assert.ok(doc.collectives[0].ranks[1].per_step.overlap_ratio > 0.5);
 });
 
+test('the timeline names each GPU by its rank and gives each collective\'s kernels in the order the ranks arrived', async () => {
+  const job = await jobOf('straggler');
+  const tl = await (await fetch(`${server.url}/api/v1/timeline?window=all&tag.run=straggler`)).json();
+  assert.equal(tl.mode, 'raw');
+  assert.deepEqual(tl.ranks.map((r) => [r.device, r.rank]), [['0', '0'], ['1', '1']]);
+  assert.equal(tl.collectives.length, job.matched);
+  for (const c of tl.collectives) {
+    assert.equal(c.at.length, 2);
+    assert.ok(c.at[0][1] <= c.at[1][1], 'in arrival order');
+    assert.equal(c.last_rank, c.at[1][0], 'the last to arrive is the last point (rank = device here)');
+    for (const [device, start] of c.at) {
+      assert.ok(tl.tracks.some((t) => t.device === device && t.start.includes(start) &&
+                                      tl.names[t.name[t.start.indexOf(start)]].startsWith('ncclDevKernel')),
+                `a collective kernel starts at ${start} on GPU ${device}`);
+    }
+  }
+  // Rank 1 is the straggler: it arrives last in nearly every instance.
+  assert.ok(tl.collectives.filter((c) => c.last_rank === '1').length >= 0.9 * tl.collectives.length);
+});
+
 test('the trace shows each rank as a process and each collective as a flow through its ranks\' kernels', async () => {
   const trace = await (await fetch(`${server.url}/api/v1/trace?window=all&tag.run=straggler`)).json();
   const names = trace.traceEvents.filter((e) => e.ph === 'M' && e.name === 'process_name').map((e) => e.args.name);

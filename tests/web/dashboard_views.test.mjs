@@ -489,6 +489,52 @@ test('a multi-GPU run\'s page names its straggler and breaks each rank\'s step d
       assert.match(overlapOne, /^9\d%$/, `rank 1 overlap ${overlapOne}`);
       await page.close();
     }
+    // The job's timeline: a track group per rank on one clock, each all-reduce a line through its
+    // ranks' kernels in the order they arrived; hovering one names the rank that came last.
+    for (const width of [1440, 390]) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(own.url + '/?view=timeline&tl_run=straggler');
+      await page.waitForFunction(() => window.perfscope.timeline.state.data?.collectives.length > 0, null, { timeout: 20000 });
+      // Three steps of the middle of the run.
+      await page.evaluate(() => {
+        const s = window.perfscope.timeline.state, c = s.data.collectives[30], next = s.data.collectives[33];
+        s.collectivesDrawn = 0;
+        s.a = c.at[0][1] + s.shift - 500000;
+        s.b = next.at[1][1] + s.shift + 1500000;
+        window.perfscope.timeline.zoom(1);
+      });
+      await page.waitForFunction(() => { const s = window.perfscope.timeline.state; return s.data && s.layout.length > 2 && s.collectivesDrawn >= 3 && s.collectivesDrawn < 10; },
+                                 null, { timeout: 20000 });
+      const groups = await page.evaluate(() => {
+        const s = window.perfscope.timeline.state;
+        return s.layout.filter((r) => r.kind === 'launch').map((r) => [r.device, s.data.ranks.get(r.device)]);
+      });
+      assert.deepEqual(groups, [['0', '0'], ['1', '1']]);
+      const drawn = await page.evaluate(() => window.perfscope.timeline.state.collectivesDrawn);
+      assert.ok(drawn >= 3 && drawn <= 5, `${drawn} collectives linked in three steps`);
+      // Hover rank 0's kernel of an instance in view: the tooltip says who came last.
+      const point = await page.evaluate(() => {
+        const s = window.perfscope.timeline.state, c = s.data.collectives.find((x) => x.at[0][1] + s.shift > s.a + (s.b - s.a) * 0.2);
+        const row = s.layout.find((r) => r.kind === 'stream' && r.device === c.at[0][0] && r.track.start.includes(c.at[0][1]));
+        const i = row.track.start.indexOf(c.at[0][1]);
+        const mid = (row.track.start[i] + row.track.end[i]) / 2 + s.shift;
+        return { share: (mid - s.a) / (s.b - s.a), y: row.y + 10 };
+      });
+      const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+      await page.mouse.move(box.x + 132 + point.share * (box.width - 132), box.y + point.y);
+      await page.waitForSelector('[data-testid=timeline-tip]', { state: 'visible', timeout: 5000 });
+      const tip = await page.textContent('[data-testid=timeline-tip]');
+      assert.match(tip, /rank 0 · GPU 0 · stream/);
+      assert.match(tip, /AllReduce across 2 ranks: rank 1 arrived last, \d[\d.]* (ms|µs) after the first/);
+      await page.locator('[data-view=timeline]').screenshot({ path: path.join(artifacts, `timeline-ranks-tip-${width}.png`) });
+      await page.mouse.move(0, 0);
+      for (const colorScheme of ['dark', 'light']) {
+        await page.emulateMedia({ colorScheme });
+        await page.waitForTimeout(100);
+        await page.locator('[data-view=timeline]').screenshot({ path: path.join(artifacts, `timeline-ranks-${width}-${colorScheme}.png`) });
+      }
+      await page.close();
+    }
     // The overview names the straggler of the job in its range, and opens the job's page; a range
     // whose job has none says so; one with no multi-GPU job shows no such tile.
     for (const width of [1440, 390]) {

@@ -9,8 +9,10 @@
 // of busy time when the window holds many executions, raw executions when few; the view asks
 // again a moment after it moves, for three widths around what is shown, and draws what it has
 // meanwhile, so panning never waits on the network. The window and the run are kept in the URL
-// (?tl_from=&tl_to= in ns, ?tl_run=).
-import { esc, fmtDuration, fmtSI, shortKernelName } from '../lib/format.js';
+// (?tl_from=&tl_to= in ns, ?tl_run=). A multi-GPU job's devices are its ranks' track groups
+// ("rank 1 · GPU 1"), on the one clock of the host, and each collective instance is a line
+// through its ranks' kernels in the order they arrived, as Perfetto draws NCCL's flows.
+import { esc, fmtBytes, fmtDuration, fmtSI, shortKernelName } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
 import { setSearchParams } from '../lib/url.js';
 
@@ -22,6 +24,7 @@ const GAP_BAND = 6;
 const MIN_SPAN_NS = 1000;  // zoomed in to a microsecond across the view at most
 const REFETCH_MS = 120;    // at most one question to the server this often
 const LINK_LIMIT = 400;    // launch→kernel lines drawn for every execution when at most this many show
+const COLLECTIVE_LINE = 'rgba(255, 152, 48, 0.75)';  // the run page's "communication" colour
 const COPY_COLOR = '#5794f2', SET_COLOR = '#8ab8ff', HOST_WAIT = 'rgba(242, 73, 92, 0.85)', OTHER_IDLE = 'rgba(142, 142, 142, 0.35)';
 
 // A stable colour per kernel name (hue from its hash); copies and memsets their own.
@@ -221,8 +224,12 @@ export function createTimelineView({ range }) {
       devices.get(t.device).push(t);
     }
     if (r.mode === 'raw') for (const t of r.tracks) t.names = t.name.map((i) => r.names[i]);
-    return { raw: r.mode === 'raw', span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
-      causes: r.gap_causes, ops: r.operators || null };
+    const ranks = new Map((r.ranks || []).map((k) => [k.device, k.rank]));
+    // Each collective by its ranks' kernels (device and start), for the tooltip.
+    const byKernel = new Map();
+    for (const c of r.collectives || []) for (const [device, t] of c.at) byKernel.set(`${device}|${t}`, c);
+    return { byKernel, raw: r.mode === 'raw', span: r.span_ns, bucket: r.bucket_ns, names: r.names, devices, events: r.events,
+      causes: r.gap_causes, ops: r.operators || null, ranks, collectives: r.collectives || [] };
   }
 
   function resize() {
@@ -293,13 +300,16 @@ export function createTimelineView({ range }) {
       }
     }
     if (d.raw && visible <= LINK_LIMIT) drawLinks(x, 'rgba(140,140,140,0.5)');
+    st.collectivesDrawn = d.raw ? drawCollectives(x) : 0;
     if (st.hover && st.hover.raw && !st.hover.op) drawLink(st.hover.track, st.hover.i, st.hover.launchY, st.hover.y, x, text);
     ctx.restore();
     // Track names.
     ctx.fillStyle = text;
     for (const row of st.layout) {
       ctx.fillStyle = row.kind === 'launch' ? muted : text;
+      const rank = d.ranks.get(row.device);
       const label = row.kind === 'ops' ? 'host · operators'
+        : rank != null ? (row.kind === 'launch' ? `rank ${rank} · ${deviceName(row.device)}` : `rank ${rank} · stream ${row.track.stream}`)
         : `${deviceName(row.device)} · ${row.kind === 'launch' ? 'launch calls' : 'stream ' + row.track.stream}`;
       ctx.fillText(label, 4, row.y + (row.kind === 'launch' ? 11 : 17), LABEL_W - 8);
       ctx.strokeStyle = border;
@@ -487,6 +497,47 @@ export function createTimelineView({ range }) {
     }
   }
 
+  // Where a rank's collective kernel starting at `t` (relative to the answer's origin) is drawn:
+  // its stream's row and its index there, or null.
+  function kernelAt(device, t) {
+    for (const row of st.layout) {
+      if (row.kind !== 'stream' || row.device !== device) continue;
+      const i = lowerBound(row.track.start, t);
+      if (i < row.track.start.length && row.track.start[i] === t) return { row, i };
+    }
+    return null;
+  }
+  // Each collective instance in view: a line from each rank's kernel to the next to arrive's,
+  // with a dot where each joined. The one hovered is drawn bold. Returns how many were drawn.
+  function drawCollectives(x) {
+    const d = st.data, s = st.shift;
+    let drawn = 0;
+    for (const c of d.collectives) {
+      const first = c.at[0][1] + s, last = c.at[c.at.length - 1][1] + s;
+      if (last < st.a || first > st.b) continue;
+      const points = c.at.map(([device, t]) => kernelAt(device, t)).filter(Boolean);
+      if (points.length < 2) continue;
+      if (++drawn > LINK_LIMIT) continue;
+      const hovered = st.hover && st.hover.collective === c;
+      ctx.strokeStyle = COLLECTIVE_LINE;
+      ctx.fillStyle = COLLECTIVE_LINE;
+      ctx.lineWidth = hovered ? 2.5 : 1;
+      ctx.beginPath();
+      points.forEach(({ row, i }, k) => {
+        const px = x(row.track.start[i] + s), py = row.y + STREAM_H / 2 - 2;
+        if (k === 0) ctx.moveTo(px, py); else ctx.lineTo(px, py);
+      });
+      ctx.stroke();
+      for (const { row, i } of points) {
+        ctx.beginPath();
+        ctx.arc(x(row.track.start[i] + s), row.y + STREAM_H / 2 - 2, hovered ? 3 : 2, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+    }
+    ctx.lineWidth = 1;
+    return Math.min(drawn, LINK_LIMIT);
+  }
+
   // Buckets: a column per bucket, its height the busy share, its colour the kernel that took
   // most of it; host wait and other idle in the band below; launch-call share in the device's row.
   function drawBuckets(t, y, x, launchY) {
@@ -542,7 +593,7 @@ export function createTimelineView({ range }) {
       const slack = ((st.b - st.a) / plotW) * 2;  // two pixels either side
       let i = lowerBound(t.end, time - slack);
       if (i >= t.start.length || t.start[i] > time + slack) return null;
-      return { raw: true, track: t, i, y: row.y, launchY: launch.y };
+      return { raw: true, track: t, i, y: row.y, launchY: launch.y, collective: d.byKernel.get(`${t.device}|${t.start[i]}`) };
     }
     const i = Math.floor(time / d.bucket);
     if (i < 0 || i >= t.busy.length) return null;
@@ -576,7 +627,8 @@ export function createTimelineView({ range }) {
         `duration ${fmtNs(o.end[i] - o.start[i])}`, `starts at +${fmtNs(o.start[i] + st.shift - st.a)}`].join('<br>');
     }
     const d = st.data, t = hv.track, i = hv.i;
-    const where = `${esc(deviceName(t.device))} · stream ${esc(t.stream)}`;
+    const rank = d.ranks.get(t.device);
+    const where = `${rank != null ? `rank ${esc(rank)} · ` : ''}${esc(deviceName(t.device))} · stream ${esc(t.stream)}`;
     if (hv.raw) {
       const dur = t.end[i] - t.start[i];
       const short = shortKernelName(t.names[i]);
@@ -585,6 +637,12 @@ export function createTimelineView({ range }) {
         rows.push(`launch call ${fmtNs(t.launch_end[i] - t.launch_start[i])}, launch delay ${fmtNs(Math.max(0, t.start[i] - t.launch_end[i]))}`);
       }
       if (t.gap_ns[i] > 0) rows.push(`idle ${fmtNs(t.gap_ns[i])} before it: ${d.causes[t.gap[i]].replace('_', ' ')}`);
+      const c = hv.collective;
+      if (c) {
+        rows.push(`<b>${esc(c.op)}</b>${c.bytes != null ? ' of ' + fmtBytes(c.bytes) : ''} across ${c.at.length} ranks: ` +
+          `rank ${esc(c.last_rank)} arrived last, ${fmtDuration(c.skew_ms)} after the first` +
+          (c.busbw_gb_per_second != null ? ` · bus bandwidth ${c.busbw_gb_per_second.toFixed(0)} GB/s` : ''));
+      }
       return rows.join('<br>');
     }
     const pct = (v) => ((v / d.bucket) * 100).toFixed(1) + '%';
