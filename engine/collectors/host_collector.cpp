@@ -223,12 +223,17 @@ void HostCollector::collect(TimestampNs now_ns, std::vector<Reading>& out) {
   prev_ns_ = now_ns;
   collect_stat(now_ns, dt_s, out);
   collect_meminfo(out);
-  collect_vmstat(dt_s, out);
+  if (now_ns < next_slow_ns_) return;
+  // Due again a second on, less a twentieth: a pass that comes a little early still reads.
+  next_slow_ns_ = now_ns + kSlowInterval - kSlowInterval / 20;
+  const double slow_dt_s = prev_slow_ns_ > 0 && now_ns > prev_slow_ns_ ? static_cast<double>(now_ns - prev_slow_ns_) / 1e9 : 0;
+  prev_slow_ns_ = now_ns;
+  collect_vmstat(slow_dt_s, out);
   collect_loadavg(out);
-  collect_process(dt_s, out);
+  collect_process(slow_dt_s, out);
   collect_cpufreq(out);
   collect_temperatures(out);
-  collect_rapl(dt_s, out);
+  collect_rapl(slow_dt_s, out);
   collect_cgroup(out);
 }
 

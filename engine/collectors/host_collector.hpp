@@ -79,6 +79,11 @@ class HostCollector final : public Collector {
   std::map<std::string, CpuTicks> prev_cpu_;
   static constexpr TimestampNs kCpuCounterInterval = 1'000'000'000;
   TimestampNs next_cpu_counters_ns_ = 0;  // host_cpu_seconds_total is written again from then
+  // What changes slowly (paging, load average, this process, frequencies, temperatures, RAPL,
+  // the cgroup) is read once a second, not at every pass: at 100 ms the files cost more CPU
+  // than the GPU's readings (bench/RESULTS.md), and the kernel updates the load average every 5 s.
+  static constexpr TimestampNs kSlowInterval = 1'000'000'000;
+  TimestampNs prev_slow_ns_ = 0, next_slow_ns_ = 0;
   double prev_ctxt_ = -1, prev_intr_ = -1, prev_pgfault_ = -1, prev_proc_cpu_s_ = -1;
 
   std::vector<std::pair<std::string, ProcFile>> cpufreq_;  // cpu label, scaling_cur_freq

@@ -196,6 +196,21 @@ TEST(HostCollector, MissingFilesAreUnavailableAndTheRestStillWorks) {
   EXPECT_TRUE(collect(none, kSecond).empty());
 }
 
+// CPU and memory at every pass; what changes slowly once a second, its rates over that second.
+TEST(HostCollector, SlowFilesAreReadOnceASecondNotAtEveryPass) {
+  FixtureTree tree("vm");
+  HostCollector c(tree.paths());
+  const TimestampNs step = kSecond / 10;
+  int load_reads = 0, cpu_reads = 0;
+  for (int pass = 0; pass <= 20; ++pass) {
+    ReadingMap m = collect(c, kSecond + pass * step);
+    load_reads += static_cast<int>(m.count("host_load1"));
+    cpu_reads += static_cast<int>(m.count("host_memory_total_bytes"));
+  }
+  EXPECT_EQ(cpu_reads, 21);
+  EXPECT_EQ(load_reads, 3) << "at 1.0 s, 2.0 s and 3.0 s of the passes 1.0 s … 3.0 s";
+}
+
 TEST(HostCollector, ProcessNameWithSpacesAndParenthesesParses) {
   FixtureTree tree("vm");
   tree.write("proc/self/stat",
