@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "engine/analysis/stats.hpp"
 
@@ -255,6 +256,8 @@ void add_breakdowns(const std::vector<RankSpans>& spans, const std::vector<Colle
   }
 }
 
+bool is_point_to_point(std::string_view op) { return op == "SendRecv" || op == "Send" || op == "Recv"; }
+
 bool needs_every_rank(std::string_view op) {
   return op == "AllReduce" || op == "AllGather" || op == "ReduceScatter" || op == "AllToAll" || op == "AlltoAll";
 }
@@ -319,6 +322,11 @@ void match_communicator(const std::vector<RankCollectives>& ranks, const std::ve
     }
     const TimestampNs last = *std::max_element(inst.start_ns.begin(), inst.start_ns.end());
     const TimestampNs end = *std::max_element(inst.end_ns.begin(), inst.end_ns.end());
+    // Every rank of the communicator here, all of one size: else the time or the bytes are not
+    // the instance's (a rank on another host untraced, a lost kernel paired with the next one).
+    bool whole = head.comm_ranks == static_cast<int>(n);
+    for (std::size_t m = 0; m < n && whole; ++m) whole = lists[m][next[m] - 1]->bytes == head.bytes;
+    if (!whole) inst.bytes = 0;
     if (inst.bytes > 0 && end > last) {
       inst.algbw_gb_per_second = inst.bytes / static_cast<double>(end - last);  // bytes per ns = GB/s
       inst.busbw_gb_per_second = inst.algbw_gb_per_second * bus_bandwidth_factor(inst.op, head.comm_ranks);
@@ -411,12 +419,21 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   }
 
   // Each communicator (empty: kernels NCCL did not describe) matched among the ranks it has.
+  std::set<std::string> described;
+  for (const auto& r : ranks) {
+    for (const auto& e : r.executions) {
+      if (!e.comm.empty()) described.insert(e.comm);
+    }
+  }
+  // Undescribed kernels join the one communicator NCCL described, if it described one.
+  const std::string undescribed = described.size() == 1 ? *described.begin() : std::string();
   std::map<std::string, std::vector<std::vector<const RankCollectives::Execution*>>> by_comm;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     for (const auto& e : ranks[i].executions) {
-      auto& lists = by_comm[e.comm];
+      if (is_point_to_point(e.op)) continue;
+      auto& lists = by_comm[e.comm.empty() ? undescribed : e.comm];
       lists.resize(ranks.size());
-      lists[i].push_back(&e);
+      lists[i].push_back(&e);  // in start order: each rank's executions are sorted
     }
   }
   Matching matching;
@@ -444,9 +461,10 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
                    [&](const CollectiveInstance& a, const CollectiveInstance& b) { return first_of(a) < first_of(b); });
 
   const std::size_t n = ranks.size();
-  struct OpKey {
+  struct OpKey {  // an 8-rank tensor-parallel all-reduce is no 2-rank data-parallel one of the same size
     std::string op;
     double bytes;
+    int comm_ranks;
     auto operator<=>(const OpKey&) const = default;
   };
   struct OpFigures {
@@ -454,7 +472,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     std::vector<double> durations, transfers, algbw, busbw;
     double wait = 0, time = 0;
     std::map<std::pair<std::string, std::string>, std::size_t> choices;  // (algorithm, protocol) → count
-    int comm_ranks = 0;
+    int comm_ranks = 0, comm_nodes = 1;
   };
   std::map<OpKey, OpFigures> by_op;
   std::vector<std::vector<double>> lateness_when_last(n);
@@ -500,15 +518,17 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     }
     double start_sum = 0;
     for (TimestampNs t : inst.start_ns) start_sum += static_cast<double>(t);
-    OpFigures& figures = by_op[{inst.op, inst.bytes}];
+    const RankCollectives::Execution* head = execution_of(inst.ranks[0], inst.start_ns[0]);
+    OpFigures& figures = by_op[{inst.op, inst.bytes, head && !head->comm.empty() ? head->comm_ranks : 0}];
     ++figures.instances;
     if (inst.busbw_gb_per_second > 0) {
       figures.algbw.push_back(inst.algbw_gb_per_second);
       figures.busbw.push_back(inst.busbw_gb_per_second);
     }
-    if (const auto* e = execution_of(inst.ranks[0], inst.start_ns[0]); e && !e->comm.empty()) {
-      ++figures.choices[{e->algorithm, e->protocol}];
-      figures.comm_ranks = e->comm_ranks;
+    if (head && !head->comm.empty()) {
+      ++figures.choices[{head->algorithm, head->protocol}];
+      figures.comm_ranks = head->comm_ranks;
+      figures.comm_nodes = std::max(figures.comm_nodes, head->comm_nodes);
     }
     for (std::size_t m = 0; m < members; ++m) {
       const std::size_t i = inst.ranks[m];
@@ -565,6 +585,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     s.op = key.op;
     s.bytes = key.bytes;
     s.comm_ranks = f.comm_ranks;
+    s.comm_nodes = f.comm_nodes;
     if (!f.choices.empty()) {
       const auto most = std::max_element(f.choices.begin(), f.choices.end(),
                                          [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -578,7 +599,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     s.wait_share = f.time > 0 ? f.wait / f.time : 0;
     s.algbw_p50_gb_per_second = nearest_rank(f.algbw, 50);
     s.busbw_p50_gb_per_second = nearest_rank(f.busbw, 50);
-    if (options.link_peak_bytes_per_second > 0 && s.busbw_p50_gb_per_second > 0) {
+    if (options.link_peak_bytes_per_second > 0 && s.busbw_p50_gb_per_second > 0 && s.comm_nodes <= 1) {
       s.busbw_share_of_peak = s.busbw_p50_gb_per_second * 1e9 / options.link_peak_bytes_per_second;
     }
     out.ops.push_back(std::move(s));
@@ -593,12 +614,16 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   for (std::size_t k = 1; k < first.size(); ++k) steps.push_back(ms(first[k] - first[k - 1]));
   out.step_median_ms = nearest_rank(steps, 50);
 
-  // The straggler: last most often, by a margin that matters.
-  const auto most = std::max_element(out.ranks.begin(), out.ranks.end(), [](const auto& a, const auto& b) {
-    return a.last_arrivals < b.last_arrivals;
+  // The straggler: last in the largest share of the instances it took part in (of ranks in
+  // enough of them), by a margin that matters.
+  auto share_of = [&](const RankCollectiveSummary& r) {
+    return r.instances >= options.min_instances ? static_cast<double>(r.last_arrivals) / static_cast<double>(r.instances) : 0.0;
+  };
+  const auto most = std::max_element(out.ranks.begin(), out.ranks.end(), [&](const auto& a, const auto& b) {
+    return share_of(a) < share_of(b) || (share_of(a) == share_of(b) && a.last_arrivals < b.last_arrivals);
   });
   const std::size_t who = static_cast<std::size_t>(most - out.ranks.begin());
-  const double share = most->instances ? static_cast<double>(most->last_arrivals) / static_cast<double>(most->instances) : 0;
+  const double share = share_of(*most);
   const double lateness = nearest_rank(lateness_when_last[who], 50);
   const double needed = std::max(options.min_lateness_ms, options.min_lateness_of_step * out.step_median_ms);
   auto percent = [](double v) { return std::to_string(static_cast<int>(v * 100 + 0.5)) + " %"; };

@@ -14,10 +14,17 @@
 // record, a window edge between the ranks' kernels): it is skipped, and counted. A communicator
 // may hold some of the job's ranks only (tensor-parallel groups within data-parallel ones).
 //
+// Point-to-point kernels (SendRecv) pair two ranks, not all of a communicator's: they count as
+// communication in each rank's breakdown but are not matched. Where NCCL described some kernels
+// of a job and one communicator only, the kernels it did not describe (enqueued through a host
+// callback: ties to no launch) are taken as that communicator's, so that the ranks' lists stay
+// in step.
+//
 // Bandwidth as nccl-tests defines it: algbw = bytes / time, busbw = algbw × a factor per
 // operation (all-reduce 2(n−1)/n; all-gather, reduce-scatter and all-to-all (n−1)/n; the rest 1),
 // n the communicator's ranks. The time is the instance's data movement: from the last member's
 // arrival to the last member's end (what waiting for a late rank adds is not the links' doing).
+// Only where every rank of the communicator was traced and all give the same bytes.
 //
 // On one rank, a collective's kernel starts when that rank arrives and spins until the last
 // rank has arrived, then moves data: wait = last arrival − own arrival (up to its duration),
@@ -56,6 +63,7 @@ struct RankCollectives {
     // ranks, the bytes (0: unknown), algorithm and protocol.
     std::string comm = {};
     int comm_ranks = 0;
+    int comm_nodes = 1;  // hosts the communicator spans: its bandwidth is not NVLink's beyond one
     double bytes = 0;
     std::string algorithm = {}, protocol = {};
   };
@@ -145,6 +153,7 @@ struct CollectiveOpSummary {
   double bytes = 0;  // 0: unknown
   std::string algorithm, protocol;  // NCCL's choice for most of them (empty: not described)
   int comm_ranks = 0;               // ranks of its communicator (0: not described)
+  int comm_nodes = 1;               // hosts it spans (more than one: not set against the NVLink peak)
   std::size_t instances = 0;
   double duration_p50_ms = 0, duration_p99_ms = 0;  // per rank and instance (nearest rank)
   double transfer_p50_ms = 0;

@@ -69,6 +69,8 @@ const GpuProcessReader::KnownProcess* GpuProcessReader::process_of(unsigned pid,
   return &k;
 }
 
+constexpr TimestampNs kUtilizationIntervalNs = 1'000'000'000;
+
 void GpuProcessReader::read_utilization(PerGpu& gpu, nvml::Device handle, GpuProcessResult& result) {
   if (!api_.process_utilization || gpu.no_utilization) return;
   unsigned count = 0;
@@ -170,8 +172,12 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   }
   if (job.engines_idle) {
     gpu.util.clear();  // nobody used an engine: every share is 0
-  } else {
+    gpu.util_read_ns = 0;
+  } else if (gpu.util_read_ns == 0 || now_ns - gpu.util_read_ns >= kUtilizationIntervalNs) {
+    // The driver's per-process call costs ~1.3 ms of CPU on an H100 (bench/RESULTS.md): asked at
+    // most once a second, its shares held in between, while memory is read at every pass.
     read_utilization(gpu, job.handle, result);
+    gpu.util_read_ns = now_ns;
   }
   const bool utilization = api_.process_utilization && !gpu.no_utilization;
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);

@@ -78,6 +78,7 @@ class GpuProcessReader {
   struct PerGpu {
     std::unordered_map<unsigned, nvml::ProcessUtilizationSample> util;  // newest period's list, by pid
     unsigned long long util_last_seen_us = 0;
+    TimestampNs util_read_ns = 0;  // when the driver was last asked (at most once a second)
     bool no_utilization = false;  // the driver refused the per-process utilization call
     // Kept between reads, sized by the longest list seen: one driver call per read.
     std::vector<nvml::ProcessInfo> process_buffer;

@@ -40,6 +40,7 @@ json collective_job_json(const service::JobCollectives& job, bool with_instances
                    {"wait_share", o.wait_share}, {"bytes", positive_or_null(o.bytes)},
                    {"algorithm", text_or_null(o.algorithm)}, {"protocol", text_or_null(o.protocol)},
                    {"comm_ranks", o.comm_ranks > 0 ? json(o.comm_ranks) : json(nullptr)},
+                   {"comm_nodes", o.comm_nodes},
                    {"algbw_p50_gb_per_second", positive_or_null(o.algbw_p50_gb_per_second)},
                    {"busbw_p50_gb_per_second", positive_or_null(o.busbw_p50_gb_per_second)},
                    {"busbw_share_of_peak", positive_or_null(o.busbw_share_of_peak)}});
@@ -92,7 +93,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
   }
   json unknown = json::object();
   if (!described) unknown["bytes"] = "no collective here was described by NCCL's profiler plugin (perfscope run loads it; "
-                                     "NCCL 2.26 or newer): kernel names carry no message sizes, so bytes and bus "
+                                     "NCCL 2.27 or newer): kernel names carry no message sizes, so bytes and bus "
                                      "bandwidth are unknown";
   if (options.link_peak_bytes_per_second <= 0) {
     unknown["link_peak"] = "NVML gives no NVLink peak for these GPUs (no NVLink, or no GPU collector): bus bandwidth "
@@ -111,7 +112,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
              "the k-th of every other; algbw = bytes / (last member's end - last arrival), busbw = algbw x 2(n-1)/n "
              "for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all, x 1 otherwise (nccl-tests), n "
              "the communicator's ranks; busbw_share_of_peak against the smallest GPU link peak (NVLink links x NVML's "
-             "per-link rate); a kernel that ended before another rank's "
+             "per-link rate), only for communicators within one host; SendRecv kernels (point to point) are not matched; a kernel that ended before another rank's "
              "partner began has none (a lost record, a window edge) and is skipped; matching stopped where operations "
              "differ; per rank and instance: wait = last arrival - own arrival (up to its duration), transfer = end "
              "- max(own arrival, last arrival); straggler: the rank last in >= 2/3 of >= 5 instances whose median "

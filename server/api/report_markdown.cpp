@@ -282,7 +282,10 @@ void render_collectives(std::string& out, const json& r) {
         const json& bytes = op.value("bytes", json());
         row.push_back(bytes.is_null() ? "–" : format_bytes(bytes.get<double>()));
         const json& algorithm = op.value("algorithm", json());
-        row.push_back(algorithm.is_null() ? "–" : md_cell(algorithm.get<std::string>() + " · " + op.value("protocol", "")));
+        const json& protocol = op.value("protocol", json());
+        row.push_back(algorithm.is_null() ? "–"
+                                          : md_cell(algorithm.get<std::string>() +
+                                                    (protocol.is_string() ? " · " + protocol.get<std::string>() : "")));
       }
       row.insert(row.end(), {format_count(num(op, "instances")), format_duration_ms(num(op, "duration_p50_ms")),
                              format_duration_ms(num(op, "duration_p99_ms")), format_ratio_percent(num(op, "wait_share"))});

@@ -36,6 +36,7 @@ std::optional<an::RankCollectives::Execution> collective_of(const KernelEvent& k
       return out;
     };
     e.comm_ranks = static_cast<int>(number("comm_ranks"));
+    if (const double nodes = number("comm_nodes"); nodes > 1) e.comm_nodes = static_cast<int>(nodes);
     e.bytes = number("coll_bytes");
     e.algorithm = std::string(tag_value(k.tags, "algo"));
     e.protocol = std::string(tag_value(k.tags, "proto"));

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -217,6 +218,9 @@ void launch_callback(void*, cupti::CallbackDomain domain, cupti::CallbackId cbid
 // what tracing does (measured: bench/RESULTS.md, "Kernel tracing on launch-bound work").
 std::mutex g_tracing_mu;
 bool g_attached = false;  // guarded by g_tracing_mu
+// g_attached for NCCL's threads, which must not call CUPTI while it is detached (a call would
+// attach it again) and take no lock on their hot path.
+std::atomic<bool> g_attached_now = false;
 bool g_exiting = false;   // guarded by g_tracing_mu: at_exit has flushed; nothing attaches again
 
 void attach() {
@@ -254,10 +258,12 @@ void attach() {
     }
   }
   g_attached = true;
+  g_attached_now.store(true, std::memory_order_release);
 }
 
 // The window's records are handed over first (a forced flush), then CUPTI lets go.
 void detach() {
+  g_attached_now.store(false, std::memory_order_release);
   for (const Kind& k : g_kinds) {
     if (k.on) g_cupti.activity_disable(k.kind);
   }
@@ -344,7 +350,10 @@ int initialize() {
   if (kinds.driver && !duty_cycled) g_driver_quiet = calls_without_gpu_work(g_cupti, cupti::kDomainDriverApi);
   // Launch callbacks for the domains whose launch calls are not already activity records.
   if (kinds.launch && !kinds.runtime) g_runtime_launches = launch_ids(cupti::kDomainRuntimeApi, kRuntimeLaunchNames);
-  if (kinds.launch && !kinds.driver) g_driver_launches = launch_ids(cupti::kDomainDriverApi, kDriverLaunchNames);
+  // The driver's launches get callbacks with the driver kind on as well: NCCL launches through
+  // the driver, and its descriptions of collectives are tied to the call on the launching
+  // thread (thread ids as gettid gives them, in order), which activity records do not give.
+  if ((kinds.launch && !kinds.driver) || kinds.driver) g_driver_launches = launch_ids(cupti::kDomainDriverApi, kDriverLaunchNames);
   auto opened = TraceSink::open(std::move(*options));
   if (!opened.ok()) {
     std::fprintf(stderr, "perfscope: tracing off: %s\n", opened.status().message().c_str());
@@ -365,7 +374,10 @@ int initialize() {
 
 bool tracing_started() { return g_sink.load(std::memory_order_acquire) != nullptr; }
 
-std::uint64_t trace_timestamp() {
+std::optional<std::uint64_t> attached_timestamp() {
+  if (!g_attached_now.load(std::memory_order_acquire)) return std::nullopt;  // detached: no lock, no call
+  std::lock_guard lock(g_tracing_mu);  // not while a window closes
+  if (!g_attached) return std::nullopt;
   std::uint64_t now = 0;
   g_cupti.get_timestamp(&now);
   return now;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "server/trace/trace_records.hpp"
 
@@ -13,8 +14,9 @@ namespace perfscope::trace {
 
 // InitializeInjection has opened the sink: the process is traced.
 bool tracing_started();
-// CUPTI's clock, the one launch calls are timed on (call only when tracing_started()).
-std::uint64_t trace_timestamp();
+// CUPTI's clock now, the one launch calls are timed on; none while CUPTI is detached (between
+// two windows of a duty cycle: a CUPTI call would attach it again, and nothing is traced then).
+std::optional<std::uint64_t> attached_timestamp();
 // The calling thread's id, as launch calls record it.
 std::uint32_t trace_thread_id();
 // Queued behind the launch calls recorded so far, and handed to the sink with them.

@@ -1,8 +1,8 @@
 // NCCL's profiler-plugin interface, version 4, as the injection library uses it: declared here
 // (NCCL ships these declarations with its plugin examples only, not in nccl.h), so the library
-// builds without NCCL. Version 4 is the one NCCL 2.26 introduced; 2.27 and 2.28 (what PyTorch
-// 2.8–2.11 ship) still load a plugin that exports only `ncclProfiler_v4`, after asking for
-// newer versions. NCCL before 2.26 loads no v4 plugin: its collectives keep the kernel-name
+// builds without NCCL. Version 4 is the one NCCL 2.27 introduced; 2.28 (what PyTorch 2.10–2.11
+// ship) and newer still load a plugin that exports only `ncclProfiler_v4`, after asking for
+// newer versions. NCCL before 2.27 loads no v4 plugin: its collectives keep the kernel-name
 // fallback (engine/analysis/collectives.hpp).
 //
 // Only the leading fields the library reads are relied on; the layout below is NCCL's own

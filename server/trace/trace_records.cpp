@@ -158,7 +158,7 @@ json record_to_json(const TraceRecord& record) {
           return {{"record", "collective"}, {"comm_hash", r.comm_hash}, {"comm_ranks", r.comm_ranks},
                   {"comm_rank", r.comm_rank}, {"seq", r.seq}, {"func", r.func}, {"datatype", r.datatype},
                   {"count", r.count}, {"algorithm", r.algorithm}, {"protocol", r.protocol},
-                  {"channels", r.channels}, {"thread_id", r.thread_id}, {"ts_ns", r.ts_ns}};
+                  {"channels", r.channels}, {"thread_id", r.thread_id}, {"ts_ns", r.ts_ns}, {"nodes", r.nodes}};
         }
       },
       record);
@@ -199,7 +199,8 @@ Result<TraceRecord> record_from_json(const json& j) {
     if (kind == "collective") {
       return TraceRecord{CollectiveRecord{j.at("comm_hash"), j.at("comm_ranks"), j.at("comm_rank"), j.at("seq"),
                                           j.at("func"), j.at("datatype"), j.at("count"), j.at("algorithm"),
-                                          j.at("protocol"), j.at("channels"), j.at("thread_id"), j.at("ts_ns")}};
+                                          j.at("protocol"), j.at("channels"), j.at("thread_id"), j.at("ts_ns"),
+                                          j.value("nodes", 1)}};
     }
     return Status::invalid_argument("unknown record \"" + kind + "\"", "record");
   } catch (const json::exception& e) {
@@ -339,9 +340,12 @@ void tag_collectives(KernelEvent& e, const std::vector<CollectiveRecord>& colls)
   const CollectiveRecord& first = colls.front();
   std::uint64_t bytes = 0;
   std::string ops;
+  std::vector<std::string_view> seen;
   for (const CollectiveRecord& c : colls) {
     bytes += collective_bytes(c);
-    if (ops.find(c.func) == std::string::npos) ops += (ops.empty() ? "" : "+") + c.func;
+    if (std::find(seen.begin(), seen.end(), c.func) != seen.end()) continue;
+    seen.push_back(c.func);
+    ops += (ops.empty() ? "" : "+") + c.func;
   }
   e.tags.emplace_back("comm", comm_id(first.comm_hash));
   e.tags.emplace_back("comm_ranks", std::to_string(first.comm_ranks));
@@ -351,6 +355,7 @@ void tag_collectives(KernelEvent& e, const std::vector<CollectiveRecord>& colls)
   if (!first.algorithm.empty()) e.tags.emplace_back("algo", first.algorithm);
   if (!first.protocol.empty()) e.tags.emplace_back("proto", first.protocol);
   e.tags.emplace_back("channels", std::to_string(first.channels));
+  if (first.nodes > 1) e.tags.emplace_back("comm_nodes", std::to_string(first.nodes));
   if (colls.size() > 1) e.tags.emplace_back("colls", std::to_string(colls.size()));
   sort_labels(e.tags);
 }
@@ -385,12 +390,13 @@ void TraceConverter::add_api(const ApiRecord& api, std::vector<Event>& out) {
     calls_.erase(call_order_.front());
     call_order_.pop_front();
   }
+  release(api.correlation_id, out);
+  if (!nccl_plugin_) return;  // nothing to tie to a launch call
   // Each thread's calls in start order (they come in order but for the two domains' nesting).
   auto& launches = launches_by_thread_[api.thread_id];
   const std::pair<std::uint64_t, std::uint32_t> launch{api.start_ns, api.correlation_id};
   launches.insert(std::upper_bound(launches.begin(), launches.end(), launch), launch);
   if (launches.size() > kLaunchesPerThread) launches.pop_front();
-  release(api.correlation_id, out);
   // Descriptions that came before their call.
   std::erase_if(unattached_, [&](const auto& entry) {
     const auto id = attach_collective(entry.first);

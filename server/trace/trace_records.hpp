@@ -132,7 +132,10 @@ struct CommunicatorRecord {
 // NCCL's description of one collective, as its profiler plugin hands it over. NCCL describes a
 // collective on the thread that launched its kernel, right after the launch (hostStreamPlanTask):
 // the thread and the time tie it to that launch call, and through the call's correlation id to
-// the kernel. Several collectives of one group may share a kernel.
+// the kernel. Several collectives of one group may share a kernel. Where NCCL enqueues the work
+// through a host callback instead (a CUDA graph's capture, CUDA_LAUNCH_BLOCKING, an eager
+// collective while a graph of NCCL work is alive) the description comes on CUDA's callback
+// thread: it ties to nothing and is counted (ConverterStats::collectives_unmatched).
 struct CollectiveRecord {
   std::uint64_t comm_hash = 0;
   std::int32_t comm_ranks = 0, comm_rank = 0;
@@ -144,6 +147,7 @@ struct CollectiveRecord {
   std::uint32_t channels = 0;
   std::uint32_t thread_id = 0;
   std::uint64_t ts_ns = 0;  // CUPTI's clock, as launch calls are timed
+  std::int32_t nodes = 1;   // hosts the communicator spans
 };
 
 using TraceRecord = std::variant<ApiRecord, KernelRecord, CopyRecord, MemoryRecord, CommunicatorRecord, CollectiveRecord>;

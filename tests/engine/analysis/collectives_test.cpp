@@ -266,7 +266,7 @@ namespace {
 // Described by NCCL: executions of a communicator, with its size and the bytes of each.
 RankCollectives::Execution described(std::string op, TimestampNs start, TimestampNs end, std::string comm, int comm_ranks,
                                      double bytes) {
-  return {std::move(op), start, end, std::move(comm), comm_ranks, bytes, "RING", "SIMPLE"};
+  return {std::move(op), start, end, std::move(comm), comm_ranks, 1, bytes, "RING", "SIMPLE"};
 }
 
 TEST(Collectives, BusBandwidthIsNcclTestsFormulaOverTheTimeAfterTheLastArrival) {
@@ -344,6 +344,58 @@ TEST(Collectives, EachCommunicatorIsMatchedAmongItsOwnRanks) {
   EXPECT_EQ(a.ops[0].comm_ranks, 2);
   EXPECT_EQ(a.ops[1].op, "AllReduce");
   EXPECT_EQ(a.ops[1].bytes, double(1 << 24));
+}
+
+TEST(Collectives, PointToPointIsNotMatchedAndBandwidthNeedsTheWholeCommunicatorOfOneSize) {
+  // Two ranks of a 4-rank communicator traced (the other two on another host): matched, but no
+  // bandwidth. A pipeline's SendRecv between them is not matched at all. One size differs.
+  std::vector<RankCollectives> ranks{{"0", "0", {}, {}}, {"1", "1", {}, {}}};
+  for (int k = 0; k < 6; ++k) {
+    const TimestampNs base = k * 10 * kMs;
+    const double bytes = k == 3 ? 2048 : 1024;
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].executions.push_back(described("AllReduce", base + r * 1000, base + kMs, "half", 4, r == 1 && k == 3 ? 1024 : bytes));
+      ranks[r].executions.push_back(described("AllGather", base + 2 * kMs, base + 3 * kMs, "pair", 2, k == 3 && r == 1 ? 999 : 4096));
+      ranks[r].executions.push_back({"SendRecv", base + 5 * kMs + r * kMs, base + 6 * kMs + r * kMs});
+    }
+  }
+  auto a = analyze_collectives(ranks);
+  EXPECT_TRUE(a.mismatch.empty()) << a.mismatch;
+  EXPECT_EQ(a.matched, 12u) << "the all-reduces and all-gathers; no SendRecv";
+  EXPECT_EQ(a.unmatched, 12u) << "the SendRecv kernels";
+  for (const auto& inst : a.instances) {
+    EXPECT_NE(inst.op, "SendRecv");
+    if (inst.comm == "half") {
+      EXPECT_EQ(inst.busbw_gb_per_second, 0) << "two of four ranks: not the instance's time";
+    }
+    if (inst.comm == "pair") {
+      EXPECT_EQ(inst.busbw_gb_per_second > 0, inst.bytes == 4096) << "sizes that differ: no bandwidth";
+    }
+  }
+  // The SendRecv kernels are communication all the same.
+  EXPECT_NEAR(a.ranks[0].breakdown.communication_ms, 6 * (1.0 + 1.0 + 1.0) - 6 * 0.001, 0.01);
+}
+
+TEST(Collectives, UndescribedKernelsJoinTheOneDescribedCommunicatorAndRowsSplitByItsSize) {
+  // NCCL described all but two all-reduces of rank 1 (enqueued through a host callback): by
+  // position in "their own" list the rank's lists would be two apart.
+  std::vector<RankCollectives> ranks{{"0", "0", {}, {}}, {"1", "1", {}, {}}};
+  for (int k = 0; k < 10; ++k) {
+    const TimestampNs base = k * 10 * kMs;
+    for (int r = 0; r < 2; ++r) {
+      auto e = described("AllReduce", base + r * 200'000, base + 2 * kMs, "dp", 2, 1 << 20);
+      if (r == 1 && (k == 2 || k == 7)) e = {"AllReduce", e.start_ns, e.end_ns};
+      ranks[r].executions.push_back(e);
+    }
+  }
+  auto a = analyze_collectives(ranks);
+  EXPECT_EQ(a.matched, 10u);
+  EXPECT_EQ(a.unmatched, 0u);
+  EXPECT_EQ(a.ranks[1].last_arrivals, 10u);
+  ASSERT_EQ(a.ops.size(), 2u) << "described of 1 MiB, and those whose size one rank did not give";
+  EXPECT_EQ(a.ops[0].bytes, double(1 << 20));
+  EXPECT_EQ(a.ops[0].instances, 8u);
+  EXPECT_EQ(a.ops[1].bytes, 0);
 }
 
 }  // namespace

@@ -191,9 +191,11 @@ TEST_F(GpuCollectorTest, ProcessesGetTheirGpuShareAndHostCost) {
   EXPECT_DOUBLE_EQ(m[R"(gpu_container_processes{container="3f5b2a9c1d7e",gpu="0",runtime="docker",uuid="GPU-aaaa"})"], 1);
   auto held = pass(c, 1'500'000'000);
   EXPECT_DOUBLE_EQ(held[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.87);
-  // A newer period without 4321: it was idle then.
+  // A newer period without 4321: it was idle then. The driver is asked at most once a second
+  // (its per-process call is costly): a pass 0.8 s after the first read still holds the shares.
   write(std::string(kH100) + "0.proc_util 1234:60:20:0:0@1700000\n");
-  auto next = pass(c, 1'800'000'000);
+  EXPECT_DOUBLE_EQ(pass(c, 1'800'000'000)[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.87);
+  auto next = pass(c, 2'000'000'000);
   EXPECT_DOUBLE_EQ(next[R"(gpu_process_utilization_ratio{)" + p + R"(engine="sm",gpu="0",pid="1234",uuid="GPU-aaaa"})"], 0.60);
   EXPECT_DOUBLE_EQ(next[R"(gpu_process_utilization_ratio{command="[not visible]",engine="sm",gpu="0",pid="4321",uuid="GPU-aaaa"})"], 0);
   auto later = pass(c, 5'000'000'000);
@@ -475,6 +477,22 @@ TEST_F(GpuCollectorTest, NvLinkTrafficPerLinkAndPerDirectlyWiredPair) {
   EXPECT_FALSE(m.count(R"(gpu_nvlink_peer_rx_bytes_per_second{gpu="0",peer="nvswitch",uuid="GPU-aaaa"})"));  // any GPU
   // GPU 1 gives no GPM here: its links have no series, and that is all.
   for (const auto& [key, v] : m) EXPECT_EQ(key.find(R"(gpu_nvlink_link_rx_bytes_per_second{gpu="1")"), std::string::npos) << key;
+}
+
+// A GPU's link peak: its active links at the speed NVML gives per link (what recent drivers
+// answer), else the common speed of older ones; none without NVLink.
+TEST_F(GpuCollectorTest, LinkPeakIsActiveLinksTimesNvmlsPerLinkSpeed) {
+  write(std::string(kH100) + "0.nvlink 1:2,switch:1\n1.nvlink 0:2\n0.nvlink_link_mbps 26562\n0.nvlink_mbps 25000\n"
+                             "1.nvlink_mbps 25000\n");
+  GpuCollector c(options());
+  const auto devices = c.devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].nvlinks, 3u);
+  EXPECT_EQ(devices[0].link_peak_bytes_per_second(), 3 * 26562e6) << "the per-link field first";
+  EXPECT_EQ(devices[1].link_peak_bytes_per_second(), 2 * 25000e6) << "the common speed where it is all there is";
+  write(std::string(kH100));
+  GpuCollector none(options());
+  EXPECT_EQ(none.devices()[0].link_peak_bytes_per_second(), 0);
 }
 
 // NVML's GPM doubles carry noise in every digit; they are recorded on a fixed grid, exactly as

@@ -227,6 +227,27 @@ TEST(TraceConverter, ANcclKernelWaitsForItsDescriptionAndADescriptionForItsCall)
   EXPECT_EQ(c.stats().collectives_unmatched, 1u);
 }
 
+TEST(TraceConverter, AGroupNamesEachOperationOnceAndACommunicatorAcrossHostsSaysSo) {
+  TraceConverter c({});
+  std::vector<Event> out;
+  c.add(CommunicatorRecord{0xabc, 16, 2}, out);
+  c.add(ApiRecord{1, 307, 1000, 2000, 42}, out);
+  CollectiveRecord reduce = collective(3000, 42, "Reduce", 10);
+  reduce.nodes = 2;
+  CollectiveRecord all = collective(3100, 42, "AllReduce", 10);
+  all.nodes = 2;
+  c.add(all, out);
+  c.add(reduce, out);
+  c.add(collective(3200, 42, "AllReduce", 10), out);
+  c.add(kernel(1, 10'000, kNcclKernel), out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& k = std::get<KernelEvent>(out[0]);
+  EXPECT_EQ(tag(k.tags, "coll_op"), "AllReduce+Reduce") << "Reduce is not AllReduce";
+  EXPECT_EQ(tag(k.tags, "colls"), "3");
+  EXPECT_EQ(tag(k.tags, "coll_bytes"), "60");
+  EXPECT_EQ(tag(k.tags, "comm_nodes"), "2");
+}
+
 TEST(TraceConverter, WithoutNcclsPluginItsKernelsAreNotHeld) {
   TraceConverter c({});
   std::vector<Event> out;

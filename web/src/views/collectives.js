@@ -65,7 +65,7 @@ function opsTable(job, peakGbps) {
     ? 'Bus bandwidth: the bytes over the time from the last rank\'s arrival to the end, times nccl-tests\' factor ' +
       '(all-reduce 2(n−1)/n), median; ' + (peakGbps ? `of the ${gbps(peakGbps)} GB/s NVLink peak per GPU and direction.` :
         'NVML gives no NVLink peak for these GPUs.')
-    : 'Bus bandwidth needs message sizes: NCCL\'s profiler plugin (loaded by perfscope run, NCCL 2.26 and newer) gives ' +
+    : 'Bus bandwidth needs message sizes: NCCL\'s profiler plugin (loaded by perfscope run, NCCL 2.27 and newer) gives ' +
       'them; kernel names do not.';
   return { html: `<div class="table-scroll"><table class="grid" data-testid="collectives-ops"><thead><tr>${head}</tr></thead>` +
     `<tbody>${rows}</tbody></table></div>`, note };

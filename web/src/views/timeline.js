@@ -515,9 +515,9 @@ export function createTimelineView({ range }) {
     for (const c of d.collectives) {
       const first = c.at[0][1] + s, last = c.at[c.at.length - 1][1] + s;
       if (last < st.a || first > st.b) continue;
+      if (++drawn > LINK_LIMIT) continue;  // counted, not resolved: too many to draw legibly
       const points = c.at.map(([device, t]) => kernelAt(device, t)).filter(Boolean);
-      if (points.length < 2) continue;
-      if (++drawn > LINK_LIMIT) continue;
+      if (points.length < 2) { --drawn; continue; }
       const hovered = st.hover && st.hover.collective === c;
       ctx.strokeStyle = COLLECTIVE_LINE;
       ctx.fillStyle = COLLECTIVE_LINE;
