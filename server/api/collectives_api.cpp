@@ -1,5 +1,7 @@
 #include "server/api/collectives_api.hpp"
 
+#include <set>
+
 #include "server/api/api_helpers.hpp"
 #include "server/service/collectives.hpp"
 #include "server/service/run_window.hpp"
@@ -87,8 +89,20 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
   if (!jobs.ok()) return status_response(jobs.status());
   json out = json::array();
   bool described = false;
+  const std::vector<GpuLink> topology = ctx.gpus ? ctx.gpus->topology() : std::vector<GpuLink>{};
   for (const auto& job : *jobs) {
-    out.push_back(collective_job_json(job, true));
+    json j = collective_job_json(job, true);
+    // The paths between the job's GPUs, as GET /api/v1/devices gives them: what its collectives
+    // crossed (NVLink directly or through NVSwitches, else PCIe), where this server sees them.
+    std::set<std::string> devices;
+    for (const auto& r : job.analysis.ranks) devices.insert(r.device);
+    json links = json::array();
+    for (const GpuLink& l : topology) {
+      if (!devices.contains(l.a) || !devices.contains(l.b)) continue;
+      links.push_back({{"a", l.a}, {"b", l.b}, {"link", l.label()}, {"nvlinks", l.nvlinks}, {"via_nvswitch", l.via_nvswitch}});
+    }
+    j["links"] = std::move(links);
+    out.push_back(std::move(j));
     described = described || job.analysis.communicators > 0;
   }
   json unknown = json::object();

@@ -299,6 +299,8 @@ test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA
     assert.ok(!job.mismatch, job.mismatch);
     assert.equal(job.unmatched, 0);
     assert.ok(job.communicators >= 1);
+    // What its collectives crossed: the two GPUs' 18 links, through NVSwitches.
+    assert.deepEqual(job.links, [{ a: '0', b: '1', link: 'NV18', nvlinks: 18, via_nvswitch: true }]);
     const ranks = [0, 1].map((r) => measured('sweep', r));
     for (const [i, size] of ranks[0].sweep.entries()) {
       const want = (ranks[0].sweep[i].busbw_gb_per_s + ranks[1].sweep[i].busbw_gb_per_s) / 2;

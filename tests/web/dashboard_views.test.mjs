@@ -858,6 +858,7 @@ test('a run NCCL described shows each collective\'s size, algorithm and bus band
       assert.equal(cells[7], want.busbw_p50_gb_per_second.toFixed(0));
       assert.equal(cells[8], (want.busbw_share_of_peak * 100).toFixed(0) + '%');
       assert.match(await page.textContent('[data-testid=run-page]'), /of the 450 GB\/s NVLink peak per GPU and direction/);
+      assert.match(await page.textContent('[data-testid=collectives-summary]'), /GPUs 0–1 over NV18 \(NVSwitch\)/);
       // Bus bandwidth and its share of the peak are on screen without scrolling, on a phone too.
       const right = await page.$eval(`[data-testid=collectives-ops] tr[data-bytes="${64 * 1024 * 1024}"] td:last-child`,
                                      (td) => td.getBoundingClientRect().right);

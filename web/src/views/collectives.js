@@ -71,6 +71,12 @@ function opsTable(job, peakGbps) {
     `<tbody>${rows}</tbody></table></div>`, note };
 }
 
+// The paths between the job's GPUs: " · GPUs 0–1 over NV18 (NVSwitch)", or '' where unknown.
+function linksText(links) {
+  if (!links || !links.length) return '';
+  return ' · ' + links.map((l) => `GPUs ${esc(l.a)}–${esc(l.b)} over ${esc(l.link)}${l.via_nvswitch ? ' (NVSwitch)' : ''}`).join(', ');
+}
+
 // The section's HTML for one job (a run's collectives), or '' when it has none. `peakGbps`: the
 // GPUs' link peak (GET /api/v1/collectives' link_peak_gb_per_second), or null.
 export function collectivesHtml(job, peakGbps = null) {
@@ -79,6 +85,7 @@ export function collectivesHtml(job, peakGbps = null) {
   const stepWord = job.step_collectives === 1 ? 'one collective' : `${job.step_collectives} collectives`;
   const summary = `${job.ranks.length} ranks (by ${esc(job.ranks_from)}) · ${fmtCount(job.matched)} collectives matched across them` +
     (perStep ? ` · ${fmtCount(job.steps)} steps of ${stepWord}` : ' · no repeating step found: figures over the whole run') +
+    linksText(job.links) +
     (job.mismatch ? ` · ${esc(job.mismatch)}` : '');
   const rows = job.ranks.map((r) => {
     const b = (perStep && r.per_step) || r.breakdown;
