@@ -257,7 +257,8 @@ TEST(SampleChunks, HostSeriesReadBackBitForBit) {
     expect_bits_equal(*rows, want[*id]);
     compared += rows->size();
   }
-  EXPECT_GT(compared, 300u * 10);
+  // CPU (total and per core) and memory at every pass; the slow files once a second.
+  EXPECT_GT(compared, 300u * 8);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -300,24 +301,16 @@ int nvmlDeviceGetFieldValues(void* d, int n, FieldValue* values) {
   if (int rc = rc_of(d, "fields")) return rc;
   for (int i = 0; i < n; ++i) {
     FieldValue& f = values[i];
-    if (f.field_id == 82 && !get(key(d, "mem_temp")).empty()) {
+    // Field id → the script key giving it (unsigned values): memory temperature, instant power,
+    // the NVLink speed per link and the common one.
+    static constexpr std::pair<unsigned, const char*> kFields[] = {
+        {82, "mem_temp"}, {186, "power_instant_mw"}, {164, "nvlink_link_mbps"}, {90, "nvlink_mbps"}};
+    f.nvml_return = 3;
+    for (const auto& [id, name] : kFields) {
+      if (f.field_id != id || get(key(d, name)).empty()) continue;
       f.value_type = 1;
-      f.value.ui = static_cast<unsigned>(num(key(d, "mem_temp")));
+      f.value.ui = static_cast<unsigned>(num(key(d, name)));
       f.nvml_return = 0;
-    } else if (f.field_id == 186 && !get(key(d, "power_instant_mw")).empty()) {
-      f.value_type = 1;
-      f.value.ui = static_cast<unsigned>(num(key(d, "power_instant_mw")));
-      f.nvml_return = 0;
-    } else if (f.field_id == 164 && !get(key(d, "nvlink_link_mbps")).empty()) {
-      f.value_type = 1;
-      f.value.ui = static_cast<unsigned>(num(key(d, "nvlink_link_mbps")));
-      f.nvml_return = 0;
-    } else if (f.field_id == 90 && !get(key(d, "nvlink_mbps")).empty()) {
-      f.value_type = 1;
-      f.value.ui = static_cast<unsigned>(num(key(d, "nvlink_mbps")));
-      f.nvml_return = 0;
-    } else {
-      f.nvml_return = 3;
     }
   }
   return 0;
