@@ -85,13 +85,19 @@ std::vector<Rule> make_rules() {
        {"kernel_count", "kernel_busy_ratio", "kernel_avg_gap_ms"},
        // Launch overhead shows as many short gaps (microseconds to a few milliseconds) between
        // kernels; gaps longer than gap_ms_max on average are a program not submitting work at
-       // all, which the utilization rule covers.
-       {{"min_kernels", 100}, {"busy_ratio_max", 0.7}, {"gap_ms_min", 0.01}, {"gap_ms_max", 10}, {"short_share_min", 0.5}},
+       // all, which the utilization rule covers. The gaps must be the host's: where launch
+       // times show that most idle time had the next kernel already launched (it waited on
+       // another stream, a copy, or — in a multi-GPU job — on collectives and their
+       // dependencies), launching faster would not fill them.
+       {{"min_kernels", 100}, {"busy_ratio_max", 0.7}, {"gap_ms_min", 0.01}, {"gap_ms_max", 10}, {"short_share_min", 0.5},
+        {"host_wait_share_min", 0.5}},
        [](const Inputs& in, const Thresholds& t) -> S {
          if (at(in, "kernel_count") < th(t, "min_kernels")) return std::nullopt;
          const double gap = at(in, "kernel_avg_gap_ms");
-         const bool gappy = at(in, "kernel_busy_ratio") < th(t, "busy_ratio_max") && gap >= th(t, "gap_ms_min") &&
-                            gap <= th(t, "gap_ms_max");
+         const auto wait = in.find("kernel_host_wait_share");
+         const bool host_paced = wait == in.end() || wait->second >= th(t, "host_wait_share_min");
+         const bool gappy = host_paced && at(in, "kernel_busy_ratio") < th(t, "busy_ratio_max") &&
+                            gap >= th(t, "gap_ms_min") && gap <= th(t, "gap_ms_max");
          // The short-kernel share needs launch times; without them the gaps decide alone.
          auto share = in.find("kernel_short_share");
          const bool short_kernels = share != in.end() && share->second >= th(t, "short_share_min");
@@ -102,7 +108,7 @@ std::vector<Rule> make_rules() {
         "per-launch cost.",
         "Batch more work per launch on {subject} (larger batches, fewer tiny kernels).",
         "Keep the host ahead of {subject}: launch asynchronously and avoid synchronisation in the loop."},
-       {},
+       {"kernel_host_wait_share", "kernel_short_share"},
        "kernel_gappiest_device",
        "kernel_gappiest_device",
        {"Do more work per call on {subject}: batch requests or items so fixed per-call costs are paid less often.",
@@ -264,6 +270,9 @@ std::string_view missing_reason(std::string_view input) {
   if (input == "latency_p99_ms") return "no inference requests in this range";
   if (input.starts_with("operator_")) return "no operator events with a GPU provider in this range";
   if (input.starts_with("device_target_")) return "no device targets";
+  if (input == "collective_large_busbw_share_of_peak") {
+    return "no collectives of 16 MiB or more with their sizes (NCCL's description) and a link peak in this range";
+  }
   if (input.starts_with("collective_")) return "no multi-GPU collectives in this range";
   return "not measured here";
 }

@@ -408,10 +408,11 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   } else if (share < options.min_last_share) {
     out.no_straggler = "no rank arrived last in at least " + percent(options.min_last_share) + " of " +
                        std::to_string(out.matched) + " collectives (most: rank " + most->rank + ", " + percent(share) + ")";
-  } else if (lateness < needed || nearest_rank(extra_gaps[who], 50) < needed) {
-    out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, but by a median " +
-                       ms_text(lateness) + " ms with " + ms_text(nearest_rank(extra_gaps[who], 50)) +
-                       " ms more compute per step, one of them under the " + ms_text(needed) + " ms that matter";
+  } else if (const double extra = nearest_rank(extra_gaps[who], 50); lateness < needed || extra < needed) {
+    const char* under = lateness < needed && extra < needed ? "both under" : lateness < needed ? "the lateness under" : "the extra compute under";
+    out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, late by a median " +
+                       ms_text(lateness) + " ms with " + ms_text(extra) + " ms more compute per step: " + under + " the " +
+                       ms_text(needed) + " ms that matter";
   } else if (const double cost = nearest_rank(caused[who], 50); cost < needed) {
     out.no_straggler = "rank " + most->rank + " arrived last in " + percent(share) + " of the collectives, by a median " +
                        ms_text(lateness) + " ms, but the other ranks waited for it beside their own compute: " +

@@ -321,8 +321,13 @@ test('NCCL described the sweep: bus bandwidth within 10 % of the job\'s own CUDA
     assert.match(md, /\| `AllReduce` \| 64\.00 MiB \| (RING|TREE|NVLS) · (LL|LL128|SIMPLE) \| [\d,]+ \| [^|]+ \| [^|]+ \| \d+\.\d% \| \d+\.\d GB\/s \| \d+\.\d% \|/);
     const terminal = await (await fetch(`${own.url}/api/v1/report?format=terminal&window=all&tag.run=sweep`)).text();
     assert.match(terminal, /AllReduce\s+256\.00 MiB\s+[\d,]+\s+\S+ \S+\s+\d+\.\d GB\/s\s+\d+\.\d%/);
-    // Every large all-reduce reached more than half the peak: the rule is evaluated, and quiet.
     const analysis = await (await fetch(`${own.url}/api/v1/analysis?window=all&tag.run=sweep`)).json();
+    // The GPUs' idle time was waiting with the next kernel launched, not for the host: no
+    // launch-overhead finding.
+    const launch = analysis.bottlenecks.find((f) => f.id === 'launch_overhead_bound');
+    assert.equal(launch.status, 'ok', JSON.stringify(launch));
+    assert.ok(launch.evidence.kernel_host_wait_share < 0.5);
+    // Every large all-reduce reached more than half the peak: the rule is evaluated, and quiet.
     const rule = analysis.bottlenecks.find((f) => f.id === 'low_bus_bandwidth');
     assert.equal(rule.status, 'ok', JSON.stringify(rule));
     assert.ok(rule.evidence.collective_large_busbw_share_of_peak > 0.5);

@@ -61,6 +61,17 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_exposed_transfer_share", 0.1}}), "communication_bound")
                 .status,
             "ok");
+  // Gaps with the next kernel already launched (a multi-GPU job's collectives and their
+  // dependencies) are no launch overhead; short kernels still are.
+  const Inputs waiting = {{"kernel_count", 5000}, {"kernel_busy_ratio", 0.23}, {"kernel_avg_gap_ms", 0.29},
+                          {"kernel_short_share", 0.005}, {"kernel_host_wait_share", 0.1}};
+  EXPECT_EQ(find(detect_bottlenecks(waiting), "launch_overhead_bound").status, "ok");
+  Inputs host_paced = waiting;
+  host_paced["kernel_host_wait_share"] = 0.8;
+  EXPECT_EQ(find(detect_bottlenecks(host_paced), "launch_overhead_bound").severity, Severity::kWarning);
+  Inputs tiny = waiting;
+  tiny["kernel_short_share"] = 0.8;
+  EXPECT_EQ(find(detect_bottlenecks(tiny), "launch_overhead_bound").severity, Severity::kWarning);
   // Large collectives below half the links' peak: a warning, the size riding along.
   EXPECT_EQ(find(fired, "low_bus_bandwidth").severity, Severity::kWarning);
   EXPECT_EQ(find(fired, "low_bus_bandwidth").evidence.at("collective_large_bytes"), 64 << 20);

@@ -54,6 +54,8 @@ function lowerBound(arr, x) {
 
 // "+1.25 ms" style tick text for an offset in ns.
 const fmtNs = (ns) => fmtDuration(ns / 1e6);
+// An offset with its sign: "+1.25 ms", "−125 µs".
+const signedNs = (ns) => (ns < 0 ? '−' : '+') + fmtNs(Math.abs(ns));
 // A CUDA device by its ordinal ("GPU 0"); other devices (a CPU stand-in) by their own name.
 const deviceName = (d) => (/^\d+$/.test(d) ? `GPU ${d}` : d);
 
@@ -300,6 +302,7 @@ export function createTimelineView({ range }) {
       }
     }
     if (d.raw && visible <= LINK_LIMIT) drawLinks(x, 'rgba(140,140,140,0.5)');
+    st.collectivesHidden = false;
     st.collectivesDrawn = d.raw ? drawCollectives(x) : 0;
     if (st.hover && st.hover.raw && !st.hover.op) drawLink(st.hover.track, st.hover.i, st.hover.launchY, st.hover.y, x, text);
     ctx.restore();
@@ -320,7 +323,8 @@ export function createTimelineView({ range }) {
     }
     // What was read spans more than the window shown (panning stays smooth): say both.
     info.textContent = `showing ${fmtNs(span)} · ${fmtSI(d.events)} executions read over ${fmtNs(d.span)} around it` +
-      ` · ${d.raw ? 'each execution' : `buckets of ${fmtNs(d.bucket)}`}`;
+      ` · ${d.raw ? 'each execution' : `buckets of ${fmtNs(d.bucket)}`}` +
+      (d.raw && st.collectivesHidden ? ' · zoom in to see each collective linked across its ranks' : '');
   }
 
   // The strip: busy share as columns, the window shown framed and the rest shaded.
@@ -511,11 +515,13 @@ export function createTimelineView({ range }) {
   // with a dot where each joined. The one hovered is drawn bold. Returns how many were drawn.
   function drawCollectives(x) {
     const d = st.data, s = st.shift;
+    // At most one line per six pixels of the plot (and LINK_LIMIT): denser, they hide the kernels.
+    const limit = Math.min(LINK_LIMIT, Math.floor((canvas.clientWidth - LABEL_W) / 6));
     let drawn = 0;
     for (const c of d.collectives) {
       const first = c.at[0][1] + s, last = c.at[c.at.length - 1][1] + s;
       if (last < st.a || first > st.b) continue;
-      if (++drawn > LINK_LIMIT) continue;  // counted, not resolved: too many to draw legibly
+      if (++drawn > limit) continue;  // counted, not resolved: too many to draw legibly
       const points = c.at.map(([device, t]) => kernelAt(device, t)).filter(Boolean);
       if (points.length < 2) { --drawn; continue; }
       const hovered = st.hover && st.hover.collective === c;
@@ -535,7 +541,8 @@ export function createTimelineView({ range }) {
       }
     }
     ctx.lineWidth = 1;
-    return Math.min(drawn, LINK_LIMIT);
+    st.collectivesHidden = drawn > limit;
+    return drawn <= limit ? drawn : 0;
   }
 
   // Buckets: a column per bucket, its height the busy share, its colour the kernel that took
@@ -624,7 +631,7 @@ export function createTimelineView({ range }) {
           `busy ${((Math.min(1, o.busy[i] / o.bucket_ns)) * 100).toFixed(1)}% · ${fmtSI(o.started[i])} started`].join('<br>');
       }
       return [`<b>${esc(o.names[o.name[i]])}</b>`, `host · operators · ${esc(o.providers[o.provider[i]] || '')}`,
-        `duration ${fmtNs(o.end[i] - o.start[i])}`, `starts at +${fmtNs(o.start[i] + st.shift - st.a)}`].join('<br>');
+        `duration ${fmtNs(o.end[i] - o.start[i])}`, `starts at ${signedNs(o.start[i] + st.shift - st.a)} from the view's left edge`].join('<br>');
     }
     const d = st.data, t = hv.track, i = hv.i;
     const rank = d.ranks.get(t.device);
@@ -632,7 +639,7 @@ export function createTimelineView({ range }) {
     if (hv.raw) {
       const dur = t.end[i] - t.start[i];
       const short = shortKernelName(t.names[i]);
-      const rows = [`<b>${esc(short)}</b>` + (short === t.names[i] ? '' : `<div class="signature">${esc(t.names[i])}</div>`), where, `duration ${fmtNs(dur)}`, `starts at +${fmtNs(t.start[i] + st.shift - st.a)}`];
+      const rows = [`<b>${esc(short)}</b>` + (short === t.names[i] ? '' : `<div class="signature">${esc(t.names[i])}</div>`), where, `duration ${fmtNs(dur)}`, `starts at ${signedNs(t.start[i] + st.shift - st.a)} from the view's left edge`];
       if (t.launch_start[i] != null && t.launch_end[i] != null) {
         rows.push(`launch call ${fmtNs(t.launch_end[i] - t.launch_start[i])}, launch delay ${fmtNs(Math.max(0, t.start[i] - t.launch_end[i]))}`);
       }
