@@ -240,7 +240,7 @@ std::vector<Rule> make_rules() {
        // link peak NVML gives (NVLink links × per-link rate), the operation and size whose median
        // bus bandwidth (nccl-tests' formula, from the last rank's arrival) is the smallest share
        // of that peak.
-       {"collective_large_busbw_share_of_peak"},
+       {"collective_matched", "collective_large_busbw_share_of_peak"},
        {{"max_share", 0.5}},
        [](const Inputs& in, const Thresholds& t) -> S {
          return at(in, "collective_large_busbw_share_of_peak") < th(t, "max_share") ? S(Severity::kWarning) : S();

@@ -75,7 +75,13 @@ TEST(Bottlenecks, EveryRuleFiresOnCraftedInputAndStaysQuietWhenIdle) {
   // Large collectives below half the links' peak: a warning, the size riding along.
   EXPECT_EQ(find(fired, "low_bus_bandwidth").severity, Severity::kWarning);
   EXPECT_EQ(find(fired, "low_bus_bandwidth").evidence.at("collective_large_bytes"), 64 << 20);
-  EXPECT_EQ(find(detect_bottlenecks({{"collective_large_busbw_share_of_peak", 0.5}}), "low_bus_bandwidth").status, "ok");
+  EXPECT_EQ(find(detect_bottlenecks({{"collective_matched", 70}, {"collective_large_busbw_share_of_peak", 0.5}}), "low_bus_bandwidth")
+                .status,
+            "ok");
+  // Collectives without sizes: not evaluated, and the reason says what is missing.
+  const Finding sizeless = find(detect_bottlenecks({{"collective_matched", 70}}), "low_bus_bandwidth");
+  EXPECT_EQ(sizeless.status, "not_evaluated");
+  EXPECT_NE(sizeless.reason.find("with their sizes"), std::string::npos) << sizeless.reason;
   EXPECT_EQ(find(detect_bottlenecks({{"operator_cpu_fallback_share", 0.15}}), "operators_cpu_fallback").severity,
             Severity::kWarning);
   EXPECT_EQ(fired.front().severity, Severity::kCritical);  // most severe first
