@@ -93,6 +93,10 @@ void match_communicator(const std::vector<RankCollectives>& ranks, const std::ve
     CollectiveInstance inst;
     inst.op = head.op;
     inst.comm = head.comm;
+    inst.comm_ranks = head.comm_ranks;
+    inst.comm_nodes = head.comm_nodes;
+    inst.algorithm = head.algorithm;
+    inst.protocol = head.protocol;
     inst.bytes = head.bytes;
     inst.ranks = members;
     for (std::size_t m = 0; m < n; ++m) {
@@ -271,13 +275,6 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   // entering this one (its compute in the step, on its own GPU's clock) beyond the other members' mean.
   std::vector<std::vector<double>> extra_gaps(n);
   std::vector<std::optional<TimestampNs>> previous_end(n);
-  // Each execution's description, by rank and start: for the op table's algorithm and protocol.
-  auto execution_of = [&](std::size_t rank, TimestampNs start) -> const RankCollectives::Execution* {
-    const auto& list = ranks[rank].executions;
-    auto it = std::lower_bound(list.begin(), list.end(), start,
-                               [](const RankCollectives::Execution& e, TimestampNs t) { return e.start_ns < t; });
-    return it != list.end() && it->start_ns == start ? &*it : nullptr;
-  };
   for (std::size_t k = 0; k < instances.size(); ++k) {
     CollectiveInstance& inst = instances[k];
     inst.sequence = k;
@@ -293,17 +290,16 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
     }
     double start_sum = 0;
     for (TimestampNs t : inst.start_ns) start_sum += static_cast<double>(t);
-    const RankCollectives::Execution* head = execution_of(inst.ranks[0], inst.start_ns[0]);
-    OpFigures& figures = by_op[{inst.op, inst.bytes, head && !head->comm.empty() ? head->comm_ranks : 0}];
+    OpFigures& figures = by_op[{inst.op, inst.bytes, inst.comm.empty() ? 0 : inst.comm_ranks}];
     ++figures.instances;
     if (inst.busbw_gb_per_second > 0) {
       figures.algbw.push_back(inst.algbw_gb_per_second);
       figures.busbw.push_back(inst.busbw_gb_per_second);
     }
-    if (head && !head->comm.empty()) {
-      ++figures.choices[{head->algorithm, head->protocol}];
-      figures.comm_ranks = head->comm_ranks;
-      figures.comm_nodes = std::max(figures.comm_nodes, head->comm_nodes);
+    if (!inst.comm.empty()) {
+      ++figures.choices[{inst.algorithm, inst.protocol}];
+      figures.comm_ranks = inst.comm_ranks;
+      figures.comm_nodes = std::max(figures.comm_nodes, inst.comm_nodes);
     }
     for (std::size_t m = 0; m < members; ++m) {
       const std::size_t i = inst.ranks[m];
@@ -401,7 +397,7 @@ CollectiveAnalysis analyze_collectives(std::vector<RankCollectives> ranks, const
   const double share = share_of(*most);
   const double lateness = nearest_rank(lateness_when_last[who], 50);
   const double needed = std::max(options.min_lateness_ms, options.min_lateness_of_step * out.step_median_ms);
-  auto percent = [](double v) { return std::to_string(static_cast<int>(v * 100 + 0.5)) + " %"; };
+  auto percent = [](double v) { return std::to_string(static_cast<int>(v * 100 + 0.5)) + "%"; };  // as the dashboard writes shares
   if (out.matched < options.min_instances) {
     out.no_straggler = std::to_string(out.matched) + " matched collectives; at least " +
                        std::to_string(options.min_instances) + " are needed";

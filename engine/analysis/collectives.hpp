@@ -124,7 +124,10 @@ struct CollectiveInstance {
   std::vector<TimestampNs> start_ns, end_ns;  // per member, in the order of `ranks`
   std::size_t last_rank = 0;                  // index (into CollectiveAnalysis::ranks) of the last to arrive
   double skew_ms = 0;                          // last arrival − first arrival
-  std::string comm;  // empty: not described
+  // NCCL's description of its first member's kernel (empty, 0: not described).
+  std::string comm;
+  int comm_ranks = 0, comm_nodes = 1;
+  std::string algorithm, protocol;
   double bytes = 0;  // 0: unknown
   double algbw_gb_per_second = 0, busbw_gb_per_second = 0;  // 0: unknown
 };

@@ -42,6 +42,7 @@ function stragglerLine(job) {
   return `No straggler: ${esc(job.no_straggler || 'none found')}.`;
 }
 
+const SMALL_BYTES = 1024 * 1024;
 const gbps = (v) => (v == null ? '–' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
 
 // The operations table: with sizes, NCCL's choices and bus bandwidth where NCCL described them.
@@ -58,12 +59,15 @@ function opsTable(job, peakGbps) {
         `<td class="wide-only">${o.algorithm ? esc(`${o.algorithm} · ${o.protocol}`) : '–'}</td>` : '') +
       `<td class="num">${fmtCount(o.instances)}</td><td class="num">${ms(o.duration_p50_ms)}</td>` +
       `<td class="num${narrow}">${ms(o.duration_p99_ms)}</td><td class="num${narrow}">${pct(o.wait_share)}</td>` +
-      (described ? `<td class="num">${gbps(o.busbw_p50_gb_per_second)}</td>` +
-        `<td class="num${low ? ' bad' : ''}">${pct(o.busbw_share_of_peak)}</td>` : '') + '</tr>';
+      (described ? (o.bytes != null && o.bytes < SMALL_BYTES
+        // A message this small is latency-bound: its bandwidth says nothing of the links.
+        ? '<td class="num muted" title="under 1 MiB: latency-bound">–</td><td class="num muted">–</td>'
+        : `<td class="num">${gbps(o.busbw_p50_gb_per_second)}</td><td class="num${low ? ' bad' : ''}">${pct(o.busbw_share_of_peak)}</td>`)
+        : '') + '</tr>';
   }).join('');
   const note = described
     ? 'Bus bandwidth: the bytes over the time from the last rank\'s arrival to the end, times nccl-tests\' factor ' +
-      '(all-reduce 2(n−1)/n), median; ' + (peakGbps ? `of the ${gbps(peakGbps)} GB/s NVLink peak per GPU and direction.` :
+      '(all-reduce 2(n−1)/n), median, for messages of 1 MiB and more; ' + (peakGbps ? `of the ${gbps(peakGbps)} GB/s NVLink peak per GPU and direction.` :
         'NVML gives no NVLink peak for these GPUs.')
     : 'Bus bandwidth needs message sizes: NCCL\'s profiler plugin (loaded by perfscope run, NCCL 2.27 and newer) gives ' +
       'them; kernel names do not.';
