@@ -13,6 +13,7 @@
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"
+#include "server/service/ab_tests.hpp"
 
 namespace perfscope::server {
 
@@ -41,28 +42,21 @@ json result_json(const an::AbResult& r) {
           {"recommendation", r.recommendation}};
 }
 
-// A validated, normalized A/B definition.
-struct AbDefinition {
-  std::string name;
-  std::vector<Selector> sides;  // a, b — or the variants of A/B/n, the first being the control
-  bool multi = false;
-  an::AbOptions options;
-  TimeWindow window;
-  std::string window_text = "all";
-  json to_json() const {
-    json j = {{"name", name}, {"alpha", options.alpha}, {"min_effect", options.min_effect},
-              {"window", window_text}, {"seed", options.seed}, {"bootstrap_resamples", options.bootstrap_resamples}};
-    if (multi) {
-      json v = json::array();
-      for (const auto& s : sides) v.push_back(s.to_json());
-      j["variants"] = v;
-    } else {
-      j["a"] = sides[0].to_json();
-      j["b"] = sides[1].to_json();
-    }
-    return j;
+using service::AbDefinition;
+
+json definition_json(const AbDefinition& d) {
+  json j = {{"name", d.name}, {"alpha", d.options.alpha}, {"min_effect", d.options.min_effect},
+            {"window", d.window_text}, {"seed", d.options.seed}, {"bootstrap_resamples", d.options.bootstrap_resamples}};
+  if (d.multi) {
+    json v = json::array();
+    for (const auto& s : d.sides) v.push_back(selector_json(s));
+    j["variants"] = v;
+  } else {
+    j["a"] = selector_json(d.sides[0]);
+    j["b"] = selector_json(d.sides[1]);
   }
-};
+  return j;
+}
 
 // A side: a selector of durations or latencies in ms, which the tests and their effect sizes
 // are read in; a series keeps its own unit (its percentiles: /api/v1/percentiles?series=).
@@ -146,155 +140,55 @@ constexpr const char* kScrapedOnly =
     "the tests could not run. Report the requests themselves (the Python client's request()) to compare "
     "them; the scraped percentiles are given for reading, with their bucket bounds.";
 
-// Model sides without reported requests, read from the scraped servers instead: what they
-// show (descriptive percentiles with bounds) and which tests could not run on them and why.
-// Null when every side has its observations, or none has scraped data either.
-Result<json> scraped_sides(const ApiContext& ctx, const std::vector<Selector>& sides,
-                           const std::vector<std::vector<double>>& samples, const TimeWindow& w) {
-  std::optional<std::vector<an::ScrapedServing>> all;
+json scraped_sides_json(const std::vector<service::ScrapedSide>& sides) {
   json found = json::array();
-  for (std::size_t i = 0; i < sides.size(); ++i) {
-    const Selector& s = sides[i];
-    if (!samples[i].empty() || s.kind != Selector::Kind::kModel || !s.model.tags.empty()) continue;
-    if (!all) {
-      auto loaded = service::load_scraped_serving(*ctx.history, {w.from_ns, std::min(w.to_ns, now_ns())});
-      if (!loaded.ok()) return loaded.status();
-      all = std::move(*loaded);
-    }
-    auto selected = select_scraped(*all, s.model.model, s.model.version, s.field_name);
-    if (!selected.ok()) return selected.status();
-    if (!*selected) continue;
-    json side = scraped_distribution_json((*selected)->distribution);
+  for (const service::ScrapedSide& s : sides) {
+    json side = scraped_distribution_json(s.selection.distribution);
     if (side.is_null()) side = {{"count", 0}};
-    side["side"] = i;
-    side["servers"] = (*selected)->servers;
+    side["side"] = s.side;
+    side["servers"] = s.selection.servers;
     found.push_back(std::move(side));
   }
-  if (found.empty()) return json(nullptr);
-  return json{{"sides", found},
-              {"tests_not_run",
-               {{{"test", "mann_whitney"}, {"why", "ranks every observation; a histogram keeps only counts per bucket"}},
-                {{"test", "welch"}, {"why", "needs each side's variance; the server exports only counts, sums and buckets"}},
-                {{"test", "bootstrap_speedup_ci"}, {"why", "resamples observations, which the server does not export"}},
-                {{"test", "hodges_lehmann"}, {"why", "takes the median of every pairwise difference of observations"}}}}};
+  json not_run = json::array();
+  for (const service::TestNotRun& t : service::kTestsNotRunOnHistograms) not_run.push_back({{"test", t.test}, {"why", t.why}});
+  return {{"sides", found}, {"tests_not_run", not_run}};
+}
+
+json energy_of_sides_json(const std::vector<service::SideEnergy>& sides) {
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json out = json::array();
+  for (const service::SideEnergy& s : sides) {
+    out.push_back({{"model", s.model}, {"version", s.version}, {"attribution", s.attribution},
+                   {"joules", opt(s.joules)}, {"joules_per_inference", opt(s.joules_per_inference)},
+                   {"joules_per_output_token", opt(s.joules_per_output_token)}});
+  }
+  return json{{"sides", out}, {"method", kEnergyPerModelMethod}};
 }
 
 }  // namespace
 
-// Energy per inference beside latency when every side is a model: each side's row of the
-// window's energy per model (engine/analysis/energy.hpp), a side naming no version summing its
-// model's versions. Null when some side is not a model.
-Result<json> energy_of_sides(const ApiContext& ctx, const std::vector<Selector>& sides, const TimeWindow& w) {
-  for (const Selector& s : sides) {
-    if (s.kind != Selector::Kind::kModel) return json(nullptr);
-  }
-  const db::TimeRange range{w.from_ns, std::min(w.to_ns, now_ns())};
-  auto requests = ctx.events->inference_events(range);
-  if (!requests.ok()) return requests.status();
-  TimestampNs lo = range.to_ns, hi = range.from_ns;
-  for (const auto& r : *requests) {
-    lo = std::min(lo, r.ts_ns);
-    hi = std::max(hi, r.ts_ns);
-  }
-  const double window_s = w.all ? (hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0)
-                                : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
-  const auto serving = an::serving_metrics(*requests, window_s, {});
-  std::vector<RequestPower> during;
-  auto series = service::read_energy_series(*ctx.history, range, *requests, &during);
-  if (!series.ok()) return series.status();
-  const json energy = energy_json(service::energy_figures(*series, serving, during));
-  json out = json::array();
-  for (const Selector& s : sides) {
-    double joules = 0, inferences = 0, tokens = 0;
-    bool known = false;
-    std::set<std::string> attribution;
-    for (const json& row : energy["models"]) {
-      if (row["model"] != s.model.model || (!s.model.version.empty() && row["version"] != s.model.version)) continue;
-      const auto m = std::find_if(serving.begin(), serving.end(), [&](const an::ServingMetrics& x) {
-        return x.model == row["model"] && x.version == row["version"];
-      });
-      if (m == serving.end()) continue;
-      attribution.insert(row["attribution"].get<std::string>());
-      inferences += m->inferences_per_second * m->window_s;
-      tokens += static_cast<double>(m->output_tokens);
-      if (!row["joules"].is_null()) {
-        joules += row["joules"].get<double>();
-        known = true;
-      }
-    }
-    json side = {{"model", s.model.model}, {"version", s.model.version}, {"attribution", attribution}};
-    side["joules"] = known ? json(joules) : json(nullptr);
-    side["joules_per_inference"] = known && inferences > 0 ? json(joules / inferences) : json(nullptr);
-    side["joules_per_output_token"] = known && tokens > 0 ? json(joules / tokens) : json(nullptr);
-    out.push_back(std::move(side));
-  }
-  return json{{"sides", out}, {"method", energy["method"]}};
-}
-
-// One meaning of run= (Api::unknown_run): a side's "run" names a run perfscope knows, or the
-// evaluation is refused with the same message as every endpoint's; tags.run selects events
-// by their tag alone.
-Status check_runs(const ApiContext& ctx, const AbDefinition& d) {
-  if (!ctx.events) return Status();
-  for (std::size_t i = 0; i < d.sides.size(); ++i) {
-    const std::string& run = d.sides[i].run;
-    if (run.empty()) continue;
-    auto found = ctx.events->run(run);
-    if (!found.ok()) return found.status();
-    const std::string where = d.multi ? "variants[" + std::to_string(i) + "]" : i == 0 ? "a" : "b";
-    if (!*found) return Status::not_found(no_run_message(run), where + ".run");
-  }
-  return Status();
-}
-
-// The current result of a stored definition.
-Result<json> evaluate_abtest(const ApiContext& ctx, const json& definition) {
+Result<json> evaluate_abtest(const service::Sources& sources, const json& definition) {
   auto d = parse_definition(definition, now_ns());
   if (!d.ok()) return d.status();
-  if (Status runs = check_runs(ctx, *d); !runs.ok()) return runs;
-  // A duration window is relative to the time of evaluation: "the last 5 minutes".
-  auto w = parse_window(d->window_text, "", "", now_ns());
-  if (!w.ok()) return w.status();
-  std::vector<std::vector<double>> samples;
-  for (const Selector& s : d->sides) {
-    auto v = load_values(ctx, s, {w->from_ns, w->to_ns});
-    if (!v.ok()) return v.status();
-    samples.push_back(std::move(*v));
-  }
-  json out = {{"definition", d->to_json()}, {"window", window_json(*w)}};
-  auto energy = energy_of_sides(ctx, d->sides, *w);
-  if (!energy.ok()) return energy.status();
-  if (!energy->is_null()) out["energy"] = std::move(*energy);
-  auto scraped = scraped_sides(ctx, d->sides, samples, *w);
-  if (!scraped.ok()) return scraped.status();
+  auto e = service::evaluate_abtest(sources, *d, now_ns());
+  if (!e.ok()) return e.status();
+  json out = {{"definition", definition_json(*d)}, {"window", window_json(e->window)}};
+  if (e->energy) out["energy"] = energy_of_sides_json(*e->energy);
   if (!d->multi) {
-    an::AbResult r = an::compare(samples[0], samples[1], d->options);
-    if (cancellation_requested()) return cancelled_status();  // the interval was cut short
-    out.update(result_json(r));
-    if (!scraped->is_null()) {
-      out["scraped"] = *scraped;
+    out.update(result_json(e->results[0]));
+    if (!e->scraped.empty()) {
+      out["scraped"] = scraped_sides_json(e->scraped);
       out["recommendation"] = kScrapedOnly;
     }
     return out;
   }
-  if (!scraped->is_null()) out["scraped"] = *scraped;
-  // A/B/n: every variant against the first, p-values adjusted together (Benjamini–Hochberg).
-  std::vector<an::AbResult> results;
-  std::vector<double> p;
-  for (std::size_t i = 1; i < samples.size(); ++i) {
-    if (cancellation_requested()) return cancelled_status();
-    results.push_back(an::compare(samples[0], samples[i], d->options));
-    p.push_back(results.back().mann_whitney.p_value);
-  }
-  if (cancellation_requested()) return cancelled_status();
-  auto adjusted = an::benjamini_hochberg(p);
+  if (!e->scraped.empty()) out["scraped"] = scraped_sides_json(e->scraped);
   json comparisons = json::array();
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    an::decide(results[i], d->options, adjusted[i]);
-    json c = result_json(results[i]);
+  for (std::size_t i = 0; i < e->results.size(); ++i) {
+    json c = result_json(e->results[i]);
     c["control"] = 0;
     c["variant"] = i + 1;
-    c["p_value_adjusted"] = adjusted[i];
+    c["p_value_adjusted"] = e->p_values_adjusted[i];
     comparisons.push_back(std::move(c));
   }
   out["correction"] = "benjamini_hochberg";
@@ -311,7 +205,7 @@ void Api::create_abtest(const HttpRequest& request, std::function<void(HttpRespo
   auto d = parse_definition(body, now_ns());
   if (!d.ok()) return done(status_response(d.status()));
   if (!ctx_.writer || !ctx_.abtests) return done(error_response(503, "unavailable", "no database is open"));
-  json definition = d->to_json();
+  json definition = definition_json(*d);
   // Answered once committed, without results: this callback runs on the database writer's
   // thread, which must not spend time reading; GET on the Location evaluates.
   db::create_abtest(*ctx_.writer, d->name, definition.dump(), now_ns(),
@@ -348,7 +242,7 @@ HttpResponse Api::abtest(const std::string& id_text) const {
   if (!row.ok()) return status_response(row.status());
   if (!*row) return error_response(404, "not_found", "no A/B test " + id_text);
   json definition = json::parse((*row)->definition, nullptr, false);
-  auto evaluated = evaluate_abtest(ctx_, definition);
+  auto evaluated = evaluate_abtest(sources_, definition);
   if (!evaluated.ok()) return status_response(evaluated.status());
   json out = *evaluated;
   out["id"] = id;

@@ -16,6 +16,7 @@
 #include "engine/analysis/trend.hpp"
 #include "server/wire/event_codec.hpp"
 #include "server/api/api.hpp"
+#include "server/service/regressions.hpp"
 #include "server/api/collectives_api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
@@ -243,35 +244,6 @@ HttpResponse Api::analysis(const HttpRequest& request) const {
   return json_response(200, *doc);
 }
 
-namespace {
-
-// Per-interval p50 and p99 (nearest rank) of (time, value) points; intervals with fewer than
-// `min_count` points are left out.
-struct IntervalStats {
-  std::vector<TimestampNs> start_ns;
-  std::vector<double> p50, p99;
-};
-IntervalStats per_interval(std::vector<std::pair<TimestampNs, double>> points, TimestampNs interval_ns,
-                           std::size_t min_count) {
-  IntervalStats out;
-  std::sort(points.begin(), points.end());
-  std::size_t i = 0;
-  while (i < points.size()) {
-    const TimestampNs bucket = points[i].first / interval_ns * interval_ns;
-    std::vector<double> v;
-    while (i < points.size() && points[i].first / interval_ns * interval_ns == bucket) v.push_back(points[i++].second);
-    if (v.size() < min_count) continue;
-    const double qs[] = {50, 99};
-    auto p = an::percentiles(v, qs, an::PercentileConvention::kNearestRank);
-    out.start_ns.push_back(bucket);
-    out.p50.push_back(p[0]);
-    out.p99.push_back(p[1]);
-  }
-  return out;
-}
-
-}  // namespace
-
 HttpResponse Api::regressions(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "1h", now);
@@ -288,45 +260,19 @@ HttpResponse Api::regressions(const HttpRequest& request) const {
     }
     o.min_change = d;
   }
-  const db::TimeRange range{w->from_ns, std::min(w->to_ns, now)};
-  // Subjects: every kernel name (durations) and every model/version (latency); or only the
-  // kernel or model asked for (a drill-down's chart), the other kind not read at all.
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  const std::string only_kernel = param(request, "kernel"), only_model = param(request, "model");
-  const bool every_subject = only_kernel.empty() && only_model.empty();
-  if (every_subject || !only_kernel.empty()) {
-    auto trace = ctx_.events->kernel_trace(range, *scope);
-    if (!trace.ok()) return status_response(trace.status());
-    for (const auto& k : trace->kernels) {
-      const std::string& name = trace->names[k.name];
-      if (!only_kernel.empty() && name != only_kernel) continue;
-      subjects[{"kernel", name}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
-    }
-  }
-  if (every_subject || !only_model.empty()) {
-    auto requests = ctx_.events->inference_events(range, *scope);
-    if (!requests.ok()) return status_response(requests.status());
-    for (const auto& r : *requests) {
-      if (!only_model.empty() && r.model != only_model) continue;
-      subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);
-    }
-  }
+  const service::RegressionQuery query{std::move(*scope), *w, *interval, o, param(request, "kernel"), param(request, "model")};
+  auto regressions = service::find_regressions(sources_, query, now);
+  if (!regressions.ok()) return status_response(regressions.status());
   json found = json::array();
-  std::size_t examined = 0;
-  for (auto& [subject, points] : subjects) {
-    IntervalStats s = per_interval(std::move(points), *interval, 3);
-    ++examined;
-    for (auto [stat, values] : {std::pair{"p50", &s.p50}, std::pair{"p99", &s.p99}}) {
-      for (const an::ChangePoint& c : an::find_change_points(*values, o)) {
-        found.push_back({{subject.first, subject.second}, {"statistic", stat}, {"unit", "ms"},
-                         {"at_ns", s.start_ns[c.index]}, {"before", c.before}, {"after", c.after},
-                         {"change", c.change}, {"p_value", c.p_value},
-                         {"direction", c.change > 0 ? "regression" : "improvement"}});
-      }
-    }
+  for (const service::Regression& r : regressions->found) {
+    const an::ChangePoint& c = r.change;
+    found.push_back({{r.kind, r.subject}, {"statistic", r.statistic}, {"unit", "ms"}, {"at_ns", r.at_ns},
+                     {"before", c.before}, {"after", c.after}, {"change", c.change}, {"p_value", c.p_value},
+                     {"direction", c.change > 0 ? "regression" : "improvement"}});
   }
+  const std::size_t examined = regressions->subjects;
   return json_response(200, {{"window", window_json(*w)}, {"interval_ns", *interval}, {"subjects", examined},
                              {"method", "E-divisive means over windows of 50 intervals, Welch t-test p <= 0.001, "
                                         "change of at least min_change of the earlier mean"},

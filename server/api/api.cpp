@@ -20,8 +20,9 @@ using nlohmann::json;
 
 Api::Api(ApiContext context)
     : ctx_(std::move(context)),
-      analysis_(service::Sources{ctx_.events, ctx_.history, ctx_.memory, ctx_.abtests, ctx_.gpus,
-                                 ctx_.config ? &ctx_.config->engine.device_targets : nullptr}) {}
+      sources_{ctx_.events, ctx_.history, ctx_.memory, ctx_.abtests, ctx_.gpus,
+               ctx_.config ? &ctx_.config->engine.device_targets : nullptr},
+      analysis_(sources_) {}
 
 unsigned http_status_for(const Status& status) {
   switch (status.code()) {

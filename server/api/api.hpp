@@ -156,11 +156,12 @@ class Api final : public RequestHandler {
   HttpResponse metrics(const HttpRequest& request) const;
 
   ApiContext ctx_;
+  service::Sources sources_;  // what the service reads: the context's readers
   service::AnalysisService analysis_;
 };
 
 // An A/B test definition (as stored) evaluated on the data in its window now.
-Result<nlohmann::json> evaluate_abtest(const ApiContext& ctx, const nlohmann::json& definition);
+Result<nlohmann::json> evaluate_abtest(const service::Sources& sources, const nlohmann::json& definition);
 nlohmann::json config_to_json(const AppConfig& config);
 nlohmann::json memory_counters_json(const MemoryCounters& counters);
 nlohmann::json live_allocation_json(const LiveAllocation& allocation);

@@ -56,6 +56,8 @@ using service::SeriesSummary;
 // Energy per GPU and per model as the analysis document's `energy` gives it; A/B tests of
 // models take their sides' rows from it.
 nlohmann::json energy_json(const service::EnergyFigures& energy);
+// How the energy figures are computed, as the answers that carry them say.
+extern const char* const kEnergyPerModelMethod;
 // An optional integer parameter within [lo, hi].
 Result<std::size_t> size_param(const HttpRequest& request, const char* name, std::size_t fallback, std::size_t lo,
                                std::size_t hi);

@@ -271,6 +271,16 @@ json operators_json(const analysis::OperatorSummary& summary, std::size_t limit)
                                               "alone"}}}};
 }
 
+const char* const kEnergyPerModelMethod =
+    "a GPU's energy is its energy counter's increase over the window, idle time between requests "
+    "included; one model serving gets all of it, several share it in proportion to their requests' "
+    "compute time (latency where a model reports none), else it is not attributable; per inference: "
+    "the model's energy over its batch-weighted inferences, failed requests included; per second per "
+    "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
+    "same way, DRAM and the rest of the platform not counted; avg/peak_watts: every power reading of the window, "
+    "…_during_requests: the readings taken while some request was in flight (between its completion "
+    "minus its latency and its completion), null when none was";
+
 json energy_json(const service::EnergyFigures& energy) {
   namespace an = analysis;
   const std::vector<an::GpuEnergy>& gpus = energy.gpus;
@@ -296,14 +306,7 @@ json energy_json(const service::EnergyFigures& energy) {
   }
   return {{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"host_joules", opt(report.host_joules)},
           {"models", models},
-          {"method", "a GPU's energy is its energy counter's increase over the window, idle time between requests "
-                     "included; one model serving gets all of it, several share it in proportion to their requests' "
-                     "compute time (latency where a model reports none), else it is not attributable; per inference: "
-                     "the model's energy over its batch-weighted inferences, failed requests included; per second per "
-                     "watt = per joule; host_joules: the CPU packages' RAPL counters (where readable) shared the "
-                     "same way, DRAM and the rest of the platform not counted; avg/peak_watts: every power reading of the window, "
-                     "…_during_requests: the readings taken while some request was in flight (between its completion "
-                     "minus its latency and its completion), null when none was"}};
+          {"method", kEnergyPerModelMethod}};
 }
 
 }  // namespace perfscope::server

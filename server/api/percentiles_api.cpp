@@ -3,13 +3,13 @@
 #include <charconv>
 #include <cmath>
 
-#include "engine/analysis/rollup.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api.hpp"
 #include "server/service/query_time.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/api/selector.hpp"
+#include "server/service/percentiles.hpp"
 
 namespace perfscope::server {
 
@@ -18,65 +18,66 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-// A model's field from the servers perfscope scrapes, over the window: percentiles from the
-// histogram buckets' increase (the bucket as the error bound) or a summary's own quantiles.
-// nullopt when no scraped server exports it and the caller did not insist (`required`).
-Result<std::optional<json>> scraped_percentiles(const ApiContext& ctx, const Selector& sel,
-                                                const std::vector<double>& qs, std::optional<double> sla,
-                                                const TimeWindow& w, bool required) {
-  auto all = service::load_scraped_serving(*ctx.history, {w.from_ns, std::min(w.to_ns, now_ns())});
-  if (!all.ok()) return all.status();
-  auto selected = select_scraped(*all, sel.model.model, sel.model.version, sel.field_name);
-  if (!selected.ok()) return selected.status();
-  if (!*selected) {
-    if (!required) return std::optional<json>();
-    return Status::not_found("no scraped server exports " + sel.field_name + " of model '" + sel.model.model +
-                                 "' in the window", "model");
-  }
-  const an::ScrapedDistribution& d = (*selected)->distribution;
-  const auto& servers = (*selected)->servers;
-  const auto& targets = (*selected)->targets;
-  const auto count = std::llround(d.count);
-  json out = {{"selector", sel.to_json()}, {"window", window_json(w)}, {"count", count}, {"unit", "ms"},
-              {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
+json scraped_percentiles_answer(const service::ScrapedPercentiles& s, const Selector& sel, const TimeWindow& w,
+                                const std::vector<double>& qs, std::optional<double> sla) {
+  const an::ScrapedDistribution& d = s.selection.distribution;
+  json out = {{"selector", selector_json(sel)}, {"window", window_json(w)}, {"count", std::llround(d.count)},
+              {"unit", "ms"}, {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
               {"convention", d.summary ? "server_summary" : "histogram_quantile"},
-              {"source", {{"servers", servers}, {"metric", d.metric}, {"targets", targets}}},
+              {"source", {{"servers", s.selection.servers}, {"metric", d.metric}, {"targets", s.selection.targets}}},
               {"std_kind", "sample"}};
-  json pct = json::object(), bounds = json::object(), warnings = json::array();
+  json pct = json::object(), bounds = json::object();
   scraped_percentiles_json(d, qs, pct, bounds);
-  for (double q : qs) {
-    const std::string key = an::percentile_key(q);
-    const std::size_t need = an::min_samples_for_percentile(q);
-    if (count > 0 && static_cast<std::size_t>(count) < need) {
-      warnings.push_back(key + " needs at least " + std::to_string(need) +
-                         " samples to be trusted (99% confidence); the window holds " + std::to_string(count));
-    }
-    if (bounds.contains(key) && bounds[key][1].is_null()) {
-      warnings.push_back(key + " lies above the highest finite bucket bound; only its lower bound is known");
-    }
-  }
-  if (d.summary) {
-    std::string exported;
-    for (const auto& [q, v] : d.quantiles) exported += (exported.empty() ? "" : ", ") + an::percentile_key(q * 100);
-    warnings.push_back("quantiles as the server computed them over its own recent observations at the newest "
-                       "scrape, not over this window; exported: " + (exported.empty() ? "none" : exported));
-  }
-  if (count == 0) warnings.push_back("no observations in the window");
   out["percentiles"] = pct;
   if (!d.summary) out["bounds"] = bounds;
   out["mean"] = d.mean_ms() ? json(*d.mean_ms()) : json(nullptr);
   out["std"] = nullptr;
   out["min"] = nullptr;
   out["max"] = nullptr;
-  if (sla) {
-    if (auto sla_json = scraped_sla_json(d, *sla)) {
-      out["sla"] = std::move(*sla_json);
-    } else if (d.summary) {
-      warnings.push_back("SLA compliance needs histogram buckets; a summary gives only its quantiles");
-    }
+  if (sla && s.sla_share) out["sla"] = scraped_sla_json(d, *sla, *s.sla_share);
+  out["warnings"] = s.warnings;
+  return out;
+}
+
+json reported_percentiles_answer(const service::ReportedPercentiles& r, const service::PercentileQuery& query) {
+  const an::Moments& m = r.moments;
+  const std::vector<double>& qs = query.quantiles;
+  json out = {{"selector", selector_json(query.selector)}, {"window", window_json(query.window)}, {"count", m.n},
+              {"unit", r.unit}, {"method", r.rolled ? "histogram" : "exact"},
+              {"convention", an::to_string(query.convention)}, {"std_kind", "sample"}};
+  if (r.rolled) {
+    out["max_relative_error"] = 0.001;
+    out["histogram"] = {{"rolled_up_count", r.rolled->rollup.count}, {"raw_count", r.raw_count},
+                        {"buckets", r.rolled->rows}, {"from_ns", r.rolled->from_ns}, {"to_ns", r.rolled->to_ns}};
   }
-  out["warnings"] = warnings;
-  return std::optional<json>(std::move(out));
+  auto keyed = [&](const std::vector<double>& p) {
+    json pct = json::object();
+    for (std::size_t i = 0; i < qs.size(); ++i) pct[an::percentile_key(qs[i])] = p.empty() ? json(nullptr) : json(p[i]);
+    return pct;
+  };
+  out["percentiles"] = keyed(r.percentiles);
+  auto or_null = [&](double v) { return m.n ? json(v) : json(nullptr); };
+  out["mean"] = or_null(m.mean);
+  out["std"] = m.n > 1 ? json(m.std) : json(nullptr);
+  out["min"] = or_null(m.min);
+  out["max"] = or_null(m.max);
+  if (r.sla) {
+    out["sla"] = {{"target_ms", r.sla->target}, {"violations", r.sla->violations},
+                  {"compliance_rate", r.sla->compliance_rate}};
+  }
+  if (query.step_ns) {
+    json slices = json::array();
+    for (const service::PercentileSlice& s : r.over_time) {
+      json slice = {{"from_ns", s.from_ns}, {"to_ns", s.to_ns}, {"count", s.count}};
+      if (query.sla_ms) slice["sla_compliance_rate"] = s.sla_compliance_rate ? json(*s.sla_compliance_rate) : json(nullptr);
+      slice["percentiles"] = keyed(s.percentiles);
+      slices.push_back(std::move(slice));
+    }
+    out["step_ns"] = *query.step_ns;
+    out["over_time"] = std::move(slices);
+  }
+  out["warnings"] = r.warnings;
+  return out;
 }
 
 }  // namespace
@@ -140,96 +141,16 @@ HttpResponse Api::percentiles(const HttpRequest& request) const {
   if (scrape_only && scope->by_tags()) {
     return error_response(400, "invalid_argument", "scraped servers carry no run or tags", scope->run.empty() ? "tag" : "run");
   }
-  std::optional<Distribution> reported;
-  if (!scrape_only) {
-    auto dist = load_distribution(ctx_, sel, {w->from_ns, w->to_ns}, /*with_rollups=*/true);
-    if (!dist.ok()) return status_response(dist.status());
-    reported = std::move(*dist);
+  service::PercentileQuery query{sel, scope->by_tags(), std::move(*qs), *convention, sla, *w, step,
+                                  scrape_only ? service::PercentileSource::kScrape
+                                  : source == "events" ? service::PercentileSource::kEvents
+                                                       : service::PercentileSource::kAny};
+  auto answer = service::percentiles(sources_, query, now_ns());
+  if (!answer.ok()) return status_response(answer.status());
+  if (const auto* s = std::get_if<service::ScrapedPercentiles>(&*answer)) {
+    return json_response(200, scraped_percentiles_answer(*s, query.selector, query.window, query.quantiles, sla));
   }
-  if (sel.kind == Selector::Kind::kModel && source != "events" && !scope->by_tags() &&
-      (scrape_only || (reported->raw.empty() && !reported->rolled))) {
-    auto scraped = scraped_percentiles(ctx_, sel, *qs, sla, *w, scrape_only);
-    if (!scraped.ok()) return status_response(scraped.status());
-    if (*scraped) return json_response(200, **scraped);
-  }
-  Distribution* dist = &*reported;
-  std::vector<double>& values = dist->raw;
-  const bool from_histogram = dist->rolled.has_value();
-  an::Moments m;
-  std::vector<double> p;
-  std::optional<an::SlaCompliance> compliance;
-  if (from_histogram) {
-    // Raw values older than the retention cutoff exist only as tiers: merge the raw values
-    // still kept into them and answer from the histogram (within its relative error).
-    an::Rollup all = dist->rolled->rollup;
-    for (double v : values) all.add(v);
-    m = all.moments();
-    p = all.percentiles(*qs, *convention);
-    if (sla) compliance = all.sla(*sla);
-  } else {
-    m = an::moments(values);
-    if (sla) compliance = an::sla_compliance(values, *sla);  // before selection reorders the values
-    p = an::percentiles(values, *qs, *convention);
-  }
-  json out = {{"selector", sel.to_json()}, {"window", window_json(*w)}, {"count", m.n}, {"unit", dist->unit},
-              {"method", from_histogram ? "histogram" : "exact"}, {"convention", an::to_string(*convention)},
-              {"std_kind", "sample"}};
-  json warnings = json::array();
-  if (from_histogram) {
-    out["max_relative_error"] = 0.001;
-    out["histogram"] = {{"rolled_up_count", dist->rolled->rollup.count}, {"raw_count", values.size()},
-                        {"buckets", dist->rolled->rows}, {"from_ns", dist->rolled->from_ns},
-                        {"to_ns", dist->rolled->to_ns}};
-    warnings.push_back("the window reaches back before the raw data kept (retention): older values come from "
-                       "histogram tiers, whole buckets from " + std::to_string(dist->rolled->from_ns) + " to " +
-                       std::to_string(dist->rolled->to_ns) + " ns");
-  }
-  json pct = json::object();
-  for (std::size_t i = 0; i < qs->size(); ++i) {
-    const double q = (*qs)[i];
-    pct[an::percentile_key(q)] = p.empty() ? json(nullptr) : json(p[i]);
-    const std::size_t need = an::min_samples_for_percentile(q);
-    if (m.n > 0 && m.n < need) {
-      warnings.push_back(an::percentile_key(q) + " needs at least " + std::to_string(need) +
-                         " samples to be trusted (99% confidence); the window holds " + std::to_string(m.n));
-    }
-  }
-  if (m.n == 0) warnings.push_back("no samples in the window");
-  out["percentiles"] = pct;
-  auto or_null = [&](double v) { return m.n ? json(v) : json(nullptr); };
-  out["mean"] = or_null(m.mean);
-  out["std"] = m.n > 1 ? json(m.std) : json(nullptr);
-  out["min"] = or_null(m.min);
-  out["max"] = or_null(m.max);
-  if (compliance) {
-    out["sla"] = {{"target_ms", compliance->target}, {"violations", compliance->violations},
-                  {"compliance_rate", compliance->compliance_rate}};
-  }
-  // Percentiles over time: the window in slices of `step`, each answered from its own raw values.
-  if (!step_text.empty()) {
-    json slices = json::array();
-    for (TimestampNs from = w->from_ns; from <= w->to_ns; from += *step) {
-      const TimestampNs to = std::min(w->to_ns, from + *step - 1);
-      auto part = load_distribution(ctx_, sel, {from, to}, /*with_rollups=*/false);
-      if (!part.ok()) return status_response(part.status());
-      std::vector<double>& v = part->raw;
-      json slice = {{"from_ns", from}, {"to_ns", to}, {"count", v.size()}};
-      if (sla) {
-        const an::SlaCompliance c = an::sla_compliance(v, *sla);
-        slice["sla_compliance_rate"] = v.empty() ? json(nullptr) : json(c.compliance_rate);
-      }
-      const std::vector<double> sp = v.empty() ? std::vector<double>{} : an::percentiles(v, *qs, *convention);
-      json sp_json = json::object();
-      for (std::size_t i = 0; i < qs->size(); ++i) sp_json[an::percentile_key((*qs)[i])] = sp.empty() ? json(nullptr) : json(sp[i]);
-      slice["percentiles"] = std::move(sp_json);
-      slices.push_back(std::move(slice));
-      if (to == w->to_ns) break;
-    }
-    out["step_ns"] = *step;
-    out["over_time"] = std::move(slices);
-  }
-  out["warnings"] = warnings;
-  return json_response(200, out);
+  return json_response(200, reported_percentiles_answer(std::get<service::ReportedPercentiles>(*answer), query));
 }
 
 }  // namespace perfscope::server

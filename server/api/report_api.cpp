@@ -185,7 +185,7 @@ Result<json> Api::report_json(const HttpRequest& request) const {
       json definition = json::parse(t.definition, nullptr, false);
       json e;
       if (std::chrono::steady_clock::now() < deadline) {
-        auto evaluated = evaluate_abtest(ctx_, definition);
+        auto evaluated = evaluate_abtest(sources_, definition);
         if (cancellation_requested()) return cancelled_status();
         if (evaluated.ok()) {
           e = std::move(*evaluated);

@@ -20,29 +20,6 @@ json optional_json(const std::optional<double>& v) { return v ? finite_or_null(*
 
 }  // namespace
 
-Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<an::ScrapedServing>& all,
-                                                       const std::string& model, const std::string& version,
-                                                       const std::string& field) {
-  std::vector<const an::ScrapedDistribution*> parts;
-  ScrapedSelection out;
-  for (const an::ScrapedServing& m : all) {
-    if (m.model != model || (!version.empty() && m.version != version)) continue;
-    auto it = m.fields.find(field);
-    if (it == m.fields.end()) continue;
-    parts.push_back(&it->second);
-    out.servers.insert(m.server);
-    out.targets.insert(m.targets.begin(), m.targets.end());
-  }
-  if (parts.empty()) return std::optional<ScrapedSelection>();
-  auto merged = an::merge_scraped(parts);
-  if (!merged) {
-    return Status::invalid_argument("the versions of model '" + model +
-                                        "' have different buckets or only summaries: give a version", "version");
-  }
-  out.distribution = std::move(*merged);
-  return std::optional(std::move(out));
-}
-
 void scraped_percentiles_json(const an::ScrapedDistribution& d, std::span<const double> qs, json& values,
                               json& bounds) {
   for (double q : qs) {
@@ -53,11 +30,15 @@ void scraped_percentiles_json(const an::ScrapedDistribution& d, std::span<const 
   }
 }
 
+json scraped_sla_json(const an::ScrapedDistribution& d, double target_ms, const BucketEstimate& share) {
+  return json{{"target_ms", target_ms}, {"violations", std::llround(d.count * (1 - share.value))},
+              {"compliance_rate", share.value}, {"compliance_bounds", {share.lower, share.upper}}};
+}
+
 std::optional<json> scraped_sla_json(const an::ScrapedDistribution& d, double target_ms) {
   auto share = an::scraped_share_at_most(d, target_ms);
   if (!share) return std::nullopt;
-  return json{{"target_ms", target_ms}, {"violations", std::llround(d.count * (1 - share->value))},
-              {"compliance_rate", share->value}, {"compliance_bounds", {share->lower, share->upper}}};
+  return scraped_sla_json(d, target_ms, *share);
 }
 
 json scraped_distribution_json(const an::ScrapedDistribution& d) {

@@ -21,18 +21,6 @@ namespace perfscope::server {
 
 // Loading them over a window: service::load_scraped_serving (server/service/scoped_reads.hpp).
 
-// One latency field of a model as the scraped servers give it, every version together when
-// `version` is empty.
-struct ScrapedSelection {
-  analysis::ScrapedDistribution distribution;
-  std::set<std::string> servers, targets;
-};
-// nullopt when no scraped server exports it; invalid_argument (field "version") when the
-// versions' buckets differ or are summaries, which cannot be added up.
-Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<analysis::ScrapedServing>& all,
-                                                       const std::string& model, const std::string& version,
-                                                       const std::string& field);
-
 // Percentiles (0..100) of a scraped distribution into `values` (keyed as percentile_key writes
 // them, null where it has none) and, for a histogram, each one's bucket into `bounds` as
 // [lower, upper] (null: unbounded).
@@ -41,6 +29,9 @@ void scraped_percentiles_json(const analysis::ScrapedDistribution& d, std::span<
 // The SLA share of a scraped histogram ({target_ms, violations, compliance_rate,
 // compliance_bounds}); none for a summary, which cannot say it.
 std::optional<nlohmann::json> scraped_sla_json(const analysis::ScrapedDistribution& d, double target_ms);
+// The same from the share already estimated.
+nlohmann::json scraped_sla_json(const analysis::ScrapedDistribution& d, double target_ms,
+                                const BucketEstimate& share);
 // A distribution as a latency summary ({count, mean, p50, p90, p99, max: null, method,
 // metric, bounds}); null when it holds no observation.
 nlohmann::json scraped_distribution_json(const analysis::ScrapedDistribution& d);

@@ -8,48 +8,43 @@ namespace perfscope::server {
 
 using nlohmann::json;
 
-json Selector::to_json() const {
+json selector_json(const Selector& s) {
   json j;
   // The run and the other tags of the kinds that take them, as selector_from_json reads them.
   auto narrowing = [&](Labels tags) {
-    if (!run.empty()) {
-      j["run"] = run;
-      std::erase(tags, std::pair<std::string, std::string>("run", run));  // "run" says it
+    if (!s.run.empty()) {
+      j["run"] = s.run;
+      std::erase(tags, std::pair<std::string, std::string>("run", s.run));  // "run" says it
     }
     if (!tags.empty()) j["tags"] = labels_to_json(tags);
   };
-  switch (kind) {
-    case Kind::kKernel:
-      j["kernel"] = kernel.name;
-      if (!kernel.variant.empty()) j["variant"] = kernel.variant;
-      if (!kernel.device.empty()) j["device"] = kernel.device;
-      if (!kernel.stream.empty()) j["stream"] = kernel.stream;
-      narrowing(kernel.tags);
+  switch (s.kind) {
+    case Selector::Kind::kKernel:
+      j["kernel"] = s.kernel.name;
+      if (!s.kernel.variant.empty()) j["variant"] = s.kernel.variant;
+      if (!s.kernel.device.empty()) j["device"] = s.kernel.device;
+      if (!s.kernel.stream.empty()) j["stream"] = s.kernel.stream;
+      narrowing(s.kernel.tags);
       break;
-    case Kind::kModel:
-      j["model"] = model.model;
-      if (!model.version.empty()) j["version"] = model.version;
-      narrowing(model.tags);
-      j["field"] = field_name;
+    case Selector::Kind::kModel:
+      j["model"] = s.model.model;
+      if (!s.model.version.empty()) j["version"] = s.model.version;
+      narrowing(s.model.tags);
+      j["field"] = s.field_name;
       break;
-    case Kind::kCommandQueue:
-      j["command_queue"] = queue;
-      if (!device.empty()) j["device"] = device;
+    case Selector::Kind::kCommandQueue:
+      j["command_queue"] = s.queue;
+      if (!s.device.empty()) j["device"] = s.device;
       break;
-    case Kind::kSeries: j["series"] = series; break;
-    case Kind::kOperator:
-      j["operator"] = op.op;
-      if (!op.model.empty()) j["model"] = op.model;
-      if (!op.provider.empty()) j["provider"] = op.provider;
-      narrowing(op.tags);
+    case Selector::Kind::kSeries: j["series"] = s.series; break;
+    case Selector::Kind::kOperator:
+      j["operator"] = s.op.op;
+      if (!s.op.model.empty()) j["model"] = s.op.model;
+      if (!s.op.provider.empty()) j["provider"] = s.op.provider;
+      narrowing(s.op.tags);
       break;
   }
   return j;
-}
-
-std::optional<db::InferenceField> inference_field(std::string_view name) {
-  if (name.empty()) return db::InferenceField::kLatency;
-  return db::inference_field_from(name);
 }
 
 Result<Selector> selector_from_json(const json& j, const std::string& where) {
@@ -108,7 +103,7 @@ Result<Selector> selector_from_json(const json& j, const std::string& where) {
       st = texts({{"model", &s.model.model}, {"version", &s.model.version}, {"field", &field}});
       if (!st.ok()) return st;
       // itl_ms (every gap between two tokens) exists only as a scraped server's histogram.
-      auto f = field == "itl_ms" ? std::optional(db::InferenceField::kTpot) : inference_field(field);
+      auto f = field == "itl_ms" ? std::optional(db::InferenceField::kTpot) : service::inference_field(field);
       if (!f) return bad("field", "must be latency_ms, ttft_ms, tpot_ms, queue_ms, compute_ms or itl_ms");
       s.field = *f;
       if (!field.empty()) s.field_name = field;
@@ -139,82 +134,6 @@ Result<Selector> selector_from_query(const HttpRequest& request) {
     if (std::string v = param(request, name); !v.empty()) j[name] = std::move(v);
   }
   return selector_from_json(j, "");
-}
-
-Result<Distribution> load_distribution(const ApiContext& ctx, const Selector& s, const db::TimeRange& range,
-                                       bool with_rollups) {
-  Distribution d;
-  auto take = [&](Result<std::vector<double>> raw, auto rollup) -> Status {
-    if (!raw.ok()) return raw.status();
-    d.raw = std::move(*raw);
-    if (!with_rollups) return Status();
-    Result<std::optional<db::RollupAnswer>> r = rollup();
-    if (!r.ok()) return r.status();
-    d.rolled = std::move(*r);
-    return Status();
-  };
-  Status st;
-  switch (s.kind) {
-    case Selector::Kind::kKernel:
-      st = take(ctx.events->kernel_durations_ms(s.kernel, range), [&] { return ctx.events->kernel_rollup(s.kernel, range); });
-      break;
-    case Selector::Kind::kModel:
-      if (s.field_name == "itl_ms") break;  // no reported request carries it: scraped servers only
-      st = take(ctx.events->inference_values_ms(s.model, s.field, range),
-                [&] { return ctx.events->inference_rollup(s.model, s.field, range); });
-      break;
-    case Selector::Kind::kOperator: {  // no rollup tiers: operators are kept raw for their retention
-      auto rows = ctx.events->operator_executions(s.op, range);
-      if (!rows.ok()) return rows.status();
-      for (const auto& r : *rows) d.raw.push_back(r.duration_ms);
-      break;
-    }
-    case Selector::Kind::kCommandQueue:
-      st = take(ctx.events->command_buffer_latencies_ms(s.queue, s.device, range),
-                [&] { return ctx.events->command_buffer_rollup(s.queue, s.device, range); });
-      break;
-    case Selector::Kind::kSeries: {
-      db::HistoryQuery q;
-      std::string_view text = s.series;
-      if (auto brace = text.find('{'); brace != std::string_view::npos && text.back() == '}') {
-        auto labels = parse_labels(text.substr(brace + 1, text.size() - brace - 2));
-        if (!labels.ok()) return Status::invalid_argument("'series' has malformed labels", "series");
-        q.matchers = std::move(*labels);
-        text = text.substr(0, brace);
-      }
-      q.name = std::string(text);
-      q.from_ns = range.from_ns;
-      q.to_ns = std::min(range.to_ns, now_ns());
-      q.max_points = SIZE_MAX;  // raw samples: percentiles over buckets would be wrong
-      auto data = ctx.history->query(q);
-      if (!data.ok()) return data.status();
-      std::vector<std::int64_t> ids;
-      for (const auto& series : *data) {
-        d.unit = series.info.family.unit;
-        if (series.db_id) ids.push_back(*series.db_id);
-      }
-      if (with_rollups && !ids.empty()) {
-        auto r = ctx.events->series_rollup(ids, range);
-        if (!r.ok()) return r.status();
-        d.rolled = std::move(*r);
-      }
-      for (const auto& series : *data) {
-        for (const Sample& p : series.samples) {
-          // Samples memory still holds from before the retention cutoff are in the rollups.
-          if (!d.rolled || p.ts_ns >= d.rolled->raw_before_ns) d.raw.push_back(p.value);
-        }
-      }
-      break;
-    }
-  }
-  if (!st.ok()) return st;
-  return d;
-}
-
-Result<std::vector<double>> load_values(const ApiContext& ctx, const Selector& s, const db::TimeRange& range) {
-  auto d = load_distribution(ctx, s, range, /*with_rollups=*/false);
-  if (!d.ok()) return d.status();
-  return std::move(d->raw);
 }
 
 }  // namespace perfscope::server

@@ -34,19 +34,9 @@
 #include "server/service/device_efficiency.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_summary.hpp"
+#include "server/service/sources.hpp"
 
 namespace perfscope::service {
-
-// What the service reads. Not owned; each must outlive the service. Null where a part of the
-// server is off: no GPU collector (no devices), no A/B store (no A/B tests listed).
-struct Sources {
-  const db::EventReader* events = nullptr;
-  const db::SeriesHistory* history = nullptr;
-  const MemoryTracker* memory = nullptr;  // the live tracker (scopes by run or tags rebuild their own)
-  const db::AbTestReader* abtests = nullptr;
-  const GpuCollector* gpus = nullptr;
-  const std::vector<analysis::DeviceTarget>* device_targets = nullptr;
-};
 
 struct AnalysisQuery {
   db::EventScope scope;
