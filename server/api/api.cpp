@@ -21,7 +21,7 @@ using nlohmann::json;
 Api::Api(ApiContext context)
     : ctx_(std::move(context)),
       sources_{ctx_.events, ctx_.history, ctx_.memory, ctx_.abtests, ctx_.gpus,
-               ctx_.config ? &ctx_.config->engine.device_targets : nullptr},
+               ctx_.config ? &ctx_.config->engine.device_targets : nullptr, ctx_.processes},
       analysis_(sources_) {}
 
 unsigned http_status_for(const Status& status) {

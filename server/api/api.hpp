@@ -33,6 +33,7 @@
 #include "server/api/app_config.hpp"
 #include "server/api/route_table.hpp"
 #include "server/service/analysis_service.hpp"
+#include "server/service/runs.hpp"
 #include "server/service/scoped_reads.hpp"
 
 namespace perfscope::server {
@@ -109,26 +110,15 @@ class Api final : public RequestHandler {
   HttpResponse compare_runs(const HttpRequest& request) const;
   // Run a against run b; `request` gives alpha and min_effect.
   Result<nlohmann::json> compare_runs_json(const std::string& a, const std::string& b, const HttpRequest& request) const;
-  // A run as the runs endpoints list it; `durations`, when given, gets its kernels' durations
-  // by name from the same pass.
-  Result<nlohmann::json> run_json(const RunEvent& run, TimestampNs now,
-                                  analysis::KernelDurations* durations = nullptr) const;
+  // A run as the runs endpoints list it.
+  static nlohmann::json run_json(const service::RunFigures& figures);
   // The document part that says how a duty-cycled run was sampled.
   static nlohmann::json sampling_json(const RunEvent& run, const analysis::TracedWindows& traced);
   // percentiles_api.cpp
   HttpResponse percentiles(const HttpRequest& request) const;
   // processes_api.cpp
   HttpResponse processes(const HttpRequest& request) const;
-  // A GPU process's lifetime record; live ones come from the tracker (merged with what the
-  // store holds of them from before a restart).
-  struct ListedProcess {
-    GpuProcessRecord record;
-    bool live = false;
-  };
-  // Live and stored records overlapping [from, to], one per (GPU, process), live first.
-  // `key` non-empty: that process only (one lookup, not every record).
-  Result<std::vector<ListedProcess>> gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns,
-                                                      const std::string& key = {}) const;
+  using ListedProcess = service::ListedProcess;
   HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;

@@ -100,36 +100,6 @@ json process_json(const GpuProcessRecord& p, bool live) {
 
 }  // namespace
 
-Result<std::vector<Api::ListedProcess>> Api::gpu_processes_in(TimestampNs from_ns, TimestampNs to_ns,
-                                                               const std::string& key) const {
-  const ApiContext& ctx = ctx_;
-  std::map<std::pair<std::string, std::string>, ListedProcess> by_key;
-  auto stored = ctx.events->gpu_processes(from_ns, to_ns, 100'000, key);
-  if (!stored.ok()) return stored.status();
-  for (GpuProcessRecord& r : *stored) {
-    std::pair id{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
-    by_key[std::move(id)] = ListedProcess{std::move(r), false};
-  }
-  if (ctx.processes) {
-    for (GpuProcessRecord& r : ctx.processes->running()) {
-      if (r.last_seen_ns < from_ns || r.first_seen_ns > to_ns || (!key.empty() && r.key != key)) continue;
-      auto [it, fresh] = by_key.try_emplace({r.gpu_uuid, r.key});
-      if (fresh) {
-        it->second.record = std::move(r);
-      } else {
-        it->second.record.merge(r);  // the part stored before a restart, and now
-      }
-      it->second.live = true;
-    }
-  }
-  std::vector<ListedProcess> out;
-  for (auto& [id, l] : by_key) out.push_back(std::move(l));
-  std::sort(out.begin(), out.end(), [](const ListedProcess& a, const ListedProcess& b) {
-    return std::tie(b.live, b.record.last_seen_ns) < std::tie(a.live, a.record.last_seen_ns);
-  });
-  return out;
-}
-
 HttpResponse Api::processes(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "1h", now);
@@ -152,7 +122,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     from = std::max(from, (*r)->start_ns);
     to = std::min(to, (*r)->end_ns.value_or(now));
   }
-  auto listed = gpu_processes_in(from, to);
+  auto listed = service::gpu_processes_in(sources_, from, to);
   if (!listed.ok()) return status_response(listed.status());
   json rows = json::array();
   struct Group {
@@ -209,7 +179,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
 
 HttpResponse Api::process(const HttpRequest& request, const std::string& key) const {
   const TimestampNs now = now_ns();
-  auto listed = gpu_processes_in(0, now, key);
+  auto listed = service::gpu_processes_in(sources_, 0, now, key);
   if (!listed.ok()) return status_response(listed.status());
   const std::string gpu = param(request, "gpu");
   std::vector<const ListedProcess*> found;

@@ -9,6 +9,7 @@
 #include "db/series_history.hpp"
 #include "engine/analysis/device_targets.hpp"
 #include "engine/collectors/gpu_collector.hpp"
+#include "engine/collectors/process_tracker.hpp"
 #include "engine/events/memory_tracker.hpp"
 
 namespace perfscope::service {
@@ -22,6 +23,7 @@ struct Sources {
   const db::AbTestReader* abtests = nullptr;
   const GpuCollector* gpus = nullptr;
   const std::vector<analysis::DeviceTarget>* device_targets = nullptr;
+  const ProcessTracker* processes = nullptr;  // the GPU processes running now (none: stored ones only)
 };
 
 }  // namespace perfscope::service
