@@ -74,34 +74,8 @@ json findings_json(const std::vector<an::Finding>& findings) {
   return b;
 }
 
-}  // namespace
-
-Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::ScrapedServing>* scraped_out) const {
-  service::AnalysisQuery query;
-  query.now = now_ns();
-  auto scope = scope_of(request);
-  if (!scope.ok()) return scope.status();
-  query.scope = std::move(*scope);
-  auto w = window_or(request, "5m", query.now);
-  if (!w.ok()) return w.status();
-  query.window = *w;
-  auto slo = serving_slo_of(request);
-  if (!slo.ok()) return slo.status();
-  query.slo = *slo;
-  auto leak_age = size_param(request, "leak_age_s", 60, 1, 86400 * 30);
-  if (!leak_age.ok()) return leak_age.status();
-  query.leak_age_s = *leak_age;
-  auto analyzed = analysis_.analyze(query);
-  if (!analyzed.ok()) return analyzed.status();
-  service::AnalysisDocument& doc = *analyzed;
-  const std::string& device = doc.device;
-  const std::string& run = doc.run;
-  const an::ServingSlo& slo_ = doc.slo;
-
-  // The document.
-  json out = {{"schema_version", 1}, {"generated_ns", doc.generated_ns}, {"window", window_json(doc.window)},
-              {"device", device.empty() ? json("all") : json(device)}};
-  out["methods"] = {
+json methods_json() {
+  json methods = {
       {"percentiles", "exact over raw samples; nearest rank (value at rank ceil(p/100*n))"},
       {"std", "sample (n-1)"},
       {"trend", "least-squares slope per second, two-sided t-test of slope = 0 (alpha 0.05)"},
@@ -130,6 +104,84 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
       {"memory", "allocated bytes trend over the window; leak suspects = allocations live longer than leak_age_s "
                  "while the trend is significantly positive; a run's allocations are released when it ends; CUDA "
                  "module statics are counted apart, never as allocations"}};
+  return methods;
+}
+
+json timeline_json(const service::AnalysisDocument& doc) {
+  json tl = json::array();
+  for (const service::RunTimeline& rt : doc.timelines) {
+    for (const auto& q : rt.queues) {
+      json top = json::array();
+      for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
+      tl.push_back({{"run", rt.run.empty() ? json(nullptr) : json(rt.run)},
+                    {"sampled_fraction", rt.traced ? json(rt.traced->fraction) : json(nullptr)},
+                    {"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
+                    {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
+                    {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},
+                    {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
+                                           {"other", q.idle_other_ms}}},
+                    {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
+                    {"launch_efficiency_target", 0.7},
+                    {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
+                    {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
+                    {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
+                    {"kernel_ms", distribution_json(q.kernel_ms)}, {"top_kernels", top}});
+    }
+  }
+  return tl;
+}
+
+json memory_json(const service::AnalysisDocument& doc) {
+  const MemoryStatistics& mem = doc.memory.statistics;
+  json leak_suspects = json::array();
+  for (const service::LeakSuspect& l : doc.memory.leak_suspects) {
+    json suspect = live_allocation_json(l.allocation);
+    suspect["age_s"] = l.age_s;
+    leak_suspects.push_back(std::move(suspect));
+  }
+  json by_kind = json::object();
+  for (const auto& [kind, c] : mem.by_kind) by_kind[kind] = {{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes}};
+  return {{"current_allocated_bytes", mem.all.current_bytes},
+                   {"peak_allocated_bytes", mem.all.peak_bytes},
+                   {"total_allocated_bytes", mem.all.total_allocated_bytes},
+                   {"allocation_count", mem.all.allocation_count},
+                   {"free_count", mem.all.free_count},
+                   {"by_kind", by_kind},
+                   {"module_statics", {{"current_bytes", mem.module_statics.current_bytes},
+                                       {"count", mem.module_statics.allocation_count}}},
+                   {"growth", trend_json(doc.memory.growth)},
+                   {"leak_age_s", doc.memory.leak_age_s},
+                   {"leak_suspects", leak_suspects}};
+}
+
+}  // namespace
+
+Result<service::AnalysisQuery> Api::analysis_query(const HttpRequest& request) const {
+  service::AnalysisQuery query;
+  query.now = now_ns();
+  auto scope = scope_of(request);
+  if (!scope.ok()) return scope.status();
+  query.scope = std::move(*scope);
+  auto w = window_or(request, "5m", query.now);
+  if (!w.ok()) return w.status();
+  query.window = *w;
+  auto slo = serving_slo_of(request);
+  if (!slo.ok()) return slo.status();
+  query.slo = *slo;
+  auto leak_age = size_param(request, "leak_age_s", 60, 1, 86400 * 30);
+  if (!leak_age.ok()) return leak_age.status();
+  query.leak_age_s = *leak_age;
+  return query;
+}
+
+json Api::analysis_document_json(const service::AnalysisDocument& doc) {
+  const std::string& device = doc.device;
+  const std::string& run = doc.run;
+  const an::ServingSlo& slo_ = doc.slo;
+
+  json out = {{"schema_version", 1}, {"generated_ns", doc.generated_ns}, {"window", window_json(doc.window)},
+              {"device", device.empty() ? json("all") : json(device)}};
+  out["methods"] = methods_json();
   json g = json::array();
   for (const auto& s : doc.gauges) {
     g.push_back({{"series", s.key.canonical()}, {"name", s.key.name}, {"labels", labels_to_json(s.key.labels)},
@@ -159,27 +211,7 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
     sampling = {{"sampled_fraction", *doc.sampled_fraction}, {"runs", sampled_runs}};
   }
   out["sampling"] = sampling;
-  json tl = json::array();
-  for (const service::RunTimeline& rt : doc.timelines) {
-    for (const auto& q : rt.queues) {
-      json top = json::array();
-      for (const auto& t : q.top_kernels) top.push_back({{"name", t.name}, {"count", t.count}, {"total_ms", t.total_ms}});
-      tl.push_back({{"run", rt.run.empty() ? json(nullptr) : json(rt.run)},
-                    {"sampled_fraction", rt.traced ? json(rt.traced->fraction) : json(nullptr)},
-                    {"device", q.device}, {"stream", q.stream.empty() ? json(nullptr) : json(q.stream)},
-                    {"kernel_count", q.kernel_count}, {"span_ms", q.span_ms}, {"busy_ms", q.busy_ms},
-                    {"busy_ratio", q.busy_ratio}, {"idle_ms", q.idle_ms},
-                    {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
-                                           {"other", q.idle_other_ms}}},
-                    {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
-                    {"launch_efficiency_target", 0.7},
-                    {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
-                    {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
-                    {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
-                    {"kernel_ms", distribution_json(q.kernel_ms)}, {"top_kernels", top}});
-    }
-  }
-  out["timeline"] = tl;
+  out["timeline"] = timeline_json(doc);
   json jobs = json::array();
   for (const service::JobCollectives& job : doc.collectives) jobs.push_back(collective_job_json(job, false));
   out["collectives"] = jobs;
@@ -195,32 +227,12 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   for (const auto& m : doc.scraped) inf.push_back(scraped_inference_row(m, slo_));
   out["inference"] = inf;
   out["energy"] = energy_json(doc.energy);
-  if (scraped_out) *scraped_out = std::move(doc.scraped);
   json slo_json = json::object();
   if (slo_.latency_ms) slo_json["latency_ms"] = *slo_.latency_ms;
   if (slo_.ttft_ms) slo_json["ttft_ms"] = *slo_.ttft_ms;
   if (slo_.tpot_ms) slo_json["tpot_ms"] = *slo_.tpot_ms;
   out["slo"] = slo_json;
-  const MemoryStatistics& mem = doc.memory.statistics;
-  json leak_suspects = json::array();
-  for (const service::LeakSuspect& l : doc.memory.leak_suspects) {
-    json suspect = live_allocation_json(l.allocation);
-    suspect["age_s"] = l.age_s;
-    leak_suspects.push_back(std::move(suspect));
-  }
-  json by_kind = json::object();
-  for (const auto& [kind, c] : mem.by_kind) by_kind[kind] = {{"current_allocated_bytes", c.current_bytes}, {"peak_allocated_bytes", c.peak_bytes}};
-  out["memory"] = {{"current_allocated_bytes", mem.all.current_bytes},
-                   {"peak_allocated_bytes", mem.all.peak_bytes},
-                   {"total_allocated_bytes", mem.all.total_allocated_bytes},
-                   {"allocation_count", mem.all.allocation_count},
-                   {"free_count", mem.all.free_count},
-                   {"by_kind", by_kind},
-                   {"module_statics", {{"current_bytes", mem.module_statics.current_bytes},
-                                       {"count", mem.module_statics.allocation_count}}},
-                   {"growth", trend_json(doc.memory.growth)},
-                   {"leak_age_s", doc.memory.leak_age_s},
-                   {"leak_suspects", leak_suspects}};
+  out["memory"] = memory_json(doc);
   out["bottlenecks"] = findings_json(doc.findings);
   if (!doc.run_findings.empty()) {
     json per_run = json::array();
@@ -236,6 +248,14 @@ Result<json> Api::analysis_json(const HttpRequest& request, std::vector<an::Scra
   }
   out["abtests"] = ab;
   return out;
+}
+
+Result<json> Api::analysis_json(const HttpRequest& request) const {
+  auto query = analysis_query(request);
+  if (!query.ok()) return query.status();
+  auto doc = analysis_.analyze(*query);
+  if (!doc.ok()) return doc.status();
+  return analysis_document_json(*doc);
 }
 
 HttpResponse Api::analysis(const HttpRequest& request) const {

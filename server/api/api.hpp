@@ -126,10 +126,10 @@ class Api final : public RequestHandler {
   HttpResponse abtest(const std::string& id) const;
   // analysis_api.cpp
   HttpResponse analysis(const HttpRequest& request) const;
-  // `scraped`, when given, gets the scraped servers' figures the document was made from (the
-  // report reuses them rather than reading every scraped sample of the window again).
-  Result<nlohmann::json> analysis_json(const HttpRequest& request,
-                                       std::vector<analysis::ScrapedServing>* scraped_out = nullptr) const;
+  Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
+  // The scope, window, SLO and leak age a request asks the analysis for.
+  Result<service::AnalysisQuery> analysis_query(const HttpRequest& request) const;
+  static nlohmann::json analysis_document_json(const service::AnalysisDocument& doc);
   HttpResponse regressions(const HttpRequest& request) const;
   HttpResponse anomalies(const HttpRequest& request) const;
   HttpResponse alerts(const HttpRequest& request) const;

@@ -18,6 +18,7 @@
 #include "server/http/compression.hpp"
 #include "server/api/report_format.hpp"
 #include "server/api/version.hpp"
+#include "server/service/report.hpp"
 #include "web/embedded_assets.hpp"
 #include "engine/series/metric_names.hpp"
 
@@ -28,30 +29,66 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-constexpr std::size_t kChartPoints = 600;
 // A/B tests a report lists at most (newest first), and the time it spends evaluating them.
 constexpr std::size_t kReportAbTests = 200;
 constexpr std::chrono::seconds kReportAbBudget{3};
 
-// Average over GPUs of each GPU's average, and the highest peak of any: the figures the
-// summary shows for a family with one series per GPU.
-json gauge_summary(const json& gauges, std::string_view name, const Labels& must = {}) {
-  double sum = 0, peak = -INFINITY;
-  std::size_t n = 0;
-  json per = json::array();
-  for (const json& g : gauges) {
-    if (g["name"] != name) continue;
-    bool match = true;
-    for (const auto& [k, v] : must) match = match && g["labels"].value(k, "") == v;
-    if (!match || !g["avg"].is_number() || !g["peak"].is_number()) continue;
-    if (!std::isfinite(g["avg"].get<double>()) || !std::isfinite(g["peak"].get<double>())) continue;
-    sum += g["avg"].get<double>();
-    peak = std::max(peak, g["peak"].get<double>());
-    ++n;
-    per.push_back({{"labels", g["labels"]}, {"avg", g["avg"]}, {"peak", g["peak"]}});
+json latency_json(const service::LatencyFigures& l, std::optional<double> sla) {
+  json row = {{"model", l.model}, {"count", l.moments.n}, {"mean_ms", l.moments.mean}, {"max_ms", l.moments.max}};
+  if (sla && l.sla) {
+    row["sla"] = {{"target_ms", l.sla->target}, {"violations", l.sla->violations},
+                  {"compliance_rate", l.sla->compliance_rate}};
   }
-  if (n == 0) return nullptr;
-  return {{"avg", sum / static_cast<double>(n)}, {"peak", peak}, {"series", per}};
+  json ps = json::object();
+  for (std::size_t i = 0; i < std::size(service::kReportQuantiles); ++i) {
+    ps[an::percentile_key(service::kReportQuantiles[i])] = l.percentiles[i];
+  }
+  row["percentiles_ms"] = ps;
+  row["warnings"] = l.warnings;
+  return row;
+}
+
+// The figures a report adds to the analysis document: summary, latency, charts.
+void add_report_figures(json& doc, const service::ReportFigures& figures, const service::AnalysisDocument& analysis) {
+  json summary;
+  // A figure without data is null, and `missing` says why (renderings print "—").
+  json missing = json::object();
+  for (const service::SummaryFigure& f : figures.summary) {
+    if (!f.figures) {
+      summary[f.key] = nullptr;
+      missing[f.key] = std::string("no samples of ") + f.family + " in the window";
+      continue;
+    }
+    json per = json::array();
+    for (const service::SeriesSummary* g : f.figures->series) {
+      per.push_back({{"labels", labels_to_json(g->key.labels)}, {"avg", g->avg}, {"peak", g->peak}});
+    }
+    summary[f.key] = {{"avg", f.figures->avg}, {"peak", f.figures->peak}, {"series", per}};
+  }
+  summary["missing"] = missing;
+  const double kernel_total = analysis.kernel_total_ms;
+  const std::uint64_t executions = figures.kernel_executions;
+  summary["kernel_time"] = {{"total_ms", kernel_total}, {"executions", executions},
+                            {"avg_ms", executions ? json(kernel_total / static_cast<double>(executions)) : json(nullptr)}};
+  doc["summary"] = summary;
+  // Latency percentiles per model, exact, with the SLA when one is given; then scraped
+  // servers' models, from their histograms' buckets over the window, bounds given.
+  const std::optional<double> sla = analysis.slo.latency_ms;
+  json latency = json::array();
+  for (const service::LatencyFigures& l : figures.latency) latency.push_back(latency_json(l, sla));
+  for (const an::ScrapedServing& m : analysis.scraped) {
+    if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
+  }
+  doc["latency"] = latency;
+  json charts = json::array();
+  for (const service::ChartSeries& c : figures.charts) {
+    json points = json::array();
+    for (const auto& [ms, v] : c.points) points.push_back({ms, v});
+    charts.push_back({{"series", c.info.key.canonical()}, {"name", c.info.key.name},
+                      {"labels", labels_to_json(c.info.key.labels)}, {"unit", c.info.family.unit},
+                      {"columns", {"ts_ms", "value"}}, {"points", points}});
+  }
+  doc["charts"] = charts;
 }
 
 std::string hostname() {
@@ -67,110 +104,19 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
     r.query["window"] = kDefaultReportWindow;
   }
-  std::vector<an::ScrapedServing> scraped;
-  auto doc_result = analysis_json(r, &scraped);
-  if (!doc_result.ok()) return doc_result.status();
-  json doc = std::move(*doc_result);
-  const TimestampNs now = doc["generated_ns"].get<TimestampNs>();
+  auto query = analysis_query(r);
+  if (!query.ok()) return query.status();
+  auto analysis = analysis_.analyze(*query);
+  if (!analysis.ok()) return analysis.status();
+  json doc = analysis_document_json(*analysis);
+  const TimestampNs now = analysis->generated_ns;
   auto w = window_or(r, kDefaultReportWindow, now);
   if (!w.ok()) return w.status();
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
-
   doc["report"] = {{"title", "perfscope report"}, {"host", hostname()}, {"version", version()}};
-  const json& gauges = doc["gauges"];
-  json summary;
-  // A figure without data is null, and `missing` says why (renderings print "—").
-  json missing = json::object();
-  for (auto [key, series] : {std::pair{"gpu_utilization", metric_names::kGpuUtilization},
-                             std::pair{"memory_bandwidth", metric_names::kGpuDramBandwidth},
-                             std::pair{"gpu_power", metric_names::kGpuPower},
-                             std::pair{"gpu_temperature", metric_names::kGpuTemperature},
-                             std::pair{"gpu_memory_used", metric_names::kGpuMemoryUsed},
-                             std::pair{"host_cpu_utilization", metric_names::kHostCpu}}) {
-    const Labels must = std::string_view(key) == "host_cpu_utilization" ? Labels{{"cpu", "total"}} : Labels{};
-    summary[key] = gauge_summary(gauges, series, must);
-    if (summary[key].is_null()) missing[key] = std::string("no samples of ") + series + " in the window";
-  }
-  summary["missing"] = missing;
-  // Every kernel, not only the top ten the document lists.
-  std::uint64_t executions = 0;
-  auto scope = scope_of(r);
-  if (!scope.ok()) return scope.status();
-  auto all = ctx_.events->kernel_summaries(range, *scope);
-  if (!all.ok()) return all.status();
-  for (const auto& k : *all) executions += k.count;
-  const double kernel_total = doc["kernels"]["total_ms"].get<double>();
-  summary["kernel_time"] = {{"total_ms", kernel_total}, {"executions", executions},
-                            {"avg_ms", executions ? json(kernel_total / static_cast<double>(executions)) : json(nullptr)}};
-  doc["summary"] = summary;
-
-  // Latency percentiles per model, exact, with the SLA when one is given.
-  std::optional<double> sla;
-  if (doc["slo"].contains("latency_ms")) sla = doc["slo"]["latency_ms"].get<double>();
-  json latency = json::array();
-  std::set<std::string> models;
-  for (const json& m : doc["inference"]) models.insert(m["model"].get<std::string>());
-  for (const std::string& model : models) {
-    const db::InferenceSelector selector{model, "", scope->wanted_tags()};
-    auto values = ctx_.events->inference_values_ms(selector, db::InferenceField::kLatency, range);
-    if (!values.ok()) return values.status();
-    if (values->empty()) continue;
-    const an::Moments mo = an::moments(*values);
-    const double qs[] = {50, 90, 95, 99, 99.9};
-    json row = {{"model", model}, {"count", values->size()}, {"mean_ms", mo.mean}, {"max_ms", mo.max}};
-    if (sla) {
-      const an::SlaCompliance c = an::sla_compliance(*values, *sla);
-      row["sla"] = {{"target_ms", c.target}, {"violations", c.violations}, {"compliance_rate", c.compliance_rate}};
-    }
-    auto p = an::percentiles(*values, qs, an::PercentileConvention::kNearestRank);
-    json ps = json::object();
-    json warnings = json::array();
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      ps[an::percentile_key(qs[i])] = p[i];
-      const std::size_t need = an::min_samples_for_percentile(qs[i]);
-      if (values->size() < need) {
-        warnings.push_back(an::percentile_key(qs[i]) + " rests on " + std::to_string(values->size()) +
-                           " samples; " + std::to_string(need) + " are needed for it to be trusted");
-      }
-    }
-    row["percentiles_ms"] = ps;
-    row["warnings"] = warnings;
-    latency.push_back(std::move(row));
-  }
-  // Scraped servers' models (the document's own reading of them): from their histograms'
-  // buckets over the window, bounds given.
-  for (const an::ScrapedServing& m : scraped) {
-    if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
-  }
-  doc["latency"] = latency;
-
-  // Chart series: the key gauges, downsampled to at most kChartPoints points each.
-  json charts = json::array();
-  for (const char* family : {metric_names::kGpuUtilization, metric_names::kGpuDramBandwidth, metric_names::kGpuMemoryUsed,
-                             metric_names::kGpuPower, metric_names::kGpuTemperature, metric_names::kHostCpu,
-                             metric_names::kHostMemoryUsed}) {
-    db::HistoryQuery q;
-    q.name = family;
-    if (std::string_view(family) == metric_names::kHostCpu) q.matchers = {{"cpu", "total"}};
-    q.from_ns = range.from_ns;
-    q.to_ns = range.to_ns;
-    q.max_points = kChartPoints;
-    auto data = ctx_.history->query(q);
-    if (!data.ok()) return data.status();
-    for (const auto& d : *data) {
-      json points = json::array();
-      if (d.downsampled) {
-        for (const Bucket& b : d.buckets) points.push_back({b.start_ns / 1'000'000, b.avg()});
-      } else {
-        for (const Sample& s : d.samples) points.push_back({s.ts_ns / 1'000'000, s.value});
-      }
-      if (points.empty()) continue;
-      charts.push_back({{"series", d.info.key.canonical()}, {"name", d.info.key.name},
-                        {"labels", labels_to_json(d.info.key.labels)}, {"unit", d.info.family.unit},
-                        {"columns", {"ts_ms", "value"}}, {"points", points}});
-    }
-  }
-  doc["charts"] = charts;
+  auto figures = service::report_figures(sources_, *analysis, query->scope, range);
+  if (!figures.ok()) return figures.status();
+  add_report_figures(doc, *figures, *analysis);
 
   // A/B tests: their current results, not just links — newest first, each evaluated afresh
   // until the report's share of time for them is spent (one evaluation over hundreds of
