@@ -70,8 +70,29 @@ struct ApiContext {
   TimestampNs started_ns = now_ns();
 };
 
+// A report as the command line asks for one (`perfscope report --db`, --profile-output): the
+// same document and renderings GET /api/v1/report gives, without HTTP.
+struct ReportQuery {
+  service::AnalysisQuery analysis;  // scope, window, SLO and now
+  std::string format = "json";      // json, md, html, terminal or csv
+  bool color = false;               // terminal: ANSI colours
+  std::string table;                // csv: samples, kernels, inference, memory or abtests
+  bool gzip = false;                // csv: gzip-compressed
+};
+
+// One CSV table's rows over a range and scope (`series`: the samples table's family glob).
+struct CsvQuery {
+  std::string table;
+  db::TimeRange range;
+  db::EventScope scope;
+  std::string series;
+};
+
 class Api final : public RequestHandler {
  public:
+  // The report `query` asks for, rendered; errors as the endpoint gives them.
+  Result<std::string> report_text(const ReportQuery& query) const;
+
   explicit Api(ApiContext context);
 
   // /healthz, /metrics and /api/…: ours; /healthz inline, the rest on the worker pool.
@@ -136,8 +157,14 @@ class Api final : public RequestHandler {
   // report_api.cpp
   HttpResponse report(const HttpRequest& request) const;
   Result<nlohmann::json> report_json(const HttpRequest& request) const;
+  // The report's document for a query (what report_json adds to the request: nothing but the
+  // default window and compare=).
+  Result<nlohmann::json> report_document(const service::AnalysisQuery& query) const;
+  // Every A/B test's current result, newest first, within the report's time for them.
+  Result<nlohmann::json> report_abtests_json() const;
   // csv_export.cpp
   HttpResponse csv_table(const HttpRequest& request) const;
+  Status write_csv_table(const CsvQuery& query, SpooledBody& body) const;
   // trace_api.cpp
   HttpResponse trace(const HttpRequest& request) const;
   // timeline_api.cpp

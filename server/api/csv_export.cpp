@@ -85,8 +85,16 @@ std::string dims(const std::optional<std::array<std::uint32_t, 3>>& d) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kCsvTables[] = {"samples", "kernels", "inference", "memory", "abtests"};
+
+}  // namespace
+
 HttpResponse Api::csv_table(const HttpRequest& request) const {
-  const std::string table = param(request, "table");
+  CsvQuery query;
+  query.table = param(request, "table");
+  query.series = param(request, "series");
   const std::string compress = param(request, "compress");
   if (compress != "" && compress != "gzip") {
     return error_response(400, "invalid_argument", "'compress' must be gzip or absent", "compress");
@@ -94,24 +102,41 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, kDefaultReportWindow, now);
   if (!w.ok()) return status_response(w.status());
-  const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
+  query.range = {w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
+  query.scope = std::move(*scope);
+  if (std::find(std::begin(kCsvTables), std::end(kCsvTables), query.table) == std::end(kCsvTables)) {
+    return error_response(400, "invalid_argument", "'table' must be samples, kernels, inference, memory or abtests", "table");
+  }
   // A .csv.gz file when asked for one; otherwise gzip on the wire when the client takes it.
   const bool wire_gzip = compress.empty() && accepts_gzip(request.accept_encoding);
   auto body = spool_body(ctx_, compress == "gzip" || wire_gzip);
   if (!body.ok()) return status_response(body.status());
-  CsvWriter csv(**body);
+  if (Status s = write_csv_table(query, **body); !s.ok()) return status_response(s);
+  const bool file_gzip = compress == "gzip";
+  HttpResponse out = spooled_response(std::move(*body),
+                                      file_gzip ? "application/gzip" : "text/csv; charset=utf-8; header=present", wire_gzip);
+  const std::string filename = "perfscope-" + query.table + (file_gzip ? ".csv.gz" : ".csv");
+  out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
+  return out;
+}
+
+Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
+  const db::TimeRange& range = query.range;
+  const db::EventScope& scope = query.scope;
+  const std::string& table = query.table;
+  CsvWriter csv(body);
   Status s;
   if (table == "samples") {
     csv.header({"ts_ns", "metric", "labels", "unit", "value"});
     db::HistoryQuery q;
-    q.name = param(request, "series").empty() ? "*" : param(request, "series");
+    q.name = query.series.empty() ? "*" : query.series;
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
     auto data = ctx_.history->query(q);
-    if (!data.ok()) return status_response(data.status());
+    if (!data.ok()) return data.status();
     for (const auto& d : *data) {
       const std::string labels = format_labels(d.info.key.labels);
       for (const Sample& p : d.samples) {
@@ -122,7 +147,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   } else if (table == "kernels") {
     csv.header({"name", "variant", "device", "stream", "start_ns", "end_ns", "duration_ms", "launch_start_ns",
                 "launch_end_ns", "grid", "block", "shared_mem_bytes", "registers_per_thread", "tags"});
-    s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
+    s = ctx_.events->for_each_kernel(range, scope, [&](const KernelEvent& k) {
       csv.field(k.name).field(k.variant).field(k.device).field(k.stream).field(k.start_ns).field(k.end_ns)
           .field(k.duration_ms()).field(k.launch_start_ns).field(k.launch_end_ns).field(dims(k.grid)).field(dims(k.block))
           .field(k.shared_mem_bytes).field(k.registers_per_thread ? std::optional<std::uint64_t>(*k.registers_per_thread) : std::nullopt)
@@ -132,8 +157,8 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   } else if (table == "inference") {
     csv.header({"model", "version", "ts_ns", "latency_ms", "queue_ms", "compute_ms", "ttft_ms", "tpot_ms", "batch_size",
                 "input_tokens", "output_tokens", "status", "tags"});
-    auto events = ctx_.events->inference_events(range, *scope);
-    if (!events.ok()) return status_response(events.status());
+    auto events = ctx_.events->inference_events(range, scope);
+    if (!events.ok()) return events.status();
     for (const InferenceEvent& e : *events) {
       std::optional<double> tpot;
       if (e.ttft_ms && e.output_tokens && *e.output_tokens > 1) {
@@ -151,15 +176,15 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
           .field(e.op == MemoryOp::kAlloc ? std::optional<std::uint64_t>(e.size_bytes) : std::nullopt)
           .field(to_string(e.kind)).field(e.tag).field(e.device).field(format_labels(e.tags));
       csv.end_row();
-    }, *scope);
+    }, scope);
   } else if (table == "abtests") {
     csv.header({"id", "name", "control", "variant", "n_control", "n_variant", "mean_control_ms", "mean_variant_ms",
                 "median_control_ms", "median_variant_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high",
                 "mann_whitney_p_value", "p_value_used", "verdict"});
-    auto doc = report_json(request);
-    if (!doc.ok()) return status_response(doc.status());
+    auto tests = report_abtests_json();
+    if (!tests.ok()) return tests.status();
     auto number = [](const json& j) { return j.is_number() ? j.get<double>() : NAN; };
-    for (const json& t : (*doc)["abtests"]) {
+    for (const json& t : *tests) {
       auto row = [&](const json& a, const json& b, const json& c) {
         csv.field(t["id"].get<std::int64_t>()).field(t["name"].get<std::string>()).field(a.dump()).field(b.dump())
             .field(c["a"]["n"].get<std::uint64_t>()).field(c["b"]["n"].get<std::uint64_t>())
@@ -178,18 +203,9 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
         row(d["a"], d["b"], t);
       }
     }
-  } else {
-    return error_response(400, "invalid_argument", "'table' must be samples, kernels, inference, memory or abtests", "table");
   }
-  if (!s.ok()) return status_response(s);
-  if (Status done = csv.finish(); !done.ok()) return status_response(done);
-
-  const bool file_gzip = compress == "gzip";
-  HttpResponse out = spooled_response(std::move(*body),
-                                      file_gzip ? "application/gzip" : "text/csv; charset=utf-8; header=present", wire_gzip);
-  const std::string filename = "perfscope-" + table + (file_gzip ? ".csv.gz" : ".csv");
-  out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
-  return out;
+  if (!s.ok()) return s;
+  return csv.finish();
 }
 
 }  // namespace perfscope::server

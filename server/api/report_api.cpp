@@ -16,6 +16,7 @@
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
 #include "server/http/compression.hpp"
+#include "server/http/spooled_body.hpp"
 #include "server/api/report_format.hpp"
 #include "server/api/version.hpp"
 #include "server/service/report.hpp"
@@ -99,25 +100,7 @@ std::string hostname() {
 
 }  // namespace
 
-Result<json> Api::report_json(const HttpRequest& request) const {
-  HttpRequest r = request;
-  if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
-    r.query["window"] = kDefaultReportWindow;
-  }
-  auto query = analysis_query(r);
-  if (!query.ok()) return query.status();
-  auto analysis = analysis_.analyze(*query);
-  if (!analysis.ok()) return analysis.status();
-  json doc = analysis_document_json(*analysis);
-  const TimestampNs now = analysis->generated_ns;
-  auto w = window_or(r, kDefaultReportWindow, now);
-  if (!w.ok()) return w.status();
-  const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
-  doc["report"] = {{"title", "perfscope report"}, {"host", hostname()}, {"version", version()}};
-  auto figures = service::report_figures(sources_, *analysis, query->scope, range);
-  if (!figures.ok()) return figures.status();
-  add_report_figures(doc, *figures, *analysis);
-
+Result<json> Api::report_abtests_json() const {
   // A/B tests: their current results, not just links — newest first, each evaluated afresh
   // until the report's share of time for them is spent (one evaluation over hundreds of
   // thousands of samples takes most of a second; dozens would hold a worker for a minute).
@@ -150,8 +133,35 @@ Result<json> Api::report_json(const HttpRequest& request) const {
       ab.push_back(std::move(e));
     }
   }
-  doc["abtests"] = ab;
+  return ab;
+}
 
+Result<json> Api::report_document(const service::AnalysisQuery& query) const {
+  auto analysis = analysis_.analyze(query);
+  if (!analysis.ok()) return analysis.status();
+  json doc = analysis_document_json(*analysis);
+  const TimestampNs now = analysis->generated_ns;
+  const db::TimeRange range{query.window.all ? 0 : query.window.from_ns, std::min(query.window.to_ns, now)};
+  doc["report"] = {{"title", "perfscope report"}, {"host", hostname()}, {"version", version()}};
+  auto figures = service::report_figures(sources_, *analysis, query.scope, range);
+  if (!figures.ok()) return figures.status();
+  add_report_figures(doc, *figures, *analysis);
+  auto ab = report_abtests_json();
+  if (!ab.ok()) return ab.status();
+  doc["abtests"] = std::move(*ab);
+  return doc;
+}
+
+Result<json> Api::report_json(const HttpRequest& request) const {
+  HttpRequest r = request;
+  if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
+    r.query["window"] = kDefaultReportWindow;
+  }
+  auto query = analysis_query(r);
+  if (!query.ok()) return query.status();
+  auto d = report_document(*query);
+  if (!d.ok()) return d.status();
+  json doc = std::move(*d);
   // compare=a,b: run against run, as GET /api/v1/runs/compare answers it.
   if (std::string pair = param(r, "compare"); !pair.empty()) {
     const std::size_t comma = pair.find(',');
@@ -163,6 +173,26 @@ Result<json> Api::report_json(const HttpRequest& request) const {
     doc["compare"] = std::move(*c);
   }
   return doc;
+}
+
+Result<std::string> Api::report_text(const ReportQuery& query) const {
+  if (query.format == "csv") {
+    CsvQuery csv;
+    csv.table = query.table;
+    csv.scope = query.analysis.scope;
+    const TimeWindow& w = query.analysis.window;
+    csv.range = {w.all ? 0 : w.from_ns, std::min(w.to_ns, query.analysis.now)};
+    auto body = spool_body(ctx_, query.gzip);
+    if (!body.ok()) return body.status();
+    if (Status s = write_csv_table(csv, **body); !s.ok()) return s;
+    return (*body)->read_all();
+  }
+  auto doc = report_document(query.analysis);
+  if (!doc.ok()) return doc.status();
+  if (query.format == "md") return render_markdown(*doc);
+  if (query.format == "terminal") return render_terminal(*doc, query.color);
+  if (query.format == "html") return render_html(*doc, {});
+  return doc->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 HttpResponse Api::report(const HttpRequest& request) const {

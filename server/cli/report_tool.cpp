@@ -17,6 +17,7 @@
 #include "engine/events/memory_tracker.hpp"
 #include "engine/series/series_store.hpp"
 #include "server/api/api.hpp"
+#include "server/api/api_helpers.hpp"
 #include "server/client/client.hpp"
 #include "server/api/report_format.hpp"
 #include "server/cli/tools.hpp"
@@ -118,17 +119,24 @@ class DatabaseReport {
 
 }  // namespace
 
+// The report from a database file, rendered in process by the same code the endpoint uses.
+Result<std::string> report_from_database(const Api& api, const ReportOptions& o, bool color) {
+  ReportQuery query;
+  query.format = o.format;
+  query.color = color;
+  query.table = o.table;
+  query.gzip = o.format == "csv" && o.output.size() > 7 && o.output.ends_with(".csv.gz");
+  query.analysis.now = now_ns();
+  query.analysis.scope = db::EventScope(o.device);
+  auto w = parse_window(o.window.empty() ? kDefaultReportWindow : o.window, "", "", query.analysis.now);
+  if (!w.ok()) return w.status();
+  query.analysis.window = *w;
+  if (o.sla_ms > 0) query.analysis.slo.latency_ms = o.sla_ms;
+  return api.report_text(query);
+}
+
 int run_report(const ReportOptions& o) {
   const bool to_terminal = o.output.empty() && ::isatty(STDOUT_FILENO);
-  std::map<std::string, std::string> q;
-  // The terminal view is rendered here (colour on a TTY); the rest by the handler.
-  q["format"] = o.format == "terminal" ? "json" : o.format;
-  if (!o.window.empty()) q["window"] = o.window;
-  if (o.format == "csv") q["table"] = o.table;
-  if (o.format == "csv" && o.output.size() > 7 && o.output.ends_with(".csv.gz")) q["compress"] = "gzip";
-  if (o.sla_ms > 0) q["sla_ms"] = std::to_string(o.sla_ms);
-  if (!o.device.empty()) q["device"] = o.device;
-
   unsigned status = 0;
   std::string body;
   if (!o.db.empty()) {
@@ -137,22 +145,23 @@ int run_report(const ReportOptions& o) {
       std::cerr << "perfscope report: " << db.status().message() << "\n";
       return 1;
     }
-    HttpRequest request;
-    request.method = "GET";
-    request.path = "/api/v1/report";
-    request.query = q;
-    HttpResponse r = (*db)->api().handle(request);
-    status = r.status;
-    body = std::move(r.body);
-    if (r.spooled) {  // an export (CSV): its file, read back
-      auto all = r.spooled->read_all();
-      if (!all.ok()) {
-        std::cerr << "perfscope report: " << all.status().message() << "\n";
-        return 1;
-      }
-      body = std::move(*all);
+    auto text = report_from_database((*db)->api(), o, to_terminal);
+    if (!text.ok()) {
+      std::cerr << "perfscope report: " << text.status().message() << "\n";
+      const unsigned code = http_status_for(text.status());
+      return code >= 400 && code < 500 ? 2 : 1;
     }
+    status = 200;
+    body = std::move(*text);
   } else {
+    std::map<std::string, std::string> q;
+    // The terminal view is rendered here (colour on a TTY); the rest by the server.
+    q["format"] = o.format == "terminal" ? "json" : o.format;
+    if (!o.window.empty()) q["window"] = o.window;
+    if (o.format == "csv") q["table"] = o.table;
+    if (o.format == "csv" && o.output.size() > 7 && o.output.ends_with(".csv.gz")) q["compress"] = "gzip";
+    if (o.sla_ms > 0) q["sla_ms"] = std::to_string(o.sla_ms);
+    if (!o.device.empty()) q["device"] = o.device;
     auto hp = parse_http_url(o.server.empty() ? "http://127.0.0.1:8080" : o.server);
     if (!hp.ok()) {
       std::cerr << "perfscope report: " << hp.status().message() << "\n";
@@ -167,12 +176,12 @@ int run_report(const ReportOptions& o) {
     }
     status = r->status;
     body = std::move(r->body);
+    if (status == 200 && o.format == "terminal") body = render_terminal(json::parse(body), to_terminal);
   }
   if (status != 200) {
     std::cerr << "perfscope report: " << error_text(status, body) << "\n";
     return status >= 400 && status < 500 ? 2 : 1;
   }
-  if (o.format == "terminal") body = render_terminal(json::parse(body), to_terminal);
   if (o.output.empty()) {
     std::cout << body << std::flush;
     return 0;

@@ -369,13 +369,12 @@ Status Server::Impl::configure_access() {
 
 // The JSON report of everything recorded, written once the last batch is committed.
 void Server::Impl::write_profile() {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = "/api/v1/report";
-  request.query = {{"format", "json"}, {"window", "all"}};
-  HttpResponse r = api->handle(request);
-  Status s = r.status == 200 ? write_file_atomically(config.server.profile_output, r.body)
-                             : Status::internal("report failed: " + r.body);
+  ReportQuery query;
+  query.analysis.now = now_ns();
+  query.analysis.window = TimeWindow{};  // window=all: everything recorded
+  auto report = api->report_text(query);
+  Status s = report.ok() ? write_file_atomically(config.server.profile_output, *report)
+                         : Status::internal("report failed: " + report.status().message());
   if (s.ok()) {
     log_info("profile written to " + config.server.profile_output);
   } else {
