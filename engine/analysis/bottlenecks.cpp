@@ -21,7 +21,8 @@ using Thresholds = std::map<std::string, double>;
 double at(const Inputs& in, const char* key) { return in.find(key)->second; }
 double th(const Thresholds& t, const char* key) { return t.find(key)->second; }
 
-std::vector<Rule> make_rules() {
+// What the kernels are bound by: compute, DRAM bandwidth, memory, long kernels, launches.
+std::vector<Rule> kernel_rules() {
   using S = std::optional<Severity>;
   return {
       {"gpu_compute_bound",
@@ -114,6 +115,13 @@ std::vector<Rule> make_rules() {
        {"Do more work per call on {subject}: batch requests or items so fixed per-call costs are paid less often.",
         "Find what runs between the calls (allocation, locking, interpreter dispatch) with a sampling profiler.",
         "Run independent calls concurrently on more threads."}},
+  };
+}
+
+// Idle or held-back GPUs, the host, the SLA, operators off the GPU, devices under their targets.
+std::vector<Rule> utilization_rules() {
+  using S = std::optional<Severity>;
+  return {
       {"low_gpu_utilization",
        "Low GPU utilization",
        {"gpu_utilization_avg"},
@@ -194,6 +202,13 @@ std::vector<Rule> make_rules() {
         "Place the heaviest kernels on the roofline (/api/v1/kernels, with flops, bytes and dtype reported): "
         "memory-bound ones need fewer bytes moved, compute-bound ones tensor cores and larger tiles.",
         "Check for throttling and for time the GPU sat idle between kernels: both lower the achieved rate."}},
+  };
+}
+
+// Multi-GPU jobs: stragglers, communication, bus bandwidth.
+std::vector<Rule> multi_gpu_rules() {
+  using S = std::optional<Severity>;
+  return {
       {"straggler",
        "A straggling rank holds up every collective",
        // Set by the collective analysis (engine/analysis/collectives.hpp), which names a
@@ -254,6 +269,14 @@ std::vector<Rule> make_rules() {
         "small collectives into one."},
        {"collective_large_busbw_gb_per_second", "collective_large_link_peak_gb_per_second", "collective_large_bytes"}},
   };
+}
+
+std::vector<Rule> make_rules() {
+  std::vector<Rule> rules;
+  for (auto part : {kernel_rules, utilization_rules, multi_gpu_rules}) {
+    for (Rule& r : part()) rules.push_back(std::move(r));
+  }
+  return rules;
 }
 
 // Why an input is missing, in words a user can act on.

@@ -222,10 +222,15 @@ std::optional<ScrapedDistribution> merge_scraped(std::span<const ScrapedDistribu
 std::span<const std::string_view> scraped_serving_patterns() { return kPatterns; }
 std::span<const std::string_view> scraped_fields() { return kFields; }
 
-std::vector<ScrapedServing> scraped_serving(std::span<const SeriesSamples> series, TimestampNs from_ns,
-                                            TimestampNs to_ns) {
+namespace {
+
+using GroupKey = std::tuple<std::string, std::string, std::string>;  // (server, model, version)
+
+// Every known series' increase (counters, histograms' buckets, sums and counts) or newest value
+// (gauges, summaries' quantiles) over the window, added up per server, model and version.
+std::map<GroupKey, GroupAcc> group_series(std::span<const SeriesSamples> series, TimestampNs from_ns, TimestampNs to_ns) {
   const auto& index = sample_index();
-  std::map<std::tuple<std::string, std::string, std::string>, GroupAcc> groups;  // (server, model, version)
+  std::map<GroupKey, GroupAcc> groups;
   for (const SeriesSamples& s : series) {
     auto [lo, hi] = index.equal_range(s.key.name);
     for (auto it = lo; it != hi; ++it) {
@@ -274,96 +279,117 @@ std::vector<ScrapedServing> scraped_serving(std::span<const SeriesSamples> serie
     }
   }
 
-  std::vector<ScrapedServing> out;
-  for (auto& [key, g] : groups) {
-    ScrapedServing m;
-    std::tie(m.server, m.model, m.version) = key;
-    m.targets.assign(g.targets.begin(), g.targets.end());
-    m.window_s = static_cast<double>(g.span_ns) / 1e9;
-    m.resets = g.resets;
-    std::map<std::string_view, double> counters;
-    std::map<std::string_view, double> gauges;
-    for (std::size_t i = 0; i < kKnownCount; ++i) {
-      const EntryAcc& e = g.entries[i];
-      if (!e.seen) continue;
-      const KnownMetric& k = kKnown[i];
-      switch (k.role) {
-        case Role::kCounter: counters[k.what] += e.value * k.scale; break;
-        case Role::kGauge:
-          if (!gauges.contains(k.what)) {
-            // Queue lengths add up over targets; a usage ratio is their mean.
-            gauges[k.what] = k.what == "kv_cache_usage" ? e.value / static_cast<double>(e.gauges) : e.value;
-          }
-          break;
-        case Role::kHistogram:
-        case Role::kSummary: {
-          const std::string field(k.what);
-          if (m.fields.contains(field)) break;
-          ScrapedDistribution d;
-          d.metric = std::string(k.name);
-          d.summary = k.role == Role::kSummary;
-          d.count = e.count;
-          d.sum_ms = e.sum * k.scale;
-          if (d.summary) {
-            for (const auto& [q, values] : e.quantiles) {
-              // One series' quantiles are its own; those of several cannot be combined.
-              if (values.size() == 1) d.quantiles.emplace_back(q, values.front() * k.scale);
-            }
-            if (std::any_of(e.quantiles.begin(), e.quantiles.end(), [](const auto& q) { return q.second.size() > 1; })) {
-              m.notes.push_back(std::string(k.name) + ": quantiles of several targets cannot be combined; only the mean is given");
-            }
-          } else {
-            for (const auto& [le, count] : e.buckets) d.buckets.push_back({le * k.scale, count});
-            d.buckets = normalize_buckets(std::move(d.buckets));
-            if (d.buckets.empty()) break;  // no +Inf bucket: not a histogram to read
-          }
-          m.fields.emplace(field, std::move(d));
-          break;
+  return groups;
+}
+
+// A histogram's or summary's entry as a distribution; none for a histogram without +Inf.
+std::optional<ScrapedDistribution> distribution_of(const KnownMetric& k, const EntryAcc& e, std::vector<std::string>& notes) {
+  ScrapedDistribution d;
+  d.metric = std::string(k.name);
+  d.summary = k.role == Role::kSummary;
+  d.count = e.count;
+  d.sum_ms = e.sum * k.scale;
+  if (d.summary) {
+    for (const auto& [q, values] : e.quantiles) {
+      // One series' quantiles are its own; those of several cannot be combined.
+      if (values.size() == 1) d.quantiles.emplace_back(q, values.front() * k.scale);
+    }
+    if (std::any_of(e.quantiles.begin(), e.quantiles.end(), [](const auto& q) { return q.second.size() > 1; })) {
+      notes.push_back(std::string(k.name) + ": quantiles of several targets cannot be combined; only the mean is given");
+    }
+  } else {
+    for (const auto& [le, count] : e.buckets) d.buckets.push_back({le * k.scale, count});
+    d.buckets = normalize_buckets(std::move(d.buckets));
+    if (d.buckets.empty()) return std::nullopt;  // no +Inf bucket: not a histogram to read
+  }
+  return d;
+}
+
+// The rates, shares and means of a model from its counters and gauges, and the notes that
+// say where a figure is not what its name suggests.
+void derive_figures(ScrapedServing& m, const std::map<std::string_view, double>& counters,
+                    const std::map<std::string_view, double>& gauges) {
+  auto counter = [&](std::string_view what) -> std::optional<double> {
+    auto it = counters.find(what);
+    return it == counters.end() ? std::nullopt : std::optional(it->second);
+  };
+  auto per_second = [&](std::optional<double> v) -> std::optional<double> {
+    return v && m.window_s > 0 ? std::optional(*v / m.window_s) : std::nullopt;
+  };
+  const ScrapedDistribution* latency = m.fields.contains("latency_ms") ? &m.fields.at("latency_ms") : nullptr;
+  m.requests = counter("requests");
+  if (!m.requests && latency) m.requests = latency->count;  // every finished request is observed once
+  m.errors = counter("errors");
+  if (m.requests && m.errors && *m.requests > 0) m.error_rate = *m.errors / *m.requests;
+  m.requests_per_second = per_second(m.requests);
+  m.inferences_per_second = per_second(counter("inferences"));
+  if (auto inf = counter("inferences"), exec = counter("executions"); inf && exec && *exec > 0) {
+    m.average_batch_size = *inf / *exec;
+  }
+  m.input_tokens = counter("input_tokens");
+  m.output_tokens = counter("output_tokens");
+  m.input_tokens_per_second = per_second(m.input_tokens);
+  m.output_tokens_per_second = per_second(m.output_tokens);
+  std::optional<double> request_time = counter("request_time_ms"), queue_time = counter("queue_time_ms");
+  if (latency && latency->count > 0) {
+    m.mean_latency_ms = latency->mean_ms();
+    if (!request_time) request_time = latency->sum_ms;
+  } else if (request_time && m.requests && *m.requests > 0) {
+    m.mean_latency_ms = *request_time / *m.requests;
+  }
+  if (!queue_time && m.fields.contains("queue_ms")) queue_time = m.fields.at("queue_ms").sum_ms;
+  if (queue_time && request_time && *request_time > 0) m.queue_share = *queue_time / *request_time;
+  if (auto it = gauges.find("running"); it != gauges.end()) m.running = it->second;
+  if (auto it = gauges.find("waiting"); it != gauges.end()) m.waiting = it->second;
+  if (auto it = gauges.find("kv_cache_usage"); it != gauges.end()) m.kv_cache_usage = it->second;
+  if (m.server == "vllm" && m.errors) {
+    m.notes.push_back("errors: requests that finished aborted or with an error (vllm:request_success_total's finished_reason)");
+  }
+  if (m.fields.contains("itl_ms") && !m.fields.contains("tpot_ms")) {
+    m.notes.push_back("itl_ms is every gap between two tokens (" + m.fields.at("itl_ms").metric +
+                      "); the server exports no per-request time per output token");
+  }
+}
+
+ScrapedServing serving_of(const GroupKey& key, const GroupAcc& g) {
+  ScrapedServing m;
+  std::tie(m.server, m.model, m.version) = key;
+  m.targets.assign(g.targets.begin(), g.targets.end());
+  m.window_s = static_cast<double>(g.span_ns) / 1e9;
+  m.resets = g.resets;
+  std::map<std::string_view, double> counters;
+  std::map<std::string_view, double> gauges;
+  for (std::size_t i = 0; i < kKnownCount; ++i) {
+    const EntryAcc& e = g.entries[i];
+    if (!e.seen) continue;
+    const KnownMetric& k = kKnown[i];
+    switch (k.role) {
+      case Role::kCounter: counters[k.what] += e.value * k.scale; break;
+      case Role::kGauge:
+        if (!gauges.contains(k.what)) {
+          // Queue lengths add up over targets; a usage ratio is their mean.
+          gauges[k.what] = k.what == "kv_cache_usage" ? e.value / static_cast<double>(e.gauges) : e.value;
         }
+        break;
+      case Role::kHistogram:
+      case Role::kSummary: {
+        const std::string field(k.what);
+        if (m.fields.contains(field)) break;
+        if (auto d = distribution_of(k, e, m.notes)) m.fields.emplace(field, std::move(*d));
+        break;
       }
     }
-    auto counter = [&](std::string_view what) -> std::optional<double> {
-      auto it = counters.find(what);
-      return it == counters.end() ? std::nullopt : std::optional(it->second);
-    };
-    auto per_second = [&](std::optional<double> v) -> std::optional<double> {
-      return v && m.window_s > 0 ? std::optional(*v / m.window_s) : std::nullopt;
-    };
-    const ScrapedDistribution* latency = m.fields.contains("latency_ms") ? &m.fields.at("latency_ms") : nullptr;
-    m.requests = counter("requests");
-    if (!m.requests && latency) m.requests = latency->count;  // every finished request is observed once
-    m.errors = counter("errors");
-    if (m.requests && m.errors && *m.requests > 0) m.error_rate = *m.errors / *m.requests;
-    m.requests_per_second = per_second(m.requests);
-    m.inferences_per_second = per_second(counter("inferences"));
-    if (auto inf = counter("inferences"), exec = counter("executions"); inf && exec && *exec > 0) {
-      m.average_batch_size = *inf / *exec;
-    }
-    m.input_tokens = counter("input_tokens");
-    m.output_tokens = counter("output_tokens");
-    m.input_tokens_per_second = per_second(m.input_tokens);
-    m.output_tokens_per_second = per_second(m.output_tokens);
-    std::optional<double> request_time = counter("request_time_ms"), queue_time = counter("queue_time_ms");
-    if (latency && latency->count > 0) {
-      m.mean_latency_ms = latency->mean_ms();
-      if (!request_time) request_time = latency->sum_ms;
-    } else if (request_time && m.requests && *m.requests > 0) {
-      m.mean_latency_ms = *request_time / *m.requests;
-    }
-    if (!queue_time && m.fields.contains("queue_ms")) queue_time = m.fields.at("queue_ms").sum_ms;
-    if (queue_time && request_time && *request_time > 0) m.queue_share = *queue_time / *request_time;
-    if (auto it = gauges.find("running"); it != gauges.end()) m.running = it->second;
-    if (auto it = gauges.find("waiting"); it != gauges.end()) m.waiting = it->second;
-    if (auto it = gauges.find("kv_cache_usage"); it != gauges.end()) m.kv_cache_usage = it->second;
-    if (m.server == "vllm" && m.errors) {
-      m.notes.push_back("errors: requests that finished aborted or with an error (vllm:request_success_total's finished_reason)");
-    }
-    if (m.fields.contains("itl_ms") && !m.fields.contains("tpot_ms")) {
-      m.notes.push_back("itl_ms is every gap between two tokens (" + m.fields.at("itl_ms").metric +
-                        "); the server exports no per-request time per output token");
-    }
-    out.push_back(std::move(m));
   }
+  derive_figures(m, counters, gauges);
+  return m;
+}
+
+}  // namespace
+
+std::vector<ScrapedServing> scraped_serving(std::span<const SeriesSamples> series, TimestampNs from_ns,
+                                            TimestampNs to_ns) {
+  std::vector<ScrapedServing> out;
+  for (const auto& [key, g] : group_series(series, from_ns, to_ns)) out.push_back(serving_of(key, g));
   return out;
 }
 

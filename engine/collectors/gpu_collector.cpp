@@ -317,30 +317,15 @@ void GpuCollector::collect_devices(TimestampNs now_ns, std::vector<Reading>& out
   }
 }
 
-void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
+// Memory: v2 (with reserved) needs its version field; older drivers only have v1. False when
+// the GPU was lost.
+bool GpuCollector::collect_memory(Gpu& g, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
   auto emit = [&](const char* family, double value, Labels extra = {}) {
     Labels l = g.labels;
     for (auto& e : extra) l.push_back(std::move(e));
     out.push_back({SeriesKey(family, std::move(l)), value});
   };
-  auto emit_info = [&] {
-    emit("gpu_info", 1, {{"name", g.info.name}, {"pci_bus_id", g.info.pci_bus_id}, {"driver_version", driver_},
-                         {"nvml_version", nvml_version_}});
-  };
-
-  nvml::Utilization u{};
-  g.compute_idle = false;
-  if (a.utilization && check(g, a.utilization(g.handle, &u), "utilization")) {
-    emit(metric_names::kGpuUtilization, u.gpu / 100.0);
-    emit("gpu_memory_busy_ratio", u.memory / 100.0);
-    g.compute_idle = u.gpu == 0 && u.memory == 0;
-  }
-  if (g.lost) return;
-  emit("gpu_up", 1);
-  emit_info();
-
-  // Memory: v2 (with reserved) needs its version field; older drivers only have v1.
   if (g.memory_version == 2) {
     nvml::MemoryV2 m{};
     m.version = nvml::kMemoryV2Version;
@@ -353,7 +338,7 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
       g.info.memory_total_bytes = static_cast<double>(m.total);
     } else if (rc == nvml::kGpuIsLost) {
       g.lost = true;
-      return;
+      return false;
     } else {
       g.memory_version = 1;
     }
@@ -371,6 +356,17 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     }
   }
 
+  return true;
+}
+
+// Power now, and the board's energy since the processes were last read.
+void GpuCollector::collect_power(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
+  const nvml::Api& a = lib_->api();
+  auto emit = [&](const char* family, double value, Labels extra = {}) {
+    Labels l = g.labels;
+    for (auto& e : extra) l.push_back(std::move(e));
+    out.push_back({SeriesKey(family, std::move(l)), value});
+  };
   unsigned v = 0;
   if (a.power_usage && check(g, a.power_usage(g.handle, &v), "power")) {
     // The board's energy since the processes were last read, pass by pass, to split among them.
@@ -382,6 +378,17 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     emit(metric_names::kGpuPower, v / 1000.0);
   }
   if (g.info.power_limit_watts > 0) emit("gpu_power_limit_watts", g.info.power_limit_watts);
+}
+
+// Temperatures, the instant power, the energy counter and the clocks; the core temperature
+// for the thermal state, if read.
+std::optional<unsigned> GpuCollector::collect_sensors(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
+  const nvml::Api& a = lib_->api();
+  auto emit = [&](const char* family, double value, Labels extra = {}) {
+    Labels l = g.labels;
+    for (auto& e : extra) l.push_back(std::move(e));
+    out.push_back({SeriesKey(family, std::move(l)), value});
+  };
   unsigned temp = 0;
   const bool have_temp = a.temperature && check(g, a.temperature(g.handle, 0, &temp), "temperature");
   if (have_temp) emit(metric_names::kGpuTemperature, temp);
@@ -417,6 +424,7 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     }
   }
   if (g.energy_j >= 0) emit(metric_names::kGpuEnergy, g.energy_j);
+  unsigned v = 0;
   const std::pair<int, const char*> clocks[] = {{nvml::kClockSm, "sm"}, {nvml::kClockMemory, "memory"}, {nvml::kClockGraphics, "graphics"}};
   g.sm_clock_hertz = 0;
   for (const auto& [type, label] : clocks) {
@@ -425,7 +433,18 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     if (type == nvml::kClockSm) g.sm_clock_hertz = v * 1e6;
   }
 
-  // Throttling: reasons now, and the time each was active over the last interval.
+  return have_temp ? std::optional<unsigned>(temp) : std::nullopt;
+}
+
+// Throttling: reasons now, the time each was active over the last interval, and the thermal
+// state from them and the temperature.
+void GpuCollector::collect_throttling(Gpu& g, TimestampNs now_ns, std::optional<unsigned> temp, std::vector<Reading>& out) {
+  const nvml::Api& a = lib_->api();
+  auto emit = [&](const char* family, double value, Labels extra = {}) {
+    Labels l = g.labels;
+    for (auto& e : extra) l.push_back(std::move(e));
+    out.push_back({SeriesKey(family, std::move(l)), value});
+  };
   unsigned long long reasons = 0;
   const bool have_reasons = a.clock_event_reasons && check(g, a.clock_event_reasons(g.handle, &reasons), "clock_event_reasons");
   if (have_reasons) {
@@ -439,17 +458,47 @@ void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>&
     g.have_reasons = true;
   }
   g.prev_ns = now_ns;
-  if (have_temp || have_reasons) {
+  if (temp || have_reasons) {
     // 3 critical: within 5 °C of shutdown; 2 serious: thermal slowdown active or at the
     // slowdown threshold; 1 fair: within 10 °C of it; 0 nominal.
     const unsigned long long thermal = 0x8 | 0x20 | 0x40;
     int state = 0;
-    if (g.shutdown_c > 0 && temp + 5 >= g.shutdown_c) state = 3;
-    else if ((reasons & thermal) || (g.slowdown_c > 0 && temp >= g.slowdown_c)) state = 2;
-    else if (g.slowdown_c > 0 && temp + 10 >= g.slowdown_c) state = 1;
+    const unsigned t = temp.value_or(0);
+    if (g.shutdown_c > 0 && t + 5 >= g.shutdown_c) state = 3;
+    else if ((reasons & thermal) || (g.slowdown_c > 0 && t >= g.slowdown_c)) state = 2;
+    else if (g.slowdown_c > 0 && t + 10 >= g.slowdown_c) state = 1;
     emit("gpu_thermal_state", state);
   }
 
+}
+
+void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
+  const nvml::Api& a = lib_->api();
+  auto emit = [&](const char* family, double value, Labels extra = {}) {
+    Labels l = g.labels;
+    for (auto& e : extra) l.push_back(std::move(e));
+    out.push_back({SeriesKey(family, std::move(l)), value});
+  };
+  auto emit_info = [&] {
+    emit("gpu_info", 1, {{"name", g.info.name}, {"pci_bus_id", g.info.pci_bus_id}, {"driver_version", driver_},
+                         {"nvml_version", nvml_version_}});
+  };
+
+  nvml::Utilization u{};
+  g.compute_idle = false;
+  if (a.utilization && check(g, a.utilization(g.handle, &u), "utilization")) {
+    emit(metric_names::kGpuUtilization, u.gpu / 100.0);
+    emit("gpu_memory_busy_ratio", u.memory / 100.0);
+    g.compute_idle = u.gpu == 0 && u.memory == 0;
+  }
+  if (g.lost) return;
+  emit("gpu_up", 1);
+  emit_info();
+
+  if (!collect_memory(g, out)) return;
+  collect_power(g, now_ns, out);
+  const std::optional<unsigned> temp = collect_sensors(g, now_ns, out);
+  collect_throttling(g, now_ns, temp, out);
   collect_processes(g, now_ns, out);
   if (g.info.gpm) collect_gpm(g, now_ns, out);
   if (g.info.peak_dram_bandwidth_bytes_per_second > 0) {

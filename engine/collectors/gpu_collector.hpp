@@ -129,6 +129,10 @@ class GpuCollector final : public Collector {
   // Every pair of whole GPUs; records each GPU's active links and their far ends too.
   std::vector<GpuLink> read_topology();
   void collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  bool collect_memory(Gpu& g, std::vector<Reading>& out);
+  void collect_power(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  std::optional<unsigned> collect_sensors(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
+  void collect_throttling(Gpu& g, TimestampNs now_ns, std::optional<unsigned> temp, std::vector<Reading>& out);
   void collect_gpm(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out);
   void collect_nvlinks(Gpu& g, const nvml::GpmMetricsRequest& req, unsigned first, std::vector<Reading>& out);
   void collect_devices(TimestampNs now_ns, std::vector<Reading>& out);

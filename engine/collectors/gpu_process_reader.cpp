@@ -115,6 +115,68 @@ void retire_missing(std::set<Labels>& kept, std::set<Labels> now, std::initializ
 }
 constexpr std::initializer_list<const char*> kContainerSums = {"gpu_container_processes", "gpu_container_memory_bytes",
                                                               "gpu_container_sm_utilization_ratio"};
+
+// Processes read last time (`before`) and gone now (`now`): their series get no more readings.
+void retire_gone_processes(const std::unordered_map<std::string, Labels>& before,
+                 const std::unordered_map<std::string, Labels>& now, GpuProcessResult& result) {
+  for (const auto& [text, l] : before) {
+    if (now.contains(text)) continue;
+    for (const char* family : {metric_names::kGpuProcessMemory, metric_names::kGpuProcessAccountingUtilization,
+                               metric_names::kGpuProcessAccountingMaxMemory, metric_names::kGpuProcessCpu,
+                               metric_names::kGpuProcessResidentMemory}) {
+      result.retired.emplace_back(family, l);
+    }
+    for (const char* engine : {"sm", "memory", "encoder", "decoder"}) {
+      Labels e = l;
+      e.emplace_back("engine", engine);
+      sort_labels(e);
+      result.retired.emplace_back(metric_names::kGpuProcessUtilization, std::move(e));
+    }
+  }
+}
+
+// A process's labels (the GPU's, pid, command — null: not visible —, and its container's),
+// sorted; and its container's alone (container, and namespace and pod where the kubelet named them), empty
+// outside a container.
+std::pair<Labels, Labels> process_labels(const Labels& gpu_labels, unsigned pid, const std::string* command,
+                                         const ContainerIdentity& container) {
+  Labels l = gpu_labels;
+  l.emplace_back("pid", std::to_string(pid));
+  // A pid this procfs does not show lives in another pid namespace (or just ended).
+  l.emplace_back("command", command ? *command : "[not visible]");
+  Labels container_labels;
+  if (command && container.in_container()) {
+    container_labels.emplace_back("container", container.label());
+    if (!container.pod_name.empty()) {
+      container_labels.emplace_back("namespace", container.pod_namespace);
+      container_labels.emplace_back("pod", container.pod_name);
+    }
+  }
+  l.insert(l.end(), container_labels.begin(), container_labels.end());
+  sort_labels(l);
+  return {std::move(l), std::move(container_labels)};
+}
+
+struct ContainerSum {
+  double memory = 0, sm = 0, processes = 0;
+};
+
+// Each container's processes, memory and SM share on the GPU; returns the label sets written.
+std::set<Labels> add_container_sums(const Labels& gpu_labels, const std::map<Labels, ContainerSum>& containers,
+                                    bool utilization, std::vector<Reading>& out) {
+  std::set<Labels> written;
+  for (const auto& [labels, sum] : containers) {
+    Labels l = gpu_labels;
+    l.insert(l.end(), labels.begin(), labels.end());
+    sort_labels(l);
+    written.insert(l);
+    out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
+    out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
+    if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
+  }
+  return written;
+}
+
 }  // namespace
 
 GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
@@ -136,22 +198,8 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
     return result;
   }
   std::unordered_map<std::string, Labels> with_series;  // this read's
-  // Processes read last time and gone now: their series get no more readings.
   auto retire_gone = [&] {
-    for (const auto& [text, l] : gpu.with_series) {
-      if (with_series.contains(text)) continue;
-      for (const char* family : {metric_names::kGpuProcessMemory, metric_names::kGpuProcessAccountingUtilization,
-                                 metric_names::kGpuProcessAccountingMaxMemory, metric_names::kGpuProcessCpu,
-                                 metric_names::kGpuProcessResidentMemory}) {
-        result.retired.emplace_back(family, l);
-      }
-      for (const char* engine : {"sm", "memory", "encoder", "decoder"}) {
-        Labels e = l;
-        e.emplace_back("engine", engine);
-        sort_labels(e);
-        result.retired.emplace_back(metric_names::kGpuProcessUtilization, std::move(e));
-      }
-    }
+    retire_gone_processes(gpu.with_series, with_series, result);
     gpu.with_series = std::move(with_series);
   };
   const std::vector<PodRef> holders = options_.pods ? options_.pods->holders(job.uuid, job.index) : std::vector<PodRef>{};
@@ -183,9 +231,6 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   const auto now_us = static_cast<unsigned long long>(now_ns / 1000);
   std::set<unsigned> running;
   std::vector<GpuProcessReading> readings;
-  struct ContainerSum {
-    double memory = 0, sm = 0, processes = 0;
-  };
   std::map<Labels, ContainerSum> containers;  // by their labels: bounded by the containers, not the processes
   std::vector<Reading>& out = result.readings;
   for (const nvml::ProcessInfo& p : procs) {
@@ -208,21 +253,8 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
       reading.identity.pid = static_cast<int>(p.pid);
     }
     if (p.used_gpu_memory != ~0ULL) reading.memory_bytes = static_cast<double>(p.used_gpu_memory);
-    Labels l = job.labels;
-    l.emplace_back("pid", std::to_string(p.pid));
-    // A pid this procfs does not show lives in another pid namespace (or just ended).
-    l.emplace_back("command", who ? who->identity.command : "[not visible]");
     const ContainerIdentity& container = reading.identity.container;
-    Labels container_labels;  // container, and namespace and pod where the kubelet named them
-    if (who && container.in_container()) {
-      container_labels.emplace_back("container", container.label());
-      if (!container.pod_name.empty()) {
-        container_labels.emplace_back("namespace", container.pod_namespace);
-        container_labels.emplace_back("pod", container.pod_name);
-      }
-    }
-    l.insert(l.end(), container_labels.begin(), container_labels.end());
-    sort_labels(l);
+    auto [l, container_labels] = process_labels(job.labels, p.pid, who ? &who->identity.command : nullptr, container);
     // A process absent from the newest period's list, or a list older than 2 s (nothing used the
     // GPU since, so the driver has nothing newer to list), is at 0.
     auto u = gpu.util.find(p.pid);
@@ -236,48 +268,9 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
       sum.sm += shares.sm / 100.0;
       sum.processes += 1;
     }
-    // Series of its own while under the limit; the tracker records every process regardless.
-    std::string identity = format_labels(l);
-    if (!process_series_.contains(identity)) {
-      if (process_series_.size() >= options_.series_limit) {
-        series_refused_.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      process_series_.insert(identity);
-    }
-    with_series.emplace(std::move(identity), l);
-    if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
-      out.push_back({SeriesKey(metric_names::kGpuProcessMemory, l), static_cast<double>(p.used_gpu_memory)});
-    }
-    if (utilization) {
-      for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
-                                   std::pair{"encoder", shares.encoder}, std::pair{"decoder", shares.decoder}}) {
-        Labels e = l;
-        e.emplace_back("engine", engine);
-        sort_labels(e);
-        out.push_back({SeriesKey(metric_names::kGpuProcessUtilization, std::move(e)), value / 100.0});
-      }
-    }
-    // Where an administrator enabled accounting, the driver's own figures over the process's life.
-    if (nvml::AccountingStats stats{}; job.accounting && api_.accounting_stats(job.handle, p.pid, &stats) == nvml::kSuccess) {
-      out.push_back({SeriesKey(metric_names::kGpuProcessAccountingUtilization, l), stats.gpu_utilization / 100.0});
-      out.push_back({SeriesKey(metric_names::kGpuProcessAccountingMaxMemory, l), static_cast<double>(stats.max_memory_usage)});
-    }
-    if (who) {
-      out.push_back({SeriesKey(metric_names::kGpuProcessCpu, l), *reading.cpu_seconds});
-      out.push_back({SeriesKey(metric_names::kGpuProcessResidentMemory, std::move(l)), static_cast<double>(who->rss_bytes)});
-    }
+    add_process_series(job, p, shares, utilization, who, std::move(l), with_series, result.readings);
   }
-  std::set<Labels> container_sums;
-  for (const auto& [labels, sum] : containers) {
-    Labels l = job.labels;
-    l.insert(l.end(), labels.begin(), labels.end());
-    sort_labels(l);
-    container_sums.insert(l);
-    out.push_back({SeriesKey("gpu_container_processes", l), sum.processes});
-    out.push_back({SeriesKey("gpu_container_memory_bytes", l), sum.memory});
-    if (utilization) out.push_back({SeriesKey("gpu_container_sm_utilization_ratio", std::move(l)), sum.sm});
-  }
+  std::set<Labels> container_sums = add_container_sums(job.labels, containers, utilization, out);
   std::erase_if(gpu.util, [&](const auto& entry) { return !running.contains(entry.first); });
   retire_gone();
   retire_missing(gpu.container_sums, std::move(container_sums), kContainerSums, result);
@@ -285,6 +278,44 @@ GpuProcessResult GpuProcessReader::read(const GpuProcessJob& job) {
   return result;
 }
 
+
+// The process's own series while under the series limit (the tracker records every process
+// regardless): memory, engine shares, the driver's accounting where enabled, host CPU and RSS.
+void GpuProcessReader::add_process_series(const GpuProcessJob& job, const nvml::ProcessInfo& p,
+                                          const nvml::ProcessUtilizationSample& shares, bool utilization,
+                                          const KnownProcess* who, Labels l,
+                                          std::unordered_map<std::string, Labels>& with_series, std::vector<Reading>& out) {
+  std::string identity = format_labels(l);
+  if (!process_series_.contains(identity)) {
+    if (process_series_.size() >= options_.series_limit) {
+      series_refused_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    process_series_.insert(identity);
+  }
+  with_series.emplace(std::move(identity), l);
+  if (p.used_gpu_memory != ~0ULL) {  // ~0: not available (e.g. without permission)
+    out.push_back({SeriesKey(metric_names::kGpuProcessMemory, l), static_cast<double>(p.used_gpu_memory)});
+  }
+  if (utilization) {
+    for (auto [engine, value] : {std::pair{"sm", shares.sm}, std::pair{"memory", shares.memory},
+                                 std::pair{"encoder", shares.encoder}, std::pair{"decoder", shares.decoder}}) {
+      Labels e = l;
+      e.emplace_back("engine", engine);
+      sort_labels(e);
+      out.push_back({SeriesKey(metric_names::kGpuProcessUtilization, std::move(e)), value / 100.0});
+    }
+  }
+  // Where an administrator enabled accounting, the driver's own figures over the process's life.
+  if (nvml::AccountingStats stats{}; job.accounting && api_.accounting_stats(job.handle, p.pid, &stats) == nvml::kSuccess) {
+    out.push_back({SeriesKey(metric_names::kGpuProcessAccountingUtilization, l), stats.gpu_utilization / 100.0});
+    out.push_back({SeriesKey(metric_names::kGpuProcessAccountingMaxMemory, l), static_cast<double>(stats.max_memory_usage)});
+  }
+  if (who) {
+    out.push_back({SeriesKey(metric_names::kGpuProcessCpu, l), static_cast<double>(who->cpu_ticks) / ticks_per_second()});
+    out.push_back({SeriesKey(metric_names::kGpuProcessResidentMemory, std::move(l)), static_cast<double>(who->rss_bytes)});
+  }
+}
 
 void GpuProcessReader::read_pod_info(PerGpu& gpu, const GpuProcessJob& job, const std::vector<PodRef>& holders,
                                      GpuProcessResult& result) {

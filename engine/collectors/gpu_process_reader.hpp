@@ -94,6 +94,9 @@ class GpuProcessReader {
   // Who a GPU process is and what it costs the host, cached by pid and re-read once a second,
   // its start time compared: a reused pid is a new process. Null when procfs does not show it.
   const KnownProcess* process_of(unsigned pid, TimestampNs now_ns);
+  void add_process_series(const GpuProcessJob& job, const nvml::ProcessInfo& p, const nvml::ProcessUtilizationSample& shares,
+                          bool utilization, const KnownProcess* who, Labels l,
+                          std::unordered_map<std::string, Labels>& with_series, std::vector<Reading>& out);
   void read_utilization(PerGpu& gpu, nvml::Device handle, GpuProcessResult& result);
 
   const nvml::Api& api_;

@@ -70,6 +70,96 @@ ExpositionFamily one_sample(MetricFamily family, Labels labels, double value) {
 
 }  // namespace
 
+namespace {
+
+// Memory the applications reported, per kind.
+void add_memory_families(const MemoryTracker& memory, std::vector<ExpositionFamily>& families, std::set<std::string>& taken) {
+  using T = MetricType;
+  const MemoryStatistics stats = memory.statistics();
+  ExpositionFamily current{{"memory_allocated_bytes", "bytes", T::kGauge, "Memory currently allocated, as reported by applications"}, {}, {}, {}};
+  ExpositionFamily peak{{"memory_peak_allocated_bytes", "bytes", T::kGauge, "Highest allocated memory seen"}, {}, {}, {}};
+  ExpositionFamily allocs{{"memory_allocations_total", "", T::kCounter, "Allocations reported"}, {}, {}, {}};
+  ExpositionFamily frees{{"memory_frees_total", "", T::kCounter, "Frees reported"}, {}, {}, {}};
+  for (const auto& [kind, c] : stats.by_kind) {
+    current.samples.push_back({{{"kind", kind}}, static_cast<double>(c.current_bytes)});
+    peak.samples.push_back({{{"kind", kind}}, static_cast<double>(c.peak_bytes)});
+    allocs.samples.push_back({{{"kind", kind}}, static_cast<double>(c.allocation_count)});
+    frees.samples.push_back({{{"kind", kind}}, static_cast<double>(c.free_count)});
+  }
+  for (ExpositionFamily* f : {&current, &peak, &allocs, &frees}) {
+    taken.insert(f->family.name);
+    families.push_back(std::move(*f));
+  }
+}
+
+// The database writer's rows, commits, errors and dropped passes.
+void add_writer_families(const db::Writer& writer, std::vector<ExpositionFamily>& families, std::set<std::string>& taken) {
+  using T = MetricType;
+  const db::WriterStats ws = writer.stats();
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t value;
+  };
+  const Counter counters[] = {
+      {"database_rows_written_total", "Rows the database writer committed", ws.rows_written},
+      {"database_commits_total", "Transactions the database writer committed", ws.commits},
+      {"database_write_errors_total", "Commits the database writer could not make",
+       ws.write_errors},
+      {"database_sample_batches_dropped_total", "Sampling passes dropped, stalest first, while the writer's queue was full (event batches never are)",
+       ws.batches_dropped},
+  };
+  for (const Counter& c : counters) {
+    families.push_back(one_sample({c.name, "", T::kCounter, c.help}, {}, static_cast<double>(c.value)));
+    taken.insert(c.name);
+  }
+}
+
+// Each collector's time per sampling pass.
+void add_collector_families(const Sampler& sampler, std::vector<ExpositionFamily>& families, std::set<std::string>& taken) {
+  using T = MetricType;
+  // As node_exporter's node_scrape_collector_duration_seconds: what each collector's part of a
+  // sampling pass took, the last pass's and all passes' together.
+  ExpositionFamily last{{"collector_duration_seconds", "seconds", T::kGauge,
+                         "Time the collector took in the last sampling pass"}, {}, {}, {}};
+  ExpositionFamily total{{"collector_seconds_total", "seconds", T::kCounter,
+                          "Time the collector took in every sampling pass so far"}, {}, {}, {}};
+  for (const CollectorTiming& t : sampler.collector_timings()) {
+    last.samples.push_back({{{"collector", t.name}}, t.last_seconds});
+    total.samples.push_back({{{"collector", t.name}}, t.total_seconds});
+  }
+  for (ExpositionFamily* f : {&last, &total}) {
+    taken.insert(f->family.name);
+    families.push_back(std::move(*f));
+  }
+}
+
+// The cardinality caps: values counted, limits, folds and refusals per dimension.
+void add_cardinality_families(const CardinalityGuard& cardinality, std::vector<ExpositionFamily>& families, std::set<std::string>& taken) {
+  using T = MetricType;
+  ExpositionFamily distinct{{"cardinality_values", "", T::kGauge,
+                             "Distinct values counted per event dimension (tag_value: its fullest key)"}, {}, {}, {}};
+  ExpositionFamily limit{{"cardinality_limit", "", T::kGauge, "Distinct values allowed per event dimension (0: no cap)"},
+                         {}, {}, {}};
+  ExpositionFamily folded{{"cardinality_folded_total", "", T::kCounter,
+                           "Values folded into [other] (tag_key: tags dropped) at a cardinality cap"}, {}, {}, {}};
+  ExpositionFamily refused{{"cardinality_refused_total", "", T::kCounter,
+                            "Ingest batches refused at a cardinality cap (new custom series)"}, {}, {}, {}};
+  for (const DimensionStats& d : cardinality.stats()) {
+    const Labels labels = {{"dimension", std::string(dimension_name(d.dimension))}};
+    distinct.samples.push_back({labels, static_cast<double>(d.distinct)});
+    limit.samples.push_back({labels, static_cast<double>(d.limit)});
+    folded.samples.push_back({labels, static_cast<double>(d.folded)});
+    refused.samples.push_back({labels, static_cast<double>(d.refused)});
+  }
+  for (ExpositionFamily* f : {&distinct, &limit, &folded, &refused}) {
+    taken.insert(f->family.name);
+    families.push_back(std::move(*f));
+  }
+}
+
+}  // namespace
+
 HttpResponse Api::metrics(const HttpRequest& request) const {
   using T = MetricType;
   const ExpositionFormat format = negotiate_exposition(request.accept);
@@ -94,84 +184,10 @@ HttpResponse Api::metrics(const HttpRequest& request) const {
                                   {}, static_cast<double>(ctx_.event_metrics->overflowed())));
   }
 
-  if (ctx_.memory) {
-    const MemoryStatistics stats = ctx_.memory->statistics();
-    ExpositionFamily current{{"memory_allocated_bytes", "bytes", T::kGauge, "Memory currently allocated, as reported by applications"}, {}, {}, {}};
-    ExpositionFamily peak{{"memory_peak_allocated_bytes", "bytes", T::kGauge, "Highest allocated memory seen"}, {}, {}, {}};
-    ExpositionFamily allocs{{"memory_allocations_total", "", T::kCounter, "Allocations reported"}, {}, {}, {}};
-    ExpositionFamily frees{{"memory_frees_total", "", T::kCounter, "Frees reported"}, {}, {}, {}};
-    for (const auto& [kind, c] : stats.by_kind) {
-      current.samples.push_back({{{"kind", kind}}, static_cast<double>(c.current_bytes)});
-      peak.samples.push_back({{{"kind", kind}}, static_cast<double>(c.peak_bytes)});
-      allocs.samples.push_back({{{"kind", kind}}, static_cast<double>(c.allocation_count)});
-      frees.samples.push_back({{{"kind", kind}}, static_cast<double>(c.free_count)});
-    }
-    for (ExpositionFamily* f : {&current, &peak, &allocs, &frees}) {
-      taken.insert(f->family.name);
-      families.push_back(std::move(*f));
-    }
-  }
-
-  if (ctx_.writer) {
-    const db::WriterStats ws = ctx_.writer->stats();
-    struct Counter {
-      const char* name;
-      const char* help;
-      std::uint64_t value;
-    };
-    const Counter counters[] = {
-        {"database_rows_written_total", "Rows the database writer committed", ws.rows_written},
-        {"database_commits_total", "Transactions the database writer committed", ws.commits},
-        {"database_write_errors_total", "Commits the database writer could not make",
-         ws.write_errors},
-        {"database_sample_batches_dropped_total", "Sampling passes dropped, stalest first, while the writer's queue was full (event batches never are)",
-         ws.batches_dropped},
-    };
-    for (const Counter& c : counters) {
-      families.push_back(one_sample({c.name, "", T::kCounter, c.help}, {}, static_cast<double>(c.value)));
-      taken.insert(c.name);
-    }
-  }
-
-  if (ctx_.sampler) {
-    // As node_exporter's node_scrape_collector_duration_seconds: what each collector's part of a
-    // sampling pass took, the last pass's and all passes' together.
-    ExpositionFamily last{{"collector_duration_seconds", "seconds", T::kGauge,
-                           "Time the collector took in the last sampling pass"}, {}, {}, {}};
-    ExpositionFamily total{{"collector_seconds_total", "seconds", T::kCounter,
-                            "Time the collector took in every sampling pass so far"}, {}, {}, {}};
-    for (const CollectorTiming& t : ctx_.sampler->collector_timings()) {
-      last.samples.push_back({{{"collector", t.name}}, t.last_seconds});
-      total.samples.push_back({{{"collector", t.name}}, t.total_seconds});
-    }
-    for (ExpositionFamily* f : {&last, &total}) {
-      taken.insert(f->family.name);
-      families.push_back(std::move(*f));
-    }
-  }
-
-  if (ctx_.cardinality) {
-    ExpositionFamily distinct{{"cardinality_values", "", T::kGauge,
-                               "Distinct values counted per event dimension (tag_value: its fullest key)"}, {}, {}, {}};
-    ExpositionFamily limit{{"cardinality_limit", "", T::kGauge, "Distinct values allowed per event dimension (0: no cap)"},
-                           {}, {}, {}};
-    ExpositionFamily folded{{"cardinality_folded_total", "", T::kCounter,
-                             "Values folded into [other] (tag_key: tags dropped) at a cardinality cap"}, {}, {}, {}};
-    ExpositionFamily refused{{"cardinality_refused_total", "", T::kCounter,
-                              "Ingest batches refused at a cardinality cap (new custom series)"}, {}, {}, {}};
-    for (const DimensionStats& d : ctx_.cardinality->stats()) {
-      const Labels labels = {{"dimension", std::string(dimension_name(d.dimension))}};
-      distinct.samples.push_back({labels, static_cast<double>(d.distinct)});
-      limit.samples.push_back({labels, static_cast<double>(d.limit)});
-      folded.samples.push_back({labels, static_cast<double>(d.folded)});
-      refused.samples.push_back({labels, static_cast<double>(d.refused)});
-    }
-    for (ExpositionFamily* f : {&distinct, &limit, &folded, &refused}) {
-      taken.insert(f->family.name);
-      families.push_back(std::move(*f));
-    }
-  }
-
+  if (ctx_.memory) add_memory_families(*ctx_.memory, families, taken);
+  if (ctx_.writer) add_writer_families(*ctx_.writer, families, taken);
+  if (ctx_.sampler) add_collector_families(*ctx_.sampler, families, taken);
+  if (ctx_.cardinality) add_cardinality_families(*ctx_.cardinality, families, taken);
   if (ctx_.store) {
     std::map<std::string, Labels> dcgm;
     if (ctx_.config && ctx_.config->server.metrics_dcgm_labels && ctx_.gpus) {

@@ -138,6 +138,190 @@ std::string dims_text(const std::array<std::uint32_t, 3>& d) {
   return std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
 }
 
+// One export's writer and what its parts share: the event budget, whether it ran out, flow
+// ids, and where each collective kernel went (run, rank or pid, start → process and thread)
+// for the flows that link an instance's kernels across ranks.
+struct TraceExport {
+  TraceWriter& out;
+  std::size_t max_events;
+  bool truncated = false;
+  std::uint64_t flow_id = 0;
+  std::map<std::tuple<std::string, std::string, TimestampNs>, std::pair<int, int>> collective_slices;
+};
+
+// The first event of any kind: a first pass, which keeps nothing. (An event stored between
+// this pass and the next with an earlier time is written with a negative ts, which trace
+// viewers take as they take any other.)
+Result<TimestampNs> first_event(const db::EventReader& events, const db::TimeRange& range, const db::EventScope& scope,
+                                const std::vector<CommandBufferEvent>& buffers) {
+  TimestampNs origin = INT64_MAX;
+  Status s = events.for_each_kernel(range, scope, [&](const KernelEvent& k) {
+    origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
+  });
+  if (!s.ok()) return s;
+  for (const auto& b : buffers) origin = std::min(origin, b.enqueue_ns);
+  s = events.for_each_memory_event(range, [&](const MemoryEvent& m) { origin = std::min(origin, m.ts_ns); }, scope);
+  if (!s.ok()) return s;
+  return origin == INT64_MAX ? range.from_ns : origin;
+}
+
+// A kernel's slice, its launch call and the flow between them.
+void write_kernel(TraceExport& t, const KernelEvent& k) {
+  TraceWriter& out = t.out;
+  const int pid = out.pid(process_of(k.device, k.tags));
+  const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
+  if (k.name.starts_with("nccl")) {  // under both keys a job's ranks may go by
+    const std::string run(tag_value(k.tags, "run"));
+    if (!tag_value(k.tags, "rank").empty()) t.collective_slices[{run, service::rank_key(k.tags, k.device, true), k.start_ns}] = {pid, tid};
+    t.collective_slices[{run, service::rank_key(k.tags, k.device, false), k.start_ns}] = {pid, tid};
+  }
+  json args = json::object();
+  if (!k.variant.empty()) args["variant"] = k.variant;
+  if (k.grid) args["grid"] = dims_text(*k.grid);
+  if (k.block) args["block"] = dims_text(*k.block);
+  if (k.registers_per_thread) args["registers_per_thread"] = *k.registers_per_thread;
+  if (k.shared_mem_bytes) args["shared_mem_bytes"] = *k.shared_mem_bytes;
+  // Traced copies and memsets (tag op) get the categories profilers give them, and a copy
+  // its bandwidth from bytes / duration.
+  std::string_view category = "kernel";
+  for (const auto& [tk, tv] : k.tags) {
+    args[tk] = tv;
+    if (tk == "op" && (tv == "memcpy" || tv == "memset")) category = tv == "memcpy" ? "gpu_memcpy" : "gpu_memset";
+    std::uint64_t bytes = 0;
+    if (tk == "bytes" && k.end_ns > k.start_ns &&
+        std::from_chars(tv.data(), tv.data() + tv.size(), bytes).ec == std::errc()) {
+      args["bandwidth_GBps"] = static_cast<double>(bytes) / static_cast<double>(k.end_ns - k.start_ns);
+    }
+  }
+  out.complete(k.name, category, pid, tid, k.start_ns, k.end_ns, args);
+  if (k.launch_start_ns && k.launch_end_ns) {
+    const int host = out.tid(pid, "launch calls (host)");
+    out.complete("launch " + k.name, "launch", pid, host, *k.launch_start_ns, *k.launch_end_ns, json::object());
+    out.flow(++t.flow_id, pid, host, *k.launch_start_ns, tid, k.start_ns);
+  }
+}
+
+// Each collective instance as one flow through its ranks' kernels in the order they arrived
+// (server/service/collectives.hpp matches them). Returns the flows written.
+std::size_t write_collective_flows(TraceExport& t, service::CollectiveJobsBuilder&& collective_jobs) {
+  std::size_t flows = 0;
+  analysis::CollectiveOptions all_instances;
+  all_instances.max_instances_listed = std::numeric_limits<std::size_t>::max();
+  for (const service::JobCollectives& job : std::move(collective_jobs).finish(all_instances)) {
+    const analysis::CollectiveAnalysis& a = job.analysis;
+    for (const analysis::CollectiveInstance& inst : a.instances) {
+      std::vector<std::size_t> order(inst.start_ns.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
+      // Every point found first: a flow is drawn whole or not at all.
+      std::vector<std::pair<int, int>> at;
+      for (std::size_t m : order) {
+        auto slice = t.collective_slices.find({job.run, a.ranks[inst.ranks[m]].rank, inst.start_ns[m]});
+        if (slice == t.collective_slices.end()) break;
+        at.push_back(slice->second);
+      }
+      if (at.size() != order.size() || t.out.events() >= t.max_events) continue;
+      const std::uint64_t id = ++t.flow_id;
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        const char* ph = j == 0 ? "s" : j + 1 == order.size() ? "f" : "t";
+        t.out.flow_point(ph, "collective", id, at[j].first, at[j].second, inst.start_ns[order[j]]);
+      }
+      ++flows;
+    }
+  }
+  return flows;
+}
+
+void write_command_buffers(TraceExport& t, const std::vector<CommandBufferEvent>& buffers) {
+  for (const CommandBufferEvent& b : buffers) {
+    if (t.out.events() >= t.max_events) {
+      t.truncated = true;
+      break;
+    }
+    const int pid = t.out.pid("GPU " + b.device);
+    const int tid = t.out.tid(pid, "queue " + b.queue);
+    t.out.complete(b.id, "command_buffer", pid, tid, b.start_ns, b.end_ns,
+                   {{"enqueue_to_submit_ms", static_cast<double>(b.submit_ns - b.enqueue_ns) / 1e6},
+                    {"submit_to_complete_ms", static_cast<double>(b.end_ns - b.submit_ns) / 1e6}});
+  }
+}
+
+// Memory: each operation as an instant, and the allocated total per device as a counter.
+Status write_memory(TraceExport& t, const db::EventReader& events, const db::TimeRange& range,
+                    const db::EventScope& scope) {
+  std::map<std::string, std::map<std::string, std::uint64_t>> live;  // device → address → size
+  std::map<std::string, double> allocated;
+  return events.for_each_memory_event(range, [&](const MemoryEvent& m) {
+    if (t.out.events() + 2 > t.max_events) {
+      t.truncated = true;
+      return;
+    }
+    const int pid = t.out.pid(process_of(m.device, m.tags));
+    const int tid = t.out.tid(pid, "memory");
+    std::uint64_t size = m.size_bytes;
+    if (m.op == MemoryOp::kAlloc) {
+      live[m.device][m.address] = size;
+      allocated[m.device] += static_cast<double>(size);
+    } else if (auto it = live[m.device].find(m.address); it != live[m.device].end()) {
+      size = it->second;
+      allocated[m.device] -= static_cast<double>(size);
+      live[m.device].erase(it);
+    }
+    t.out.instant(std::string(to_string(m.op)) + (m.tag.empty() ? "" : " " + m.tag), "memory", pid, tid, m.ts_ns,
+                  {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
+    t.out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
+  }, scope);
+}
+
+// Duty-cycled runs: the windows their processes traced (each process marks the same
+// wall-clock windows; one span per run and window), so gaps between windows read as untraced.
+Result<std::size_t> write_trace_windows(TraceExport& t, const db::SeriesHistory& history, const std::string& run,
+                                        const db::TimeRange& range) {
+  std::size_t written = 0;
+  auto marks = service::marked_windows(history, run, range.from_ns, range.to_ns);
+  if (!marks.ok()) return marks.status();
+  std::set<std::pair<std::string, TimestampNs>> seen;
+  for (const service::MarkedWindow& m : *marks) {
+    if (!seen.emplace(m.run, m.window.from_ns).second) continue;
+    if (t.out.events() >= t.max_events) {
+      t.truncated = true;
+      break;
+    }
+    const int pid = t.out.pid("tracing windows");
+    t.out.complete("traced window", "trace_window", pid, t.out.tid(pid, m.run.empty() ? "(no run)" : "run " + m.run),
+                   m.window.from_ns, m.window.to_ns, {{"run", m.run}});
+    ++written;
+  }
+  return written;
+}
+
+// Utilization counters from the sampled series.
+Status write_utilization(TraceExport& t, const db::SeriesHistory& history, const db::TimeRange& range,
+                         TimestampNs origin, const std::string& device) {
+  for (const char* family : {metric_names::kGpuUtilization, metric_names::kHostCpu}) {
+    db::HistoryQuery q;
+    q.name = family;
+    if (std::string_view(family) == metric_names::kHostCpu) q.matchers = {{"cpu", "total"}};
+    q.from_ns = std::max(range.from_ns, origin);
+    q.to_ns = range.to_ns;
+    q.max_points = 2000;
+    auto data = history.query(q);
+    if (!data.ok()) return data.status();
+    for (const auto& d : *data) {
+      const std::string* gpu = d.info.key.label("gpu");
+      if (gpu && !device.empty() && *gpu != device) continue;
+      const int pid = t.out.pid(gpu ? "GPU " + *gpu : std::string("host"));
+      const std::string name = gpu ? "GPU utilization" : "host CPU utilization";
+      if (d.downsampled) {
+        for (const Bucket& b : d.buckets) t.out.counter(name, pid, b.start_ns, "ratio", b.avg());
+      } else {
+        for (const Sample& p : d.samples) t.out.counter(name, pid, p.ts_ns, "ratio", p.value);
+      }
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 HttpResponse Api::trace(const HttpRequest& request) const {
@@ -155,177 +339,35 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   if (!buffers.ok()) return status_response(buffers.status());
   TimestampNs origin = range.from_ns;
   if (w->all || origin == 0) {
-    // The first event of any kind: a first pass, which keeps nothing. (An event stored between
-    // this pass and the next with an earlier time is written with a negative ts, which trace
-    // viewers take as they take any other.)
-    origin = INT64_MAX;
-    Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
-      origin = std::min(origin, k.launch_start_ns.value_or(k.start_ns));
-    });
-    if (!s.ok()) return status_response(s);
-    for (const auto& b : *buffers) origin = std::min(origin, b.enqueue_ns);
-    s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& m) { origin = std::min(origin, m.ts_ns); }, *scope);
-    if (!s.ok()) return status_response(s);
-    if (origin == INT64_MAX) origin = range.from_ns;
+    auto first = first_event(*ctx_.events, range, *scope, *buffers);
+    if (!first.ok()) return status_response(first.status());
+    origin = *first;
   }
-
   const bool wire_gzip = accepts_gzip(request.accept_encoding);
   auto body = spool_body(ctx_, wire_gzip);
   if (!body.ok()) return status_response(body.status());
   TraceWriter out(origin, **body);
-  bool truncated = false;
-  std::uint64_t flow_id = 0;
-  // Where each collective kernel went (run, rank or pid, start → process and thread), for the
-  // flows that link an instance's kernels across ranks.
-  std::map<std::tuple<std::string, std::string, TimestampNs>, std::pair<int, int>> collective_slices;
+  TraceExport t{out, *max_events, false, 0, {}};
   service::CollectiveJobsBuilder collective_jobs(false);  // matched from the same pass
   Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
-    if (out.events() >= *max_events) {
-      truncated = true;
+    if (out.events() >= t.max_events) {
+      t.truncated = true;
       return;  // (the reader has no early stop; the rest is read and skipped)
     }
     collective_jobs.add(k);
-    const int pid = out.pid(process_of(k.device, k.tags));
-    const int tid = out.tid(pid, k.stream.empty() ? "default stream" : "stream " + k.stream);
-    if (k.name.starts_with("nccl")) {  // under both keys a job's ranks may go by
-      const std::string run(tag_value(k.tags, "run"));
-      if (!tag_value(k.tags, "rank").empty()) collective_slices[{run, service::rank_key(k.tags, k.device, true), k.start_ns}] = {pid, tid};
-      collective_slices[{run, service::rank_key(k.tags, k.device, false), k.start_ns}] = {pid, tid};
-    }
-    json args = json::object();
-    if (!k.variant.empty()) args["variant"] = k.variant;
-    if (k.grid) args["grid"] = dims_text(*k.grid);
-    if (k.block) args["block"] = dims_text(*k.block);
-    if (k.registers_per_thread) args["registers_per_thread"] = *k.registers_per_thread;
-    if (k.shared_mem_bytes) args["shared_mem_bytes"] = *k.shared_mem_bytes;
-    // Traced copies and memsets (tag op) get the categories profilers give them, and a copy
-    // its bandwidth from bytes / duration.
-    std::string_view category = "kernel";
-    for (const auto& [tk, tv] : k.tags) {
-      args[tk] = tv;
-      if (tk == "op" && (tv == "memcpy" || tv == "memset")) category = tv == "memcpy" ? "gpu_memcpy" : "gpu_memset";
-      std::uint64_t bytes = 0;
-      if (tk == "bytes" && k.end_ns > k.start_ns &&
-          std::from_chars(tv.data(), tv.data() + tv.size(), bytes).ec == std::errc()) {
-        args["bandwidth_GBps"] = static_cast<double>(bytes) / static_cast<double>(k.end_ns - k.start_ns);
-      }
-    }
-    out.complete(k.name, category, pid, tid, k.start_ns, k.end_ns, args);
-    if (k.launch_start_ns && k.launch_end_ns) {
-      const int host = out.tid(pid, "launch calls (host)");
-      out.complete("launch " + k.name, "launch", pid, host, *k.launch_start_ns, *k.launch_end_ns, json::object());
-      out.flow(++flow_id, pid, host, *k.launch_start_ns, tid, k.start_ns);
-    }
+    write_kernel(t, k);
   });
   if (!s.ok()) return status_response(s);
-  // Each collective instance as one flow through its ranks' kernels in the order they arrived
-  // (server/service/collectives.hpp matches them).
   std::size_t collective_flows = 0;
-  if (!collective_slices.empty() && !truncated) {
-    analysis::CollectiveOptions all_instances;
-    all_instances.max_instances_listed = std::numeric_limits<std::size_t>::max();
-    for (const service::JobCollectives& job : std::move(collective_jobs).finish(all_instances)) {
-      const analysis::CollectiveAnalysis& a = job.analysis;
-      for (const analysis::CollectiveInstance& inst : a.instances) {
-        std::vector<std::size_t> order(inst.start_ns.size());
-        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
-        // Every point found first: a flow is drawn whole or not at all.
-        std::vector<std::pair<int, int>> at;
-        for (std::size_t m : order) {
-          auto slice = collective_slices.find({job.run, a.ranks[inst.ranks[m]].rank, inst.start_ns[m]});
-          if (slice == collective_slices.end()) break;
-          at.push_back(slice->second);
-        }
-        if (at.size() != order.size() || out.events() >= *max_events) continue;
-        const std::uint64_t id = ++flow_id;
-        for (std::size_t j = 0; j < order.size(); ++j) {
-          const char* ph = j == 0 ? "s" : j + 1 == order.size() ? "f" : "t";
-          out.flow_point(ph, "collective", id, at[j].first, at[j].second, inst.start_ns[order[j]]);
-        }
-        ++collective_flows;
-      }
-    }
-  }
-  for (const CommandBufferEvent& b : *buffers) {
-    if (out.events() >= *max_events) {
-      truncated = true;
-      break;
-    }
-    const int pid = out.pid("GPU " + b.device);
-    const int tid = out.tid(pid, "queue " + b.queue);
-    out.complete(b.id, "command_buffer", pid, tid, b.start_ns, b.end_ns,
-                 {{"enqueue_to_submit_ms", static_cast<double>(b.submit_ns - b.enqueue_ns) / 1e6},
-                  {"submit_to_complete_ms", static_cast<double>(b.end_ns - b.submit_ns) / 1e6}});
-  }
-  // Memory: each operation as an instant, and the allocated total per device as a counter.
-  std::map<std::string, std::map<std::string, std::uint64_t>> live;  // device → address → size
-  std::map<std::string, double> allocated;
-  s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& m) {
-    if (out.events() + 2 > *max_events) {
-      truncated = true;
-      return;
-    }
-    const int pid = out.pid(process_of(m.device, m.tags));
-    const int tid = out.tid(pid, "memory");
-    std::uint64_t size = m.size_bytes;
-    if (m.op == MemoryOp::kAlloc) {
-      live[m.device][m.address] = size;
-      allocated[m.device] += static_cast<double>(size);
-    } else if (auto it = live[m.device].find(m.address); it != live[m.device].end()) {
-      size = it->second;
-      allocated[m.device] -= static_cast<double>(size);
-      live[m.device].erase(it);
-    }
-    out.instant(std::string(to_string(m.op)) + (m.tag.empty() ? "" : " " + m.tag), "memory", pid, tid, m.ts_ns,
-                {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
-    out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
-  }, *scope);
-  if (!s.ok()) return status_response(s);
-  // Duty-cycled runs: the windows their processes traced (each process marks the same
-  // wall-clock windows; one span per run and window), so gaps between windows read as untraced.
-  std::size_t trace_windows = 0;
-  {
-    auto marks = service::marked_windows(*ctx_.history, scope->run, range.from_ns, range.to_ns);
-    if (!marks.ok()) return status_response(marks.status());
-    std::set<std::pair<std::string, TimestampNs>> seen;
-    for (const service::MarkedWindow& m : *marks) {
-      if (!seen.emplace(m.run, m.window.from_ns).second) continue;
-      if (out.events() >= *max_events) {
-        truncated = true;
-        break;
-      }
-      const int pid = out.pid("tracing windows");
-      out.complete("traced window", "trace_window", pid, out.tid(pid, m.run.empty() ? "(no run)" : "run " + m.run),
-                   m.window.from_ns, m.window.to_ns, {{"run", m.run}});
-      ++trace_windows;
-    }
-  }
-  // Utilization counters from the sampled series.
-  for (const char* family : {metric_names::kGpuUtilization, metric_names::kHostCpu}) {
-    db::HistoryQuery q;
-    q.name = family;
-    if (std::string_view(family) == metric_names::kHostCpu) q.matchers = {{"cpu", "total"}};
-    q.from_ns = std::max(range.from_ns, origin);
-    q.to_ns = range.to_ns;
-    q.max_points = 2000;
-    auto data = ctx_.history->query(q);
-    if (!data.ok()) return status_response(data.status());
-    for (const auto& d : *data) {
-      const std::string* gpu = d.info.key.label("gpu");
-      if (gpu && !device.empty() && *gpu != device) continue;
-      const int pid = out.pid(gpu ? "GPU " + *gpu : std::string("host"));
-      const std::string name = gpu ? "GPU utilization" : "host CPU utilization";
-      if (d.downsampled) {
-        for (const Bucket& b : d.buckets) out.counter(name, pid, b.start_ns, "ratio", b.avg());
-      } else {
-        for (const Sample& p : d.samples) out.counter(name, pid, p.ts_ns, "ratio", p.value);
-      }
-    }
-  }
+  if (!t.collective_slices.empty() && !t.truncated) collective_flows = write_collective_flows(t, std::move(collective_jobs));
+  write_command_buffers(t, *buffers);
+  if (s = write_memory(t, *ctx_.events, range, *scope); !s.ok()) return status_response(s);
+  auto trace_windows = write_trace_windows(t, *ctx_.history, scope->run, range);
+  if (!trace_windows.ok()) return status_response(trace_windows.status());
+  if (s = write_utilization(t, *ctx_.history, range, origin, device); !s.ok()) return status_response(s);
   json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
                    {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
-                   {"trace_windows", trace_windows}, {"collective_flows", collective_flows}, {"truncated", truncated}};
+                   {"trace_windows", *trace_windows}, {"collective_flows", collective_flows}, {"truncated", t.truncated}};
   if (Status done = out.finish(metadata); !done.ok()) return status_response(done);
   HttpResponse r = spooled_response(std::move(*body), "application/json", wire_gzip);
   r.headers.emplace_back("Content-Disposition", "attachment; filename=\"perfscope-trace.json\"");

@@ -231,24 +231,19 @@ Result<TraceImport> import_onnxruntime_profile(const json& doc, const std::strin
   return out;
 }
 
-Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImportContext& context) {
-  const auto list = doc.is_object() ? doc.find("traceEvents") : doc.end();
-  if (!doc.is_object() || list == doc.end() || !list->is_array()) {
-    return Status::invalid_argument("a PyTorch profiler trace is an object with a traceEvents array", "file");
-  }
-  const json& events = *list;
-  std::optional<TimestampNs> base;
-  if (auto b = doc.find("baseTimeNanoseconds"); b != doc.end()) {
-    if (!b->is_number_integer() || b->get<std::int64_t>() < 0 || b->get<std::int64_t>() > kMaxBaseNs) {
-      return Status::invalid_argument("'baseTimeNanoseconds' must be a non-negative integer (up to 4e18)",
-                                      "baseTimeNanoseconds");
-    }
-    base = b->get<TimestampNs>();
-  }
-  const auto bad_event = [](std::size_t i, const std::string& field, const std::string& message) {
-    return bad(i, field, message, "traceEvents");
-  };
-  // First pass: every event read is checked, the launch calls indexed by correlation id.
+namespace {
+
+// An event's args[name], or null.
+const json* torch_arg(const json& e, const char* name) {
+  auto args = e.find("args");
+  if (args == e.end()) return nullptr;
+  auto it = args->find(name);
+  return it == args->end() ? nullptr : &*it;
+}
+
+// The first pass over a PyTorch trace: every event read is checked, the GPU work and the ops
+// listed, the launch calls indexed by correlation id.
+struct TorchIndex {
   std::vector<std::size_t> work, ops;
   std::unordered_map<std::int64_t, std::size_t> calls;  // correlation → cuda_runtime/cuda_driver event
   // Ops by their External id, which the kernels they launched carry too; and how many kernels
@@ -257,6 +252,13 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
   std::unordered_map<std::int64_t, std::size_t> kernels_by_external;
   double first_us = std::numeric_limits<double>::infinity(), last_us = 0;
   std::string process_pid;
+};
+
+Result<TorchIndex> index_torch_events(const json& events) {
+  const auto bad_event = [](std::size_t i, const std::string& field, const std::string& message) {
+    return bad(i, field, message, "traceEvents");
+  };
+  TorchIndex x;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
     if (!e.is_object()) return bad_event(i, "event", "must be an object");
@@ -278,127 +280,125 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       return bad_event(i, "args.Input Dims", "must be an array");
     }
     const double ts = e["ts"].get<double>();
-    first_us = std::min(first_us, ts);
-    last_us = std::max(last_us, ts + e["dur"].get<double>());
+    x.first_us = std::min(x.first_us, ts);
+    x.last_us = std::max(x.last_us, ts + e["dur"].get<double>());
     const auto external = [&]() -> std::optional<std::int64_t> {
       if (args == e.end()) return std::nullopt;
-      auto x = args->find("External id");
-      return x != args->end() && x->is_number_integer() ? std::optional<std::int64_t>(x->get<std::int64_t>()) : std::nullopt;
+      auto id = args->find("External id");
+      return id != args->end() && id->is_number_integer() ? std::optional<std::int64_t>(id->get<std::int64_t>()) : std::nullopt;
     };
     if (is_gpu_work(c)) {
-      work.push_back(i);
-      if (auto x = external(); x && c == "kernel") ++kernels_by_external[*x];
+      x.work.push_back(i);
+      if (auto id = external(); id && c == "kernel") ++x.kernels_by_external[*id];
     } else if (c == "cpu_op") {
-      ops.push_back(i);
-      if (auto x = external()) op_by_external.emplace(*x, i);
+      x.ops.push_back(i);
+      if (auto id = external()) x.op_by_external.emplace(*id, i);
     } else {
-      calls.emplace((*args)["correlation"].get<std::int64_t>(), i);
+      x.calls.emplace((*args)["correlation"].get<std::int64_t>(), i);
     }
-    if (process_pid.empty() && !is_gpu_work(c)) process_pid = id_text(e, "pid");
+    if (x.process_pid.empty() && !is_gpu_work(c)) x.process_pid = id_text(e, "pid");
   }
-  if (work.empty() && ops.empty()) {
-    return Status::invalid_argument("the trace holds no kernel, gpu_memcpy, gpu_memset or cpu_op event", "file");
-  }
-  // Kineto's times are microseconds from its base time; without one, the trace ends at end_ns.
-  const TimestampNs offset = base ? *base : context.end_ns - static_cast<TimestampNs>(std::llround(last_us * 1000));
-  const auto ns = [&](double us) { return offset + static_cast<TimestampNs>(std::llround(us * 1000)); };
-  const auto arg = [](const json& e, const char* name) -> const json* {
-    auto args = e.find("args");
-    if (args == e.end()) return nullptr;
-    auto it = args->find(name);
-    return it == args->end() ? nullptr : &*it;
-  };
+  return x;
+}
 
-  TraceImport out;
-  out.format = "pytorch";
-  out.events.push_back({{"type", "run"}, {"name", context.run}, {"command", {"torch.profiler", context.model}},
-                        {"start_ns", ns(first_us)}, {"end_ns", ns(last_us)}});
-  // Launch calls that started GPU work, per thread: the ops that made them launched GPU work.
-  std::map<std::string, std::vector<double>> launches_by_thread;
-  for (std::size_t i : work) {
-    const json& e = events[i];
-    const std::string& c = e["cat"].get_ref<const std::string&>();
-    const std::string& name = e["name"].get_ref<const std::string&>();
-    const double ts = e["ts"].get<double>();
-    json k = {{"type", "kernel"}, {"name", clip_event_text(name)}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
-    // Device and stream as the trace names them (GPU work always has args: its correlation);
-    // no device is the default's.
-    if (std::string device = id_text(e.at("args"), "device"); !device.empty()) k["device"] = device;
-    if (std::string stream = id_text(e.at("args"), "stream"); !stream.empty()) k["stream"] = stream;
-    json tags = {{"run", context.run}, {"pid", process_pid}};
-    if (c == "kernel") {
-      ++out.kernels;
-      const auto dims = [&](const char* field) {
-        const json* v = arg(e, field);
-        if (v && v->is_array() && v->size() == 3 &&
-            std::all_of(v->begin(), v->end(), [](const json& d) { return d.is_number_integer() && d.get<std::int64_t>() > 0; })) {
-          k[field] = *v;
-        }
-      };
-      dims("grid");
-      dims("block");
-      if (const json* r = arg(e, "registers per thread"); r && r->is_number_unsigned()) k["registers_per_thread"] = *r;
-      if (const json* m = arg(e, "shared memory"); m && m->is_number_unsigned()) k["shared_mem_bytes"] = *m;
-      // The work of the op that launched it, when the op launched this kernel alone: for matrix
-      // products (mm, addmm, bmm, baddbmm) from the op's input dims and types (record_shapes=True),
-      // their FLOPs, dtype and least traffic; a `flops` the trace gives for the op takes
-      // precedence for the FLOPs.
-      const json* x = arg(e, "External id");
-      const auto launched = x && x->is_number_integer() ? kernels_by_external.find(x->get<std::int64_t>()) : kernels_by_external.end();
-      if (launched != kernels_by_external.end() && launched->second == 1) {
-        if (auto op = op_by_external.find(x->get<std::int64_t>()); op != op_by_external.end()) {
-          const json& o = events[op->second];
-          // The matrices' type: addmm's and baddbmm's first input is the bias, the second a matrix.
-          const std::string& op_name = o["name"].get_ref<const std::string&>();
-          const std::size_t matrix = op_name == "aten::addmm" || op_name == "aten::baddbmm" ? 1 : 0;
-          const json* types = arg(o, "Input type");
-          const json* inputs = arg(o, "Input Dims");
-          const std::string_view dtype = types && types->is_array() && types->size() > matrix && (*types)[matrix].is_string()
-                                             ? torch_dtype((*types)[matrix].get_ref<const std::string&>())
-                                             : std::string_view();
-          std::optional<MatmulWork> product;
-          if (!dtype.empty() && inputs && inputs->is_array()) product = matmul_work(op_name, *inputs, dtype);
-          const json* flops = arg(o, "flops");
-          if (flops && flops->is_number() && flops->get<double>() > 0 && std::isfinite(flops->get<double>())) {
-            k["flops"] = flops->get<double>();
-          } else if (product) {
-            k["flops"] = product->flops;
-          }
-          if (product) {
-            k["dtype"] = std::string(dtype);
-            k["bytes"] = product->bytes;
-          }
-          if (k.contains("flops")) ++out.with_work;
-        }
+// Kineto's times are microseconds from its base time; without one, the trace ends at end_ns.
+struct TorchClock {
+  TimestampNs offset;
+  TimestampNs operator()(double us) const { return offset + static_cast<TimestampNs>(std::llround(us * 1000)); }
+};
+
+// The work of the op that launched kernel `e`, when the op launched this kernel alone: for
+// matrix products (mm, addmm, bmm, baddbmm) from the op's input dims and types
+// (record_shapes=True), their FLOPs, dtype and least traffic; a `flops` the trace gives for
+// the op takes precedence for the FLOPs.
+void add_op_work(json& k, const json& e, const json& events, const TorchIndex& x, TraceImport& out) {
+  const json* id = torch_arg(e, "External id");
+  const auto launched = id && id->is_number_integer() ? x.kernels_by_external.find(id->get<std::int64_t>()) : x.kernels_by_external.end();
+  if (launched == x.kernels_by_external.end() || launched->second != 1) return;
+  auto op = x.op_by_external.find(id->get<std::int64_t>());
+  if (op == x.op_by_external.end()) return;
+  const json& o = events[op->second];
+  // The matrices' type: addmm's and baddbmm's first input is the bias, the second a matrix.
+  const std::string& op_name = o["name"].get_ref<const std::string&>();
+  const std::size_t matrix = op_name == "aten::addmm" || op_name == "aten::baddbmm" ? 1 : 0;
+  const json* types = torch_arg(o, "Input type");
+  const json* inputs = torch_arg(o, "Input Dims");
+  const std::string_view dtype = types && types->is_array() && types->size() > matrix && (*types)[matrix].is_string()
+                                     ? torch_dtype((*types)[matrix].get_ref<const std::string&>())
+                                     : std::string_view();
+  std::optional<MatmulWork> product;
+  if (!dtype.empty() && inputs && inputs->is_array()) product = matmul_work(op_name, *inputs, dtype);
+  const json* flops = torch_arg(o, "flops");
+  if (flops && flops->is_number() && flops->get<double>() > 0 && std::isfinite(flops->get<double>())) {
+    k["flops"] = flops->get<double>();
+  } else if (product) {
+    k["flops"] = product->flops;
+  }
+  if (product) {
+    k["dtype"] = std::string(dtype);
+    k["bytes"] = product->bytes;
+  }
+  if (k.contains("flops")) ++out.with_work;
+}
+
+// One piece of GPU work (a kernel, copy or memset) as a kernel event, with its launch call;
+// `launches_by_thread` gets the call's start.
+json torch_gpu_work(const json& e, const json& events, const TorchIndex& x, const TorchClock& ns,
+                    const TraceImportContext& context, std::map<std::string, std::vector<double>>& launches_by_thread,
+                    TraceImport& out) {
+  const std::string& c = e["cat"].get_ref<const std::string&>();
+  const std::string& name = e["name"].get_ref<const std::string&>();
+  const double ts = e["ts"].get<double>();
+  json k = {{"type", "kernel"}, {"name", clip_event_text(name)}, {"start_ns", ns(ts)}, {"end_ns", ns(ts + e["dur"].get<double>())}};
+  // Device and stream as the trace names them (GPU work always has args: its correlation);
+  // no device is the default's.
+  if (std::string device = id_text(e.at("args"), "device"); !device.empty()) k["device"] = device;
+  if (std::string stream = id_text(e.at("args"), "stream"); !stream.empty()) k["stream"] = stream;
+  json tags = {{"run", context.run}, {"pid", x.process_pid}};
+  if (c == "kernel") {
+    ++out.kernels;
+    const auto dims = [&](const char* field) {
+      const json* v = torch_arg(e, field);
+      if (v && v->is_array() && v->size() == 3 &&
+          std::all_of(v->begin(), v->end(), [](const json& d) { return d.is_number_integer() && d.get<std::int64_t>() > 0; })) {
+        k[field] = *v;
       }
-    } else {
-      ++out.copies;
-      const bool memset = c == "gpu_memset";
-      tags["op"] = memset ? "memset" : "memcpy";
-      if (const json* b = arg(e, "bytes"); b && b->is_number_unsigned()) tags["bytes"] = b->dump();
-      // "Memcpy HtoD (Pageable -> Device)": the copy kind is the second word.
-      if (!memset && name.starts_with("Memcpy ")) tags["copy_kind"] = clip_event_text(name.substr(7, name.find(" ", 7) - 7));
-    }
-    const auto call = calls.find((*arg(e, "correlation")).get<std::int64_t>());
-    if (call != calls.end()) {
-      const json& api = events[call->second];
-      const double api_ts = api["ts"].get<double>();
-      k["launch_start_ns"] = ns(api_ts);
-      k["launch_end_ns"] = ns(api_ts + api["dur"].get<double>());
-      if (std::string pid = id_text(api, "pid"); !pid.empty()) tags["pid"] = pid;
-      launches_by_thread[thread_of(api)].push_back(api_ts);
-      ++out.with_launch;
-    }
-    if (tags["pid"] == "") tags.erase("pid");
-    k["tags"] = std::move(tags);
-    out.events.push_back(std::move(k));
+    };
+    dims("grid");
+    dims("block");
+    if (const json* r = torch_arg(e, "registers per thread"); r && r->is_number_unsigned()) k["registers_per_thread"] = *r;
+    if (const json* m = torch_arg(e, "shared memory"); m && m->is_number_unsigned()) k["shared_mem_bytes"] = *m;
+    add_op_work(k, e, events, x, out);
+  } else {
+    ++out.copies;
+    const bool memset = c == "gpu_memset";
+    tags["op"] = memset ? "memset" : "memcpy";
+    if (const json* b = torch_arg(e, "bytes"); b && b->is_number_unsigned()) tags["bytes"] = b->dump();
+    // "Memcpy HtoD (Pageable -> Device)": the copy kind is the second word.
+    if (!memset && name.starts_with("Memcpy ")) tags["copy_kind"] = clip_event_text(name.substr(7, name.find(" ", 7) - 7));
   }
-  for (auto& [thread, starts] : launches_by_thread) std::sort(starts.begin(), starts.end());
+  const auto call = x.calls.find((*torch_arg(e, "correlation")).get<std::int64_t>());
+  if (call != x.calls.end()) {
+    const json& api = events[call->second];
+    const double api_ts = api["ts"].get<double>();
+    k["launch_start_ns"] = ns(api_ts);
+    k["launch_end_ns"] = ns(api_ts + api["dur"].get<double>());
+    if (std::string pid = id_text(api, "pid"); !pid.empty()) tags["pid"] = pid;
+    launches_by_thread[thread_of(api)].push_back(api_ts);
+    ++out.with_launch;
+  }
+  if (tags["pid"] == "") tags.erase("pid");
+  k["tags"] = std::move(tags);
+  return k;
+}
 
-  // Top-level ops per thread: in start order (the longer first at equal starts), an op starting
-  // before the end of the last top-level op is nested in it.
+// Top-level ops per thread: in start order (the longer first at equal starts), an op starting
+// before the end of the last top-level op is nested in it. An op that made a launch call that
+// started GPU work ran on CUDA.
+void add_top_level_ops(const json& events, const TorchIndex& x, const TorchClock& ns, const TraceImportContext& context,
+                       const std::map<std::string, std::vector<double>>& launches_by_thread, TraceImport& out) {
   std::map<std::string, std::vector<std::size_t>> ops_by_thread;
-  for (std::size_t i : ops) ops_by_thread[thread_of(events[i])].push_back(i);
+  for (std::size_t i : x.ops) ops_by_thread[thread_of(events[i])].push_back(i);
   for (auto& [thread, thread_ops] : ops_by_thread) {
     std::sort(thread_ops.begin(), thread_ops.end(), [&](std::size_t a, std::size_t b) {
       const double ta = events[a]["ts"].get<double>(), tb = events[b]["ts"].get<double>();
@@ -416,7 +416,7 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
         auto it = std::lower_bound(launches->second.begin(), launches->second.end(), ts);
         launched = it != launches->second.end() && *it <= end;
       }
-      const json* dims = arg(e, "Input Dims");
+      const json* dims = torch_arg(e, "Input Dims");
       const std::string& name = e["name"].get_ref<const std::string&>();
       json tags = {{"run", context.run}};
       if (std::string pid = id_text(e, "pid"); !pid.empty()) tags["pid"] = pid;
@@ -428,6 +428,40 @@ Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImpo
       ++out.operators;
     }
   }
+}
+
+}  // namespace
+
+Result<TraceImport> import_torch_profiler_trace(const json& doc, const TraceImportContext& context) {
+  const auto list = doc.is_object() ? doc.find("traceEvents") : doc.end();
+  if (!doc.is_object() || list == doc.end() || !list->is_array()) {
+    return Status::invalid_argument("a PyTorch profiler trace is an object with a traceEvents array", "file");
+  }
+  const json& events = *list;
+  std::optional<TimestampNs> base;
+  if (auto b = doc.find("baseTimeNanoseconds"); b != doc.end()) {
+    if (!b->is_number_integer() || b->get<std::int64_t>() < 0 || b->get<std::int64_t>() > kMaxBaseNs) {
+      return Status::invalid_argument("'baseTimeNanoseconds' must be a non-negative integer (up to 4e18)",
+                                      "baseTimeNanoseconds");
+    }
+    base = b->get<TimestampNs>();
+  }
+  auto index = index_torch_events(events);
+  if (!index.ok()) return index.status();
+  const TorchIndex& x = *index;
+  if (x.work.empty() && x.ops.empty()) {
+    return Status::invalid_argument("the trace holds no kernel, gpu_memcpy, gpu_memset or cpu_op event", "file");
+  }
+  const TorchClock ns{base ? *base : context.end_ns - static_cast<TimestampNs>(std::llround(x.last_us * 1000))};
+  TraceImport out;
+  out.format = "pytorch";
+  out.events.push_back({{"type", "run"}, {"name", context.run}, {"command", {"torch.profiler", context.model}},
+                        {"start_ns", ns(x.first_us)}, {"end_ns", ns(x.last_us)}});
+  // Launch calls that started GPU work, per thread: the ops that made them launched GPU work.
+  std::map<std::string, std::vector<double>> launches_by_thread;
+  for (std::size_t i : x.work) out.events.push_back(torch_gpu_work(events[i], events, x, ns, context, launches_by_thread, out));
+  for (auto& [thread, starts] : launches_by_thread) std::sort(starts.begin(), starts.end());
+  add_top_level_ops(events, x, ns, context, launches_by_thread, out);
   return out;
 }
 

@@ -237,112 +237,82 @@ Status add_memory(const db::EventReader& events, const MemoryTracker* live, cons
 
 }  // namespace
 
-Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) const {
-  const db::EventReader& events = *sources_.events;
-  const TimestampNs now = query.now;
-  const db::EventScope& scope = query.scope;
-  AnalysisDocument doc;
-  doc.generated_ns = now;
-  doc.device = scope.device;
-  doc.run = scope.run;
-  doc.slo = query.slo;
-  doc.window = query.window;
-  server::TimeWindow& w = doc.window;
-  // One run without a window: its own span (gauges included).
-  PERFSCOPE_RETURN_IF_ERROR(resolve_run_window(events, scope.run, w, now));
-  const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
+namespace {
 
-  // The two largest parts of a busy window run on threads of their own while the rest is
-  // gathered here: the kernel timeline (every execution unpacked and walked in start order)
-  // and the serving metrics (every request read back). The timeline is per run, each over
-  // its own span: the idle time between two processes is nobody's.
-  bool nccl = false;  // some run's kernels hold NCCL collectives; written by timeline_part
-  auto timeline_part = std::async(std::launch::async, [&]() -> Result<std::vector<RunTimeline>> {
-    PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::RunKernelTrace> traces, events.kernel_traces_by_run(range, scope));
-    std::vector<RunTimeline> out;
-    for (const db::RunKernelTrace& t : traces) {
-      RunTimeline rt{t.run, {}, {}, {}};
-      if (!t.run.empty()) {
-        // A duty-cycled run's timeline is over the windows it traced.
-        PERFSCOPE_ASSIGN_OR_RETURN(const std::optional<RunEvent> report, events.run(t.run));
-        if (report && report->trace_every_ns) {
-          PERFSCOPE_ASSIGN_OR_RETURN(rt.traced, run_windows(*sources_.history, *report, range.from_ns, range.to_ns, now));
-          if (rt.traced) rt.report = *report;
-        }
+// The kernel timeline per run, each over its own span (the idle time between two processes is
+// nobody's); a duty-cycled run's over the windows it traced. `nccl`: some run's kernels hold
+// NCCL collectives.
+Result<std::vector<RunTimeline>> run_timelines(const Sources& sources, const db::TimeRange& range,
+                                               const db::EventScope& scope, TimestampNs now, bool& nccl) {
+  const db::EventReader& events = *sources.events;
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::RunKernelTrace> traces, events.kernel_traces_by_run(range, scope));
+  std::vector<RunTimeline> out;
+  for (const db::RunKernelTrace& t : traces) {
+    RunTimeline rt{t.run, {}, {}, {}};
+    if (!t.run.empty()) {
+      PERFSCOPE_ASSIGN_OR_RETURN(const std::optional<RunEvent> report, events.run(t.run));
+      if (report && report->trace_every_ns) {
+        PERFSCOPE_ASSIGN_OR_RETURN(rt.traced, run_windows(*sources.history, *report, range.from_ns, range.to_ns, now));
+        if (rt.traced) rt.report = *report;
       }
-      an::TimelineOptions options;
-      if (rt.traced) options.windows = rt.traced->windows;
-      rt.queues = an::analyze_timeline(t.trace, options);
-      nccl = nccl || std::any_of(t.trace.names.begin(), t.trace.names.end(),
-                                 [](const std::string& name) { return name.starts_with("nccl"); });
-      out.push_back(std::move(rt));
     }
-    return out;
-  });
-  std::vector<InferenceEvent> requests;  // written by serving_part, read after it is done
-  auto serving_part = std::async(std::launch::async, [&]() -> Result<std::vector<an::ServingMetrics>> {
-    PERFSCOPE_ASSIGN_OR_RETURN(requests, events.inference_events(range, scope));
-    double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
-    if (w.all) {  // "all": rates over the span the requests cover
-      TimestampNs lo = INT64_MAX, hi = 0;
-      for (const auto& r : requests) {
-        lo = std::min(lo, r.ts_ns);
-        hi = std::max(hi, r.ts_ns);
-      }
-      window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
-    }
-    return an::serving_metrics(requests, window_s, query.slo);
-  });
-
-  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::SeriesData> power_readings,
-                             add_gauges(*sources_.history, range, doc));
-
-  // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
-  // histograms and counters over the window serve instead. Tags and runs are the reporters'.
-  if (!scope.by_tags()) {
-    PERFSCOPE_ASSIGN_OR_RETURN(doc.scraped, load_scraped_serving(*sources_.history, range));
+    an::TimelineOptions options;
+    if (rt.traced) options.windows = rt.traced->windows;
+    rt.queues = an::analyze_timeline(t.trace, options);
+    nccl = nccl || std::any_of(t.trace.names.begin(), t.trace.names.end(),
+                               [](const std::string& name) { return name.starts_with("nccl"); });
+    out.push_back(std::move(rt));
   }
+  return out;
+}
 
-  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<CommandBufferEvent> buffers, events.command_buffers(range, scope));
-  doc.command_queues = an::analyze_command_queues(buffers);
-  PERFSCOPE_ASSIGN_OR_RETURN(doc.kernels, events.kernel_summaries(range, scope));
+// The serving metrics of the reported requests (`requests` gets them); for "all", rates over
+// the span the requests cover.
+Result<std::vector<an::ServingMetrics>> reported_serving(const db::EventReader& events, const db::TimeRange& range,
+                                                         const db::EventScope& scope, bool all, const an::ServingSlo& slo,
+                                                         std::vector<InferenceEvent>& requests) {
+  PERFSCOPE_ASSIGN_OR_RETURN(requests, events.inference_events(range, scope));
+  double window_s = static_cast<double>(range.to_ns - range.from_ns) / 1e9;
+  if (all) {
+    TimestampNs lo = INT64_MAX, hi = 0;
+    for (const auto& r : requests) {
+      lo = std::min(lo, r.ts_ns);
+      hi = std::max(hi, r.ts_ns);
+    }
+    window_s = hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0;
+  }
+  return an::serving_metrics(requests, window_s, slo);
+}
 
-  PERFSCOPE_ASSIGN_OR_RETURN(doc.timelines, timeline_part.get());
-  PERFSCOPE_RETURN_IF_ERROR(scale_duty_cycled_kernels(events, range, scope, doc));
-  for (const auto& s : doc.kernels) doc.kernel_total_ms += s.total_ms;
-  PERFSCOPE_ASSIGN_OR_RETURN(doc.serving, serving_part.get());
-
-  PERFSCOPE_RETURN_IF_ERROR(add_memory(events, sources_.memory, query, range, doc));
-
-  an::Inputs inputs;
-  add_gauge_inputs(doc.gauges, inputs);
-  double worst_p99 = -1;
-  for (const auto& m : doc.serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
-  for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m).value_or(-1));
-  if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
-  if (query.slo.latency_ms) inputs["sla_target_ms"] = *query.slo.latency_ms;
-  // Operators (ONNX Runtime nodes and the like): the worst model's CPU fallback.
+// Operators (ONNX Runtime nodes and the like) with the worst model's CPU fallback, and each GPU
+// against its peaks and targets (reads the kernels' reported work and the gauges).
+Status add_operators_and_devices(const Sources& sources, const db::TimeRange& range, const db::EventScope& scope,
+                                 AnalysisDocument& doc, an::Inputs& inputs) {
   const db::OperatorSelector every_operator{"", "", "", scope.wanted_tags()};
   PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<an::OperatorExecution> operator_rows,
-                             events.operator_executions(every_operator, range));
+                             sources.events->operator_executions(every_operator, range));
   doc.operators = an::summarize_operators(operator_rows, {50, 90, 99}, an::PercentileConvention::kNearestRank);
   for (const auto& m : doc.operators.models) {
     if (!m.cpu_fallback_share) continue;
     auto [it, fresh] = inputs.try_emplace("operator_cpu_fallback_share", *m.cpu_fallback_share);
     if (!fresh) it->second = std::max(it->second, *m.cpu_fallback_share);
   }
-  // Each GPU against its peaks and targets (reads the kernels' reported work and the gauges).
-  if (sources_.gpus) doc.gpus = sources_.gpus->devices();
+  if (sources.gpus) doc.gpus = sources.gpus->devices();
   static const std::vector<an::DeviceTarget> kNoTargets;
   std::optional<double> worst_of_minimum;
-  doc.devices = device_efficiency(doc.gpus, sources_.device_targets ? *sources_.device_targets : kNoTargets, doc.gauges,
+  doc.devices = device_efficiency(doc.gpus, sources.device_targets ? *sources.device_targets : kNoTargets, doc.gauges,
                                   doc.kernels, worst_of_minimum);
   if (worst_of_minimum) inputs["device_target_of_minimum_worst"] = *worst_of_minimum;
-  // The window's rules read the timeline over every run together (each figure computed within
-  // one run's span; the worst device row of any run decides the busy ratio and gaps). With
-  // several runs, each run's rules too: its own timeline, the window's gauges.
-  // Multi-GPU jobs: their collectives by rank, read again with the ranks' tags (only where some
-  // run holds NCCL kernels), as GET /api/v1/collectives gives them.
+  return Status();
+}
+
+// The window's rules read the timeline over every run together (each figure computed within
+// one run's span; the worst device row of any run decides the busy ratio and gaps). With
+// several runs, each run's rules too: its own timeline, the window's gauges. Multi-GPU jobs:
+// their collectives by rank, read again with the ranks' tags (only where some run holds NCCL
+// kernels), as GET /api/v1/collectives gives them.
+Status add_findings(const db::EventReader& events, const db::TimeRange& range, const db::EventScope& scope, bool nccl,
+                    AnalysisDocument& doc, an::Inputs& inputs) {
   std::map<std::string, an::CollectiveAnalysis> collectives;
   if (nccl) {
     an::CollectiveOptions options;
@@ -363,6 +333,62 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   add_timeline_inputs(doc.timelines, inputs, subjects);
   for (const auto& [run, c] : collectives) add_collective_inputs(c, inputs);
   doc.findings = an::detect_bottlenecks(inputs, subjects);
+  return Status();
+}
+
+}  // namespace
+
+Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) const {
+  const db::EventReader& events = *sources_.events;
+  const TimestampNs now = query.now;
+  const db::EventScope& scope = query.scope;
+  AnalysisDocument doc;
+  doc.generated_ns = now;
+  doc.device = scope.device;
+  doc.run = scope.run;
+  doc.slo = query.slo;
+  doc.window = query.window;
+  server::TimeWindow& w = doc.window;
+  // One run without a window: its own span (gauges included).
+  PERFSCOPE_RETURN_IF_ERROR(resolve_run_window(events, scope.run, w, now));
+  const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
+
+  // The two largest parts of a busy window run on threads of their own while the rest is
+  // gathered here: the kernel timeline (every execution unpacked and walked in start order)
+  // and the serving metrics (every request read back).
+  bool nccl = false;  // written by timeline_part
+  auto timeline_part = std::async(std::launch::async, [&] { return run_timelines(sources_, range, scope, now, nccl); });
+  std::vector<InferenceEvent> requests;  // written by serving_part, read after it is done
+  auto serving_part = std::async(std::launch::async, [&] {
+    return reported_serving(events, range, scope, w.all, query.slo, requests);
+  });
+
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::SeriesData> power_readings,
+                             add_gauges(*sources_.history, range, doc));
+  // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
+  // histograms and counters over the window serve instead. Tags and runs are the reporters'.
+  if (!scope.by_tags()) {
+    PERFSCOPE_ASSIGN_OR_RETURN(doc.scraped, load_scraped_serving(*sources_.history, range));
+  }
+  PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<CommandBufferEvent> buffers, events.command_buffers(range, scope));
+  doc.command_queues = an::analyze_command_queues(buffers);
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.kernels, events.kernel_summaries(range, scope));
+
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.timelines, timeline_part.get());
+  PERFSCOPE_RETURN_IF_ERROR(scale_duty_cycled_kernels(events, range, scope, doc));
+  for (const auto& s : doc.kernels) doc.kernel_total_ms += s.total_ms;
+  PERFSCOPE_ASSIGN_OR_RETURN(doc.serving, serving_part.get());
+  PERFSCOPE_RETURN_IF_ERROR(add_memory(events, sources_.memory, query, range, doc));
+
+  an::Inputs inputs;
+  add_gauge_inputs(doc.gauges, inputs);
+  double worst_p99 = -1;
+  for (const auto& m : doc.serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
+  for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m).value_or(-1));
+  if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
+  if (query.slo.latency_ms) inputs["sla_target_ms"] = *query.slo.latency_ms;
+  PERFSCOPE_RETURN_IF_ERROR(add_operators_and_devices(sources_, range, scope, doc, inputs));
+  PERFSCOPE_RETURN_IF_ERROR(add_findings(events, range, scope, nccl, doc, inputs));
 
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));
   if (sources_.abtests) {

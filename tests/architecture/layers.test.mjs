@@ -36,7 +36,8 @@ export const LAYERS = {
 // Where Beast and Asio may be included: the transport's sources, and the headers that only the
 // transport includes.
 const ASIO_SOURCES = ['server/net/', 'server/http/', 'server/client/', 'server/cli/'];
-const ASIO_HEADERS = ['server/net/net.hpp', 'server/http/session_context.hpp', 'server/http/websocket_session.hpp'];
+const ASIO_HEADERS = ['server/net/net.hpp', 'server/http/session_context.hpp', 'server/http/websocket_session.hpp',
+                      'server/http/request_checks.hpp'];
 
 // Whether a set of allowed folders takes `to` ('engine' takes every room of it).
 function allows(allowed, to) {
