@@ -22,13 +22,77 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "server/trace/trace_sink.hpp"
 
+namespace {
+
+using namespace perfscope::trace;
+
+// Where a record keeps its times.
+std::vector<std::uint64_t*> times(TraceRecord& r) {
+  return std::visit(
+      [](auto& x) -> std::vector<std::uint64_t*> {
+        if constexpr (requires { x.ts_ns; }) {
+          return {&x.ts_ns};
+        } else if constexpr (std::is_same_v<std::decay_t<decltype(x)>, CommunicatorRecord>) {
+          return {};
+        } else {
+          return {&x.start_ns, &x.end_ns};
+        }
+      },
+      r);
+}
+
+// The recording `repeat` times back to back, each copy shifted past the one before and with
+// correlation ids of its own.
+void repeat_records(std::vector<TraceRecord>& records, std::size_t repeat) {
+  std::uint64_t first = UINT64_MAX, last = 0;
+  std::uint32_t max_correlation = 0;
+  for (auto& r : records) {
+    for (auto* t : times(r)) {
+      first = std::min(first, *t);
+      last = std::max(last, *t);
+    }
+    std::visit([&](auto& x) {
+      if constexpr (requires { x.correlation_id; }) max_correlation = std::max(max_correlation, x.correlation_id);
+    }, r);
+  }
+  const std::size_t one = records.size();
+  for (std::size_t copy = 1; copy < repeat; ++copy) {
+    for (std::size_t i = 0; i < one; ++i) {
+      TraceRecord r = records[i];
+      for (auto* t : times(r)) *t += copy * (last - first + 1'000'000);
+      std::visit([&](auto& x) {
+        if constexpr (requires { x.correlation_id; }) {
+          if (x.correlation_id) x.correlation_id += static_cast<std::uint32_t>(copy) * (max_correlation + 1);
+        }
+      }, r);
+      records.push_back(std::move(r));
+    }
+  }
+}
+
+// Every timestamp moved so that the first record falls now.
+void rebase_records(std::vector<TraceRecord>& records) {
+  std::uint64_t first = UINT64_MAX;
+  for (auto& r : records) {
+    for (auto* t : times(r)) first = std::min(first, *t);
+  }
+  const auto now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  for (auto& r : records) {
+    for (auto* t : times(r)) *t = *t - first + now;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace perfscope::trace;
   if (argc < 2) {
     std::cerr << "usage: trace_replay RECORDS.ndjson [--expect-injection PATH] [--per-push N]\n";
     return 2;
@@ -86,57 +150,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  // Where each record keeps its times.
-  auto times = [](TraceRecord& r) -> std::vector<std::uint64_t*> {
-    return std::visit(
-        [](auto& x) -> std::vector<std::uint64_t*> {
-          if constexpr (requires { x.ts_ns; }) {
-            return {&x.ts_ns};
-          } else if constexpr (std::is_same_v<std::decay_t<decltype(x)>, CommunicatorRecord>) {
-            return {};
-          } else {
-            return {&x.start_ns, &x.end_ns};
-          }
-        },
-        r);
-  };
-  if (repeat > 1) {
-    std::uint64_t first = UINT64_MAX, last = 0;
-    std::uint32_t max_correlation = 0;
-    for (auto& r : records) {
-      for (auto* t : times(r)) {
-        first = std::min(first, *t);
-        last = std::max(last, *t);
-      }
-      std::visit([&](auto& x) {
-        if constexpr (requires { x.correlation_id; }) max_correlation = std::max(max_correlation, x.correlation_id);
-      }, r);
-    }
-    const std::size_t one = records.size();
-    for (std::size_t copy = 1; copy < repeat; ++copy) {
-      for (std::size_t i = 0; i < one; ++i) {
-        TraceRecord r = records[i];
-        for (auto* t : times(r)) *t += copy * (last - first + 1'000'000);
-        std::visit([&](auto& x) {
-          if constexpr (requires { x.correlation_id; }) {
-            if (x.correlation_id) x.correlation_id += static_cast<std::uint32_t>(copy) * (max_correlation + 1);
-          }
-        }, r);
-        records.push_back(std::move(r));
-      }
-    }
-  }
-  if (rebase) {
-    std::uint64_t first = UINT64_MAX;
-    for (auto& r : records) {
-      for (auto* t : times(r)) first = std::min(first, *t);
-    }
-    const auto now = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-    for (auto& r : records) {
-      for (auto* t : times(r)) *t = *t - first + now;
-    }
-  }
+  if (repeat > 1) repeat_records(records, repeat);
+  if (rebase) rebase_records(records);
   std::vector<TraceRecord> buffer;
   for (auto& record : records) {
     if (rebase) {
