@@ -11,6 +11,7 @@
 #include "engine/analysis/energy.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/service/models.hpp"
 #include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
 
@@ -135,64 +136,45 @@ HttpResponse Api::inference(const HttpRequest& request) const {
   }
   auto slo = serving_slo_of(request);
   if (!slo.ok()) return status_response(slo.status());
-  auto rows = ctx_.events->inference_summaries({w->from_ns, w->to_ns}, *scope);
-  if (!rows.ok()) return status_response(rows.status());
-  std::map<std::pair<std::string, std::string>, analysis::ServingMetrics> latencies;
-  if (latency == "true") {
-    auto requests = ctx_.events->inference_events({w->from_ns, std::min(w->to_ns, now)}, *scope);
-    if (!requests.ok()) return status_response(requests.status());
-    for (auto& m : analysis::serving_metrics(*requests, 0, *slo)) latencies[{m.model, m.version}] = std::move(m);
-  }
+  auto serving = service::models_serving(sources_, *w, *scope, *slo, latency == "true", now);
+  if (!serving.ok()) return status_response(serving.status());
   json models = json::array();
-  for (const auto& m : *rows) {
-    // Rates over the part of the window the model was serving in: from its first request in it
-    // (not the hour before a model that began minutes ago) to the window's end; with a single
-    // request, over the whole window (one request a moment ago is not a rate); for "all", its
-    // own first..last span.
-    const TimestampNs end = std::min(w->to_ns, now);
-    const TimestampNs start = m.requests >= 2 ? std::max(w->from_ns, m.first_ns) : w->from_ns;
-    double span_s = w->all ? static_cast<double>(m.last_ns - m.first_ns) / 1e9 : static_cast<double>(end - start) / 1e9;
-    auto rate = [&](double n) { return span_s > 0 ? json(n / span_s) : json(nullptr); };
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const service::ModelServing& r : serving->reported) {
+    const db::InferenceSummary& m = r.summary;
     models.push_back({{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
-                      {"error_rate", m.requests ? static_cast<double>(m.errors) / static_cast<double>(m.requests) : 0.0},
-                      {"inferences", m.inferences}, {"input_tokens", m.input_tokens},
+                      {"error_rate", r.error_rate}, {"inferences", m.inferences}, {"input_tokens", m.input_tokens},
                       {"output_tokens", m.output_tokens}, {"mean_latency_ms", m.mean_latency_ms},
-                      {"requests_per_second", rate(static_cast<double>(m.requests))},
-                      {"inferences_per_second", rate(static_cast<double>(m.inferences))},
-                      {"output_tokens_per_second", rate(static_cast<double>(m.output_tokens))},
-                      {"span_seconds", span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns},
+                      {"requests_per_second", opt(r.requests_per_second)},
+                      {"inferences_per_second", opt(r.inferences_per_second)},
+                      {"output_tokens_per_second", opt(r.output_tokens_per_second)},
+                      {"span_seconds", r.span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns},
                       {"source", "events"}});
-    if (latency != "true") continue;
-    auto it = latencies.find({m.model, m.version});
-    if (it == latencies.end()) continue;  // committed between the two reads
-    json serving = serving_row_json(it->second);
+    if (!r.latency) continue;  // not asked for, or committed between the two reads
+    json row_serving = serving_row_json(*r.latency);
     json& row = models.back();
-    for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) row[field] = serving[field];
-    if (serving.contains("goodput_ratio")) row["goodput_ratio"] = serving["goodput_ratio"];
+    for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) row[field] = row_serving[field];
+    if (row_serving.contains("goodput_ratio")) row["goodput_ratio"] = row_serving["goodput_ratio"];
   }
   // Scraped servers (no tags of their own): their counters' increase over the window.
-  if (!scope->by_tags()) {
-    auto scraped = service::load_scraped_serving(*ctx_.history, {w->from_ns, std::min(w->to_ns, now)});
-    if (!scraped.ok()) return status_response(scraped.status());
-    for (const auto& m : *scraped) {
-      json row = scraped_inference_row(m, *slo);
-      models.push_back({{"model", m.model}, {"version", m.version}, {"requests", row["requests"]},
-                        {"errors", row["errors"]}, {"error_rate", row["error_rate"]},
-                        {"input_tokens", row["input_tokens"]}, {"output_tokens", row["output_tokens"]},
-                        {"mean_latency_ms", row["mean_latency_ms"]},
-                        {"requests_per_second", row["requests_per_second"]},
-                        {"inferences_per_second", row["inferences_per_second"]},
-                        {"output_tokens_per_second", row["output_tokens_per_second"]}, {"span_seconds", m.window_s},
-                        {"source", "scrape"}, {"server", m.server}, {"targets", m.targets},
-                        {"queue_share", row["queue_share"]}, {"running", row["running"]}, {"waiting", row["waiting"]},
-                        {"kv_cache_usage", row["kv_cache_usage"]}});
-      if (latency != "true") continue;
-      // From the server's histograms (bounded within a bucket) or its own quantiles.
-      for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) {
-        models.back()[field] = row[field];
-      }
-      if (row.contains("slo_compliance")) models.back()["slo_compliance"] = row["slo_compliance"];
+  for (const auto& m : serving->scraped) {
+    json row = scraped_inference_row(m, *slo);
+    models.push_back({{"model", m.model}, {"version", m.version}, {"requests", row["requests"]},
+                      {"errors", row["errors"]}, {"error_rate", row["error_rate"]},
+                      {"input_tokens", row["input_tokens"]}, {"output_tokens", row["output_tokens"]},
+                      {"mean_latency_ms", row["mean_latency_ms"]},
+                      {"requests_per_second", row["requests_per_second"]},
+                      {"inferences_per_second", row["inferences_per_second"]},
+                      {"output_tokens_per_second", row["output_tokens_per_second"]}, {"span_seconds", m.window_s},
+                      {"source", "scrape"}, {"server", m.server}, {"targets", m.targets},
+                      {"queue_share", row["queue_share"]}, {"running", row["running"]}, {"waiting", row["waiting"]},
+                      {"kv_cache_usage", row["kv_cache_usage"]}});
+    if (latency != "true") continue;
+    // From the server's histograms (bounded within a bucket) or its own quantiles.
+    for (const char* field : {"latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "compute_ms", "itl_ms"}) {
+      models.back()[field] = row[field];
     }
+    if (row.contains("slo_compliance")) models.back()["slo_compliance"] = row["slo_compliance"];
   }
   // model= and version=: one model's rows (the operators view and the CLI ask for one).
   const std::string model = param(request, "model"), version = param(request, "version");

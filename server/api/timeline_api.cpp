@@ -18,6 +18,7 @@
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/service/collectives.hpp"
+#include "server/service/timeline.hpp"
 
 namespace perfscope::server {
 
@@ -111,15 +112,12 @@ constexpr std::size_t kMaxCollectiveLinks = 5'000;
 // The ranks of the window's multi-GPU jobs by device, and their collectives' instances started
 // in [from, to), for the timeline's rank groups and links. A device two jobs' ranks ran on is
 // named by neither.
-void add_collectives(const db::EventReader& events, const db::TimeRange& range, const db::EventScope& scope, TimestampNs from,
-                     TimestampNs to, TimestampNs origin, json& body) {
-  analysis::CollectiveOptions options;
-  options.max_instances_listed = SIZE_MAX;
-  auto jobs = service::read_collectives(events, range, scope, options);
-  if (!jobs.ok() || jobs->empty()) return;
+void add_collectives(const std::vector<service::JobCollectives>& jobs, TimestampNs from, TimestampNs to, TimestampNs origin,
+                     json& body) {
+  if (jobs.empty()) return;
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_device;  // device → (run, rank)
   json links = json::array();
-  for (const service::JobCollectives& job : *jobs) {
+  for (const service::JobCollectives& job : jobs) {
     const analysis::CollectiveAnalysis& a = job.analysis;
     for (const auto& r : a.ranks) by_device[r.device].emplace_back(job.run, r.rank);
     for (const analysis::CollectiveInstance& inst : a.instances) {
@@ -161,29 +159,11 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
   if (range.to_ns <= range.from_ns) {
     return error_response(400, "invalid_argument", "the window is empty: to must be after from", "to");
   }
-  auto trace = ctx_.events->kernel_trace(range, *scope);
-  if (!trace.ok()) return status_response(trace.status());
-  // The host's operators beside the kernels (an imported trace's CPU ops), of the same run.
-  db::OperatorSelector ops_of{.op = {}, .model = {}, .provider = {}, .tags = scope->wanted_tags()};
-  auto operators = ctx_.events->operator_executions(ops_of, range);
-  if (!operators.ok()) return status_response(operators.status());
-
-  // A whole run (or everything): the window is its executions' own span.
-  analysis::TimelineViewOptions options{range.from_ns, range.to_ns, *buckets, *max_raw};
-  if (w->all && (!trace->kernels.empty() || !operators->empty())) {
-    options.from_ns = INT64_MAX;
-    options.to_ns = INT64_MIN;
-    for (const analysis::TraceKernel& k : trace->kernels) {
-      options.from_ns = std::min(options.from_ns, k.start_ns);
-      options.to_ns = std::max(options.to_ns, k.end_ns);
-    }
-    for (const analysis::OperatorExecution& op : *operators) {
-      options.from_ns = std::min(options.from_ns, analysis::operator_start_ns(op));
-      options.to_ns = std::max(options.to_ns, op.ts_ns);
-    }
-    options.to_ns = std::max(options.to_ns, options.from_ns + 1);
-  }
-  const analysis::TimelineView view = analysis::timeline_view(*trace, options);
+  auto answer = service::timeline(sources_, {*scope, range, w->all, *buckets, *max_raw});
+  if (!answer.ok()) return status_response(answer.status());
+  const analysis::KernelTrace* trace = &answer->trace;
+  const analysis::TimelineViewOptions& options = answer->options;
+  const analysis::TimelineView& view = answer->view;
   const TimestampNs origin = options.from_ns;
 
   json tracks = json::array();
@@ -205,9 +185,8 @@ HttpResponse Api::timeline(const HttpRequest& request) const {
                {"names", trace->names},
                {"gap_causes", std::move(causes)},
                {"tracks", std::move(tracks)}};
-  if (!operators->empty()) body["operators"] = operators_json(analysis::operator_track(*operators, options), origin);
-  const bool nccl = std::any_of(trace->names.begin(), trace->names.end(), [](const std::string& n) { return n.starts_with("nccl"); });
-  if (view.raw && nccl) add_collectives(*ctx_.events, range, *scope, options.from_ns, options.to_ns, origin, body);
+  if (answer->operators) body["operators"] = operators_json(*answer->operators, origin);
+  add_collectives(answer->collectives, options.from_ns, options.to_ns, origin, body);
   if (!scope->run.empty()) body["run"] = scope->run;
   return json_response(200, body);
 }
