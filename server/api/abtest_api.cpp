@@ -218,9 +218,9 @@ void Api::create_abtest(const HttpRequest& request, std::function<void(HttpRespo
                     });
 }
 
-HttpResponse Api::abtests() const {
-  if (!ctx_.abtests) return error_response(503, "unavailable", "no database is open");
-  auto rows = ctx_.abtests->list(1000);
+HttpResponse QueryEndpoints::abtests() const {
+  if (!sources_.abtests) return error_response(503, "unavailable", "no database is open");
+  auto rows = sources_.abtests->list(1000);
   if (!rows.ok()) return status_response(rows.status());
   json out = json::array();
   for (const auto& r : *rows) {
@@ -231,14 +231,14 @@ HttpResponse Api::abtests() const {
   return json_response(200, {{"abtests", out}});
 }
 
-HttpResponse Api::abtest(const std::string& id_text) const {
-  if (!ctx_.abtests) return error_response(503, "unavailable", "no database is open");
+HttpResponse QueryEndpoints::abtest(const std::string& id_text) const {
+  if (!sources_.abtests) return error_response(503, "unavailable", "no database is open");
   std::int64_t id = 0;
   auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
   if (ec != std::errc() || end != id_text.data() + id_text.size() || id < 1) {
     return error_response(404, "not_found", "no A/B test " + id_text);
   }
-  auto row = ctx_.abtests->get(id);
+  auto row = sources_.abtests->get(id);
   if (!row.ok()) return status_response(row.status());
   if (!*row) return error_response(404, "not_found", "no A/B test " + id_text);
   json definition = json::parse((*row)->definition, nullptr, false);

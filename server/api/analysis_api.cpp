@@ -156,7 +156,7 @@ json memory_json(const service::AnalysisDocument& doc) {
 
 }  // namespace
 
-Result<service::AnalysisQuery> Api::analysis_query(const HttpRequest& request) const {
+Result<service::AnalysisQuery> QueryEndpoints::analysis_query(const HttpRequest& request) const {
   service::AnalysisQuery query;
   query.now = now_ns();
   auto scope = scope_of(request);
@@ -174,7 +174,7 @@ Result<service::AnalysisQuery> Api::analysis_query(const HttpRequest& request) c
   return query;
 }
 
-json Api::analysis_document_json(const service::AnalysisDocument& doc) {
+json QueryEndpoints::analysis_document_json(const service::AnalysisDocument& doc) {
   const std::string& device = doc.device;
   const std::string& run = doc.run;
   const an::ServingSlo& slo_ = doc.slo;
@@ -250,7 +250,7 @@ json Api::analysis_document_json(const service::AnalysisDocument& doc) {
   return out;
 }
 
-Result<json> Api::analysis_json(const HttpRequest& request) const {
+Result<json> QueryEndpoints::analysis_json(const HttpRequest& request) const {
   auto query = analysis_query(request);
   if (!query.ok()) return query.status();
   auto doc = analysis_.analyze(*query);
@@ -258,13 +258,13 @@ Result<json> Api::analysis_json(const HttpRequest& request) const {
   return analysis_document_json(*doc);
 }
 
-HttpResponse Api::analysis(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::analysis(const HttpRequest& request) const {
   auto doc = analysis_json(request);
   if (!doc.ok()) return status_response(doc.status());
   return json_response(200, *doc);
 }
 
-HttpResponse Api::regressions(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::regressions(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "1h", now);
   if (!w.ok()) return status_response(w.status());

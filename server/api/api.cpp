@@ -20,9 +20,12 @@ using nlohmann::json;
 
 Api::Api(ApiContext context)
     : ctx_(std::move(context)),
-      sources_{ctx_.events, ctx_.history, ctx_.memory, ctx_.abtests, ctx_.gpus,
-               ctx_.config ? &ctx_.config->engine.device_targets : nullptr, ctx_.processes},
-      analysis_(sources_) {}
+      query_(QueryContext{service::Sources{ctx_.events, ctx_.history, ctx_.memory, ctx_.abtests, ctx_.gpus,
+                                           ctx_.config ? &ctx_.config->engine.device_targets : nullptr, ctx_.processes},
+                          ctx_.config ? ctx_.config->storage.data_dir : std::string()}) {}
+
+QueryEndpoints::QueryEndpoints(QueryContext context)
+    : sources_(context.sources), spool_dir_(std::move(context.spool_dir)), analysis_(sources_) {}
 
 unsigned http_status_for(const Status& status) {
   switch (status.code()) {
@@ -44,8 +47,8 @@ HttpResponse status_response(const Status& s) {
   return error_response(http_status_for(s), code, s.message(), s.field());
 }
 
-Result<std::unique_ptr<SpooledBody>> spool_body(const ApiContext& ctx, bool gzip) {
-  return SpooledBody::create(ctx.config ? ctx.config->storage.data_dir : std::string(), gzip);
+Result<std::unique_ptr<SpooledBody>> spool_body(const std::string& dir, bool gzip) {
+  return SpooledBody::create(dir, gzip);
 }
 
 HttpResponse spooled_response(std::unique_ptr<SpooledBody> body, std::string content_type, bool content_encoding_gzip) {

@@ -88,10 +88,83 @@ struct CsvQuery {
   std::string series;
 };
 
-class Api final : public RequestHandler {
+// What the endpoints over stored data read: the service's sources and where large answers
+// spool (the data directory).
+struct QueryContext {
+  service::Sources sources;
+  std::string spool_dir;
+};
+
+// The endpoints over stored data — events, runs, processes, percentiles, A/B results, the
+// analysis, reports, CSV, the trace and the timeline: they parse a request, ask the service
+// and render its answer. They receive the readers alone: no writer, sampler or live collector
+// but those the service's sources name.
+class QueryEndpoints {
  public:
+  explicit QueryEndpoints(QueryContext context);
+
   // The report `query` asks for, rendered; errors as the endpoint gives them.
   Result<std::string> report_text(const ReportQuery& query) const;
+  // events_api.cpp
+  // The memory tracker a scope reads (server/service/scoped_reads.hpp).
+  Result<service::ScopedMemory> scoped_memory(const db::EventScope& scope) const;
+  HttpResponse kernels(const HttpRequest& request) const;
+  HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
+  HttpResponse memory(const HttpRequest& request) const;
+  HttpResponse inference(const HttpRequest& request) const;
+  HttpResponse operators(const HttpRequest& request) const;
+  // runs_api.cpp
+  HttpResponse runs(const HttpRequest& request) const;
+  HttpResponse run(const std::string& name) const;
+  HttpResponse compare_runs(const HttpRequest& request) const;
+  // Run a against run b; `request` gives alpha and min_effect.
+  Result<nlohmann::json> compare_runs_json(const std::string& a, const std::string& b, const HttpRequest& request) const;
+  // A run as the runs endpoints list it.
+  static nlohmann::json run_json(const service::RunFigures& figures);
+  // The document part that says how a duty-cycled run was sampled.
+  static nlohmann::json sampling_json(const RunEvent& run, const analysis::TracedWindows& traced);
+  // percentiles_api.cpp
+  HttpResponse percentiles(const HttpRequest& request) const;
+  // processes_api.cpp
+  HttpResponse processes(const HttpRequest& request) const;
+  using ListedProcess = service::ListedProcess;
+  HttpResponse process(const HttpRequest& request, const std::string& key) const;
+  // abtest_api.cpp
+  HttpResponse abtests() const;
+  HttpResponse abtest(const std::string& id) const;
+  // analysis_api.cpp
+  HttpResponse analysis(const HttpRequest& request) const;
+  Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
+  // The scope, window, SLO and leak age a request asks the analysis for.
+  Result<service::AnalysisQuery> analysis_query(const HttpRequest& request) const;
+  static nlohmann::json analysis_document_json(const service::AnalysisDocument& doc);
+  HttpResponse regressions(const HttpRequest& request) const;
+  // report_api.cpp
+  HttpResponse report(const HttpRequest& request) const;
+  Result<nlohmann::json> report_json(const HttpRequest& request) const;
+  // The report's document for a query (what report_json adds to the request: nothing but the
+  // default window and compare=).
+  Result<nlohmann::json> report_document(const service::AnalysisQuery& query) const;
+  // Every A/B test's current result, newest first, within the report's time for them.
+  Result<nlohmann::json> report_abtests_json() const;
+  // csv_export.cpp
+  HttpResponse csv_table(const HttpRequest& request) const;
+  Status write_csv_table(const CsvQuery& query, SpooledBody& body) const;
+  // trace_api.cpp
+  HttpResponse trace(const HttpRequest& request) const;
+  // timeline_api.cpp
+  HttpResponse timeline(const HttpRequest& request) const;
+
+ private:
+  service::Sources sources_;
+  std::string spool_dir_;
+  service::AnalysisService analysis_;
+};
+
+class Api final : public RequestHandler {
+ public:
+  // The report `query` asks for, rendered (QueryEndpoints::report_text).
+  Result<std::string> report_text(const ReportQuery& query) const { return query_.report_text(query); }
 
   explicit Api(ApiContext context);
 
@@ -113,68 +186,20 @@ class Api final : public RequestHandler {
   HttpResponse info() const;
   // ingest_api.cpp
   void ingest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
-  // events_api.cpp
-  // The memory tracker a scope reads (server/service/scoped_reads.hpp).
-  Result<service::ScopedMemory> scoped_memory(const db::EventScope& scope) const;
-  HttpResponse kernels(const HttpRequest& request) const;
-  HttpResponse kernel_records(const HttpRequest& request, const std::string& name) const;
-  HttpResponse memory(const HttpRequest& request) const;
-  HttpResponse inference(const HttpRequest& request) const;
-  HttpResponse operators(const HttpRequest& request) const;
   // series_api.cpp
   HttpResponse series() const;
   HttpResponse devices() const;
   HttpResponse series_query(const HttpRequest& request) const;
-  // runs_api.cpp
-  HttpResponse runs(const HttpRequest& request) const;
-  HttpResponse run(const std::string& name) const;
-  HttpResponse compare_runs(const HttpRequest& request) const;
-  // Run a against run b; `request` gives alpha and min_effect.
-  Result<nlohmann::json> compare_runs_json(const std::string& a, const std::string& b, const HttpRequest& request) const;
-  // A run as the runs endpoints list it.
-  static nlohmann::json run_json(const service::RunFigures& figures);
-  // The document part that says how a duty-cycled run was sampled.
-  static nlohmann::json sampling_json(const RunEvent& run, const analysis::TracedWindows& traced);
-  // percentiles_api.cpp
-  HttpResponse percentiles(const HttpRequest& request) const;
-  // processes_api.cpp
-  HttpResponse processes(const HttpRequest& request) const;
-  using ListedProcess = service::ListedProcess;
-  HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   void create_abtest(const HttpRequest& request, std::function<void(HttpResponse)> done) const;
-  HttpResponse abtests() const;
-  HttpResponse abtest(const std::string& id) const;
-  // analysis_api.cpp
-  HttpResponse analysis(const HttpRequest& request) const;
-  Result<nlohmann::json> analysis_json(const HttpRequest& request) const;
-  // The scope, window, SLO and leak age a request asks the analysis for.
-  Result<service::AnalysisQuery> analysis_query(const HttpRequest& request) const;
-  static nlohmann::json analysis_document_json(const service::AnalysisDocument& doc);
-  HttpResponse regressions(const HttpRequest& request) const;
+  // analysis_api.cpp: the live engine's findings
   HttpResponse anomalies(const HttpRequest& request) const;
   HttpResponse alerts(const HttpRequest& request) const;
-  // report_api.cpp
-  HttpResponse report(const HttpRequest& request) const;
-  Result<nlohmann::json> report_json(const HttpRequest& request) const;
-  // The report's document for a query (what report_json adds to the request: nothing but the
-  // default window and compare=).
-  Result<nlohmann::json> report_document(const service::AnalysisQuery& query) const;
-  // Every A/B test's current result, newest first, within the report's time for them.
-  Result<nlohmann::json> report_abtests_json() const;
-  // csv_export.cpp
-  HttpResponse csv_table(const HttpRequest& request) const;
-  Status write_csv_table(const CsvQuery& query, SpooledBody& body) const;
-  // trace_api.cpp
-  HttpResponse trace(const HttpRequest& request) const;
-  // timeline_api.cpp
-  HttpResponse timeline(const HttpRequest& request) const;
   // metrics_api.cpp
   HttpResponse metrics(const HttpRequest& request) const;
 
   ApiContext ctx_;
-  service::Sources sources_;  // what the service reads: the context's readers
-  service::AnalysisService analysis_;
+  QueryEndpoints query_;  // every read of stored data, through the service
 };
 
 // An A/B test definition (as stored) evaluated on the data in its window now.

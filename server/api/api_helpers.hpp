@@ -28,9 +28,9 @@ class SpooledBody;  // server/http/spooled_body.hpp
 // A Status as a JSON error response with its HTTP code and field.
 HttpResponse status_response(const Status& s);
 // Exports (CSV tables, traces): the body is written to a file in the data directory as it is
-// produced (server/http/spooled_body.hpp), deflated when `gzip`, so that neither building it
+// produced (server/http/spooled_body.hpp) in `dir` (the data directory), deflated when `gzip`, so that neither building it
 // nor a client that reads it slowly holds it in memory.
-Result<std::unique_ptr<SpooledBody>> spool_body(const ApiContext& ctx, bool gzip);
+Result<std::unique_ptr<SpooledBody>> spool_body(const std::string& dir, bool gzip);
 // The response that sends a finished spool; `content_encoding_gzip`: its gzip is a transfer
 // detail (Content-Encoding), not the file the client asked for.
 HttpResponse spooled_response(std::unique_ptr<SpooledBody> body, std::string content_type, bool content_encoding_gzip);

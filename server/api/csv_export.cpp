@@ -91,7 +91,7 @@ constexpr std::string_view kCsvTables[] = {"samples", "kernels", "inference", "m
 
 }  // namespace
 
-HttpResponse Api::csv_table(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::csv_table(const HttpRequest& request) const {
   CsvQuery query;
   query.table = param(request, "table");
   query.series = param(request, "series");
@@ -111,7 +111,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   }
   // A .csv.gz file when asked for one; otherwise gzip on the wire when the client takes it.
   const bool wire_gzip = compress.empty() && accepts_gzip(request.accept_encoding);
-  auto body = spool_body(ctx_, compress == "gzip" || wire_gzip);
+  auto body = spool_body(spool_dir_, compress == "gzip" || wire_gzip);
   if (!body.ok()) return status_response(body.status());
   if (Status s = write_csv_table(query, **body); !s.ok()) return status_response(s);
   const bool file_gzip = compress == "gzip";
@@ -122,7 +122,7 @@ HttpResponse Api::csv_table(const HttpRequest& request) const {
   return out;
 }
 
-Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
+Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
   const db::TimeRange& range = query.range;
   const db::EventScope& scope = query.scope;
   const std::string& table = query.table;
@@ -135,7 +135,7 @@ Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
-    auto data = ctx_.history->query(q);
+    auto data = sources_.history->query(q);
     if (!data.ok()) return data.status();
     for (const auto& d : *data) {
       const std::string labels = format_labels(d.info.key.labels);
@@ -147,7 +147,7 @@ Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
   } else if (table == "kernels") {
     csv.header({"name", "variant", "device", "stream", "start_ns", "end_ns", "duration_ms", "launch_start_ns",
                 "launch_end_ns", "grid", "block", "shared_mem_bytes", "registers_per_thread", "tags"});
-    s = ctx_.events->for_each_kernel(range, scope, [&](const KernelEvent& k) {
+    s = sources_.events->for_each_kernel(range, scope, [&](const KernelEvent& k) {
       csv.field(k.name).field(k.variant).field(k.device).field(k.stream).field(k.start_ns).field(k.end_ns)
           .field(k.duration_ms()).field(k.launch_start_ns).field(k.launch_end_ns).field(dims(k.grid)).field(dims(k.block))
           .field(k.shared_mem_bytes).field(k.registers_per_thread ? std::optional<std::uint64_t>(*k.registers_per_thread) : std::nullopt)
@@ -157,7 +157,7 @@ Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
   } else if (table == "inference") {
     csv.header({"model", "version", "ts_ns", "latency_ms", "queue_ms", "compute_ms", "ttft_ms", "tpot_ms", "batch_size",
                 "input_tokens", "output_tokens", "status", "tags"});
-    auto events = ctx_.events->inference_events(range, scope);
+    auto events = sources_.events->inference_events(range, scope);
     if (!events.ok()) return events.status();
     for (const InferenceEvent& e : *events) {
       std::optional<double> tpot;
@@ -171,7 +171,7 @@ Status Api::write_csv_table(const CsvQuery& query, SpooledBody& body) const {
     }
   } else if (table == "memory") {
     csv.header({"ts_ns", "op", "address", "size_bytes", "kind", "tag", "device", "tags"});
-    s = ctx_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
+    s = sources_.events->for_each_memory_event(range, [&](const MemoryEvent& e) {
       csv.field(e.ts_ns).field(to_string(e.op)).field(e.address)
           .field(e.op == MemoryOp::kAlloc ? std::optional<std::uint64_t>(e.size_bytes) : std::nullopt)
           .field(to_string(e.kind)).field(e.tag).field(e.device).field(format_labels(e.tags));

@@ -19,16 +19,16 @@ namespace perfscope::server {
 
 using nlohmann::json;
 
-HttpResponse Api::kernels(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::kernels(const HttpRequest& request) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  auto rows = ctx_.events->kernel_summaries({w->from_ns, w->to_ns}, *scope);
+  auto rows = sources_.events->kernel_summaries({w->from_ns, w->to_ns}, *scope);
   if (!rows.ok()) return status_response(rows.status());
   double total_ms = 0;
   for (const auto& k : *rows) total_ms += k.total_ms;
-  const std::vector<GpuDeviceInfo> gpus = ctx_.gpus ? ctx_.gpus->devices() : std::vector<GpuDeviceInfo>{};
+  const std::vector<GpuDeviceInfo> gpus = sources_.gpus ? sources_.gpus->devices() : std::vector<GpuDeviceInfo>{};
   json out = json::array();
   for (const auto& k : *rows) {
     json configs = json::array();
@@ -48,14 +48,14 @@ HttpResponse Api::kernels(const HttpRequest& request) const {
   return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
 }
 
-HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& name) const {
+HttpResponse QueryEndpoints::kernel_records(const HttpRequest& request, const std::string& name) const {
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now_ns());
   if (!w.ok()) return status_response(w.status());
   auto limit = size_param(request, "limit", 100, 1, 10000);
   if (!limit.ok()) return status_response(limit.status());
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  auto rows = ctx_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit, *scope);
+  auto rows = sources_.events->kernel_records(name, {w->from_ns, w->to_ns}, *limit, *scope);
   if (!rows.ok()) return status_response(rows.status());
   json out = json::array();
   for (const KernelEvent& e : *rows) {
@@ -68,8 +68,8 @@ HttpResponse Api::kernel_records(const HttpRequest& request, const std::string& 
   return json_response(200, {{"name", name}, {"window", window_json(*w)}, {"records", out}});
 }
 
-Result<service::ScopedMemory> Api::scoped_memory(const db::EventScope& scope) const {
-  return service::scoped_memory(*ctx_.events, ctx_.memory, scope);
+Result<service::ScopedMemory> QueryEndpoints::scoped_memory(const db::EventScope& scope) const {
+  return service::scoped_memory(*sources_.events, sources_.memory, scope);
 }
 
 json memory_counters_json(const MemoryCounters& c) {
@@ -86,7 +86,7 @@ json live_allocation_json(const LiveAllocation& a) {
   return j;
 }
 
-HttpResponse Api::memory(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::memory(const HttpRequest& request) const {
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
   const std::string& device = scope->device;
@@ -113,7 +113,7 @@ HttpResponse Api::memory(const HttpRequest& request) const {
   json largest = json::array();
   for (const LiveAllocation& a : memory->tracker->largest(10, device)) largest.push_back(live_allocation_json(a));
   out["largest_live_allocations"] = largest;
-  auto timeline = ctx_.events->allocated_timeline({w->from_ns, w->to_ns}, *scope, *max_points);
+  auto timeline = sources_.events->allocated_timeline({w->from_ns, w->to_ns}, *scope, *max_points);
   if (!timeline.ok()) return status_response(timeline.status());
   json points = json::array();
   for (const auto& p : *timeline) points.push_back({p.ts_ns, p.bytes});
@@ -122,7 +122,7 @@ HttpResponse Api::memory(const HttpRequest& request) const {
   return json_response(200, out);
 }
 
-HttpResponse Api::inference(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::inference(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = parse_window(param(request, "window"), param(request, "from"), param(request, "to"), now);
   if (!w.ok()) return status_response(w.status());
@@ -201,7 +201,7 @@ HttpResponse Api::inference(const HttpRequest& request) const {
 // GET /api/v1/operators: per model, op type and node — count, total, mean, exact percentiles
 // (`q`, `method` as /api/v1/percentiles), share of the model's operator time, providers and
 // input shapes — and each model's CPU-fallback share.
-HttpResponse Api::operators(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::operators(const HttpRequest& request) const {
   namespace an = analysis;
   const TimestampNs now = now_ns();
   auto w = window_or(request, "15m", now);
@@ -216,7 +216,7 @@ HttpResponse Api::operators(const HttpRequest& request) const {
   for (const auto& [name, value] : {std::pair{"model", &model}, std::pair{"provider", &provider}}) {
     if (value->size() > kMaxEventText) return error_response(400, "invalid_argument", std::string("'") + name + "' is too long", name);
   }
-  auto rows = ctx_.events->operator_executions({"", model, provider, scope->wanted_tags()}, {w->from_ns, w->to_ns});
+  auto rows = sources_.events->operator_executions({"", model, provider, scope->wanted_tags()}, {w->from_ns, w->to_ns});
   if (!rows.ok()) return status_response(rows.status());
   json doc = operators_json(an::summarize_operators(*rows, *qs, *convention), 0);
   doc["window"] = window_json(*w);

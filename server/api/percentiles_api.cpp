@@ -82,7 +82,7 @@ json reported_percentiles_answer(const service::ReportedPercentiles& r, const se
 
 }  // namespace
 
-HttpResponse Api::percentiles(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::percentiles(const HttpRequest& request) const {
   auto parsed = selector_from_query(request);
   if (!parsed.ok()) return status_response(parsed.status());
   Selector sel = std::move(*parsed);

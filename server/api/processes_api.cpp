@@ -100,7 +100,7 @@ json process_json(const GpuProcessRecord& p, bool live) {
 
 }  // namespace
 
-HttpResponse Api::processes(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::processes(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "1h", now);
   if (!w.ok()) return status_response(w.status());
@@ -115,7 +115,7 @@ HttpResponse Api::processes(const HttpRequest& request) const {
   }
   std::vector<std::int64_t> run_pids;
   if (!run_name.empty()) {
-    auto r = ctx_.events->run(run_name);
+    auto r = sources_.events->run(run_name);
     if (!r.ok()) return status_response(r.status());
     if (!*r) return error_response(404, "not_found", no_run_message(run_name), "run");
     run_pids = (*r)->pids;
@@ -170,14 +170,14 @@ HttpResponse Api::processes(const HttpRequest& request) const {
     out[grouping->list] = g;
   }
   json unattributed = json::object();
-  if (ctx_.processes) {
-    for (const auto& [uuid, joules] : ctx_.processes->unattributed_joules()) unattributed[uuid] = joules;
+  if (sources_.processes) {
+    for (const auto& [uuid, joules] : sources_.processes->unattributed_joules()) unattributed[uuid] = joules;
   }
   out["unattributed_joules_since_start"] = unattributed;
   return json_response(200, out);
 }
 
-HttpResponse Api::process(const HttpRequest& request, const std::string& key) const {
+HttpResponse QueryEndpoints::process(const HttpRequest& request, const std::string& key) const {
   const TimestampNs now = now_ns();
   auto listed = service::gpu_processes_in(sources_, 0, now, key);
   if (!listed.ok()) return status_response(listed.status());
@@ -202,7 +202,7 @@ HttpResponse Api::process(const HttpRequest& request, const std::string& key) co
     q.from_ns = p.first_seen_ns;
     q.to_ns = p.last_seen_ns;
     q.max_points = 1000;
-    auto data = ctx_.history->query(q);
+    auto data = sources_.history->query(q);
     if (!data.ok()) return status_response(data.status());
     for (const auto& d : *data) {
       json points = json::array();

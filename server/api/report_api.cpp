@@ -100,14 +100,14 @@ std::string hostname() {
 
 }  // namespace
 
-Result<json> Api::report_abtests_json() const {
+Result<json> QueryEndpoints::report_abtests_json() const {
   // A/B tests: their current results, not just links — newest first, each evaluated afresh
   // until the report's share of time for them is spent (one evaluation over hundreds of
   // thousands of samples takes most of a second; dozens would hold a worker for a minute).
   // The rest are listed with their definitions and say where their result is.
   json ab = json::array();
-  if (ctx_.abtests) {
-    auto tests = ctx_.abtests->list(kReportAbTests);
+  if (sources_.abtests) {
+    auto tests = sources_.abtests->list(kReportAbTests);
     if (!tests.ok()) return tests.status();
     const auto deadline = std::chrono::steady_clock::now() + kReportAbBudget;
     for (const auto& t : *tests) {
@@ -136,7 +136,7 @@ Result<json> Api::report_abtests_json() const {
   return ab;
 }
 
-Result<json> Api::report_document(const service::AnalysisQuery& query) const {
+Result<json> QueryEndpoints::report_document(const service::AnalysisQuery& query) const {
   auto analysis = analysis_.analyze(query);
   if (!analysis.ok()) return analysis.status();
   json doc = analysis_document_json(*analysis);
@@ -152,7 +152,7 @@ Result<json> Api::report_document(const service::AnalysisQuery& query) const {
   return doc;
 }
 
-Result<json> Api::report_json(const HttpRequest& request) const {
+Result<json> QueryEndpoints::report_json(const HttpRequest& request) const {
   HttpRequest r = request;
   if (param(r, "window").empty() && param(r, "from").empty() && param(r, "to").empty() && param(r, "run").empty()) {
     r.query["window"] = kDefaultReportWindow;
@@ -175,14 +175,14 @@ Result<json> Api::report_json(const HttpRequest& request) const {
   return doc;
 }
 
-Result<std::string> Api::report_text(const ReportQuery& query) const {
+Result<std::string> QueryEndpoints::report_text(const ReportQuery& query) const {
   if (query.format == "csv") {
     CsvQuery csv;
     csv.table = query.table;
     csv.scope = query.analysis.scope;
     const TimeWindow& w = query.analysis.window;
     csv.range = {w.all ? 0 : w.from_ns, std::min(w.to_ns, query.analysis.now)};
-    auto body = spool_body(ctx_, query.gzip);
+    auto body = spool_body(spool_dir_, query.gzip);
     if (!body.ok()) return body.status();
     if (Status s = write_csv_table(csv, **body); !s.ok()) return s;
     return (*body)->read_all();
@@ -195,7 +195,7 @@ Result<std::string> Api::report_text(const ReportQuery& query) const {
   return doc->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-HttpResponse Api::report(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::report(const HttpRequest& request) const {
   const std::string format = param(request, "format").empty() ? "json" : param(request, "format");
   if (format == "csv") return csv_table(request);
   if (format != "json" && format != "md" && format != "html" && format != "terminal") {

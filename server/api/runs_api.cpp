@@ -17,7 +17,7 @@ namespace perfscope::server {
 using nlohmann::json;
 namespace an = perfscope::analysis;
 
-json Api::sampling_json(const RunEvent& r, const an::TracedWindows& traced) {
+json QueryEndpoints::sampling_json(const RunEvent& r, const an::TracedWindows& traced) {
   return {{"run", r.name},
           {"window_ms", static_cast<double>(r.trace_window_ns.value_or(0)) / 1e6},
           {"every_ms", static_cast<double>(r.trace_every_ns.value_or(0)) / 1e6},
@@ -32,7 +32,7 @@ json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); 
 
 }  // namespace
 
-json Api::run_json(const service::RunFigures& f) {
+json QueryEndpoints::run_json(const service::RunFigures& f) {
   const RunEvent& r = f.run;
   auto opt_any = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   json kernels = {{"count", f.kernel_count}, {"total_ms", f.kernel_ms}, {"distinct", f.distinct_kernels}};
@@ -73,10 +73,10 @@ json Api::run_json(const service::RunFigures& f) {
               {"gpu_processes", nvml}};
 }
 
-HttpResponse Api::runs(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::runs(const HttpRequest& request) const {
   auto limit = size_param(request, "limit", 50, 1, 1000);
   if (!limit.ok()) return status_response(limit.status());
-  auto list = ctx_.events->runs(*limit);
+  auto list = sources_.events->runs(*limit);
   if (!list.ok()) return status_response(list.status());
   const TimestampNs now = now_ns();
   json out = json::array();
@@ -103,13 +103,13 @@ Result<double> fraction_param(const HttpRequest& request, const char* name, doub
 
 }  // namespace
 
-HttpResponse Api::compare_runs(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::compare_runs(const HttpRequest& request) const {
   auto j = compare_runs_json(param(request, "a"), param(request, "b"), request);
   if (!j.ok()) return status_response(j.status());
   return json_response(200, *j);
 }
 
-Result<json> Api::compare_runs_json(const std::string& name_a, const std::string& name_b,
+Result<json> QueryEndpoints::compare_runs_json(const std::string& name_a, const std::string& name_b,
                                     const HttpRequest& request) const {
   an::RunCompareOptions options;
   auto alpha = fraction_param(request, "alpha", options.alpha);
@@ -149,8 +149,8 @@ Result<json> Api::compare_runs_json(const std::string& name_a, const std::string
                                         "min_effect; rows ordered by the kernel time they moved"}});
 }
 
-HttpResponse Api::run(const std::string& name) const {
-  auto found = ctx_.events->run(name);
+HttpResponse QueryEndpoints::run(const std::string& name) const {
+  auto found = sources_.events->run(name);
   if (!found.ok()) return status_response(found.status());
   if (!*found) return error_response(404, "not_found", no_run_message(name), "name");
   auto f = service::run_figures(sources_, **found, now_ns());

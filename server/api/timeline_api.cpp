@@ -145,7 +145,7 @@ void add_collectives(const std::vector<service::JobCollectives>& jobs, Timestamp
 
 }  // namespace
 
-HttpResponse Api::timeline(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::timeline(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "5m", now);
   if (!w.ok()) return status_response(w.status());

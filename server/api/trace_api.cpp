@@ -324,7 +324,7 @@ Status write_utilization(TraceExport& t, const db::SeriesHistory& history, const
 
 }  // namespace
 
-HttpResponse Api::trace(const HttpRequest& request) const {
+HttpResponse QueryEndpoints::trace(const HttpRequest& request) const {
   const TimestampNs now = now_ns();
   auto w = window_or(request, "5m", now);
   if (!w.ok()) return status_response(w.status());
@@ -335,21 +335,21 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   const std::string& device = scope->device;
   const db::TimeRange range{w->all ? 0 : w->from_ns, std::min(w->to_ns, now)};
 
-  auto buffers = ctx_.events->command_buffers(range, *scope);
+  auto buffers = sources_.events->command_buffers(range, *scope);
   if (!buffers.ok()) return status_response(buffers.status());
   TimestampNs origin = range.from_ns;
   if (w->all || origin == 0) {
-    auto first = first_event(*ctx_.events, range, *scope, *buffers);
+    auto first = first_event(*sources_.events, range, *scope, *buffers);
     if (!first.ok()) return status_response(first.status());
     origin = *first;
   }
   const bool wire_gzip = accepts_gzip(request.accept_encoding);
-  auto body = spool_body(ctx_, wire_gzip);
+  auto body = spool_body(spool_dir_, wire_gzip);
   if (!body.ok()) return status_response(body.status());
   TraceWriter out(origin, **body);
   TraceExport t{out, *max_events, false, 0, {}};
   service::CollectiveJobsBuilder collective_jobs(false);  // matched from the same pass
-  Status s = ctx_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
+  Status s = sources_.events->for_each_kernel(range, *scope, [&](const KernelEvent& k) {
     if (out.events() >= t.max_events) {
       t.truncated = true;
       return;  // (the reader has no early stop; the rest is read and skipped)
@@ -361,10 +361,10 @@ HttpResponse Api::trace(const HttpRequest& request) const {
   std::size_t collective_flows = 0;
   if (!t.collective_slices.empty() && !t.truncated) collective_flows = write_collective_flows(t, std::move(collective_jobs));
   write_command_buffers(t, *buffers);
-  if (s = write_memory(t, *ctx_.events, range, *scope); !s.ok()) return status_response(s);
-  auto trace_windows = write_trace_windows(t, *ctx_.history, scope->run, range);
+  if (s = write_memory(t, *sources_.events, range, *scope); !s.ok()) return status_response(s);
+  auto trace_windows = write_trace_windows(t, *sources_.history, scope->run, range);
   if (!trace_windows.ok()) return status_response(trace_windows.status());
-  if (s = write_utilization(t, *ctx_.history, range, origin, device); !s.ok()) return status_response(s);
+  if (s = write_utilization(t, *sources_.history, range, origin, device); !s.ok()) return status_response(s);
   json metadata = {{"producer", "perfscope"}, {"origin_ns", origin}, {"window", window_json(*w)},
                    {"device", device.empty() ? json("all") : json(device)}, {"events", out.events()},
                    {"trace_windows", *trace_windows}, {"collective_flows", collective_flows}, {"truncated", t.truncated}};

@@ -51,6 +51,18 @@ export function blanked(src, js) {
     } else if (!js && c === "'" && /[0-9a-fA-F]/.test(src[i - 1] ?? '') && /[0-9a-fA-F]/.test(src[i + 1] ?? '')) {
       out += c;  // a digit separator
       i += 1;
+    } else if (js && c === '/' && regexMayStart(out)) {
+      // A regular expression literal: to its closing slash, outside a character class.
+      let j = i + 1;
+      let inClass = false;
+      while (j < n && src[j] !== '\n' && (src[j] !== '/' || inClass)) {
+        if (src[j] === '\\') j += 1;
+        else if (src[j] === '[') inClass = true;
+        else if (src[j] === ']') inClass = false;
+        j += 1;
+      }
+      out += blank(src.slice(i, j + 1));
+      i = j + 1;
     } else if (c === '"' || c === "'" || (js && c === '`')) {
       let j = i + 1;
       while (j < n && src[j] !== c) j += src[j] === '\\' ? 2 : 1;
@@ -62,6 +74,14 @@ export function blanked(src, js) {
     }
   }
   return out;
+}
+
+// Whether a slash after `before` (the text so far) starts a regular expression rather than
+// dividing: after an operator, an opening bracket, a comma or a keyword that takes a value.
+function regexMayStart(before) {
+  const t = before.trimEnd();
+  if (t === '') return true;
+  return /[(,=:[!&|?{};+\-*%<>~^]$/.test(t) || /\b(return|typeof|case|in|of|void|yield|await)$/.test(t);
 }
 
 const CONTROL = /^(if|for|while|switch|catch|else|do|try|return)\b/;
@@ -95,6 +115,7 @@ export function braceFunctions(src, js) {
       last = i + 1;
     }
   }
+  if (stack.length > 0) found.push({ name: 'braces that do not balance: the finder cannot read this file', line: stack[0].line, lines: Infinity });
   return found;
 }
 
@@ -137,8 +158,8 @@ export function functionsOf(file, src) {
 test('the finders see functions as a reader does', () => {
   const cpp = 'namespace a {\nint f(int x) {\n  if (x) {\n    return "}{"[0];\n  }\n  return 1\'000;\n}\n}  // }\n';
   assert.deepEqual(braceFunctions(cpp, false).map((f) => [f.line, f.lines]), [[2, 6]]);
-  const js = 'export function view(el) {\n  const f = () => {\n    return `}`;\n  };\n  return f;\n}\nconst o = { a: 1 };\n';
-  assert.deepEqual(braceFunctions(js, true).map((f) => [f.line, f.lines]), [[1, 6]]);
+  const js = 'export function view({ a = () => {} }) {\n  const f = () => {\n    return `}`.replace(/["{]/g, "");\n  };\n  return f / 2;\n}\nconst o = { a: 1 };\n';
+  assert.deepEqual(braceFunctions(js, true).filter((f) => f.lines > 1).map((f) => [f.line, f.lines]), [[1, 6]]);
   const py = 'def f():\n    """\ndef g():\n"""\n    return 1\n\n\nclass C:\n    def m(self):\n        pass\n';
   assert.deepEqual(pythonFunctions(py).map((f) => [f.name, f.lines]), [['f', 5], ['m', 2]]);
 });
