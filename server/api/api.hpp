@@ -1,7 +1,8 @@
 // Api: the REST handlers, as the transport's RequestHandler — the routes (routes.cpp), health
-// and info (api.cpp), event ingest, the views over events and series, percentiles, A/B tests, the
-// analysis document, reports, CSV, the trace and /metrics (one *_api.cpp file each, named in
-// the class below). Request → response functions over the engine and db; no sockets. They may
+// and info (api.cpp), event ingest, the live views (series, devices, alerts, /metrics) and, in
+// QueryEndpoints, every read of stored data: events, percentiles, A/B results, the analysis
+// document, reports, CSV, the trace and the timeline (one *_api.cpp file each, named in the
+// classes below). Request → response functions over the engine and db; no sockets. They may
 // block on SQLite, so the HTTP session calls them on a worker thread. Ingest completes
 // asynchronously, after the database commit.
 //
