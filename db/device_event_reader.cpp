@@ -9,8 +9,6 @@
 
 namespace perfscope::db {
 
-MemoryEventReader::MemoryEventReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-
 Status MemoryEventReader::for_each_memory_event(const TimeRange& range,
                                                 const std::function<void(const MemoryEvent&)>& fn,
                                                 const EventScope& scope) const {
@@ -77,8 +75,6 @@ Result<std::vector<AllocatedPoint>> MemoryEventReader::allocated_timeline(const 
   }
   return out;
 }
-
-CommandQueueReader::CommandQueueReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
 
 Result<std::vector<CommandBufferEvent>> CommandQueueReader::command_buffers(const TimeRange& range,
                                                                             const EventScope& scope) const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "db/event_scope.hpp"
+#include "db/pooled_reader.hpp"
 #include "db/rollup_answer.hpp"
 #include "db/time_range.hpp"
 #include "engine/events/events.hpp"
@@ -27,7 +28,7 @@ struct AllocatedPoint {
   double bytes = 0;
 };
 
-class MemoryEventReader {
+class MemoryEventReader : protected PooledReader {
  public:
   MemoryEventReader(const MemoryEventReader&) = delete;
   MemoryEventReader& operator=(const MemoryEventReader&) = delete;
@@ -42,15 +43,12 @@ class MemoryEventReader {
                                                          std::size_t max_points) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit MemoryEventReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~MemoryEventReader() = default;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
-class CommandQueueReader {
+class CommandQueueReader : protected PooledReader {
  public:
   CommandQueueReader(const CommandQueueReader&) = delete;
   CommandQueueReader& operator=(const CommandQueueReader&) = delete;
@@ -65,12 +63,9 @@ class CommandQueueReader {
                                                             const TimeRange& range) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit CommandQueueReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~CommandQueueReader() = default;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -102,8 +102,6 @@ Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, Times
   return out;
 }
 
-GpuProcessStoreReader::GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-
 Result<std::vector<GpuProcessRecord>> GpuProcessStoreReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
                                                                            std::size_t limit,
                                                                            const std::string& key) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "db/writer.hpp"
+#include "db/pooled_reader.hpp"
 #include "engine/collectors/process_tracker.hpp"
 
 namespace perfscope::db {
@@ -21,7 +22,7 @@ class ConnectionPool;  // db/internal/connection_pool.hpp
 // Queues the records' merge as one transaction of the writer; `done` gets its status.
 void store_gpu_processes(Writer& writer, std::vector<GpuProcessRecord> records, Writer::Completion done);
 
-class GpuProcessStoreReader {
+class GpuProcessStoreReader : protected PooledReader {
  public:
   GpuProcessStoreReader(const GpuProcessStoreReader&) = delete;
   GpuProcessStoreReader& operator=(const GpuProcessStoreReader&) = delete;
@@ -32,12 +33,9 @@ class GpuProcessStoreReader {
                                                       const std::string& key = {}) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit GpuProcessStoreReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~GpuProcessStoreReader() = default;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -29,8 +29,6 @@ std::optional<InferenceField> inference_field_from(std::string_view name) {
   return std::nullopt;
 }
 
-InferenceReader::InferenceReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-
 Result<std::vector<InferenceSummary>> InferenceReader::inference_summaries(const TimeRange& range,
                                                                            const EventScope& scope) const {
   auto conn = pool_->lease();

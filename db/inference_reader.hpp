@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "db/event_scope.hpp"
+#include "db/pooled_reader.hpp"
 #include "db/rollup_answer.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/operators.hpp"
@@ -57,7 +58,7 @@ enum class InferenceField { kLatency, kTtft, kTpot, kQueue, kCompute };
 std::string_view to_string(InferenceField field);
 std::optional<InferenceField> inference_field_from(std::string_view name);
 
-class InferenceReader {
+class InferenceReader : protected PooledReader {
  public:
   InferenceReader(const InferenceReader&) = delete;
   InferenceReader& operator=(const InferenceReader&) = delete;
@@ -76,12 +77,9 @@ class InferenceReader {
                                                        const TimeRange& range) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit InferenceReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~InferenceReader() = default;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -32,8 +32,6 @@ Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const
 
 }  // namespace
 
-KernelReader::KernelReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-
 Result<std::vector<KernelSummary>> KernelReader::kernel_summaries(const TimeRange& range,
                                                                   const EventScope& scope) const {
   auto conn = pool_->lease();

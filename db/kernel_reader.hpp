@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "db/event_scope.hpp"
+#include "db/pooled_reader.hpp"
 #include "db/rollup_answer.hpp"
 #include "db/time_range.hpp"
 #include "engine/analysis/roofline.hpp"
@@ -67,7 +68,7 @@ struct KernelSelector {
   Tags tags;
 };
 
-class KernelReader {
+class KernelReader : protected PooledReader {
  public:
   KernelReader(const KernelReader&) = delete;
   KernelReader& operator=(const KernelReader&) = delete;
@@ -92,14 +93,11 @@ class KernelReader {
   Result<std::optional<RollupAnswer>> kernel_rollup(const KernelSelector& selector, const TimeRange& range) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit KernelReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~KernelReader() = default;
 
  private:
   Result<std::vector<RunKernelTrace>> kernel_traces(const TimeRange& range, const EventScope& scope, bool by_run) const;
-
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -9,13 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "db/pooled_reader.hpp"
 #include "engine/events/events.hpp"
 
 namespace perfscope::db {
 
 class ConnectionPool;  // db/internal/connection_pool.hpp
 
-class RunReader {
+class RunReader : protected PooledReader {
  public:
   RunReader(const RunReader&) = delete;
   RunReader& operator=(const RunReader&) = delete;
@@ -25,12 +26,9 @@ class RunReader {
   Result<std::optional<RunEvent>> run(const std::string& name) const;
 
  protected:
-  // A part of EventReader (event_reader.hpp), over its pool of connections.
-  explicit RunReader(std::shared_ptr<ConnectionPool> pool);
+  using PooledReader::PooledReader;  // a part of EventReader, over its pool
   ~RunReader() = default;
 
- private:
-  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace perfscope::db

@@ -140,8 +140,6 @@ Status write_run(Connection& conn, const RunEvent& report) {
   return stmt->run();
 }
 
-RunReader::RunReader(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
-
 Result<std::vector<RunEvent>> RunReader::runs(std::size_t limit) const {
   auto conn = pool_->lease();
   if (!conn.ok()) return conn.status();

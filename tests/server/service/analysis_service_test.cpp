@@ -7,66 +7,24 @@
 
 #include <algorithm>
 
-#include "db/sample_reader.hpp"
-#include "db/writer.hpp"
-#include "support/commit_events.hpp"
-#include "support/temp_dir.hpp"
+#include "support/service_fixture.hpp"
 
 namespace perfscope::service {
 namespace {
 
-using perfscope::testing::TempDir;
-constexpr TimestampNs kS = 1'000'000'000;
-constexpr TimestampNs kMs = 1'000'000;
+using testing::kMs;
+using testing::kS;
 
 KernelEvent kernel(const std::string& name, const std::string& run, TimestampNs start, TimestampNs duration) {
-  KernelEvent k;
-  k.name = name;
-  k.start_ns = start;
-  k.end_ns = start + duration;
-  if (!run.empty()) k.tags = {{"run", run}};
-  return k;
+  return testing::kernel_event(name, start, duration, run);
 }
+RunEvent run(const std::string& name, TimestampNs start, TimestampNs end) { return testing::run_event(name, start, end); }
 
-RunEvent run(const std::string& name, TimestampNs start, TimestampNs end) {
-  RunEvent r;
-  r.name = name;
-  r.command = {"./bench"};
-  r.host = "h";
-  r.start_ns = start;
-  r.end_ns = end;
-  r.exit_status = 0;
-  return r;
-}
-
-class AnalysisServiceTest : public ::testing::Test {
+class AnalysisServiceTest : public testing::ServiceFixture {
  protected:
-  void SetUp() override {
-    auto w = db::Writer::open(dir_.file("a.db"), store_, memory_);
-    ASSERT_TRUE(w.ok()) << w.status().message();
-    writer_ = std::move(*w);
-    events_ = std::make_unique<db::EventReader>(dir_.file("a.db"));
-  }
-
-  // Gauge samples through the store and the writer, as the sampler gives them.
-  void samples(const MetricFamily& family, const Labels& labels, const std::vector<std::pair<TimestampNs, double>>& points) {
-    store_.declare(family);
-    const SeriesId id = store_.intern(SeriesKey(family.name, labels));
-    for (const auto& [ts, value] : points) {
-      auto b = std::make_shared<const SampleBatch>(SampleBatch{ts, {{id, value}}});
-      store_.append(*b);
-      writer_->enqueue(b);
-    }
-  }
-
   Result<AnalysisDocument> analyze(db::EventScope scope, server::TimeWindow window, TimestampNs now,
                                    std::size_t leak_age_s = 60) {
-    writer_->flush();
-    auto reader = db::SampleReader::open(dir_.file("a.db"));
-    if (!reader.ok()) return reader.status();
-    samples_ = std::move(*reader);
-    history_ = std::make_unique<db::SeriesHistory>(store_, samples_.get());
-    AnalysisService service(Sources{events_.get(), history_.get(), &memory_, nullptr, nullptr, nullptr});
+    AnalysisService service(sources());
     AnalysisQuery q;
     q.scope = std::move(scope);
     q.window = window;
@@ -74,14 +32,6 @@ class AnalysisServiceTest : public ::testing::Test {
     q.leak_age_s = leak_age_s;
     return service.analyze(q);
   }
-
-  TempDir dir_;
-  SeriesStore store_{64};
-  MemoryTracker memory_;
-  std::unique_ptr<db::Writer> writer_;
-  std::unique_ptr<db::EventReader> events_;
-  std::unique_ptr<db::SampleReader> samples_;
-  std::unique_ptr<db::SeriesHistory> history_;
 };
 
 TEST_F(AnalysisServiceTest, RunsHaveTheirOwnTimelinesAndADutyCycledRunIsScaledToItsSpan) {

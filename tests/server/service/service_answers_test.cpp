@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "db/sample_reader.hpp"
-#include "db/writer.hpp"
 #include "server/service/ab_tests.hpp"
 #include "server/service/analysis_service.hpp"
 #include "server/service/models.hpp"
@@ -15,37 +13,19 @@
 #include "server/service/regressions.hpp"
 #include "server/service/report.hpp"
 #include "server/service/runs.hpp"
-#include "support/commit_events.hpp"
-#include "support/temp_dir.hpp"
+#include "support/service_fixture.hpp"
 
 namespace perfscope::service {
 namespace {
 
-using perfscope::testing::TempDir;
-constexpr TimestampNs kS = 1'000'000'000;
-constexpr TimestampNs kMs = 1'000'000;
+using testing::kMs;
+using testing::kS;
 
 KernelEvent kernel(const std::string& name, TimestampNs start, double duration_ms, const std::string& run = "",
                    const std::string& variant = "") {
-  KernelEvent k;
-  k.name = name;
-  k.variant = variant;
-  k.start_ns = start;
-  k.end_ns = start + static_cast<TimestampNs>(duration_ms * 1e6);
-  if (!run.empty()) k.tags = {{"run", run}};
-  return k;
+  return testing::kernel_event(name, start, static_cast<TimestampNs>(duration_ms * 1e6), run, variant);
 }
-
-RunEvent run(const std::string& name, TimestampNs start, TimestampNs end) {
-  RunEvent r;
-  r.name = name;
-  r.command = {"./bench"};
-  r.host = "h";
-  r.start_ns = start;
-  r.end_ns = end;
-  r.exit_status = 0;
-  return r;
-}
+RunEvent run(const std::string& name, TimestampNs start, TimestampNs end) { return testing::run_event(name, start, end); }
 
 InferenceEvent request(const std::string& model, TimestampNs ts, double latency_ms) {
   InferenceEvent e;
@@ -55,44 +35,11 @@ InferenceEvent request(const std::string& model, TimestampNs ts, double latency_
   return e;
 }
 
-class ServiceAnswersTest : public ::testing::Test {
+class ServiceAnswersTest : public testing::ServiceFixture {
  protected:
-  void SetUp() override {
-    auto w = db::Writer::open(dir_.file("s.db"), store_, memory_);
-    ASSERT_TRUE(w.ok()) << w.status().message();
-    writer_ = std::move(*w);
-    events_ = std::make_unique<db::EventReader>(dir_.file("s.db"));
-  }
-
   void gauge(const std::string& family, const Labels& labels, const std::vector<std::pair<TimestampNs, double>>& points) {
-    store_.declare({family, "ratio", MetricType::kGauge, ""});
-    const SeriesId id = store_.intern(SeriesKey(family, labels));
-    for (const auto& [ts, value] : points) {
-      auto b = std::make_shared<const SampleBatch>(SampleBatch{ts, {{id, value}}});
-      store_.append(*b);
-      writer_->enqueue(b);
-    }
+    samples({family, "ratio", MetricType::kGauge, ""}, labels, points);
   }
-
-  // The sources as the server gives them, once everything written is committed.
-  const Sources& sources() {
-    writer_->flush();
-    auto reader = db::SampleReader::open(dir_.file("s.db"));
-    EXPECT_TRUE(reader.ok()) << reader.status().message();
-    samples_ = std::move(*reader);
-    history_ = std::make_unique<db::SeriesHistory>(store_, samples_.get());
-    sources_ = Sources{events_.get(), history_.get(), &memory_, nullptr, nullptr, nullptr, nullptr};
-    return sources_;
-  }
-
-  TempDir dir_;
-  SeriesStore store_{64};
-  MemoryTracker memory_;
-  std::unique_ptr<db::Writer> writer_;
-  std::unique_ptr<db::EventReader> events_;
-  std::unique_ptr<db::SampleReader> samples_;
-  std::unique_ptr<db::SeriesHistory> history_;
-  Sources sources_;
 };
 
 TEST_F(ServiceAnswersTest, PercentilesAreExactWithTheSlaTheirSlicesAndWarnings) {

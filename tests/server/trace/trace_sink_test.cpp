@@ -19,36 +19,12 @@
 #include "server/trace/gpu_work_calls.hpp"
 #include "server/trace/trace_sink.hpp"
 #include "server/wire/event_codec.hpp"
+#include "support/trace_records.hpp"
 
 namespace perfscope::trace {
 namespace {
 
 namespace fs = std::filesystem;
-
-KernelRecord kernel(std::uint32_t correlation, std::uint64_t start, std::string name = "_Z11tiny_kernelPii") {
-  KernelRecord k;
-  k.name = std::move(name);
-  k.correlation_id = correlation;
-  k.device = 0;
-  k.stream = 7;
-  k.start_ns = start;
-  k.end_ns = start + 1500;
-  k.grid = {4, 1, 1};
-  k.block = {256, 1, 1};
-  k.registers_per_thread = 16;
-  k.static_shared_bytes = 1024;
-  k.dynamic_shared_bytes = 512;
-  return k;
-}
-
-ApiRecord call(std::uint32_t correlation, std::uint64_t start) { return ApiRecord{correlation, 211, start, start + 3000, 42}; }
-
-std::string tag(const Tags& tags, const std::string& key) {
-  for (const auto& [k, v] : tags) {
-    if (k == key) return v;
-  }
-  return "(absent)";
-}
 
 struct TempDir {
   fs::path path = fs::temp_directory_path() / ("trace_test_" + std::to_string(::getpid()) + "_" +
