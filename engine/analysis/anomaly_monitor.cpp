@@ -39,21 +39,12 @@ std::vector<Anomaly> AnomalyMonitor::observe(const SampleBatch& batch) {
       found.push_back({batch.ts_ns, snap->key, value, *score, center});
     }
   }
-  if (!found.empty()) {
-    std::lock_guard lock(mu_);
-    for (const Anomaly& a : found) kept_.push_back(a);
-    while (kept_.size() > keep_) kept_.pop_front();
-  }
+  kept_.add(found);
   return found;
 }
 
 std::vector<Anomaly> AnomalyMonitor::recent(TimestampNs from_ns, TimestampNs to_ns) const {
-  std::lock_guard lock(mu_);
-  std::vector<Anomaly> out;
-  for (const Anomaly& a : kept_) {
-    if (a.ts_ns >= from_ns && a.ts_ns <= to_ns) out.push_back(a);
-  }
-  return out;
+  return kept_.between(from_ns, to_ns);
 }
 
 }  // namespace perfscope

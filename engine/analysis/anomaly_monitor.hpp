@@ -4,12 +4,11 @@
 // Thread-safety: observe() from the sampler thread only; recent() from any thread.
 #pragma once
 
-#include <deque>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
 #include "engine/analysis/change_points.hpp"
+#include "engine/base/recent_log.hpp"
 #include "engine/series/series_store.hpp"
 
 namespace perfscope {
@@ -31,7 +30,7 @@ class AnomalyMonitor {
  public:
   explicit AnomalyMonitor(const SeriesStore& store, std::size_t keep = 1000,
                           analysis::AnomalyDetector::Options options = {})
-      : store_(store), keep_(keep), options_(options) {}
+      : store_(store), options_(options), kept_(keep) {}
 
   // Scores one pass; returns the anomalies it found (also kept for recent()).
   std::vector<Anomaly> observe(const SampleBatch& batch);
@@ -40,15 +39,13 @@ class AnomalyMonitor {
 
  private:
   const SeriesStore& store_;
-  const std::size_t keep_;
   const analysis::AnomalyDetector::Options options_;
   struct Slot {
     bool decided = false;
     std::optional<analysis::AnomalyDetector> detector;  // none: not scored (counters)
   };
   std::vector<Slot> slots_;  // by SeriesId; sampler thread only
-  mutable std::mutex mu_;
-  std::deque<Anomaly> kept_;  // guarded by mu_
+  RecentLog<Anomaly> kept_;
 };
 
 }  // namespace perfscope

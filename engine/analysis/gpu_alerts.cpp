@@ -96,21 +96,12 @@ std::vector<GpuAlert> GpuAlerts::observe(const SampleBatch& batch) {
     a.message = text;
     out.push_back(std::move(a));
   }
-  if (!out.empty()) {
-    std::lock_guard lock(mu_);
-    for (const auto& a : out) kept_.push_back(a);
-    while (kept_.size() > keep_) kept_.pop_front();
-  }
+  kept_.add(out);
   return out;
 }
 
 std::vector<GpuAlert> GpuAlerts::recent(TimestampNs from_ns, TimestampNs to_ns) const {
-  std::lock_guard lock(mu_);
-  std::vector<GpuAlert> out;
-  for (const auto& a : kept_) {
-    if (a.ts_ns >= from_ns && a.ts_ns <= to_ns) out.push_back(a);
-  }
-  return out;
+  return kept_.between(from_ns, to_ns);
 }
 
 }  // namespace perfscope

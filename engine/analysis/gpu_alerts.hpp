@@ -7,12 +7,11 @@
 // Thread-safety: observe() from the sampler thread only; recent() from any thread.
 #pragma once
 
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/base/recent_log.hpp"
 #include "engine/series/series_store.hpp"
 
 namespace perfscope {
@@ -32,7 +31,7 @@ struct GpuAlert {
 class GpuAlerts {
  public:
   GpuAlerts(const SeriesStore& store, std::optional<double> power_target_watts, std::size_t keep = 1000)
-      : store_(store), power_target_(power_target_watts), keep_(keep) {}
+      : store_(store), power_target_(power_target_watts), kept_(keep) {}
 
   std::vector<GpuAlert> observe(const SampleBatch& batch);
   std::vector<GpuAlert> recent(TimestampNs from_ns, TimestampNs to_ns) const;
@@ -42,12 +41,10 @@ class GpuAlerts {
   enum class Watch : std::uint8_t { kUnknown, kNone, kPower, kThermal, kXid };
   const SeriesStore& store_;
   const std::optional<double> power_target_;
-  const std::size_t keep_;
   std::vector<Watch> watch_;   // by SeriesId; sampler thread
   std::vector<bool> active_;   // by SeriesId; sampler thread
   std::vector<double> last_;   // by SeriesId: an Xid count's previous value; sampler thread
-  mutable std::mutex mu_;
-  std::deque<GpuAlert> kept_;  // guarded by mu_
+  RecentLog<GpuAlert> kept_;
 };
 
 }  // namespace perfscope

@@ -317,15 +317,26 @@ void GpuCollector::collect_devices(TimestampNs now_ns, std::vector<Reading>& out
   }
 }
 
+namespace {
+
+// A GPU's readings: its labels, and the ones a reading adds (clock, reason).
+struct GpuReadings {
+  const Labels& labels;
+  std::vector<Reading>& out;
+  void operator()(const char* family, double value, Labels extra = {}) const {
+    Labels l = labels;
+    for (auto& e : extra) l.push_back(std::move(e));
+    out.push_back({SeriesKey(family, std::move(l)), value});
+  }
+};
+
+}  // namespace
+
 // Memory: v2 (with reserved) needs its version field; older drivers only have v1. False when
 // the GPU was lost.
 bool GpuCollector::collect_memory(Gpu& g, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  auto emit = [&](const char* family, double value, Labels extra = {}) {
-    Labels l = g.labels;
-    for (auto& e : extra) l.push_back(std::move(e));
-    out.push_back({SeriesKey(family, std::move(l)), value});
-  };
+  const GpuReadings emit{g.labels, out};
   if (g.memory_version == 2) {
     nvml::MemoryV2 m{};
     m.version = nvml::kMemoryV2Version;
@@ -362,11 +373,7 @@ bool GpuCollector::collect_memory(Gpu& g, std::vector<Reading>& out) {
 // Power now, and the board's energy since the processes were last read.
 void GpuCollector::collect_power(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  auto emit = [&](const char* family, double value, Labels extra = {}) {
-    Labels l = g.labels;
-    for (auto& e : extra) l.push_back(std::move(e));
-    out.push_back({SeriesKey(family, std::move(l)), value});
-  };
+  const GpuReadings emit{g.labels, out};
   unsigned v = 0;
   if (a.power_usage && check(g, a.power_usage(g.handle, &v), "power")) {
     // The board's energy since the processes were last read, pass by pass, to split among them.
@@ -384,11 +391,7 @@ void GpuCollector::collect_power(Gpu& g, TimestampNs now_ns, std::vector<Reading
 // for the thermal state, if read.
 std::optional<unsigned> GpuCollector::collect_sensors(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  auto emit = [&](const char* family, double value, Labels extra = {}) {
-    Labels l = g.labels;
-    for (auto& e : extra) l.push_back(std::move(e));
-    out.push_back({SeriesKey(family, std::move(l)), value});
-  };
+  const GpuReadings emit{g.labels, out};
   unsigned temp = 0;
   const bool have_temp = a.temperature && check(g, a.temperature(g.handle, 0, &temp), "temperature");
   if (have_temp) emit(metric_names::kGpuTemperature, temp);
@@ -440,11 +443,7 @@ std::optional<unsigned> GpuCollector::collect_sensors(Gpu& g, TimestampNs now_ns
 // state from them and the temperature.
 void GpuCollector::collect_throttling(Gpu& g, TimestampNs now_ns, std::optional<unsigned> temp, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  auto emit = [&](const char* family, double value, Labels extra = {}) {
-    Labels l = g.labels;
-    for (auto& e : extra) l.push_back(std::move(e));
-    out.push_back({SeriesKey(family, std::move(l)), value});
-  };
+  const GpuReadings emit{g.labels, out};
   unsigned long long reasons = 0;
   const bool have_reasons = a.clock_event_reasons && check(g, a.clock_event_reasons(g.handle, &reasons), "clock_event_reasons");
   if (have_reasons) {
@@ -474,11 +473,7 @@ void GpuCollector::collect_throttling(Gpu& g, TimestampNs now_ns, std::optional<
 
 void GpuCollector::collect_gpu(Gpu& g, TimestampNs now_ns, std::vector<Reading>& out) {
   const nvml::Api& a = lib_->api();
-  auto emit = [&](const char* family, double value, Labels extra = {}) {
-    Labels l = g.labels;
-    for (auto& e : extra) l.push_back(std::move(e));
-    out.push_back({SeriesKey(family, std::move(l)), value});
-  };
+  const GpuReadings emit{g.labels, out};
   auto emit_info = [&] {
     emit("gpu_info", 1, {{"name", g.info.name}, {"pci_bus_id", g.info.pci_bus_id}, {"driver_version", driver_},
                          {"nvml_version", nvml_version_}});
