@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
+#include <utility>
 #include <type_traits>
 
 namespace perfscope {
@@ -164,28 +166,25 @@ Status CardinalityGuard::apply(std::vector<Event>& events, TimestampNs now, std:
   std::lock_guard lock(mu_);
   if (Status s = admit_series(events, now); !s.ok()) return s;
   BatchAdmitted admitted{};
+  // Each named value of an event against its dimension's cap (folded into [other] past it).
+  auto fold = [&](std::initializer_list<std::pair<Dimension, std::string*>> values) {
+    for (auto [dimension, value] : values) check(dimension, *value, now, folded, admitted);
+  };
   for (Event& event : events) {
     std::visit(
         [&](auto& e) {
           using T = std::decay_t<decltype(e)>;
           if constexpr (std::is_same_v<T, KernelEvent>) {
-            check(Dimension::kKernelName, e.name, now, folded, admitted);
-            check(Dimension::kVariant, e.variant, now, folded, admitted);
-            check(Dimension::kStream, e.stream, now, folded, admitted);
-            check(Dimension::kDevice, e.device, now, folded, admitted);
+            fold({{Dimension::kKernelName, &e.name}, {Dimension::kVariant, &e.variant}, {Dimension::kStream, &e.stream},
+                  {Dimension::kDevice, &e.device}});
           } else if constexpr (std::is_same_v<T, MemoryEvent>) {
-            check(Dimension::kMemoryTag, e.tag, now, folded, admitted);
-            check(Dimension::kDevice, e.device, now, folded, admitted);
+            fold({{Dimension::kMemoryTag, &e.tag}, {Dimension::kDevice, &e.device}});
           } else if constexpr (std::is_same_v<T, CommandBufferEvent>) {
-            check(Dimension::kStream, e.queue, now, folded, admitted);
-            check(Dimension::kDevice, e.device, now, folded, admitted);
+            fold({{Dimension::kStream, &e.queue}, {Dimension::kDevice, &e.device}});
           } else if constexpr (std::is_same_v<T, InferenceEvent>) {
-            check(Dimension::kModel, e.model, now, folded, admitted);
-            check(Dimension::kModel, e.version, now, folded, admitted);
+            fold({{Dimension::kModel, &e.model}, {Dimension::kModel, &e.version}});
           } else if constexpr (std::is_same_v<T, OperatorEvent>) {
-            check(Dimension::kOperator, e.op_type, now, folded, admitted);
-            check(Dimension::kOperator, e.name, now, folded, admitted);
-            check(Dimension::kModel, e.model, now, folded, admitted);
+            fold({{Dimension::kOperator, &e.op_type}, {Dimension::kOperator, &e.name}, {Dimension::kModel, &e.model}});
           } else if constexpr (std::is_same_v<T, RunEvent>) {
             // A run's name is the value its events carry as the tag run=NAME: one count.
             Tags name_tag = {{"run", std::move(e.name)}};

@@ -5,8 +5,5 @@
 # Usage: tests/gpu/run.sh [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${PERFSCOPE_BIN:-build/release/perfscope}
-report=${1:-gpu-report}
-mkdir -p "$report"
-source tests/gpu/start_server.sh
+source tests/gpu/start_server.sh  # $bin, $report (the first argument) and the server
 ${PYTHON:-python3} tests/gpu/verify_nvml.py "$url" "$report"

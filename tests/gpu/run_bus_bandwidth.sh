@@ -6,7 +6,7 @@
 # verify_bus_bandwidth.py compares them: per size, bus bandwidth against the job's (nccl-tests'
 # formula) and the NVLink tx series against the bytes each GPU sent. Then records a short sweep
 # to a file, the CI fixture (tests/fixtures/collectives/sweep).
-# Usage: tests/gpu/run_bus_bandwidth.sh [PERFSCOPE_BIN] [REPORT_DIR]
+# Usage: [NPROC=ranks, default 2] tests/gpu/run_bus_bandwidth.sh [PERFSCOPE_BIN] [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=$(realpath "${1:-build/release/perfscope}")
@@ -16,7 +16,7 @@ torchrun=${TORCHRUN:-torchrun}
 out="$report/busbw"
 mkdir -p "$out"
 from=$(date +%s%N)
-"$bin" run --server "$url" --name busbw -- "$torchrun" --standalone --nproc-per-node 2 tests/gpu/collective_job.py \
+"$bin" run --server "$url" --name busbw -- "$torchrun" --standalone --nproc-per-node "${NPROC:-2}" tests/gpu/collective_job.py \
   --out "$out" --sweep-mb 64,128,256 --seconds 3 >"$out/job.log" 2>&1 || { cat "$out/job.log" >&2; exit 1; }
 to=$(date +%s%N)
 sleep 2
@@ -33,7 +33,7 @@ lib=$(dirname "$bin")/libperfscope_cupti.so
 fixture="$report/sweep"
 mkdir -p "$fixture"
 CUDA_INJECTION64_PATH=$lib NCCL_PROFILER_PLUGIN=$lib PERFSCOPE_TRACE_FILE="$fixture/trace.ndjson" PERFSCOPE_RUN_NAME=sweep \
-  "$torchrun" --standalone --nproc-per-node 2 tests/gpu/collective_job.py --out "$fixture" --sweep-mb 64,128,256 \
+  "$torchrun" --standalone --nproc-per-node "${NPROC:-2}" tests/gpu/collective_job.py --out "$fixture" --sweep-mb 64,128,256 \
   --seconds 0.3 >"$fixture/job.log" 2>&1 || { cat "$fixture/job.log" >&2; exit 1; }
 gzip -f "$fixture/trace.ndjson"
 exit $status

@@ -3,7 +3,7 @@
 # traced by the injection library as `perfscope run` traces it (NCCL's profiler plugin
 # included), and under torch.profiler,
 # alternated round by round; each rank's median and fastest step wall time per variant.
-# Usage: tests/gpu/run_collective_cost.sh [REPORT_DIR] [ROUNDS=3]   (two GPUs)
+# Usage: [NPROC=ranks, default 2] tests/gpu/run_collective_cost.sh [REPORT_DIR] [ROUNDS=3]
 export PERFSCOPE_BIN=${PERFSCOPE_BIN:-$(command -v true)}
 source "$(dirname "$0")/setup_tracing.sh" "${1:-gpu-report}"
 torchrun=${TORCHRUN:-torchrun}
@@ -12,7 +12,7 @@ job() {  # variant dir, then the job's arguments
   local dir=$1
   shift
   mkdir -p "$dir"
-  "$torchrun" --standalone --nproc-per-node 2 tests/gpu/collective_job.py --out "$dir" --steps 200 "$@" \
+  "$torchrun" --standalone --nproc-per-node "${NPROC:-2}" tests/gpu/collective_job.py --out "$dir" --steps 200 "$@" \
     >"$dir/job.log" 2>&1 || { cat "$dir/job.log" >&2; exit 1; }
 }
 for ((r = 1; r <= rounds; r++)); do

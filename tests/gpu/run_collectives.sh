@@ -4,7 +4,7 @@
 # straggler (more matmuls on rank 1), one with equal ranks, one whose all-reduce runs beside
 # the matmuls (--overlap). Each job's trace (NDJSON, gzipped)
 # and its ranks' own CUDA-event timings go to REPORT_DIR/<job>/. Needs two GPUs.
-# Usage: tests/gpu/run_collectives.sh [REPORT_DIR]
+# Usage: [NPROC=ranks, default 2] tests/gpu/run_collectives.sh [REPORT_DIR]
 # No server is needed: the traces are files, imported where they are tested.
 export PERFSCOPE_BIN=${PERFSCOPE_BIN:-$(command -v true)}
 source "$(dirname "$0")/setup_tracing.sh" "${1:-gpu-report}"
@@ -15,7 +15,7 @@ record() {  # job name, then the job's arguments
   mkdir -p "$dir"
   rm -f "$dir/trace.ndjson"
   CUDA_INJECTION64_PATH=$PERFSCOPE_CUPTI_LIBRARY NCCL_PROFILER_PLUGIN=$PERFSCOPE_CUPTI_LIBRARY PERFSCOPE_TRACE_FILE="$dir/trace.ndjson" PERFSCOPE_RUN_NAME="$job" \
-    "$torchrun" --standalone --nproc-per-node 2 tests/gpu/collective_job.py --out "$dir" "$@" >"$dir/job.log" 2>&1 ||
+    "$torchrun" --standalone --nproc-per-node "${NPROC:-2}" tests/gpu/collective_job.py --out "$dir" "$@" >"$dir/job.log" 2>&1 ||
     { cat "$dir/job.log" >&2; exit 1; }
   gzip -f "$dir/trace.ndjson"
 }

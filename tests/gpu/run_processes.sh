@@ -7,8 +7,5 @@
 # Usage: tests/gpu/run_processes.sh [REPORT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${PERFSCOPE_BIN:-build/release/perfscope}
-report=${1:-gpu-report}
-mkdir -p "$report"
-source tests/gpu/start_server.sh
+source tests/gpu/start_server.sh  # $bin, $report (the first argument) and the server
 PYTHONUNBUFFERED=1 ${PYTHON:-python3} tests/gpu/verify_processes.py "$url" "$report"

@@ -150,9 +150,10 @@ test('the Processes view lists them, sorts them and opens one\'s history', async
 test('after a restart the store still knows both', async () => {
   const before = (await get('/api/v1/processes?window=5m')).body.processes;
   clearInterval(refresher);
+  // Stopped first: a pass of the old server between the refresh and its stop would see both gone.
+  await server.stop();
   listed = [];
   refresh();
-  await server.stop();
   server = await startPerfscope({ label: 'processes', dataDir, nvmlScript: script(), args: ['--sampling-interval-ms', '100', '--gpu-process-interval-ms', '200'] });
   await sleep(300);
   const { body } = await get('/api/v1/processes?window=1h');

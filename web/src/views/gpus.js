@@ -8,43 +8,39 @@ import { fetchJson } from '../lib/api.js';
 const OVERVIEW_FAMILIES = ['gpu_throttle_active', 'gpu_power_watts', 'gpu_temperature_celsius', 'gpu_memory_used_bytes',
   'gpu_utilization_ratio', 'gpu_dram_bandwidth_utilization_ratio'];
 
+// A chart of the picked GPU's series: `series` says how each family is drawn (its key order is
+// the legend's).
+function pickedChart(onPicked, id, series, scales, axes) {
+  return new LiveChart(document.getElementById(id), {
+    families: Object.keys(series),
+    seriesFor: (key, name, labels) => (onPicked(labels) && series[name] ? { ...series[name] } : null),
+    scales,
+    axes,
+  });
+}
+
 // `refill` reloads the charts' history (called when another GPU is picked).
 export function createGpuView({ refill }) {
   const view = { picked: null, devices: [], latest: {} };
   const onPicked = (labels) => view.picked !== null && labels.gpu === view.picked;
 
   const charts = {
-    gpuUtil: new LiveChart(document.getElementById('chart-gpu-util'), {
-      families: ['gpu_utilization_ratio', 'gpu_sm_utilization_ratio', 'gpu_dram_bandwidth_utilization_ratio', 'gpu_tensor_activity_ratio'],
-      seriesFor: (key, name, labels) => (onPicked(labels) ? {
-        gpu_utilization_ratio: { label: 'busy', scale: 'ratio', fmt: fmtPct, width: 2, color: '#73bf69' },
-        gpu_sm_utilization_ratio: { label: 'SM', scale: 'ratio', fmt: fmtPct, color: '#5794f2' },
-        gpu_dram_bandwidth_utilization_ratio: { label: 'DRAM bandwidth', scale: 'ratio', fmt: fmtPct, color: '#ff780a' },
-        gpu_tensor_activity_ratio: { label: 'tensor', scale: 'ratio', fmt: fmtPct, color: '#b877d9' },
-      }[name] : null),
-      scales: { ratio: { range: [0, 1] } },
-      axes: [timeAxis, axis(fmtPct, { scale: 'ratio' })],
-    }),
-    gpuMem: new LiveChart(document.getElementById('chart-gpu-mem'), {
-      families: ['gpu_memory_used_bytes', 'gpu_memory_total_bytes', 'gpu_memory_reserved_bytes'],
-      seriesFor: (key, name, labels) => (onPicked(labels) ? {
-        gpu_memory_used_bytes: { label: 'used', scale: 'bytes', fmt: fmtBytes, width: 2 },
-        gpu_memory_total_bytes: { label: 'total', scale: 'bytes', fmt: fmtBytes, color: '#8e8e8e' },
-        gpu_memory_reserved_bytes: { label: 'reserved', scale: 'bytes', fmt: fmtBytes, color: '#f2cc0c' },
-      }[name] : null),
-      scales: { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } },
-      axes: [timeAxis, bytesAxis({ scale: 'bytes' })],
-    }),
-    gpuPower: new LiveChart(document.getElementById('chart-gpu-power'), {
-      families: ['gpu_power_watts', 'gpu_power_instant_watts', 'gpu_power_limit_watts'],
-      seriesFor: (key, name, labels) => (onPicked(labels) ? {
-        gpu_power_watts: { label: 'power (1 s avg)', scale: 'w', fmt: fmtW, width: 2 },
-        gpu_power_instant_watts: { label: 'instant', scale: 'w', fmt: fmtW, color: '#5794f2' },
-        gpu_power_limit_watts: { label: 'limit', scale: 'w', fmt: fmtW, color: '#f2495c' },
-      }[name] : null),
-      scales: { w: { range: (u, min, max) => [0, Math.max(max, 1) * 1.05] } },
-      axes: [timeAxis, axis(fmtW, { scale: 'w' })],
-    }),
+    gpuUtil: pickedChart(onPicked, 'chart-gpu-util', {
+      gpu_utilization_ratio: { label: 'busy', scale: 'ratio', fmt: fmtPct, width: 2, color: '#73bf69' },
+      gpu_sm_utilization_ratio: { label: 'SM', scale: 'ratio', fmt: fmtPct, color: '#5794f2' },
+      gpu_dram_bandwidth_utilization_ratio: { label: 'DRAM bandwidth', scale: 'ratio', fmt: fmtPct, color: '#ff780a' },
+      gpu_tensor_activity_ratio: { label: 'tensor', scale: 'ratio', fmt: fmtPct, color: '#b877d9' },
+    }, { ratio: { range: [0, 1] } }, [timeAxis, axis(fmtPct, { scale: 'ratio' })]),
+    gpuMem: pickedChart(onPicked, 'chart-gpu-mem', {
+      gpu_memory_used_bytes: { label: 'used', scale: 'bytes', fmt: fmtBytes, width: 2 },
+      gpu_memory_total_bytes: { label: 'total', scale: 'bytes', fmt: fmtBytes, color: '#8e8e8e' },
+      gpu_memory_reserved_bytes: { label: 'reserved', scale: 'bytes', fmt: fmtBytes, color: '#f2cc0c' },
+    }, { bytes: { range: (u, min, max) => [0, Math.max(max, 1)] } }, [timeAxis, bytesAxis({ scale: 'bytes' })]),
+    gpuPower: pickedChart(onPicked, 'chart-gpu-power', {
+      gpu_power_watts: { label: 'power (1 s avg)', scale: 'w', fmt: fmtW, width: 2 },
+      gpu_power_instant_watts: { label: 'instant', scale: 'w', fmt: fmtW, color: '#5794f2' },
+      gpu_power_limit_watts: { label: 'limit', scale: 'w', fmt: fmtW, color: '#f2495c' },
+    }, { w: { range: (u, min, max) => [0, Math.max(max, 1) * 1.05] } }, [timeAxis, axis(fmtW, { scale: 'w' })]),
     gpuTemp: new LiveChart(document.getElementById('chart-gpu-temp'), {
       families: ['gpu_temperature_celsius', 'gpu_memory_temperature_celsius', 'gpu_clock_hertz'],
       seriesFor: (key, name, labels) => {
