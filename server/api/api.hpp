@@ -155,6 +155,8 @@ class QueryEndpoints {
   HttpResponse trace(const HttpRequest& request) const;
   // timeline_api.cpp
   HttpResponse timeline(const HttpRequest& request) const;
+  // collectives_api.cpp
+  HttpResponse collectives(const HttpRequest& request) const;
 
  private:
   service::Sources sources_;

@@ -1,5 +1,5 @@
 // Helpers shared by the REST handlers' source files (api.cpp and the *_api.cpp beside it): query
-// parameters, windows and errors as responses. Internal to server/.
+// parameters, windows and errors as responses. Internal to server/api/.
 #pragma once
 
 #include <string>

@@ -76,20 +76,20 @@ json collective_job_json(const service::JobCollectives& job, bool with_instances
   return out;
 }
 
-HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request) {
+HttpResponse collectives_response(const service::Sources& sources, const HttpRequest& request) {
   const TimestampNs now = now_ns();
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
   auto w = window_or(request, "15m", now);
   if (!w.ok()) return status_response(w.status());
-  if (Status s = service::resolve_run_window(*ctx.events, scope->run, *w, now); !s.ok()) return status_response(s);
+  if (Status s = service::resolve_run_window(*sources.events, scope->run, *w, now); !s.ok()) return status_response(s);
   an::CollectiveOptions options;
-  options.link_peak_bytes_per_second = ctx.gpus ? service::link_peak_bytes_per_second(ctx.gpus->devices()) : 0;
-  auto jobs = service::read_collectives(*ctx.events, {w->from_ns, std::min(w->to_ns, now)}, *scope, options);
+  options.link_peak_bytes_per_second = sources.gpus ? service::link_peak_bytes_per_second(sources.gpus->devices()) : 0;
+  auto jobs = service::read_collectives(*sources.events, {w->from_ns, std::min(w->to_ns, now)}, *scope, options);
   if (!jobs.ok()) return status_response(jobs.status());
   json out = json::array();
   bool described = false;
-  const std::vector<GpuLink> topology = ctx.gpus ? ctx.gpus->topology() : std::vector<GpuLink>{};
+  const std::vector<GpuLink> topology = sources.gpus ? sources.gpus->topology() : std::vector<GpuLink>{};
   for (const auto& job : *jobs) {
     json j = collective_job_json(job, true);
     // The paths between the job's GPUs, as GET /api/v1/devices gives them: what its collectives
@@ -145,5 +145,7 @@ HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& requ
             {"unknown", unknown},
             {"jobs", out}});
 }
+
+HttpResponse QueryEndpoints::collectives(const HttpRequest& request) const { return collectives_response(sources_, request); }
 
 }  // namespace perfscope::server

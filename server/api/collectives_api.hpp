@@ -13,6 +13,6 @@ namespace perfscope::server {
 // collective) where a document only summarises, as the analysis does.
 nlohmann::json collective_job_json(const service::JobCollectives& job, bool with_instances);
 
-HttpResponse collectives_response(const ApiContext& ctx, const HttpRequest& request);
+HttpResponse collectives_response(const service::Sources& sources, const HttpRequest& request);
 
 }  // namespace perfscope::server

@@ -216,9 +216,9 @@ HttpResponse QueryEndpoints::operators(const HttpRequest& request) const {
   for (const auto& [name, value] : {std::pair{"model", &model}, std::pair{"provider", &provider}}) {
     if (value->size() > kMaxEventText) return error_response(400, "invalid_argument", std::string("'") + name + "' is too long", name);
   }
-  auto rows = sources_.events->operator_executions({"", model, provider, scope->wanted_tags()}, {w->from_ns, w->to_ns});
-  if (!rows.ok()) return status_response(rows.status());
-  json doc = operators_json(an::summarize_operators(*rows, *qs, *convention), 0);
+  auto summary = service::operators(sources_, *scope, {w->from_ns, w->to_ns}, model, provider, *qs, *convention);
+  if (!summary.ok()) return status_response(summary.status());
+  json doc = operators_json(*summary, 0);
   doc["window"] = window_json(*w);
   return json_response(200, doc);
 }

@@ -91,7 +91,7 @@ const RouteTable<Api::Endpoint>& Api::routes() {
       {"GET", "/api/v1/regressions", E::worker([](const Api& a, R r, N) { return a.query_.regressions(r); })},
       {"GET", "/api/v1/anomalies", E::worker([](const Api& a, R r, N) { return a.anomalies(r); })},
       {"GET", "/api/v1/alerts", E::worker([](const Api& a, R r, N) { return a.alerts(r); })},
-      {"GET", "/api/v1/collectives", E::worker([](const Api& a, R r, N) { return collectives_response(a.ctx_, r); })},
+      {"GET", "/api/v1/collectives", E::worker([](const Api& a, R r, N) { return a.query_.collectives(r); })},
       {"GET", "/api/v1/abtests", E::worker([](const Api& a, R, N) { return a.query_.abtests(); })},
       {"POST", "/api/v1/abtests", E::async([](const Api& a, R r, D done) { a.create_abtest(r, std::move(done)); })},
       {"GET", "/api/v1/abtests/{id}", E::worker([](const Api& a, R, N id) { return a.query_.abtest(id); })},

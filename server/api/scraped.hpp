@@ -1,7 +1,8 @@
 // The serving figures of scraped inference servers (vLLM, SGLang, TGI, Triton) as the REST
-// views answer them: loaded from the stored series of a window, and as JSON rows shaped like
-// those of reported requests, each saying where it came from and how it was computed.
-// Internal to server/api/.
+// views answer them: JSON rows shaped like those of reported requests, each saying where it
+// came from and how it was computed, with the percentiles and SLA shares a histogram's buckets
+// give (engine/analysis/scraped_serving.hpp estimates them; service/scoped_reads.hpp loads the
+// window's figures). Internal to server/api/.
 #pragma once
 
 #include <optional>
@@ -18,8 +19,6 @@
 #include "engine/base/status.hpp"
 
 namespace perfscope::server {
-
-// Loading them over a window: service::load_scraped_serving (server/service/scoped_reads.hpp).
 
 // Percentiles (0..100) of a scraped distribution into `values` (keyed as percentile_key writes
 // them, null where it has none) and, for a histogram, each one's bucket into `bounds` as

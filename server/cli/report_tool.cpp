@@ -95,14 +95,10 @@ class DatabaseReport {
     if (!s.ok()) return s.with_context(path);
     return r;
   }
-  Api api() const {
-    ApiContext ctx;
-    ctx.config = &config_;
-    ctx.history = &history_;
-    ctx.events = &events_;
-    ctx.memory = &memory_;
-    ctx.abtests = &abtests_;
-    return Api(std::move(ctx));
+  // The report endpoints over the file's readers alone (no HTTP handler, no live engine).
+  QueryEndpoints reports() const {
+    return QueryEndpoints(QueryContext{service::Sources{&events_, &history_, &memory_, &abtests_, nullptr, nullptr, nullptr},
+                                       config_.storage.data_dir});
   }
 
  private:
@@ -120,7 +116,7 @@ class DatabaseReport {
 }  // namespace
 
 // The report from a database file, rendered in process by the same code the endpoint uses.
-Result<std::string> report_from_database(const Api& api, const ReportOptions& o, bool color) {
+Result<std::string> report_from_database(const QueryEndpoints& reports, const ReportOptions& o, bool color) {
   ReportQuery query;
   query.format = o.format;
   query.color = color;
@@ -132,7 +128,7 @@ Result<std::string> report_from_database(const Api& api, const ReportOptions& o,
   if (!w.ok()) return w.status();
   query.analysis.window = *w;
   if (o.sla_ms > 0) query.analysis.slo.latency_ms = o.sla_ms;
-  return api.report_text(query);
+  return reports.report_text(query);
 }
 
 int run_report(const ReportOptions& o) {
@@ -145,7 +141,7 @@ int run_report(const ReportOptions& o) {
       std::cerr << "perfscope report: " << db.status().message() << "\n";
       return 1;
     }
-    auto text = report_from_database((*db)->api(), o, to_terminal);
+    auto text = report_from_database((*db)->reports(), o, to_terminal);
     if (!text.ok()) {
       std::cerr << "perfscope report: " << text.status().message() << "\n";
       const unsigned code = http_status_for(text.status());

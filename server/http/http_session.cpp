@@ -79,6 +79,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
   // (engine/base/cancellation.hpp). The watch ends when the answer is sent.
+  void run_on_workers(HttpRequest request, bool cancellable);
   void watch_for_departure(std::stop_source departure);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
   void do_close();
@@ -355,9 +356,14 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   }
   if (dispatch == RequestHandler::Dispatch::kInline) return send(ctx_.handler.handle(request));
 
-  // Everything else may block on SQLite or analysis: run it on the worker pool and come
-  // back to this connection's strand to write — unless the pool is already backed up, then
-  // say so at once rather than queue without bound.
+  run_on_workers(std::move(request), !changes_state(req.method()));
+}
+
+// Everything else may block on SQLite or analysis: run it on the worker pool and come back to
+// this connection's strand to write — unless the pool is already backed up, then say so at
+// once rather than queue without bound. `cancellable`: a query, cancelled when its client leaves.
+template <class Stream>
+void HttpSession<Stream>::run_on_workers(HttpRequest request, bool cancellable) {
   if (ctx_.load.pending_requests.load() >= ctx_.config.max_pending_requests) {
     ++ctx_.load.refused_requests;
     HttpResponse busy = error_response(503, "overloaded", "the server is busy; retry later");
@@ -368,7 +374,6 @@ void HttpSession<Stream>::on_read(beast::error_code ec, std::size_t) {
   // Queries are cancelled when their client leaves; writes (ingest, A/B definitions) are not:
   // a producer may post a batch and close without waiting, and the batch must still be kept.
   std::stop_source departure;
-  const bool cancellable = !changes_state(req.method());
   if (cancellable) watch_for_departure(departure);
   net::post(ctx_.workers, [self = this->shared_from_this(), request = std::move(request),
                            token = cancellable ? departure.get_token() : std::stop_token()]() mutable {

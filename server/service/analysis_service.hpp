@@ -5,8 +5,8 @@
 // against its peaks and targets, and the bottleneck rules over all of it.
 //
 // It reads the database and the live engine and computes; it writes no JSON. The REST API
-// renders the document (GET /api/v1/analysis), the reports are made from it, and the command
-// line's offline reports call it the same way.
+// renders the document (GET /api/v1/analysis) and the reports made from it; the command line's
+// offline reports render it through the same report endpoints, over a database file's readers.
 //
 // Thread-safety: analyze() is const and safe from any thread, as the sources are.
 #pragma once

@@ -42,4 +42,12 @@ Result<ModelsServing> models_serving(const Sources& sources, const server::TimeW
   return out;
 }
 
+Result<analysis::OperatorSummary> operators(const Sources& sources, const db::EventScope& scope, const db::TimeRange& range,
+                                            const std::string& model, const std::string& provider,
+                                            const std::vector<double>& quantiles, analysis::PercentileConvention convention) {
+  auto rows = sources.events->operator_executions({"", model, provider, scope.wanted_tags()}, range);
+  if (!rows.ok()) return rows.status();
+  return analysis::summarize_operators(*rows, quantiles, convention);
+}
+
 }  // namespace perfscope::service

@@ -1,4 +1,5 @@
-// Each model's serving over a window (GET /api/v1/inference): the reported requests' counts,
+// Each model's serving over a window (GET /api/v1/inference) and its operators
+// (GET /api/v1/operators): the reported requests' counts,
 // error rate and rates over the part of the window the model was serving in, with, when asked,
 // its latency, TTFT and TPOT percentiles and SLO share from every request; and the models of
 // the servers perfscope scrapes (a scope of no run or tags only: scraped servers carry none).
@@ -7,10 +8,12 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "db/event_scope.hpp"
 #include "db/inference_reader.hpp"
+#include "engine/analysis/operators.hpp"
 #include "engine/analysis/scraped_serving.hpp"
 #include "engine/analysis/serving.hpp"
 #include "server/service/query_time.hpp"
@@ -38,5 +41,15 @@ struct ModelsServing {
 Result<ModelsServing> models_serving(const Sources& sources, const server::TimeWindow& window,
                                      const db::EventScope& scope, const analysis::ServingSlo& slo, bool with_latency,
                                      TimestampNs now);
+
+}  // namespace perfscope::service
+
+namespace perfscope::service {
+
+// Operators (ONNX Runtime nodes and the like) over a range, per model, op type and node, with
+// percentiles at `quantiles` (GET /api/v1/operators); `model` and `provider` narrow them.
+Result<analysis::OperatorSummary> operators(const Sources& sources, const db::EventScope& scope, const db::TimeRange& range,
+                                            const std::string& model, const std::string& provider,
+                                            const std::vector<double>& quantiles, analysis::PercentileConvention convention);
 
 }  // namespace perfscope::service

@@ -85,7 +85,19 @@ function regexMayStart(before) {
 }
 
 const CONTROL = /^(if|for|while|switch|catch|else|do|try|return)\b/;
-const CONTAINER = /\b(namespace|class|struct|union|enum|extern)\b/;
+const CONTAINER = /\b(namespace|class|struct|union|enum)\b/;
+
+// What a C++ brace opens, from the text before it: a function's body (the header ends with its
+// parameter list and qualifiers), a namespace, class or linkage block, or a braced initializer
+// (`b_{a}`, `Type{…}`), whose text runs on into the header of the next brace. Template heads
+// are no class.
+function cppKind(header, lastLine) {
+  const h = header.replace(/\btemplate\s*<[^{};]*?>\s*/g, '');
+  if (CONTROL.test(lastLine)) return 'container';
+  if (CONTAINER.test(h.split('(')[0]) || /\bextern\s*$/.test(h) || h === '') return 'container';
+  if (/\)\s*((const|override|noexcept|final|mutable|&&|&)\s*)*(->\s*[\w:<>,\s*&]+)?$/.test(h)) return 'fn';
+  return /[\w>\]]$/.test(h) ? 'init' : 'container';
+}
 
 // Outermost functions of C++ or JavaScript text: [{name, line, lines}].
 export function braceFunctions(src, js) {
@@ -104,13 +116,13 @@ export function braceFunctions(src, js) {
       let kind;
       if (stack.some((s) => s.kind === 'fn')) kind = 'block';
       else if (js) kind = (/\bfunction\b[\s\S]*\)$|=>$|\)$/.test(header) && !CONTROL.test(lastLine)) ? 'fn' : 'container';
-      else kind = CONTAINER.test(header.split('(')[0]) || !header.includes(')') || CONTROL.test(lastLine) ? 'container' : 'fn';
+      else kind = cppKind(header, lastLine);
       stack.push({ kind, line, header: lastLine });
       last = i + 1;
     } else if (c === '}') {
       const open = stack.pop();
       if (open && open.kind === 'fn') found.push({ name: open.header.slice(-70), line: open.line, lines: line - open.line + 1 });
-      last = i + 1;
+      if (!open || open.kind !== 'init') last = i + 1;
     } else if (c === ';') {
       last = i + 1;
     }
@@ -158,6 +170,9 @@ export function functionsOf(file, src) {
 test('the finders see functions as a reader does', () => {
   const cpp = 'namespace a {\nint f(int x) {\n  if (x) {\n    return "}{"[0];\n  }\n  return 1\'000;\n}\n}  // }\n';
   assert.deepEqual(braceFunctions(cpp, false).map((f) => [f.line, f.lines]), [[2, 6]]);
+  const more = 'template <class S>\nvoid A<S>::run() {\n  x();\n}\nB::B(int a) : b_{a}, c_(a) {\n  y();\n}\nextern "C" int f(void) {\n  return 0;\n}\n' +
+               'extern "C" {\nint g(void);\n}\nconst int kT[] = {1, 2};\n';
+  assert.deepEqual(braceFunctions(more, false).map((f) => [f.line, f.lines]), [[2, 3], [5, 3], [8, 3]]);
   const js = 'export function view({ a = () => {} }) {\n  const f = () => {\n    return `}`.replace(/["{]/g, "");\n  };\n  return f / 2;\n}\nconst o = { a: 1 };\n';
   assert.deepEqual(braceFunctions(js, true).filter((f) => f.lines > 1).map((f) => [f.line, f.lines]), [[1, 6]]);
   const py = 'def f():\n    """\ndef g():\n"""\n    return 1\n\n\nclass C:\n    def m(self):\n        pass\n';

@@ -173,11 +173,13 @@ test('group=pod and group=namespace sum the processes', async () => {
 
 test('per-process and per-GPU series carry the names', async () => {
   let text = '';
-  for (let i = 0; i < 50 && !/perfscope_gpu_pod_info\{/.test(text); i++) {
+  const line = (re) => text.split('\n').find((l) => re.test(l));
+  // The pod's names reach a process's series at the first pass after the kubelet answered.
+  const named = () => /perfscope_gpu_pod_info\{/.test(text) && /pod="llm-0"/.test(line(/^perfscope_gpu_process_memory_bytes\{.*pid="4101"/) ?? '');
+  for (let i = 0; i < 50 && !named(); i++) {
     text = await (await fetch(server.url + '/metrics')).text();
     await sleep(100);
   }
-  const line = (re) => text.split('\n').find((l) => re.test(l));
   const memory = line(/^perfscope_gpu_process_memory_bytes\{.*pid="4101"/);
   assert.ok(memory, text.slice(0, 2000));
   assert.match(memory, /container="vllm"/);

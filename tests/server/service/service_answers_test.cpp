@@ -224,5 +224,30 @@ TEST_F(ServiceAnswersTest, AModelsRatesAreOverTheSpanItServed) {
   EXPECT_TRUE(serving->scraped.empty());
 }
 
+TEST_F(ServiceAnswersTest, OperatorsAreSummarizedPerModelAndNarrowedByProvider) {
+  std::vector<Event> batch;
+  for (int i = 0; i < 10; ++i) {
+    OperatorEvent op;
+    op.op_type = "MatMul";
+    op.name = "mm" + std::to_string(i % 2);
+    op.provider = i < 8 ? "CUDAExecutionProvider" : "CPUExecutionProvider";
+    op.duration_ms = 1 + i;
+    op.model = "bert";
+    op.ts_ns = (i + 1) * kS;
+    batch.push_back(op);
+  }
+  testing::commit(*writer_, batch);
+  auto all = operators(sources(), {}, {0, 20 * kS}, "", "", {50, 99}, analysis::PercentileConvention::kNearestRank);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->models.size(), 1u);
+  EXPECT_EQ(all->models[0].model, "bert");
+  ASSERT_FALSE(all->by_type.empty());
+  EXPECT_EQ(all->by_type[0].count, 10u);
+  auto cpu = operators(sources(), {}, {0, 20 * kS}, "", "CPUExecutionProvider", {50}, analysis::PercentileConvention::kNearestRank);
+  ASSERT_TRUE(cpu.ok());
+  ASSERT_FALSE(cpu->by_type.empty());
+  EXPECT_EQ(cpu->by_type[0].count, 2u) << "the provider narrows the rows";
+}
+
 }  // namespace
 }  // namespace perfscope::service
