@@ -21,9 +21,10 @@ std::optional<GaugeFigures> gauge_figures(const std::vector<SeriesSummary>& gaug
   for (const SeriesSummary& g : gauges) {
     if (g.key.name != name) continue;
     bool match = true;
-    for (const auto& [k, v] : must) {
-      auto it = std::find_if(g.key.labels.begin(), g.key.labels.end(), [&](const auto& l) { return l.first == k; });
-      match = match && it != g.key.labels.end() && it->second == v;
+    for (const auto& wanted : must) {
+      auto it = std::find_if(g.key.labels.begin(), g.key.labels.end(),
+                             [&](const auto& l) { return l.first == wanted.first; });
+      match = match && it != g.key.labels.end() && it->second == wanted.second;
     }
     if (!match || !std::isfinite(g.avg) || !std::isfinite(g.peak)) continue;
     sum += g.avg;
