@@ -14,7 +14,6 @@
 #include "db/internal/sample_chunks.hpp"
 #include "db/writer.hpp"
 #include "db/internal/writer_tasks.hpp"
-#include "engine/analysis/serving.hpp"
 
 namespace perfscope::db {
 namespace {
@@ -105,7 +104,7 @@ Status retire_inference(Connection& conn, TimestampNs cutoff, RollupAccumulator&
     e.compute_ms = optional(6);
     if (!row.column_is_null(7)) e.output_tokens = static_cast<std::uint64_t>(row.column_int64(7));
     add(to_string(InferenceField::kLatency), e.latency_ms);
-    for (auto [field, value] : {std::pair{InferenceField::kTtft, e.ttft_ms}, std::pair{InferenceField::kTpot, analysis::request_tpot_ms(e)},
+    for (auto [field, value] : {std::pair{InferenceField::kTtft, e.ttft_ms}, std::pair{InferenceField::kTpot, e.tpot_ms()},
                                 std::pair{InferenceField::kQueue, e.queue_ms}, std::pair{InferenceField::kCompute, e.compute_ms}}) {
       if (value) add(to_string(field), *value);
     }

@@ -21,11 +21,6 @@ LatencySummary summarize_latencies(std::vector<double> v) {
   return s;
 }
 
-std::optional<double> request_tpot_ms(const InferenceEvent& r) {
-  if (!r.ttft_ms || !r.output_tokens || *r.output_tokens <= 1) return std::nullopt;
-  return (r.latency_ms - *r.ttft_ms) / static_cast<double>(*r.output_tokens - 1);
-}
-
 std::vector<ServingMetrics> serving_metrics(const std::vector<InferenceEvent>& requests, double window_s,
                                             const ServingSlo& slo) {
   std::map<std::pair<std::string, std::string>, std::vector<const InferenceEvent*>> by_model;
@@ -49,7 +44,7 @@ std::vector<ServingMetrics> serving_metrics(const std::vector<InferenceEvent>& r
       if (r->compute_ms) compute.push_back(*r->compute_ms);
       if (r->input_tokens) m.input_tokens += *r->input_tokens;
       if (r->output_tokens) m.output_tokens += *r->output_tokens;
-      const std::optional<double> request_tpot = request_tpot_ms(*r);
+      const std::optional<double> request_tpot = r->tpot_ms();
       if (request_tpot) {
         tpot.push_back(*request_tpot);
         itl_time += r->latency_ms - *r->ttft_ms;

@@ -43,9 +43,6 @@ struct ServingMetrics {
 };
 
 // One entry per (model, version), in name order. `window_s` is the span rates are over.
-// Time per output token of one request: (latency − ttft) / (output_tokens − 1); none for a
-// request without ttft or with at most one output token.
-std::optional<double> request_tpot_ms(const InferenceEvent& request);
 
 std::vector<ServingMetrics> serving_metrics(const std::vector<InferenceEvent>& requests, double window_s,
                                             const ServingSlo& slo);

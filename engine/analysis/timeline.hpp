@@ -79,6 +79,10 @@ struct TopKernel {
   double total_ms = 0;
 };
 
+// The launch efficiency (busy time over span) a queue should reach: below it, the GPU waits on
+// launches more than it computes (the launch-bound rule's busy ratio).
+inline constexpr double kLaunchEfficiencyTarget = 0.7;
+
 struct QueueTimeline {
   std::string device;
   std::string stream;  // empty: the whole device

@@ -94,6 +94,13 @@ struct InferenceEvent {
   std::optional<std::uint64_t> input_tokens;
   std::optional<std::uint64_t> output_tokens;
   Tags tags;
+
+  // Time per output token: (latency − ttft) / (output_tokens − 1); none without ttft or with at
+  // most one output token.
+  std::optional<double> tpot_ms() const {
+    if (!ttft_ms || !output_tokens || *output_tokens <= 1) return std::nullopt;
+    return (latency_ms - *ttft_ms) / static_cast<double>(*output_tokens - 1);
+  }
 };
 
 struct OperatorEvent {

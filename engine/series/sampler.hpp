@@ -31,6 +31,7 @@ struct CollectorTiming {
   double last_seconds = 0;
   double total_seconds = 0;
   std::uint64_t passes = 0;
+  double mean_seconds() const { return passes ? total_seconds / static_cast<double>(passes) : 0.0; }
 };
 
 class Sampler {

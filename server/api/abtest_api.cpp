@@ -69,7 +69,9 @@ Result<Selector> side_from_json(const json& j, const std::string& where) {
   return s;
 }
 
-Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
+}  // namespace
+
+Result<AbDefinition> parse_abtest_definition(const json& body, TimestampNs now) {
   if (!body.is_object()) return Status::invalid_argument("the body must be a JSON object", "");
   AbDefinition d;
   auto name = body.find("name");
@@ -135,6 +137,8 @@ Result<AbDefinition> parse_definition(const json& body, TimestampNs now) {
   return d;
 }
 
+namespace {
+
 constexpr const char* kScrapedOnly =
     "A side exists only as a scraped server's histograms, which keep counts per bucket, not observations: "
     "the tests could not run. Report the requests themselves (the Python client's request()) to compare "
@@ -143,7 +147,7 @@ constexpr const char* kScrapedOnly =
 json scraped_sides_json(const std::vector<service::ScrapedSide>& sides) {
   json found = json::array();
   for (const service::ScrapedSide& s : sides) {
-    json side = scraped_distribution_json(s.selection.distribution);
+    json side = scraped_distribution_json(s.figures);
     if (side.is_null()) side = {{"count", 0}};
     side["side"] = s.side;
     side["servers"] = s.selection.servers;
@@ -167,28 +171,24 @@ json energy_of_sides_json(const std::vector<service::SideEnergy>& sides) {
 
 }  // namespace
 
-Result<json> evaluate_abtest(const service::Sources& sources, const json& definition) {
-  auto d = parse_definition(definition, now_ns());
-  if (!d.ok()) return d.status();
-  auto e = service::evaluate_abtest(sources, *d, now_ns());
-  if (!e.ok()) return e.status();
-  json out = {{"definition", definition_json(*d)}, {"window", window_json(e->window)}};
-  if (e->energy) out["energy"] = energy_of_sides_json(*e->energy);
-  if (!d->multi) {
-    out.update(result_json(e->results[0]));
-    if (!e->scraped.empty()) {
-      out["scraped"] = scraped_sides_json(e->scraped);
+json abtest_evaluation_json(const AbDefinition& d, const service::AbEvaluation& e) {
+  json out = {{"definition", definition_json(d)}, {"window", window_json(e.window)}};
+  if (e.energy) out["energy"] = energy_of_sides_json(*e.energy);
+  if (!d.multi) {
+    out.update(result_json(e.results[0]));
+    if (!e.scraped.empty()) {
+      out["scraped"] = scraped_sides_json(e.scraped);
       out["recommendation"] = kScrapedOnly;
     }
     return out;
   }
-  if (!e->scraped.empty()) out["scraped"] = scraped_sides_json(e->scraped);
+  if (!e.scraped.empty()) out["scraped"] = scraped_sides_json(e.scraped);
   json comparisons = json::array();
-  for (std::size_t i = 0; i < e->results.size(); ++i) {
-    json c = result_json(e->results[i]);
+  for (std::size_t i = 0; i < e.results.size(); ++i) {
+    json c = result_json(e.results[i]);
     c["control"] = 0;
     c["variant"] = i + 1;
-    c["p_value_adjusted"] = e->p_values_adjusted[i];
+    c["p_value_adjusted"] = e.p_values_adjusted[i];
     comparisons.push_back(std::move(c));
   }
   out["correction"] = "benjamini_hochberg";
@@ -202,7 +202,7 @@ void Api::create_abtest(const HttpRequest& request, std::function<void(HttpRespo
   }
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return done(error_response(400, "invalid_argument", "the body is not valid JSON"));
-  auto d = parse_definition(body, now_ns());
+  auto d = parse_abtest_definition(body, now_ns());
   if (!d.ok()) return done(status_response(d.status()));
   if (!ctx_.writer || !ctx_.abtests) return done(error_response(503, "unavailable", "no database is open"));
   json definition = definition_json(*d);
@@ -241,10 +241,12 @@ HttpResponse QueryEndpoints::abtest(const std::string& id_text) const {
   auto row = sources_.abtests->get(id);
   if (!row.ok()) return status_response(row.status());
   if (!*row) return error_response(404, "not_found", "no A/B test " + id_text);
-  json definition = json::parse((*row)->definition, nullptr, false);
-  auto evaluated = evaluate_abtest(sources_, definition);
-  if (!evaluated.ok()) return status_response(evaluated.status());
-  json out = *evaluated;
+  const TimestampNs now = now_ns();
+  auto d = parse_abtest_definition(json::parse((*row)->definition, nullptr, false), now);
+  if (!d.ok()) return status_response(d.status());
+  auto e = service::evaluate_abtest(sources_, *d, now);
+  if (!e.ok()) return status_response(e.status());
+  json out = abtest_evaluation_json(*d, *e);
   out["id"] = id;
   out["created_ns"] = (*row)->created_ns;
   return json_response(200, out);

@@ -20,7 +20,6 @@
 #include "server/api/collectives_api.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/api/scraped.hpp"
-#include "engine/series/metric_names.hpp"
 
 namespace perfscope::server {
 
@@ -29,7 +28,6 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-using namespace perfscope::metric_names;
 
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},
@@ -41,26 +39,12 @@ json distribution_json(const an::Distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
 }
 
-// The series a rule's input is read from, as a /api/v1/series/query selector: where the
-// dashboard's drill-down finds a finding's evidence over time.
-const std::map<std::string, std::string>& evidence_series() {
-  static const std::map<std::string, std::string> m = {
-      {"gpu_utilization_avg", kGpuUtilization},
-      {"gpu_dram_bandwidth_utilization_avg", kGpuDramUtilization},
-      {"host_cpu_utilization_avg", std::string(kHostCpu) + R"({cpu="total"})"},
-      {"gpu_memory_used_ratio_peak", kGpuMemoryUsed},
-      {"gpu_thermal_throttle_seconds", kGpuThrottle},
-      {"gpu_power_cap_throttle_seconds", kGpuThrottle},
-  };
-  return m;
-}
-
-json findings_json(const std::vector<an::Finding>& findings) {
+json findings_json(const std::vector<an::Finding>& findings, const std::map<std::string, std::string>& evidence_series) {
   json b = json::array();
   for (const auto& f : findings) {
     json series = json::object();
     for (const auto& [input, value] : f.evidence) {
-      if (auto it = evidence_series().find(input); it != evidence_series().end()) series[input] = it->second;
+      if (auto it = evidence_series.find(input); it != evidence_series.end()) series[input] = it->second;
     }
     json row = {{"id", f.id}, {"title", f.title}, {"status", f.status},
                 {"severity", f.severity ? json(an::to_string(*f.severity)) : json(nullptr)},
@@ -121,7 +105,7 @@ json timeline_json(const service::AnalysisDocument& doc) {
                     {"idle_breakdown_ms", {{"host_wait", q.idle_host_wait_ms}, {"kernel_wait", q.idle_kernel_wait_ms},
                                            {"other", q.idle_other_ms}}},
                     {"gaps", q.gaps}, {"avg_gap_ms", q.avg_gap_ms}, {"launch_efficiency", q.launch_efficiency},
-                    {"launch_efficiency_target", 0.7},
+                    {"launch_efficiency_target", an::kLaunchEfficiencyTarget},
                     {"short_kernels", q.short_kernels}, {"short_kernel_share", q.with_launch_info ? json(q.short_kernel_share) : json(nullptr)},
                     {"launch_delay_ms", distribution_json(q.launch_delay_ms)},
                     {"launch_overhead_ms", distribution_json(q.launch_overhead_ms)},
@@ -191,12 +175,12 @@ json QueryEndpoints::analysis_document_json(const service::AnalysisDocument& doc
   out["gauges"] = g;
   json k = json::array();
   const double kernel_total = doc.kernel_total_ms;
-  for (std::size_t i = 0; i < doc.kernels.size() && i < 10; ++i) {
-    const auto& s = doc.kernels[i];
+  for (const service::KernelRow& r : doc.top_kernels) {
+    const db::KernelSummary& s = r.summary;
     json row = {{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ms}, {"avg_ms", s.avg_ms()},
-                {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", kernel_total > 0 ? s.total_ms / kernel_total : 0.0}};
+                {"min_ms", s.min_ms}, {"max_ms", s.max_ms}, {"share", r.share}};
     // Where the kernel reported its work: its rates and its place on the roofline.
-    if (!s.work.empty()) add_kernel_work(row, s, doc.gpus);
+    if (!s.work.empty()) add_kernel_work(row, r);
     k.push_back(std::move(row));
   }
   out["kernels"] = {{"total_ms", kernel_total}, {"distinct", doc.kernels.size()}, {"top", k}};
@@ -224,7 +208,7 @@ json QueryEndpoints::analysis_document_json(const service::AnalysisDocument& doc
   out["command_queues"] = cq;
   json inf = json::array();
   for (const auto& m : doc.serving) inf.push_back(serving_row_json(m));
-  for (const auto& m : doc.scraped) inf.push_back(scraped_inference_row(m, slo_));
+  for (const auto& m : doc.scraped) inf.push_back(scraped_inference_row(m));
   out["inference"] = inf;
   out["energy"] = energy_json(doc.energy);
   json slo_json = json::object();
@@ -233,11 +217,11 @@ json QueryEndpoints::analysis_document_json(const service::AnalysisDocument& doc
   if (slo_.tpot_ms) slo_json["tpot_ms"] = *slo_.tpot_ms;
   out["slo"] = slo_json;
   out["memory"] = memory_json(doc);
-  out["bottlenecks"] = findings_json(doc.findings);
+  out["bottlenecks"] = findings_json(doc.findings, doc.evidence_series);
   if (!doc.run_findings.empty()) {
     json per_run = json::array();
     for (const auto& [name, f] : doc.run_findings) {
-      per_run.push_back({{"run", name.empty() ? json(nullptr) : json(name)}, {"bottlenecks", findings_json(f)}});
+      per_run.push_back({{"run", name.empty() ? json(nullptr) : json(name)}, {"bottlenecks", findings_json(f, doc.evidence_series)}});
     }
     out["runs"] = per_run;
   }
@@ -290,7 +274,7 @@ HttpResponse QueryEndpoints::regressions(const HttpRequest& request) const {
     const an::ChangePoint& c = r.change;
     found.push_back({{r.kind, r.subject}, {"statistic", r.statistic}, {"unit", "ms"}, {"at_ns", r.at_ns},
                      {"before", c.before}, {"after", c.after}, {"change", c.change}, {"p_value", c.p_value},
-                     {"direction", c.change > 0 ? "regression" : "improvement"}});
+                     {"direction", r.slower() ? "regression" : "improvement"}});
   }
   const std::size_t examined = regressions->subjects;
   return json_response(200, {{"window", window_json(*w)}, {"interval_ns", *interval}, {"subjects", examined},

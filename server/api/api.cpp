@@ -222,7 +222,7 @@ HttpResponse Api::info() const {
       }
       const CollectorTiming& t = timings[i];
       row["last_pass_seconds"] = t.last_seconds;
-      row["mean_pass_seconds"] = t.passes ? t.total_seconds / static_cast<double>(t.passes) : 0.0;
+      row["mean_pass_seconds"] = t.mean_seconds();
       row["passes"] = t.passes;
     }
     collectors.push_back(std::move(row));

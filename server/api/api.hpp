@@ -33,6 +33,7 @@
 #include "server/http/request_handler.hpp"
 #include "server/api/app_config.hpp"
 #include "server/api/route_table.hpp"
+#include "server/service/ab_tests.hpp"
 #include "server/service/analysis_service.hpp"
 #include "server/service/runs.hpp"
 #include "server/service/scoped_reads.hpp"
@@ -96,6 +97,16 @@ struct QueryContext {
   std::string spool_dir;
 };
 
+// A stored A/B test as a report lists it: evaluated now, unless the report's time for A/B tests
+// was spent or its definition no longer reads.
+struct ListedAbTest {
+  db::AbTestRecord record;
+  nlohmann::json stored;                            // the definition as stored
+  std::optional<service::AbDefinition> definition;  // read, when evaluated
+  std::optional<service::AbEvaluation> evaluation;
+  std::string not_evaluated;  // why there is no evaluation
+};
+
 // The endpoints over stored data — events, runs, processes, percentiles, A/B results, the
 // analysis, reports, CSV, the trace and the timeline: they parse a request, ask the service
 // and render its answer. They receive the readers alone: no writer, sampler or live collector
@@ -128,7 +139,6 @@ class QueryEndpoints {
   HttpResponse percentiles(const HttpRequest& request) const;
   // processes_api.cpp
   HttpResponse processes(const HttpRequest& request) const;
-  using ListedProcess = service::ListedProcess;
   HttpResponse process(const HttpRequest& request, const std::string& key) const;
   // abtest_api.cpp
   HttpResponse abtests() const;
@@ -146,7 +156,9 @@ class QueryEndpoints {
   // The report's document for a query (what report_json adds to the request: nothing but the
   // default window and compare=).
   Result<nlohmann::json> report_document(const service::AnalysisQuery& query) const;
-  // Every A/B test's current result, newest first, within the report's time for them.
+  // Every A/B test's current result, newest first, within the report's time for them; and as
+  // the report's JSON.
+  Result<std::vector<ListedAbTest>> report_abtests() const;
   Result<nlohmann::json> report_abtests_json() const;
   // csv_export.cpp
   HttpResponse csv_table(const HttpRequest& request) const;
@@ -205,8 +217,10 @@ class Api final : public RequestHandler {
   QueryEndpoints query_;  // every read of stored data, through the service
 };
 
-// An A/B test definition (as stored) evaluated on the data in its window now.
-Result<nlohmann::json> evaluate_abtest(const service::Sources& sources, const nlohmann::json& definition);
+// An A/B test definition (as posted or stored) read, naming the field it gets wrong.
+Result<service::AbDefinition> parse_abtest_definition(const nlohmann::json& body, TimestampNs now);
+// An A/B test's evaluation as GET /api/v1/abtests/{id} answers it.
+nlohmann::json abtest_evaluation_json(const service::AbDefinition& definition, const service::AbEvaluation& evaluation);
 nlohmann::json config_to_json(const AppConfig& config);
 nlohmann::json memory_counters_json(const MemoryCounters& counters);
 nlohmann::json live_allocation_json(const LiveAllocation& allocation);

@@ -18,6 +18,7 @@
 #include "server/http/message.hpp"
 #include "server/service/query_time.hpp"
 #include "server/service/device_efficiency.hpp"
+#include "server/service/kernels.hpp"
 #include "server/service/scoped_reads.hpp"
 #include "server/service/series_summary.hpp"
 
@@ -70,7 +71,7 @@ inline constexpr std::size_t kMaxMaxPoints = 100000;
 // device_efficiency.cpp. A kernel's work into `row`: achieved_tflops, achieved_gb_per_second and
 // arithmetic_intensity (null where no execution reported it) and its place on the roofline of
 // each device it ran on (an entry with `unavailable` saying why where it has none).
-void add_kernel_work(nlohmann::json& row, const db::KernelSummary& kernel, const std::vector<GpuDeviceInfo>& gpus);
+void add_kernel_work(nlohmann::json& row, const service::KernelRow& kernel);
 // Per GPU: its peaks, what the window achieved and the checks against its --device-target.
 nlohmann::json devices_efficiency_json(const std::vector<service::DeviceEfficiency>& devices);
 // The window of a report (every format, CSV included) when the request names none.

@@ -7,6 +7,7 @@
 
 #include "server/api/api.hpp"
 #include "server/api/report_format.hpp"
+#include "server/api/selector.hpp"
 #include "server/api/api_helpers.hpp"
 #include "server/http/compression.hpp"
 #include "server/http/spooled_body.hpp"
@@ -160,12 +161,8 @@ Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body)
     auto events = sources_.events->inference_events(range, scope);
     if (!events.ok()) return events.status();
     for (const InferenceEvent& e : *events) {
-      std::optional<double> tpot;
-      if (e.ttft_ms && e.output_tokens && *e.output_tokens > 1) {
-        tpot = (e.latency_ms - *e.ttft_ms) / static_cast<double>(*e.output_tokens - 1);
-      }
       csv.field(e.model).field(e.version).field(e.ts_ns).field(e.latency_ms).field(e.queue_ms).field(e.compute_ms)
-          .field(e.ttft_ms).field(tpot).field(static_cast<std::uint64_t>(e.batch_size)).field(e.input_tokens)
+          .field(e.ttft_ms).field(e.tpot_ms()).field(static_cast<std::uint64_t>(e.batch_size)).field(e.input_tokens)
           .field(e.output_tokens).field(e.ok ? "ok" : "error").field(format_labels(e.tags));
       csv.end_row();
     }
@@ -181,26 +178,27 @@ Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body)
     csv.header({"id", "name", "control", "variant", "n_control", "n_variant", "mean_control_ms", "mean_variant_ms",
                 "median_control_ms", "median_variant_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high",
                 "mann_whitney_p_value", "p_value_used", "verdict"});
-    auto tests = report_abtests_json();
+    auto tests = report_abtests();
     if (!tests.ok()) return tests.status();
-    auto number = [](const json& j) { return j.is_number() ? j.get<double>() : NAN; };
-    for (const json& t : *tests) {
-      auto row = [&](const json& a, const json& b, const json& c) {
-        csv.field(t["id"].get<std::int64_t>()).field(t["name"].get<std::string>()).field(a.dump()).field(b.dump())
-            .field(c["a"]["n"].get<std::uint64_t>()).field(c["b"]["n"].get<std::uint64_t>())
-            .field(number(c["a"]["mean_ms"])).field(number(c["b"]["mean_ms"])).field(number(c["a"]["median_ms"]))
-            .field(number(c["b"]["median_ms"])).field(number(c["speedup"])).field(number(c["speedup_ci95"][0]))
-            .field(number(c["speedup_ci95"][1])).field(number(c["mann_whitney"]["p_value"]))
-            .field(number(c["p_value_used"])).field(c["verdict"].get<std::string>());
+    for (const ListedAbTest& t : *tests) {
+      if (!t.evaluation) {  // listed, without figures: the report's time for A/B tests was spent
+        csv.field(t.record.id).field(t.record.name).field("").field("");
+        for (int i = 0; i < 11; ++i) csv.field(NAN);
+        csv.field("not_evaluated");
         csv.end_row();
-      };
-      const json& d = t["definition"];
-      if (t.contains("comparisons")) {
-        for (const json& c : t["comparisons"]) {
-          row(d["variants"][c["control"].get<std::size_t>()], d["variants"][c["variant"].get<std::size_t>()], c);
-        }
-      } else {
-        row(d["a"], d["b"], t);
+        continue;
+      }
+      const service::AbDefinition& d = *t.definition;
+      for (std::size_t i = 0; i < t.evaluation->results.size(); ++i) {
+        const analysis::AbResult& r = t.evaluation->results[i];
+        // A/B: a against b; A/B/n: the control (the first variant) against each other one.
+        csv.field(t.record.id).field(t.record.name).field(selector_json(d.sides[0]).dump())
+            .field(selector_json(d.sides[i + 1]).dump()).field(static_cast<std::uint64_t>(r.a.n))
+            .field(static_cast<std::uint64_t>(r.b.n)).field(r.a.mean_ms).field(r.b.mean_ms)
+            .field(r.a.median_ms).field(r.b.median_ms).field(r.speedup)
+            .field(r.speedup_ci95.low).field(r.speedup_ci95.high).field(r.mann_whitney.p_value)
+            .field(r.p_value_used).field(analysis::to_string(r.verdict));
+        csv.end_row();
       }
     }
   }

@@ -41,12 +41,13 @@ json achieved_json(const std::optional<an::Achieved>& a) {
 
 }  // namespace
 
-void add_kernel_work(json& row, const db::KernelSummary& k, const std::vector<GpuDeviceInfo>& gpus) {
+void add_kernel_work(json& row, const service::KernelRow& kernel) {
+  const db::KernelSummary& k = kernel.summary;
   row["achieved_tflops"] = or_null(k.work.flops_per_second(), 1e12);
   row["achieved_gb_per_second"] = or_null(k.work.bytes_per_second(), 1e9);
   row["arithmetic_intensity"] = or_null(k.work.arithmetic_intensity());
   json places = json::array();
-  for (const service::RooflinePlace& p : service::kernel_roofline(k, gpus)) places.push_back(roofline_json(p));
+  for (const service::RooflinePlace& p : kernel.roofline) places.push_back(roofline_json(p));
   row["roofline"] = std::move(places);
 }
 

@@ -11,6 +11,7 @@
 #include "engine/analysis/energy.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api_helpers.hpp"
+#include "server/service/kernels.hpp"
 #include "server/service/models.hpp"
 #include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
@@ -24,13 +25,11 @@ HttpResponse QueryEndpoints::kernels(const HttpRequest& request) const {
   if (!w.ok()) return status_response(w.status());
   auto scope = scope_of(request);
   if (!scope.ok()) return status_response(scope.status());
-  auto rows = sources_.events->kernel_summaries({w->from_ns, w->to_ns}, *scope);
-  if (!rows.ok()) return status_response(rows.status());
-  double total_ms = 0;
-  for (const auto& k : *rows) total_ms += k.total_ms;
-  const std::vector<GpuDeviceInfo> gpus = sources_.gpus ? sources_.gpus->devices() : std::vector<GpuDeviceInfo>{};
+  auto table = service::kernel_table(sources_, {w->from_ns, w->to_ns}, *scope);
+  if (!table.ok()) return status_response(table.status());
   json out = json::array();
-  for (const auto& k : *rows) {
+  for (const service::KernelRow& r : table->rows) {
+    const db::KernelSummary& k = r.summary;
     json configs = json::array();
     for (const auto& c : k.launch_configs) {
       json cfg = {{"grid", c.grid}, {"block", c.block}, {"count", c.count}};
@@ -40,12 +39,12 @@ HttpResponse QueryEndpoints::kernels(const HttpRequest& request) const {
     }
     json row = {{"name", k.name}, {"count", k.count}, {"total_ms", k.total_ms}, {"avg_ms", k.avg_ms()},
                 {"min_ms", k.min_ms}, {"max_ms", k.max_ms},
-                {"share", total_ms > 0 ? k.total_ms / total_ms : 0.0}, {"variants", k.variants},
+                {"share", r.share}, {"variants", k.variants},
                 {"devices", k.devices}, {"launch_configs", configs}, {"dtypes", k.dtypes}};
-    add_kernel_work(row, k, gpus);  // achieved rates over the executions that reported their work
+    add_kernel_work(row, r);  // achieved rates over the executions that reported their work
     out.push_back(std::move(row));
   }
-  return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", total_ms}, {"kernels", out}});
+  return json_response(200, {{"window", window_json(*w)}, {"total_kernel_ms", table->total_ms}, {"kernels", out}});
 }
 
 HttpResponse QueryEndpoints::kernel_records(const HttpRequest& request, const std::string& name) const {
@@ -136,7 +135,9 @@ HttpResponse QueryEndpoints::inference(const HttpRequest& request) const {
   }
   auto slo = serving_slo_of(request);
   if (!slo.ok()) return status_response(slo.status());
-  auto serving = service::models_serving(sources_, *w, *scope, *slo, latency == "true", now);
+  // model= and version=: one model's rows (the operators view and the CLI ask for one).
+  const service::ModelFilter only{param(request, "model"), param(request, "version")};
+  auto serving = service::models_serving(sources_, *w, *scope, *slo, latency == "true", now, only);
   if (!serving.ok()) return status_response(serving.status());
   json models = json::array();
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
@@ -157,8 +158,9 @@ HttpResponse QueryEndpoints::inference(const HttpRequest& request) const {
     if (row_serving.contains("goodput_ratio")) row["goodput_ratio"] = row_serving["goodput_ratio"];
   }
   // Scraped servers (no tags of their own): their counters' increase over the window.
-  for (const auto& m : serving->scraped) {
-    json row = scraped_inference_row(m, *slo);
+  for (const service::ScrapedModel& scraped : serving->scraped) {
+    const analysis::ScrapedServing& m = scraped.serving;
+    json row = scraped_inference_row(scraped);
     models.push_back({{"model", m.model}, {"version", m.version}, {"requests", row["requests"]},
                       {"errors", row["errors"]}, {"error_rate", row["error_rate"]},
                       {"input_tokens", row["input_tokens"]}, {"output_tokens", row["output_tokens"]},
@@ -175,17 +177,6 @@ HttpResponse QueryEndpoints::inference(const HttpRequest& request) const {
       models.back()[field] = row[field];
     }
     if (row.contains("slo_compliance")) models.back()["slo_compliance"] = row["slo_compliance"];
-  }
-  // model= and version=: one model's rows (the operators view and the CLI ask for one).
-  const std::string model = param(request, "model"), version = param(request, "version");
-  if (!model.empty() || !version.empty()) {
-    json kept = json::array();
-    for (json& row : models) {
-      if ((model.empty() || row["model"] == model) && (version.empty() || row["version"] == version)) {
-        kept.push_back(std::move(row));
-      }
-    }
-    models = std::move(kept);
   }
   json out = {{"window", window_json(*w)}, {"models", models}};
   if (slo->any()) {

@@ -18,8 +18,7 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-json scraped_percentiles_answer(const service::ScrapedPercentiles& s, const Selector& sel, const TimeWindow& w,
-                                const std::vector<double>& qs, std::optional<double> sla) {
+json scraped_percentiles_answer(const service::ScrapedPercentiles& s, const Selector& sel, const TimeWindow& w) {
   const an::ScrapedDistribution& d = s.selection.distribution;
   json out = {{"selector", selector_json(sel)}, {"window", window_json(w)}, {"count", std::llround(d.count)},
               {"unit", "ms"}, {"method", d.summary ? "prometheus_summary" : "prometheus_histogram"},
@@ -27,14 +26,14 @@ json scraped_percentiles_answer(const service::ScrapedPercentiles& s, const Sele
               {"source", {{"servers", s.selection.servers}, {"metric", d.metric}, {"targets", s.selection.targets}}},
               {"std_kind", "sample"}};
   json pct = json::object(), bounds = json::object();
-  scraped_percentiles_json(d, qs, pct, bounds);
+  scraped_percentiles_json(s.figures, pct, bounds);
   out["percentiles"] = pct;
   if (!d.summary) out["bounds"] = bounds;
   out["mean"] = d.mean_ms() ? json(*d.mean_ms()) : json(nullptr);
   out["std"] = nullptr;
   out["min"] = nullptr;
   out["max"] = nullptr;
-  if (sla && s.sla_share) out["sla"] = scraped_sla_json(d, *sla, *s.sla_share);
+  if (s.figures.sla) out["sla"] = scraped_sla_json(*s.figures.sla);
   out["warnings"] = s.warnings;
   return out;
 }
@@ -148,7 +147,7 @@ HttpResponse QueryEndpoints::percentiles(const HttpRequest& request) const {
   auto answer = service::percentiles(sources_, query, now_ns());
   if (!answer.ok()) return status_response(answer.status());
   if (const auto* s = std::get_if<service::ScrapedPercentiles>(&*answer)) {
-    return json_response(200, scraped_percentiles_answer(*s, query.selector, query.window, query.quantiles, sla));
+    return json_response(200, scraped_percentiles_answer(*s, query.selector, query.window));
   }
   return json_response(200, reported_percentiles_answer(std::get<service::ReportedPercentiles>(*answer), query));
 }

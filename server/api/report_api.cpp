@@ -67,19 +67,15 @@ void add_report_figures(json& doc, const service::ReportFigures& figures, const 
     summary[f.key] = {{"avg", f.figures->avg}, {"peak", f.figures->peak}, {"series", per}};
   }
   summary["missing"] = missing;
-  const double kernel_total = analysis.kernel_total_ms;
-  const std::uint64_t executions = figures.kernel_executions;
-  summary["kernel_time"] = {{"total_ms", kernel_total}, {"executions", executions},
-                            {"avg_ms", executions ? json(kernel_total / static_cast<double>(executions)) : json(nullptr)}};
+  summary["kernel_time"] = {{"total_ms", analysis.kernel_total_ms}, {"executions", figures.kernel_executions},
+                            {"avg_ms", figures.kernel_avg_ms ? json(*figures.kernel_avg_ms) : json(nullptr)}};
   doc["summary"] = summary;
   // Latency percentiles per model, exact, with the SLA when one is given; then scraped
   // servers' models, from their histograms' buckets over the window, bounds given.
   const std::optional<double> sla = analysis.slo.latency_ms;
   json latency = json::array();
   for (const service::LatencyFigures& l : figures.latency) latency.push_back(latency_json(l, sla));
-  for (const an::ScrapedServing& m : analysis.scraped) {
-    if (auto row = scraped_latency_row(m, sla)) latency.push_back(std::move(*row));
-  }
+  for (const service::ScrapedLatencyFigures& l : figures.scraped_latency) latency.push_back(scraped_latency_row(l));
   doc["latency"] = latency;
   json charts = json::array();
   for (const service::ChartSeries& c : figures.charts) {
@@ -100,38 +96,49 @@ std::string hostname() {
 
 }  // namespace
 
-Result<json> QueryEndpoints::report_abtests_json() const {
-  // A/B tests: their current results, not just links — newest first, each evaluated afresh
-  // until the report's share of time for them is spent (one evaluation over hundreds of
-  // thousands of samples takes most of a second; dozens would hold a worker for a minute).
-  // The rest are listed with their definitions and say where their result is.
-  json ab = json::array();
-  if (sources_.abtests) {
-    auto tests = sources_.abtests->list(kReportAbTests);
-    if (!tests.ok()) return tests.status();
-    const auto deadline = std::chrono::steady_clock::now() + kReportAbBudget;
-    for (const auto& t : *tests) {
-      json definition = json::parse(t.definition, nullptr, false);
-      json e;
-      if (std::chrono::steady_clock::now() < deadline) {
-        auto evaluated = evaluate_abtest(sources_, definition);
-        if (cancellation_requested()) return cancelled_status();
-        if (evaluated.ok()) {
-          e = std::move(*evaluated);
-        } else {
-          e = {{"definition", definition}, {"not_evaluated", evaluated.status().message()}};
-        }
-      } else {
-        e = {{"definition", definition},
-             {"not_evaluated", "the report's " + std::to_string(kReportAbBudget.count()) +
-                                   " s for A/B tests was spent; GET /api/v1/abtests/" + std::to_string(t.id) +
-                                   " evaluates it"}};
-      }
-      if (!e.contains("window")) e["window"] = definition.is_object() ? definition.value("window", json()) : json();
-      e["id"] = t.id;
-      e["name"] = t.name;
-      ab.push_back(std::move(e));
+Result<std::vector<ListedAbTest>> QueryEndpoints::report_abtests() const {
+  // Newest first, each evaluated afresh until the report's share of time for them is spent (one
+  // evaluation over hundreds of thousands of samples takes most of a second; dozens would hold a
+  // worker for a minute). The rest are listed with their definitions and say where their result is.
+  std::vector<ListedAbTest> out;
+  if (!sources_.abtests) return out;
+  auto tests = sources_.abtests->list(kReportAbTests);
+  if (!tests.ok()) return tests.status();
+  const auto deadline = std::chrono::steady_clock::now() + kReportAbBudget;
+  for (db::AbTestRecord& t : *tests) {
+    ListedAbTest& l = out.emplace_back();
+    l.stored = json::parse(t.definition, nullptr, false);
+    l.record = std::move(t);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      l.not_evaluated = "the report's " + std::to_string(kReportAbBudget.count()) + " s for A/B tests was spent; " +
+                        "GET /api/v1/abtests/" + std::to_string(l.record.id) + " evaluates it";
+      continue;
     }
+    const TimestampNs now = now_ns();
+    auto d = parse_abtest_definition(l.stored, now);
+    auto e = d.ok() ? service::evaluate_abtest(sources_, *d, now) : Result<service::AbEvaluation>(d.status());
+    if (cancellation_requested()) return cancelled_status();
+    if (!e.ok()) {
+      l.not_evaluated = e.status().message();
+      continue;
+    }
+    l.definition = std::move(*d);
+    l.evaluation = std::move(*e);
+  }
+  return out;
+}
+
+Result<json> QueryEndpoints::report_abtests_json() const {
+  auto tests = report_abtests();
+  if (!tests.ok()) return tests.status();
+  json ab = json::array();
+  for (const ListedAbTest& t : *tests) {
+    json e = t.evaluation ? abtest_evaluation_json(*t.definition, *t.evaluation)
+                          : json{{"definition", t.stored}, {"not_evaluated", t.not_evaluated}};
+    if (!e.contains("window")) e["window"] = t.stored.is_object() ? t.stored.value("window", json()) : json();
+    e["id"] = t.record.id;
+    e["name"] = t.record.name;
+    ab.push_back(std::move(e));
   }
   return ab;
 }

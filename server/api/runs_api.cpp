@@ -39,10 +39,9 @@ json QueryEndpoints::run_json(const service::RunFigures& f) {
   json sampling = nullptr;
   if (f.traced) {
     sampling = sampling_json(r, *f.traced);
-    const double fraction = f.traced->fraction;
     // Executions and time over the whole run, had it been traced throughout.
-    kernels["estimated_count"] = fraction > 0 ? json(static_cast<double>(f.kernel_count) / fraction) : json(nullptr);
-    kernels["estimated_total_ms"] = fraction > 0 ? json(f.kernel_ms / fraction) : json(nullptr);
+    kernels["estimated_count"] = opt(f.estimated_kernel_count);
+    kernels["estimated_total_ms"] = opt(f.estimated_kernel_ms);
   }
   json nvml = nullptr;
   if (const auto& p = f.gpu_processes) {

@@ -10,14 +10,11 @@
 //
 // Times are nanoseconds from `origin_ns` (the window's start, also given as a decimal string:
 // epoch nanoseconds do not fit a JavaScript number), so every one is exact in a double.
-#include <algorithm>
-#include <map>
 #include <string>
 
 #include "engine/analysis/timeline_view.hpp"
 #include "server/api/api.hpp"
 #include "server/api/api_helpers.hpp"
-#include "server/service/collectives.hpp"
 #include "server/service/timeline.hpp"
 
 namespace perfscope::server {
@@ -107,38 +104,19 @@ json operators_json(const analysis::OperatorTrack& t, TimestampNs origin) {
   return out;
 }
 
-constexpr std::size_t kMaxCollectiveLinks = 5'000;
-
-// The ranks of the window's multi-GPU jobs by device, and their collectives' instances started
-// in [from, to), for the timeline's rank groups and links. A device two jobs' ranks ran on is
-// named by neither.
-void add_collectives(const std::vector<service::JobCollectives>& jobs, TimestampNs from, TimestampNs to, TimestampNs origin,
-                     json& body) {
-  if (jobs.empty()) return;
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_device;  // device → (run, rank)
+// The timeline's rank groups and links.
+void add_collectives(const service::TimelineCollectives& c, TimestampNs origin, json& body) {
   json links = json::array();
-  for (const service::JobCollectives& job : jobs) {
-    const analysis::CollectiveAnalysis& a = job.analysis;
-    for (const auto& r : a.ranks) by_device[r.device].emplace_back(job.run, r.rank);
-    for (const analysis::CollectiveInstance& inst : a.instances) {
-      if (links.size() >= kMaxCollectiveLinks) break;
-      const auto [lo, hi] = std::minmax_element(inst.start_ns.begin(), inst.start_ns.end());
-      if (*lo < from || *hi >= to) continue;
-      std::vector<std::size_t> order(inst.ranks.size());
-      for (std::size_t m = 0; m < order.size(); ++m) order[m] = m;
-      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
-      json at = json::array();
-      for (std::size_t m : order) at.push_back({a.ranks[inst.ranks[m]].device, inst.start_ns[m] - origin});
-      links.push_back({{"op", inst.op}, {"bytes", inst.bytes > 0 ? json(inst.bytes) : json(nullptr)},
-                       {"last_rank", a.ranks[inst.last_rank].rank}, {"skew_ms", inst.skew_ms},
-                       {"busbw_gb_per_second", inst.busbw_gb_per_second > 0 ? json(inst.busbw_gb_per_second) : json(nullptr)},
-                       {"at", std::move(at)}});
-    }
+  for (const service::CollectiveLink& l : c.links) {
+    json at = json::array();
+    for (const auto& [device, start_ns] : l.arrivals) at.push_back({device, start_ns - origin});
+    links.push_back({{"op", l.op}, {"bytes", l.bytes > 0 ? json(l.bytes) : json(nullptr)}, {"last_rank", l.last_rank},
+                     {"skew_ms", l.skew_ms},
+                     {"busbw_gb_per_second", l.busbw_gb_per_second > 0 ? json(l.busbw_gb_per_second) : json(nullptr)},
+                     {"at", std::move(at)}});
   }
   json ranks = json::array();
-  for (const auto& [device, held] : by_device) {
-    if (held.size() == 1) ranks.push_back({{"device", device}, {"run", held[0].first}, {"rank", held[0].second}});
-  }
+  for (const service::DeviceRank& r : c.ranks) ranks.push_back({{"device", r.device}, {"run", r.run}, {"rank", r.rank}});
   body["ranks"] = std::move(ranks);
   body["collectives"] = std::move(links);
 }
@@ -186,7 +164,7 @@ HttpResponse QueryEndpoints::timeline(const HttpRequest& request) const {
                {"gap_causes", std::move(causes)},
                {"tracks", std::move(tracks)}};
   if (answer->operators) body["operators"] = operators_json(*answer->operators, origin);
-  add_collectives(answer->collectives, options.from_ns, options.to_ns, origin, body);
+  if (answer->collectives) add_collectives(*answer->collectives, origin, body);
   if (!scope->run.empty()) body["run"] = scope->run;
   return json_response(200, body);
 }

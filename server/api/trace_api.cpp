@@ -210,9 +210,7 @@ std::size_t write_collective_flows(TraceExport& t, service::CollectiveJobsBuilde
   for (const service::JobCollectives& job : std::move(collective_jobs).finish(all_instances)) {
     const analysis::CollectiveAnalysis& a = job.analysis;
     for (const analysis::CollectiveInstance& inst : a.instances) {
-      std::vector<std::size_t> order(inst.start_ns.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return inst.start_ns[x] < inst.start_ns[y]; });
+      const std::vector<std::size_t> order = service::arrival_order(inst);
       // Every point found first: a flow is drawn whole or not at all.
       std::vector<std::pair<int, int>> at;
       for (std::size_t m : order) {
@@ -246,30 +244,24 @@ void write_command_buffers(TraceExport& t, const std::vector<CommandBufferEvent>
   }
 }
 
-// Memory: each operation as an instant, and the allocated total per device as a counter.
+// Memory: each operation as an instant, and the allocated total per device as a counter, as
+// the engine's tracker keeps them (a free sized by its allocation; module statics apart).
 Status write_memory(TraceExport& t, const db::EventReader& events, const db::TimeRange& range,
                     const db::EventScope& scope) {
-  std::map<std::string, std::map<std::string, std::uint64_t>> live;  // device → address → size
-  std::map<std::string, double> allocated;
-  return events.for_each_memory_event(range, [&](const MemoryEvent& m) {
+  MemoryTracker tracker;
+  return events.for_each_memory_event(range, [&](const MemoryEvent& event) {
     if (t.out.events() + 2 > t.max_events) {
       t.truncated = true;
       return;
     }
+    MemoryEvent m = event;
+    tracker.apply(m);
     const int pid = t.out.pid(process_of(m.device, m.tags));
     const int tid = t.out.tid(pid, "memory");
-    std::uint64_t size = m.size_bytes;
-    if (m.op == MemoryOp::kAlloc) {
-      live[m.device][m.address] = size;
-      allocated[m.device] += static_cast<double>(size);
-    } else if (auto it = live[m.device].find(m.address); it != live[m.device].end()) {
-      size = it->second;
-      allocated[m.device] -= static_cast<double>(size);
-      live[m.device].erase(it);
-    }
     t.out.instant(std::string(to_string(m.op)) + (m.tag.empty() ? "" : " " + m.tag), "memory", pid, tid, m.ts_ns,
-                  {{"address", m.address}, {"size_bytes", size}, {"kind", to_string(m.kind)}});
-    t.out.counter("allocated bytes", pid, m.ts_ns, "bytes", allocated[m.device]);
+                  {{"address", m.address}, {"size_bytes", m.size_bytes}, {"kind", to_string(m.kind)}});
+    t.out.counter("allocated bytes", pid, m.ts_ns, "bytes",
+                  static_cast<double>(tracker.statistics(m.device).all.current_bytes));
   }, scope);
 }
 

@@ -32,9 +32,8 @@ Status check_runs(const Sources& sources, const AbDefinition& d) {
   for (std::size_t i = 0; i < d.sides.size(); ++i) {
     const std::string& run = d.sides[i].run;
     if (run.empty()) continue;
-    auto found = sources.events->run(run);
-    if (!found.ok()) return found.status();
-    if (!*found) return Status::not_found(no_run_message(run), d.side_name(i) + ".run");
+    PERFSCOPE_ASSIGN_OR_RETURN(auto found, sources.events->run(run));
+    if (!found) return Status::not_found(no_run_message(run), d.side_name(i) + ".run");
   }
   return Status();
 }
@@ -47,20 +46,18 @@ Result<std::optional<std::vector<SideEnergy>>> energy_of_sides(const Sources& so
     if (s.kind != Selector::Kind::kModel) return std::optional<std::vector<SideEnergy>>();
   }
   const db::TimeRange range{w.from_ns, std::min(w.to_ns, now)};
-  auto requests = sources.events->inference_events(range);
-  if (!requests.ok()) return requests.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto requests, sources.events->inference_events(range));
   TimestampNs lo = range.to_ns, hi = range.from_ns;
-  for (const auto& r : *requests) {
+  for (const auto& r : requests) {
     lo = std::min(lo, r.ts_ns);
     hi = std::max(hi, r.ts_ns);
   }
   const double window_s = w.all ? (hi > lo ? static_cast<double>(hi - lo) / 1e9 : 0)
                                 : static_cast<double>(range.to_ns - range.from_ns) / 1e9;
-  const auto serving = an::serving_metrics(*requests, window_s, {});
+  const auto serving = an::serving_metrics(requests, window_s, {});
   std::vector<RequestPower> during;
-  auto series = read_energy_series(*sources.history, range, *requests, &during);
-  if (!series.ok()) return series.status();
-  const EnergyFigures energy = energy_figures(*series, serving, during);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto series, read_energy_series(*sources.history, range, requests, &during));
+  const EnergyFigures energy = energy_figures(series, serving, during);
   std::vector<SideEnergy> out;
   for (const Selector& s : sides) {
     double joules = 0, inferences = 0, tokens = 0;
@@ -104,9 +101,11 @@ Result<std::vector<ScrapedSide>> scraped_sides(const Sources& sources, const std
       if (!loaded.ok()) return loaded.status();
       all = std::move(*loaded);
     }
-    auto selected = select_scraped(*all, s.model.model, s.model.version, s.field_name);
-    if (!selected.ok()) return selected.status();
-    if (*selected) found.push_back({i, std::move(**selected)});
+    PERFSCOPE_ASSIGN_OR_RETURN(auto selected, select_scraped(*all, s.model.model, s.model.version, s.field_name));
+    if (!selected) continue;
+    const an::ScrapedDistribution& d = selected->distribution;
+    auto figures = d.count > 0 ? std::optional(scraped_figures(d, kScrapedSummaryQuantiles)) : std::nullopt;
+    found.push_back({i, std::move(*selected), std::move(figures)});
   }
   return found;
 }
@@ -115,20 +114,19 @@ Result<std::vector<ScrapedSide>> scraped_sides(const Sources& sources, const std
 
 Result<AbEvaluation> evaluate_abtest(const Sources& sources, const AbDefinition& d, TimestampNs now) {
   if (Status runs = check_runs(sources, d); !runs.ok()) return runs;
-  auto w = server::parse_window(d.window_text, "", "", now);
-  if (!w.ok()) return w.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto w, server::parse_window(d.window_text, "", "", now));
   AbEvaluation out;
-  out.window = *w;
+  out.window = w;
   std::vector<std::vector<double>> samples;
   for (const Selector& s : d.sides) {
-    auto v = load_values(sources, s, {w->from_ns, w->to_ns});
+    auto v = load_values(sources, s, {w.from_ns, w.to_ns});
     if (!v.ok()) return v.status();
     samples.push_back(std::move(*v));
   }
-  auto energy = energy_of_sides(sources, d.sides, *w, now);
+  auto energy = energy_of_sides(sources, d.sides, w, now);
   if (!energy.ok()) return energy.status();
   out.energy = std::move(*energy);
-  auto scraped = scraped_sides(sources, d.sides, samples, *w, now);
+  auto scraped = scraped_sides(sources, d.sides, samples, w, now);
   if (!scraped.ok()) return scraped.status();
   out.scraped = std::move(*scraped);
   if (!d.multi) {

@@ -18,6 +18,7 @@
 
 #include "engine/analysis/ab_test.hpp"
 #include "server/service/query_time.hpp"
+#include "server/service/scraped_figures.hpp"
 #include "server/service/selection.hpp"
 
 namespace perfscope::service {
@@ -46,6 +47,7 @@ struct SideEnergy {
 struct ScrapedSide {
   std::size_t side = 0;
   ScrapedSelection selection;
+  std::optional<ScrapedFigures> figures;  // at kScrapedSummaryQuantiles; none without observations
 };
 
 struct AbEvaluation {

@@ -72,7 +72,16 @@ std::optional<double> average_of(const std::vector<SeriesSummary>& gauges, const
 }
 
 // The bottleneck rules' inputs from the gauges: only what was measured.
-void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs) {
+// The rules' inputs read from the gauges, and the series each is read from (a
+// /api/v1/series/query selector: where a finding's evidence is drawn over time).
+void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs,
+                      std::map<std::string, std::string>& evidence_series) {
+  evidence_series = {{"gpu_utilization_avg", kGpuUtilization},
+                     {"gpu_dram_bandwidth_utilization_avg", kGpuDramUtilization},
+                     {"host_cpu_utilization_avg", std::string(kHostCpu) + R"({cpu="total"})"},
+                     {"gpu_memory_used_ratio_peak", kGpuMemoryUsed},
+                     {"gpu_thermal_throttle_seconds", kGpuThrottle},
+                     {"gpu_power_cap_throttle_seconds", kGpuThrottle}};
   if (auto v = average_of(gauges, kGpuUtilization, {})) inputs["gpu_utilization_avg"] = *v;
   if (auto v = average_of(gauges, kGpuDramUtilization, {})) inputs["gpu_dram_bandwidth_utilization_avg"] = *v;
   if (auto v = average_of(gauges, kHostCpu, {{"cpu", "total"}})) inputs["host_cpu_utilization_avg"] = *v;
@@ -162,16 +171,15 @@ Result<std::vector<db::SeriesData>> add_gauges(const db::SeriesHistory& history,
   q.from_ns = range.from_ns;
   q.to_ns = range.to_ns;
   q.max_points = SIZE_MAX;
-  auto data = history.query(q);
-  if (!data.ok()) return data.status();
-  std::stable_sort(data->begin(), data->end(),
+  PERFSCOPE_ASSIGN_OR_RETURN(auto data, history.query(q));
+  std::stable_sort(data.begin(), data.end(),
                    [](const db::SeriesData& a, const db::SeriesData& b) { return a.info.key.name < b.info.key.name; });
   // A scraped histogram's buckets are cumulative counts per bound, no gauge to summarize
   // (a vLLM exposition is mostly buckets); their serving figures are in `inference`.
-  std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
-  doc.gauges = summarize_series(*data);
-  std::erase_if(*data, [](const db::SeriesData& d) { return d.info.key.name != kGpuPower; });
-  return std::move(*data);  // for the power while requests were in flight, once they are read
+  std::erase_if(data, [](const db::SeriesData& d) { return d.info.key.label("le") != nullptr; });
+  doc.gauges = summarize_series(data);
+  std::erase_if(data, [](const db::SeriesData& d) { return d.info.key.name != kGpuPower; });
+  return data;  // for the power while requests were in flight, once they are read
 }
 
 // Duty-cycled runs: their kernels' counts and times in `doc` scaled to the whole of their span
@@ -211,9 +219,8 @@ Status add_memory(const db::EventReader& events, const MemoryTracker* live, cons
                   const db::TimeRange& range, AnalysisDocument& doc) {
   const db::EventScope& scope = query.scope;
   const TimestampNs now = query.now;
-  auto memory = scoped_memory(events, live, scope);
-  if (!memory.ok()) return memory.status();
-  doc.memory.statistics = memory->tracker->statistics(scope.device);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto memory, scoped_memory(events, live, scope));
+  doc.memory.statistics = memory.tracker->statistics(scope.device);
   doc.memory.leak_age_s = query.leak_age_s;
   PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AllocatedPoint> mem_timeline,
                              events.allocated_timeline(range, scope, 10'000));
@@ -227,7 +234,7 @@ Status add_memory(const db::EventReader& events, const MemoryTracker* live, cons
   }
   if (doc.memory.growth.significant() && doc.memory.growth.slope_per_second > 0) {
     const TimestampNs cutoff = now - static_cast<TimestampNs>(query.leak_age_s) * 1'000'000'000;
-    for (const LiveAllocation& a : memory->tracker->oldest(20, scope.device)) {
+    for (const LiveAllocation& a : memory.tracker->oldest(20, scope.device)) {
       if (a.ts_ns > cutoff) break;
       doc.memory.leak_suspects.push_back({a, static_cast<double>(now - a.ts_ns) / 1e9});
     }
@@ -368,7 +375,8 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   // Servers perfscope scrapes (vLLM, Triton…) have no requests of their own here: their
   // histograms and counters over the window serve instead. Tags and runs are the reporters'.
   if (!scope.by_tags()) {
-    PERFSCOPE_ASSIGN_OR_RETURN(doc.scraped, load_scraped_serving(*sources_.history, range));
+    PERFSCOPE_ASSIGN_OR_RETURN(auto scraped, load_scraped_serving(*sources_.history, range));
+    doc.scraped = scraped_models(std::move(scraped), query.slo);
   }
   PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<CommandBufferEvent> buffers, events.command_buffers(range, scope));
   doc.command_queues = an::analyze_command_queues(buffers);
@@ -381,15 +389,16 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   PERFSCOPE_RETURN_IF_ERROR(add_memory(events, sources_.memory, query, range, doc));
 
   an::Inputs inputs;
-  add_gauge_inputs(doc.gauges, inputs);
+  add_gauge_inputs(doc.gauges, inputs, doc.evidence_series);
   double worst_p99 = -1;
   for (const auto& m : doc.serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
-  for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m).value_or(-1));
+  for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m.serving).value_or(-1));
   if (worst_p99 >= 0) inputs["latency_p99_ms"] = worst_p99;
   if (query.slo.latency_ms) inputs["sla_target_ms"] = *query.slo.latency_ms;
   PERFSCOPE_RETURN_IF_ERROR(add_operators_and_devices(sources_, range, scope, doc, inputs));
   PERFSCOPE_RETURN_IF_ERROR(add_findings(events, range, scope, nccl, doc, inputs));
 
+  doc.top_kernels = kernel_rows(doc.kernels, doc.kernel_total_ms, doc.gpus, 10);
   doc.energy = energy_figures(doc.gauges, doc.serving, request_power(power_readings, requests));
   if (sources_.abtests) {
     PERFSCOPE_ASSIGN_OR_RETURN(const std::vector<db::AbTestRecord> tests, sources_.abtests->list(100));

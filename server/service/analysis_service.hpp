@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,7 +33,9 @@
 #include "server/service/collectives.hpp"
 #include "server/service/query_time.hpp"
 #include "server/service/device_efficiency.hpp"
+#include "server/service/kernels.hpp"
 #include "server/service/scoped_reads.hpp"
+#include "server/service/scraped_figures.hpp"
 #include "server/service/series_summary.hpp"
 #include "server/service/sources.hpp"
 
@@ -84,6 +87,7 @@ struct AnalysisDocument {
   // scaled to its whole span (observed / sampled fraction).
   std::vector<db::KernelSummary> kernels;
   double kernel_total_ms = 0;
+  std::vector<KernelRow> top_kernels;  // the ten with the most time, with their shares and rooflines
   analysis::OperatorSummary operators;
   std::vector<GpuDeviceInfo> gpus;  // the GPUs read through NVML, for the kernels' rooflines
   std::vector<DeviceEfficiency> devices;
@@ -92,13 +96,16 @@ struct AnalysisDocument {
   std::optional<double> sampled_fraction;
   std::vector<analysis::CommandQueueStats> command_queues;
   std::vector<analysis::ServingMetrics> serving;
-  std::vector<analysis::ScrapedServing> scraped;  // servers perfscope scrapes (none for a tag scope)
+  std::vector<ScrapedModel> scraped;  // servers perfscope scrapes (none for a tag scope)
   EnergyFigures energy;
   MemoryAnalysis memory;
   // Multi-GPU jobs in the window: each run's collectives, ranks and their time breakdown (only
   // where some run holds NCCL kernels).
   std::vector<JobCollectives> collectives;
   std::vector<analysis::Finding> findings;
+  // The rules' inputs read from one series family, and the series (a /api/v1/series/query
+  // selector): a finding's evidence over time.
+  std::map<std::string, std::string> evidence_series;
   // With several runs in the window, each run's rules too (its own timeline, the window's gauges).
   std::vector<std::pair<std::string, std::vector<analysis::Finding>>> run_findings;
   std::vector<AbTestRef> abtests;  // the newest 100

@@ -1,10 +1,20 @@
 #include "server/service/collectives.hpp"
 
+#include <algorithm>
+
 #include <charconv>
 #include <map>
 #include <optional>
 
 namespace perfscope::service {
+
+std::vector<std::size_t> arrival_order(const analysis::CollectiveInstance& instance) {
+  std::vector<std::size_t> order(instance.start_ns.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return instance.start_ns[x] < instance.start_ns[y]; });
+  return order;
+}
 
 namespace an = perfscope::analysis;
 

@@ -17,6 +17,10 @@
 
 namespace perfscope::service {
 
+// An instance's members in the order they arrived (indices into its `ranks` and `start_ns`),
+// for the views that link them: the timeline and the trace's flows.
+std::vector<std::size_t> arrival_order(const analysis::CollectiveInstance& instance);
+
 struct JobCollectives {
   std::string run;         // empty: kernels of no run
   std::string ranks_from;  // "rank tag" or "process" (no rank tag: each process is a rank)

@@ -10,17 +10,20 @@
 namespace perfscope::service {
 
 Result<ModelsServing> models_serving(const Sources& sources, const server::TimeWindow& w, const db::EventScope& scope,
-                                     const analysis::ServingSlo& slo, bool with_latency, TimestampNs now) {
+                                     const analysis::ServingSlo& slo, bool with_latency, TimestampNs now,
+                                     const ModelFilter& only) {
   auto rows = sources.events->inference_summaries({w.from_ns, w.to_ns}, scope);
   if (!rows.ok()) return rows.status();
   std::map<std::pair<std::string, std::string>, analysis::ServingMetrics> latencies;
   if (with_latency) {
     auto requests = sources.events->inference_events({w.from_ns, std::min(w.to_ns, now)}, scope);
     if (!requests.ok()) return requests.status();
+    std::erase_if(*requests, [&](const InferenceEvent& e) { return !only.keeps(e.model, e.version); });
     for (auto& m : analysis::serving_metrics(*requests, 0, slo)) latencies[{m.model, m.version}] = std::move(m);
   }
   ModelsServing out;
   for (const db::InferenceSummary& m : *rows) {
+    if (!only.keeps(m.model, m.version)) continue;
     ModelServing row;
     row.summary = m;
     row.error_rate = m.requests ? static_cast<double>(m.errors) / static_cast<double>(m.requests) : 0.0;
@@ -37,7 +40,8 @@ Result<ModelsServing> models_serving(const Sources& sources, const server::TimeW
   if (!scope.by_tags()) {
     auto scraped = load_scraped_serving(*sources.history, {w.from_ns, std::min(w.to_ns, now)});
     if (!scraped.ok()) return scraped.status();
-    out.scraped = std::move(*scraped);
+    std::erase_if(*scraped, [&](const analysis::ScrapedServing& m) { return !only.keeps(m.model, m.version); });
+    out.scraped = scraped_models(std::move(*scraped), slo);
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include "engine/analysis/scraped_serving.hpp"
 #include "engine/analysis/serving.hpp"
 #include "server/service/query_time.hpp"
+#include "server/service/scraped_figures.hpp"
 #include "server/service/sources.hpp"
 
 namespace perfscope::service {
@@ -35,12 +36,20 @@ struct ModelServing {
 
 struct ModelsServing {
   std::vector<ModelServing> reported;
-  std::vector<analysis::ScrapedServing> scraped;
+  std::vector<ScrapedModel> scraped;
+};
+
+// One model's rows (either empty: any).
+struct ModelFilter {
+  std::string model, version;
+  bool keeps(const std::string& m, const std::string& v) const {
+    return (model.empty() || m == model) && (version.empty() || v == version);
+  }
 };
 
 Result<ModelsServing> models_serving(const Sources& sources, const server::TimeWindow& window,
                                      const db::EventScope& scope, const analysis::ServingSlo& slo, bool with_latency,
-                                     TimestampNs now);
+                                     TimestampNs now, const ModelFilter& only = {});
 
 }  // namespace perfscope::service
 

@@ -24,23 +24,22 @@ Result<std::optional<ScrapedPercentiles>> scraped(const Sources& sources, const 
   const server::TimeWindow& w = query.window;
   auto all = load_scraped_serving(*sources.history, {w.from_ns, std::min(w.to_ns, now)});
   if (!all.ok()) return all.status();
-  auto selected = select_scraped(*all, sel.model.model, sel.model.version, sel.field_name);
-  if (!selected.ok()) return selected.status();
-  if (!*selected) {
+  PERFSCOPE_ASSIGN_OR_RETURN(auto selected, select_scraped(*all, sel.model.model, sel.model.version, sel.field_name));
+  if (!selected) {
     if (query.source != PercentileSource::kScrape) return std::optional<ScrapedPercentiles>();
     return Status::not_found("no scraped server exports " + sel.field_name + " of model '" + sel.model.model +
                                  "' in the window", "model");
   }
   ScrapedPercentiles out;
-  out.selection = std::move(**selected);
+  out.selection = std::move(*selected);
   const an::ScrapedDistribution& d = out.selection.distribution;
   const auto count = std::llround(d.count);
-  for (double q : query.quantiles) {
+  out.figures = scraped_figures(d, query.quantiles, query.sla_ms);
+  for (const auto& [q, e] : out.figures.percentiles) {
     const std::size_t need = an::min_samples_for_percentile(q);
     if (count > 0 && static_cast<std::size_t>(count) < need) {
       out.warnings.push_back(too_few_samples(q, need, static_cast<std::size_t>(count)));
     }
-    auto e = an::scraped_quantile(d, q / 100);
     if (e && !d.summary && !std::isfinite(e->upper)) {
       out.warnings.push_back(an::percentile_key(q) + " lies above the highest finite bucket bound; only its lower bound is known");
     }
@@ -52,11 +51,8 @@ Result<std::optional<ScrapedPercentiles>> scraped(const Sources& sources, const 
                            "scrape, not over this window; exported: " + (exported.empty() ? "none" : exported));
   }
   if (count == 0) out.warnings.push_back("no observations in the window");
-  if (query.sla_ms) {
-    out.sla_share = an::scraped_share_at_most(d, *query.sla_ms);
-    if (!out.sla_share && d.summary) {
-      out.warnings.push_back("SLA compliance needs histogram buckets; a summary gives only its quantiles");
-    }
+  if (query.sla_ms && !out.figures.sla && d.summary) {
+    out.warnings.push_back("SLA compliance needs histogram buckets; a summary gives only its quantiles");
   }
   return std::optional(std::move(out));
 }
@@ -91,9 +87,8 @@ Result<PercentileAnswer> percentiles(const Sources& sources, const PercentileQue
   }
   if (sel.kind == Selector::Kind::kModel && query.source != PercentileSource::kEvents && !query.tagged &&
       (!reported || (reported->raw.empty() && !reported->rolled))) {
-    auto s = scraped(sources, query, now);
-    if (!s.ok()) return s.status();
-    if (*s) return PercentileAnswer(std::move(**s));
+    PERFSCOPE_ASSIGN_OR_RETURN(auto s, scraped(sources, query, now));
+    if (s) return PercentileAnswer(std::move(*s));
   }
   ReportedPercentiles out;
   std::vector<double>& values = reported->raw;
@@ -123,9 +118,8 @@ Result<PercentileAnswer> percentiles(const Sources& sources, const PercentileQue
   }
   if (n == 0) out.warnings.push_back("no samples in the window");
   if (query.step_ns) {
-    auto slices = over_time(sources, query);
-    if (!slices.ok()) return slices.status();
-    out.over_time = std::move(*slices);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto slices, over_time(sources, query));
+    out.over_time = std::move(slices);
   }
   return PercentileAnswer(std::move(out));
 }

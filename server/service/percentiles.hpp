@@ -17,6 +17,7 @@
 #include "db/rollup_answer.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/service/query_time.hpp"
+#include "server/service/scraped_figures.hpp"
 #include "server/service/selection.hpp"
 
 namespace perfscope::service {
@@ -60,7 +61,7 @@ struct ReportedPercentiles {
 // come from the distribution (analysis::scraped_quantile), over the window.
 struct ScrapedPercentiles {
   ScrapedSelection selection;
-  std::optional<BucketEstimate> sla_share;  // with an SLA, for a histogram
+  ScrapedFigures figures;  // at the query's quantiles; the share within the SLA, for a histogram
   std::vector<std::string> warnings;
 };
 

@@ -35,9 +35,8 @@ Result<TimestampNs> parse_time_ns(std::string_view text, TimestampNs now, std::s
   std::string_view rel = text;
   if (rel.rfind("now", 0) == 0) rel.remove_prefix(3);
   if (!rel.empty() && rel.front() == '-') {
-    auto d = parse_duration_ns(rel.substr(1), field);
-    if (!d.ok()) return d.status();
-    return now - *d;
+    PERFSCOPE_ASSIGN_OR_RETURN(auto d, parse_duration_ns(rel.substr(1), field));
+    return now - d;
   }
   std::int64_t ns = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), ns);
@@ -70,9 +69,8 @@ Result<TimeWindow> parse_window(std::string_view window, std::string_view from, 
     w.all = false;
   }
   if (!to.empty()) {
-    auto t = parse_time_ns(to, now, "to");
-    if (!t.ok()) return t.status();
-    w.to_ns = *t;
+    PERFSCOPE_ASSIGN_OR_RETURN(auto t, parse_time_ns(to, now, "to"));
+    w.to_ns = t;
     w.all = false;
   }
   if (w.from_ns > w.to_ns) return Status::invalid_argument("'from' is after 'to'", "from");

@@ -47,18 +47,16 @@ Result<Regressions> find_regressions(const Sources& sources, const RegressionQue
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<TimestampNs, double>>> subjects;
   const bool every_subject = query.kernel.empty() && query.model.empty();
   if (every_subject || !query.kernel.empty()) {
-    auto trace = sources.events->kernel_trace(range, query.scope);
-    if (!trace.ok()) return trace.status();
-    for (const auto& k : trace->kernels) {
-      const std::string& name = trace->names[k.name];
+    PERFSCOPE_ASSIGN_OR_RETURN(auto trace, sources.events->kernel_trace(range, query.scope));
+    for (const auto& k : trace.kernels) {
+      const std::string& name = trace.names[k.name];
       if (!query.kernel.empty() && name != query.kernel) continue;
       subjects[{"kernel", name}].emplace_back(k.end_ns, static_cast<double>(k.end_ns - k.start_ns) / 1e6);
     }
   }
   if (every_subject || !query.model.empty()) {
-    auto requests = sources.events->inference_events(range, query.scope);
-    if (!requests.ok()) return requests.status();
-    for (const auto& r : *requests) {
+    PERFSCOPE_ASSIGN_OR_RETURN(auto requests, sources.events->inference_events(range, query.scope));
+    for (const auto& r : requests) {
       if (!query.model.empty() && r.model != query.model) continue;
       subjects[{"model", r.version.empty() ? r.model : r.model + "@" + r.version}].emplace_back(r.ts_ns, r.latency_ms);
     }

@@ -32,6 +32,8 @@ struct Regression {
   const char* statistic = "p50";  // "p50" or "p99"
   TimestampNs at_ns = 0;          // the start of the first interval after the change
   analysis::ChangePoint change;
+  // Later intervals are slower: a regression; else faster: an improvement.
+  bool slower() const { return change.change > 0; }
 };
 
 struct Regressions {

@@ -41,20 +41,19 @@ Result<std::vector<LatencyFigures>> latency_figures(const Sources& sources, cons
                                                     const db::EventScope& scope, const db::TimeRange& range) {
   std::set<std::string> models;
   for (const auto& m : doc.serving) models.insert(m.model);
-  for (const auto& m : doc.scraped) models.insert(m.model);
+  for (const auto& m : doc.scraped) models.insert(m.serving.model);
   std::vector<LatencyFigures> out;
   for (const std::string& model : models) {
     const db::InferenceSelector selector{model, "", scope.wanted_tags()};
-    auto values = sources.events->inference_values_ms(selector, db::InferenceField::kLatency, range);
-    if (!values.ok()) return values.status();
-    if (values->empty()) continue;
-    LatencyFigures row{model, an::moments(*values), std::nullopt, {}, {}};
-    if (doc.slo.latency_ms) row.sla = an::sla_compliance(*values, *doc.slo.latency_ms);
-    row.percentiles = an::percentiles(*values, kReportQuantiles, an::PercentileConvention::kNearestRank);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto values, sources.events->inference_values_ms(selector, db::InferenceField::kLatency, range));
+    if (values.empty()) continue;
+    LatencyFigures row{model, an::moments(values), std::nullopt, {}, {}};
+    if (doc.slo.latency_ms) row.sla = an::sla_compliance(values, *doc.slo.latency_ms);
+    row.percentiles = an::percentiles(values, kReportQuantiles, an::PercentileConvention::kNearestRank);
     for (double q : kReportQuantiles) {
       const std::size_t need = an::min_samples_for_percentile(q);
-      if (values->size() < need) {
-        row.warnings.push_back(an::percentile_key(q) + " rests on " + std::to_string(values->size()) + " samples; " +
+      if (values.size() < need) {
+        row.warnings.push_back(an::percentile_key(q) + " rests on " + std::to_string(values.size()) + " samples; " +
                                std::to_string(need) + " are needed for it to be trusted");
       }
     }
@@ -75,9 +74,8 @@ Result<std::vector<ChartSeries>> chart_series(const Sources& sources, const db::
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = kChartPoints;
-    auto data = sources.history->query(q);
-    if (!data.ok()) return data.status();
-    for (auto& d : *data) {
+    PERFSCOPE_ASSIGN_OR_RETURN(auto data, sources.history->query(q));
+    for (auto& d : data) {
       ChartSeries c{std::move(d.info), {}};
       if (d.downsampled) {
         for (const Bucket& b : d.buckets) c.points.emplace_back(b.start_ns / 1'000'000, b.avg());
@@ -104,12 +102,18 @@ Result<ReportFigures> report_figures(const Sources& sources, const AnalysisDocum
     const Labels must = std::string_view(key) == "host_cpu_utilization" ? Labels{{"cpu", "total"}} : Labels{};
     out.summary.push_back({key, family, gauge_figures(doc.gauges, family, must)});
   }
-  auto all = sources.events->kernel_summaries(range, scope);
-  if (!all.ok()) return all.status();
-  for (const auto& k : *all) out.kernel_executions += k.count;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto all, sources.events->kernel_summaries(range, scope));
+  for (const auto& k : all) out.kernel_executions += k.count;
+  if (out.kernel_executions) out.kernel_avg_ms = doc.kernel_total_ms / static_cast<double>(out.kernel_executions);
   auto latency = latency_figures(sources, doc, scope, range);
   if (!latency.ok()) return latency.status();
   out.latency = std::move(*latency);
+  for (const ScrapedModel& m : doc.scraped) {
+    auto it = m.serving.fields.find("latency_ms");
+    if (it == m.serving.fields.end() || it->second.count <= 0) continue;
+    out.scraped_latency.push_back({m.serving.model, m.serving.server,
+                                   scraped_figures(it->second, kReportQuantiles, doc.slo.latency_ms)});
+  }
   auto charts = chart_series(sources, range);
   if (!charts.ok()) return charts.status();
   out.charts = std::move(*charts);

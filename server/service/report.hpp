@@ -40,6 +40,12 @@ struct LatencyFigures {
   std::vector<std::string> warnings;
 };
 
+// A scraped model's request latency, from its server's histogram or summary over the window.
+struct ScrapedLatencyFigures {
+  std::string model, server;
+  ScrapedFigures figures;  // at kReportQuantiles, with the share within the SLA
+};
+
 struct ChartSeries {
   db::SeriesInfo info;
   std::vector<std::pair<std::int64_t, double>> points;  // (ms, value): samples or bucket averages
@@ -48,7 +54,9 @@ struct ChartSeries {
 struct ReportFigures {
   std::vector<SummaryFigure> summary;
   std::uint64_t kernel_executions = 0;  // every kernel, not only the document's top ten
-  std::vector<LatencyFigures> latency;  // reported models (scraped ones: the document's `scraped`)
+  std::optional<double> kernel_avg_ms;  // the document's kernel time per execution; none without any
+  std::vector<LatencyFigures> latency;  // reported models
+  std::vector<ScrapedLatencyFigures> scraped_latency;  // scraped models with observations
   std::vector<ChartSeries> charts;
 };
 

@@ -4,49 +4,20 @@
 #include <map>
 #include <tuple>
 
+#include "server/service/processes.hpp"
 #include "server/service/scoped_reads.hpp"
 
 namespace perfscope::service {
 
 namespace an = perfscope::analysis;
 
-Result<std::vector<ListedProcess>> gpu_processes_in(const Sources& sources, TimestampNs from_ns, TimestampNs to_ns,
-                                                    const std::string& key) {
-  std::map<std::pair<std::string, std::string>, ListedProcess> by_key;
-  auto stored = sources.events->gpu_processes(from_ns, to_ns, 100'000, key);
-  if (!stored.ok()) return stored.status();
-  for (GpuProcessRecord& r : *stored) {
-    std::pair id{r.gpu_uuid, r.key};  // before the record moves (the right side of = runs first)
-    by_key[std::move(id)] = ListedProcess{std::move(r), false};
-  }
-  if (sources.processes) {
-    for (GpuProcessRecord& r : sources.processes->running()) {
-      if (r.last_seen_ns < from_ns || r.first_seen_ns > to_ns || (!key.empty() && r.key != key)) continue;
-      auto [it, fresh] = by_key.try_emplace({r.gpu_uuid, r.key});
-      if (fresh) {
-        it->second.record = std::move(r);
-      } else {
-        it->second.record.merge(r);  // the part stored before a restart, and now
-      }
-      it->second.live = true;
-    }
-  }
-  std::vector<ListedProcess> out;
-  for (auto& [id, l] : by_key) out.push_back(std::move(l));
-  std::sort(out.begin(), out.end(), [](const ListedProcess& a, const ListedProcess& b) {
-    return std::tie(b.live, b.record.last_seen_ns) < std::tie(a.live, a.record.last_seen_ns);
-  });
-  return out;
-}
-
 namespace {
 
 Result<std::optional<RunGpuProcesses>> run_gpu_processes(const Sources& sources, const RunEvent& r, TimestampNs end) {
-  auto listed = gpu_processes_in(sources, r.start_ns, end);
-  if (!listed.ok()) return listed.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto listed, gpu_processes_in(sources, r.start_ns, end));
   RunGpuProcesses out;
   double gpu_seconds = 0, sm_seconds = 0, energy = 0;
-  for (const ListedProcess& l : *listed) {
+  for (const ListedProcess& l : listed) {
     if (std::find(r.pids.begin(), r.pids.end(), l.record.identity.pid) == r.pids.end()) continue;
     ++out.processes;
     out.peak_memory_bytes = std::max(out.peak_memory_bytes, l.record.peak_memory_bytes);
@@ -97,6 +68,10 @@ Result<RunFigures> run_figures(const Sources& sources, const RunEvent& r, Timest
   out.traced = std::move(*traced);
   an::TimelineOptions timeline;
   if (out.traced) timeline.windows = out.traced->windows;
+  if (out.traced && out.traced->fraction > 0) {
+    out.estimated_kernel_count = static_cast<double>(out.kernel_count) / out.traced->fraction;
+    out.estimated_kernel_ms = out.kernel_ms / out.traced->fraction;
+  }
   double spans = 0, efficient = 0;
   for (const an::QueueTimeline& q : an::analyze_timeline(*trace, timeline)) {
     if (!q.stream.empty()) continue;
@@ -108,9 +83,8 @@ Result<RunFigures> run_figures(const Sources& sources, const RunEvent& r, Timest
   if (spans > 0) out.launch_efficiency = efficient / spans;
   out.end_ns = r.end_ns.value_or(now);
   out.wall_s = static_cast<double>(std::max<TimestampNs>(0, out.end_ns - r.start_ns)) / 1e9;
-  auto processes = run_gpu_processes(sources, r, out.end_ns);
-  if (!processes.ok()) return processes.status();
-  out.gpu_processes = *processes;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto processes, run_gpu_processes(sources, r, out.end_ns));
+  out.gpu_processes = processes;
   return out;
 }
 
@@ -122,12 +96,10 @@ Result<RunComparison> compare_runs(const Sources& sources, const std::string& na
     const char* side = i == 0 ? "a" : "b";
     const std::string& name = i == 0 ? name_a : name_b;
     if (name.empty()) return Status::invalid_argument(std::string("'") + side + "' is required: the name of a run", side);
-    auto found = sources.events->run(name);
-    if (!found.ok()) return found.status();
-    if (!*found) return Status::not_found(no_run_message(name), side);
-    auto f = run_figures(sources, **found, now, &durations[i]);
-    if (!f.ok()) return f.status();
-    figures[i] = std::move(*f);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto found, sources.events->run(name));
+    if (!found) return Status::not_found(no_run_message(name), side);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto f, run_figures(sources, *found, now, &durations[i]));
+    figures[i] = std::move(f);
   }
   RunComparison out;
   const RunFigures& a = figures[0];

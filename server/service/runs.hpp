@@ -1,8 +1,7 @@
 // Runs (`perfscope run` and the programs that report one): what a run's kernels say (executions,
 // kernel time, GPU busy time as the union of its kernels per device, launch efficiency, the
 // devices they ran on), what NVML saw of its processes, and run against run, kernel by kernel
-// (engine/analysis/run_compare.hpp) with the totals and one verdict. Also the GPU processes of
-// a time range, stored and live together, which the process views list.
+// (engine/analysis/run_compare.hpp) with the totals and one verdict.
 //
 // Functions over the sources; thread-safe as the readers are.
 #pragma once
@@ -14,21 +13,10 @@
 
 #include "engine/analysis/run_compare.hpp"
 #include "engine/analysis/timeline.hpp"
-#include "engine/collectors/process_tracker.hpp"
 #include "engine/events/events.hpp"
 #include "server/service/sources.hpp"
 
 namespace perfscope::service {
-
-// A GPU process: its stored record merged with the live one, if it still runs.
-struct ListedProcess {
-  GpuProcessRecord record;
-  bool live = false;
-};
-// Live and stored records overlapping [from, to], one per (GPU, process), live first.
-// `key` non-empty: that process only (one lookup, not every record).
-Result<std::vector<ListedProcess>> gpu_processes_in(const Sources& sources, TimestampNs from_ns, TimestampNs to_ns,
-                                                    const std::string& key = {});
 
 // What NVML saw of a run's processes while it ran. Time and energy are attributed by SM
 // share: with none reported for any process they are unknown, not zero.
@@ -47,6 +35,7 @@ struct RunFigures {
   double kernel_ms = 0;
   // A duty-cycled run: its traced windows; executions and time scaled by them estimate the run.
   std::optional<analysis::TracedWindows> traced;
+  std::optional<double> estimated_kernel_count, estimated_kernel_ms;  // none where nothing was traced
   double gpu_busy_ms = 0, kernel_span_ms = 0;  // summed over devices; the longest device span
   std::optional<double> launch_efficiency;     // devices weighted by their spans
   std::optional<RunGpuProcesses> gpu_processes;

@@ -19,9 +19,8 @@ Result<std::vector<an::ScrapedServing>> load_scraped_serving(const db::SeriesHis
     q.from_ns = std::max<TimestampNs>(0, range.from_ns - kLookbackNs);
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;  // increases need every scrape: a restart hides between two
-    auto data = history.query(q);
-    if (!data.ok()) return data.status();
-    for (db::SeriesData& d : *data) series.push_back({std::move(d.info.key), std::move(d.samples)});
+    PERFSCOPE_ASSIGN_OR_RETURN(auto data, history.query(q));
+    for (db::SeriesData& d : data) series.push_back({std::move(d.info.key), std::move(d.samples)});
   }
   return an::scraped_serving(series, range.from_ns, range.to_ns);
 }
@@ -34,10 +33,9 @@ Result<std::vector<MarkedWindow>> marked_windows(const db::SeriesHistory& histor
   q.from_ns = from_ns;
   q.to_ns = to_ns;
   q.max_points = SIZE_MAX;
-  auto marks = history.query(q);
-  if (!marks.ok()) return marks.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto marks, history.query(q));
   std::vector<MarkedWindow> out;
-  for (const db::SeriesData& d : *marks) {
+  for (const db::SeriesData& d : marks) {
     const std::string* of = d.info.key.label("run");
     for (const Sample& m : d.samples) {
       if (!std::isfinite(m.value) || m.value <= 0) continue;
@@ -52,10 +50,9 @@ Result<std::optional<an::TracedWindows>> run_windows(const db::SeriesHistory& hi
   if (!r.trace_every_ns) return std::optional<an::TracedWindows>();
   const TimestampNs from = std::max(from_ns, r.start_ns), to = std::min(to_ns, r.end_ns.value_or(now));
   // A window opened before `from` may reach into it.
-  auto marks = marked_windows(history, r.name, from - *r.trace_every_ns, to);
-  if (!marks.ok()) return marks.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto marks, marked_windows(history, r.name, from - *r.trace_every_ns, to));
   std::vector<an::TimeInterval> windows;
-  for (const MarkedWindow& m : *marks) windows.push_back(m.window);
+  for (const MarkedWindow& m : marks) windows.push_back(m.window);
   return std::optional<an::TracedWindows>(an::traced_windows(std::move(windows), from, std::max(from, to)));
 }
 

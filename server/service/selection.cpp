@@ -36,9 +36,8 @@ Result<Distribution> load_distribution(const Sources& sources, const Selector& s
                 [&] { return sources.events->inference_rollup(s.model, s.field, range); });
       break;
     case Selector::Kind::kOperator: {  // no rollup tiers: operators are kept raw for their retention
-      auto rows = sources.events->operator_executions(s.op, range);
-      if (!rows.ok()) return rows.status();
-      for (const auto& r : *rows) d.raw.push_back(r.duration_ms);
+      PERFSCOPE_ASSIGN_OR_RETURN(auto rows, sources.events->operator_executions(s.op, range));
+      for (const auto& r : rows) d.raw.push_back(r.duration_ms);
       break;
     }
     case Selector::Kind::kCommandQueue:
@@ -58,19 +57,17 @@ Result<Distribution> load_distribution(const Sources& sources, const Selector& s
       q.from_ns = range.from_ns;
       q.to_ns = std::min(range.to_ns, now_ns());
       q.max_points = SIZE_MAX;  // raw samples: percentiles over buckets would be wrong
-      auto data = sources.history->query(q);
-      if (!data.ok()) return data.status();
+      PERFSCOPE_ASSIGN_OR_RETURN(auto data, sources.history->query(q));
       std::vector<std::int64_t> ids;
-      for (const auto& series : *data) {
+      for (const auto& series : data) {
         d.unit = series.info.family.unit;
         if (series.db_id) ids.push_back(*series.db_id);
       }
       if (with_rollups && !ids.empty()) {
-        auto r = sources.events->series_rollup(ids, range);
-        if (!r.ok()) return r.status();
-        d.rolled = std::move(*r);
+        PERFSCOPE_ASSIGN_OR_RETURN(auto r, sources.events->series_rollup(ids, range));
+        d.rolled = std::move(r);
       }
-      for (const auto& series : *data) {
+      for (const auto& series : data) {
         for (const Sample& p : series.samples) {
           // Samples memory still holds from before the retention cutoff are in the rollups.
           if (!d.rolled || p.ts_ns >= d.rolled->raw_before_ns) d.raw.push_back(p.value);
@@ -84,9 +81,8 @@ Result<Distribution> load_distribution(const Sources& sources, const Selector& s
 }
 
 Result<std::vector<double>> load_values(const Sources& sources, const Selector& s, const db::TimeRange& range) {
-  auto d = load_distribution(sources, s, range, /*with_rollups=*/false);
-  if (!d.ok()) return d.status();
-  return std::move(d->raw);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto d, load_distribution(sources, s, range, /*with_rollups=*/false));
+  return std::move(d.raw);
 }
 
 Result<std::optional<ScrapedSelection>> select_scraped(const std::vector<an::ScrapedServing>& all,

@@ -64,9 +64,8 @@ Result<std::vector<SeriesSummary>> read_energy_series(const db::SeriesHistory& h
     q.from_ns = range.from_ns;
     q.to_ns = range.to_ns;
     q.max_points = SIZE_MAX;
-    auto data = history.query(q);
-    if (!data.ok()) return data.status();
-    std::move(data->begin(), data->end(), std::back_inserter(all));
+    PERFSCOPE_ASSIGN_OR_RETURN(auto data, history.query(q));
+    std::move(data.begin(), data.end(), std::back_inserter(all));
   }
   if (during) *during = request_power(all, requests);
   return summarize_series(all);

@@ -2,9 +2,36 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace perfscope::service {
+
+namespace {
+
+// The ranks of the jobs by device, and their collectives' instances started in [from, to).
+TimelineCollectives timeline_collectives(const std::vector<JobCollectives>& jobs, TimestampNs from, TimestampNs to) {
+  TimelineCollectives out;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_device;  // device → (run, rank)
+  for (const JobCollectives& job : jobs) {
+    const analysis::CollectiveAnalysis& a = job.analysis;
+    for (const auto& r : a.ranks) by_device[r.device].emplace_back(job.run, r.rank);
+    for (const analysis::CollectiveInstance& inst : a.instances) {
+      if (out.links.size() >= kMaxCollectiveLinks) break;
+      const auto [lo, hi] = std::minmax_element(inst.start_ns.begin(), inst.start_ns.end());
+      if (*lo < from || *hi >= to) continue;
+      CollectiveLink link{inst.op, inst.bytes, a.ranks[inst.last_rank].rank, inst.skew_ms, inst.busbw_gb_per_second, {}};
+      for (std::size_t m : arrival_order(inst)) link.arrivals.emplace_back(a.ranks[inst.ranks[m]].device, inst.start_ns[m]);
+      out.links.push_back(std::move(link));
+    }
+  }
+  for (const auto& [device, held] : by_device) {
+    if (held.size() == 1) out.ranks.push_back({device, held[0].first, held[0].second});
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<TimelineAnswer> timeline(const Sources& sources, const TimelineQuery& query) {
   const db::EventReader& events = *sources.events;
@@ -39,7 +66,8 @@ Result<TimelineAnswer> timeline(const Sources& sources, const TimelineQuery& que
   if (out.view.raw && nccl) {
     analysis::CollectiveOptions all_instances;
     all_instances.max_instances_listed = SIZE_MAX;
-    if (auto jobs = read_collectives(events, range, query.scope, all_instances); jobs.ok()) out.collectives = std::move(*jobs);
+    auto jobs = read_collectives(events, range, query.scope, all_instances);
+    if (jobs.ok() && !jobs->empty()) out.collectives = timeline_collectives(*jobs, options.from_ns, options.to_ns);
   }
   return out;
 }

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "db/event_scope.hpp"
@@ -26,14 +28,35 @@ struct TimelineQuery {
   std::size_t max_raw = 20'000;
 };
 
+// A device's rank in the window's multi-GPU jobs.
+struct DeviceRank {
+  std::string device, run, rank;
+};
+
+// One collective instance started in the view, as the timeline links its members.
+struct CollectiveLink {
+  std::string op;
+  double bytes = 0;  // 0: unknown
+  std::string last_rank;  // the rank that arrived last
+  double skew_ms = 0;
+  double busbw_gb_per_second = 0;  // 0: unknown
+  std::vector<std::pair<std::string, TimestampNs>> arrivals;  // (device, start) in the order they arrived
+};
+
+struct TimelineCollectives {
+  std::vector<DeviceRank> ranks;  // a device two jobs' ranks ran on is named by neither
+  std::vector<CollectiveLink> links;  // at most kMaxCollectiveLinks
+};
+inline constexpr std::size_t kMaxCollectiveLinks = 5'000;
+
 struct TimelineAnswer {
   analysis::KernelTrace trace;
   analysis::TimelineViewOptions options;  // the span drawn: from_ns is the view's origin
   analysis::TimelineView view;
   std::optional<analysis::OperatorTrack> operators;  // where the scope holds operators
-  // A raw view of NCCL kernels: the jobs' collectives, every instance listed (none where they
-  // could not be read: the timeline is drawn without them).
-  std::vector<JobCollectives> collectives;
+  // A raw view of NCCL kernels: the jobs' ranks and collectives (none where there are no jobs
+  // or they could not be read: the timeline is drawn without them).
+  std::optional<TimelineCollectives> collectives;
 };
 
 Result<TimelineAnswer> timeline(const Sources& sources, const TimelineQuery& query);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { join, dirname, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { blanked } from './source_text.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -199,6 +200,75 @@ test("the CMake links agree with the layer table: a library links only its own f
   }
   assert.deepEqual(wrong, []);
   assert.ok(targets.get('perfscope_service')?.links.includes('db'), 'the links were read');
+});
+
+// ARCHITECTURE.md's table, as folder → the folders it names in parentheses ("wire" for
+// server/wire); null for "everything above".
+function documentedLayers() {
+  const text = readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8');
+  const block = text.slice(text.indexOf('```\nlayer 0'), text.indexOf('```', text.indexOf('```\nlayer 0') + 3));
+  const folders = [...block.matchAll(/^(?:layer \d+)?\s+([a-z]+(?:\/[a-z]+)?)\b/gm)].map((m) => m[1]);
+  const full = (short) => folders.find((f) => f === short || f.endsWith(`/${short}`)) ?? short;
+  const table = new Map();
+  for (const line of block.split('\n')) {
+    const m = line.match(/^(?:layer \d+)?\s+([a-z]+(?:\/[a-z]+)?)(?:\s+\(([^)]*)\))?/);
+    if (!m || !folders.includes(m[1])) continue;
+    const deps = m[2] ?? '';
+    table.set(m[1], /everything/.test(deps) ? null : deps.split(',').map((d) => d.trim()).filter(Boolean).map(full));
+  }
+  return table;
+}
+
+test("ARCHITECTURE.md's layer table is this check's table", () => {
+  const documented = documentedLayers();
+  const wrong = [];
+  // Outside the engine (whose rooms engine/README.md orders), every folder is documented with
+  // the folders it may use; the engine's rooms count as "engine".
+  const outer = (deps) => [...new Set(deps.map((d) => (d.startsWith('engine/') ? 'engine' : d)))].sort();
+  for (const [folder, deps] of Object.entries(LAYERS)) {
+    if (folder.startsWith('engine/')) continue;
+    if (!documented.has(folder)) wrong.push(`${folder} is not in ARCHITECTURE.md's table`);
+    else if (documented.get(folder) && outer(deps).join() !== [...documented.get(folder)].sort().join()) {
+      wrong.push(`${folder}: the check allows ${outer(deps).join(', ')}; ARCHITECTURE.md says ${documented.get(folder).join(', ')}`);
+    }
+  }
+  for (const folder of documented.keys()) {
+    if (folder !== 'engine' && folder !== 'web' && !(folder in LAYERS)) wrong.push(`ARCHITECTURE.md names ${folder}, the check does not`);
+  }
+  assert.deepEqual(wrong, []);
+  assert.ok(documented.size >= 12, `the table was read (${documented.size} folders)`);
+});
+
+// Declarations at a namespace's top level of a header: the functions it offers.
+const DECLARATION = /^(?!struct |class |enum |union |using |namespace |template|typedef|return |else )[A-Za-z_][\w:<>,\s*&]*?[\s*&>]([a-z_][a-z0-9_]*)\(/gm;
+// What server/api/ may call of the analysis: names and their formatting, not computations.
+const API_MAY_CALL = new Set(['to_string', 'percentile_key', 'convention_from']);
+
+test('server/api/ computes no analysis: it calls none of engine/analysis/ but its names (the service computes)', () => {
+  const offered = new Map();  // function → header
+  for (const header of sources('engine/analysis').filter((f) => f.endsWith('.hpp'))) {
+    for (const m of blanked(readFileSync(join(root, header), 'utf8'), false).matchAll(DECLARATION)) offered.set(m[1], header);
+  }
+  const api = sources('server/api').map((f) => [f, blanked(readFileSync(join(root, f), 'utf8'), false)]);
+  // Functions api/ declares itself (members too): an unqualified call of one of them is its own.
+  const own = new Set();
+  for (const [, text] of api) {
+    for (const m of text.matchAll(/(?:^|[;{}(,])\s*(?!return\b|else\b|case\b|throw\b)[A-Za-z_][\w:<>*&]*(?:\s+[\w:<>*&]+)*\s+[*&]?([a-z_]\w*)\(/g)) {
+      own.add(m[1]);
+    }
+  }
+  const calls = [];
+  for (const [file, text] of api) {
+    for (const m of text.matchAll(/(^|[^\w.>:]|(?:an|analysis)::)([a-z_][a-z0-9_]*)\s*\(/gm)) {
+      const name = m[2];
+      if (!offered.has(name) || API_MAY_CALL.has(name)) continue;
+      if (!m[1].endsWith('::') && own.has(name)) continue;
+      calls.push(`${file} calls ${name} (${offered.get(name)})`);
+    }
+  }
+  assert.deepEqual([...new Set(calls)], []);
+  assert.ok(offered.has('scraped_quantile') && offered.has('detect_bottlenecks') && offered.size > 50,
+            `the analysis headers were read (${offered.size} functions)`);
 });
 
 test('the checks see what they check (a file of every layer was read)', () => {

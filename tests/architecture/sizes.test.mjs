@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { blanked } from './source_text.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const MAX_FILE_LINES = 600;
@@ -20,68 +21,6 @@ const EXCLUDED = [/^tests\/fixtures\//, /^third_party\//, /\/node_modules\//, /^
 function sourceFiles() {
   const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' });
   return listed.split('\n').filter((f) => SOURCE.test(f) && !EXCLUDED.some((re) => re.test(f)));
-}
-
-// The text with strings, characters and comments replaced by spaces (newlines kept), so that
-// braces inside them do not count. C++ raw strings and digit separators (1'000) included.
-export function blanked(src, js) {
-  let out = '';
-  let i = 0;
-  const n = src.length;
-  const blank = (s) => s.replace(/[^\n]/g, ' ');
-  while (i < n) {
-    const c = src[i];
-    if (src.startsWith('//', i)) {
-      let j = src.indexOf('\n', i);
-      if (j < 0) j = n;
-      out += blank(src.slice(i, j));
-      i = j;
-    } else if (src.startsWith('/*', i)) {
-      let j = src.indexOf('*/', i + 2);
-      j = j < 0 ? n : j + 2;
-      out += blank(src.slice(i, j));
-      i = j;
-    } else if (!js && src.startsWith('R"', i) && /^R"[^(\s]{0,16}\(/.test(src.slice(i, i + 20))) {
-      const delimiter = src.slice(i + 2, src.indexOf('(', i));
-      const end = `)${delimiter}"`;
-      let j = src.indexOf(end, i);
-      j = j < 0 ? n : j + end.length;
-      out += blank(src.slice(i, j));
-      i = j;
-    } else if (!js && c === "'" && /[0-9a-fA-F]/.test(src[i - 1] ?? '') && /[0-9a-fA-F]/.test(src[i + 1] ?? '')) {
-      out += c;  // a digit separator
-      i += 1;
-    } else if (js && c === '/' && regexMayStart(out)) {
-      // A regular expression literal: to its closing slash, outside a character class.
-      let j = i + 1;
-      let inClass = false;
-      while (j < n && src[j] !== '\n' && (src[j] !== '/' || inClass)) {
-        if (src[j] === '\\') j += 1;
-        else if (src[j] === '[') inClass = true;
-        else if (src[j] === ']') inClass = false;
-        j += 1;
-      }
-      out += blank(src.slice(i, j + 1));
-      i = j + 1;
-    } else if (c === '"' || c === "'" || (js && c === '`')) {
-      let j = i + 1;
-      while (j < n && src[j] !== c) j += src[j] === '\\' ? 2 : 1;
-      out += blank(src.slice(i, j + 1));
-      i = j + 1;
-    } else {
-      out += c;
-      i += 1;
-    }
-  }
-  return out;
-}
-
-// Whether a slash after `before` (the text so far) starts a regular expression rather than
-// dividing: after an operator, an opening bracket, a comma or a keyword that takes a value.
-function regexMayStart(before) {
-  const t = before.trimEnd();
-  if (t === '') return true;
-  return /[(,=:[!&|?{};+\-*%<>~^]$/.test(t) || /\b(return|typeof|case|in|of|void|yield|await)$/.test(t);
 }
 
 const CONTROL = /^(if|for|while|switch|catch|else|do|try|return)\b/;

@@ -5,7 +5,7 @@
 // rows. PERFSCOPE_UPDATE_DOCS=1 rewrites the table from what the server exports.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
@@ -94,4 +94,25 @@ test('every family /metrics exports is documented with its type, labels and mean
     for (const l of f.labels) if (!r.labels.includes(`\`${l}\``)) problems.push(`${name}: label ${l} not documented`);
   }
   assert.deepEqual(problems, [], 'run with PERFSCOPE_UPDATE_DOCS=1 to rewrite the table, then review the diff');
+});
+
+test('every family the dashboard reads by name is one docs/metrics.md lists (one name, one home)', () => {
+  const documented = new Set([...readFileSync(docPath, 'utf8').matchAll(/^\| `perfscope_([a-z0-9_]+)`/gm)].map((m) => m[1]));
+  const web = path.join(root, 'web', 'src');
+  const read = new Map();  // family → the file that names it
+  const walk = (dir) => {
+    for (const name of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, name.name);
+      if (name.isDirectory()) walk(file);
+      else if (name.name.endsWith('.js')) {
+        // Series names in quotes, by the unit suffixes of metric families (Prometheus' naming).
+        for (const m of readFileSync(file, 'utf8').matchAll(/['"`]((?:gpu|host|process)_[a-z0-9_]*?(?:_ratio|_bytes|_watts|_celsius|_hertz|_active|_total|_per_second|load\d+))['"`{]/g)) {
+          read.set(m[1], path.relative(root, file));
+        }
+      }
+    }
+  };
+  walk(web);
+  assert.ok(read.size >= 15, `the dashboard's series names were found (${read.size})`);
+  assert.deepEqual([...read].filter(([family]) => !documented.has(family)).map(([f, file]) => `${file}: ${f}`), []);
 });

@@ -129,9 +129,11 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     if (await page.locator('[data-testid=bottlenecks] li[data-rule="long_kernel_execution"][data-status="fired"]').count()) {
       assert.match(await page.textContent('[data-testid=bottlenecks] li[data-rule="long_kernel_execution"] .subject'), /\S/);
     }
-    // Evidence reads in units, never in exponent notation: seconds of power capping as a duration.
+    // Evidence reads in words and units, never in exponent notation: seconds of power capping as
+    // a duration, the server's name of the figure on hover.
     const capping = await page.textContent('[data-testid=bottlenecks] li[data-rule="power_capping"]');
-    assert.match(capping, /gpu_power_cap_throttle_seconds [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
+    assert.match(capping, /clocks held back for [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
+    assert.equal(await page.locator('[data-testid=bottlenecks] li[data-rule="power_capping"] [title=gpu_power_cap_throttle_seconds]').count(), 1);
     assert.doesNotMatch(await page.textContent('[data-testid=bottlenecks]'), /\de[+-]\d/);
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: path.join(artifacts, 'dashboard-demo.png'), fullPage: true });

@@ -131,6 +131,19 @@ test('a multi-GPU job\'s timeline groups its ranks on one clock and links each c
       await page.emulateMedia({ colorScheme });
       await page.waitForTimeout(100);
       await page.locator('[data-view=timeline]').screenshot({ path: path.join(artifacts, `timeline-ranks-${width}-${colorScheme}.png`) });
+      // The streams' names are repainted in the theme's text colour: light on dark, dark on light.
+      const brightest = await page.evaluate(() => {
+        const s = window.perfscope.timeline.state, canvas = document.querySelector('[data-testid=timeline-canvas]');
+        const dpr = canvas.width / canvas.getBoundingClientRect().width, ctx = canvas.getContext('2d');
+        let most = 0;
+        for (const row of s.layout.filter((r) => r.kind === 'stream')) {
+          const px = ctx.getImageData(4 * dpr, (row.y + 6) * dpr, 100 * dpr, 13 * dpr).data;
+          for (let i = 0; i < px.length; i += 4) if (px[i + 3] > 200) most = Math.max(most, (px[i] + px[i + 1] + px[i + 2]) / 3);
+        }
+        return most;
+      });
+      if (colorScheme === 'dark') assert.ok(brightest > 170, `stream names on the dark theme: brightest ${brightest}`);
+      else assert.ok(brightest > 0 && brightest < 110, `stream names on the light theme: brightest ${brightest}`);
     }
     await page.close();
   }

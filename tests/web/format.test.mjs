@@ -1,7 +1,10 @@
 // The dashboard's formatting helpers, as a page would call them (no browser needed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fmtDuration, fmtEvidence, fmtInstant, ms, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EVIDENCE_WORDS, evidenceLabel, fmtDuration, fmtEvidence, fmtInstant, ms, shortKernelName, kernelNameHtml } from '../../web/src/lib/format.js';
 
 test('a kernel signature shortens to its qualified name, as profilers list it', () => {
   const cases = [
@@ -60,4 +63,23 @@ test('durations read in the unit that fits; nothing is 0 s, not 0.00 µs', () =>
   assert.equal(fmtDuration(8.64e9), '100 d');
   assert.equal(fmtEvidence('gpu_thermal_throttle_seconds', 0), '0 s');
   assert.equal(fmtEvidence('kernel_avg_gap_ms', 8.8), '8.80 ms');
+});
+
+test("every input the bottleneck rules read is named in words, the server's name kept for the tooltip", () => {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const read = new Set();
+  for (const dir of ['engine/analysis', 'server/service']) {
+    for (const f of readdirSync(join(root, dir)).filter((n) => n.endsWith('.cpp'))) {
+      const text = readFileSync(join(root, dir, f), 'utf8');
+      // What the service puts in, and what each rule of the table says it needs.
+      for (const m of text.matchAll(/inputs\["([a-z0-9_]+)"\]|try_emplace\("([a-z0-9_]+)"/g)) read.add(m[1] ?? m[2]);
+      for (const m of text.matchAll(/^\s+\{((?:"[a-z0-9_]+"(?:, )?)+)\},$/gm)) {
+        for (const name of m[1].matchAll(/"([a-z0-9_]+)"/g)) read.add(name[1]);
+      }
+    }
+  }
+  assert.ok(read.size > 20, `the rules' inputs were found (${read.size})`);
+  assert.deepEqual([...read].filter((k) => !(k in EVIDENCE_WORDS)), []);
+  assert.equal(evidenceLabel('gpu_utilization_avg'), 'GPU utilization, average');
+  assert.equal(evidenceLabel('gpu_fan_speed_peak'), 'GPU fan speed, peak', 'a new input reads as words until it is named');
 });

@@ -210,11 +210,11 @@ TEST_F(ServiceAnswersTest, AReportSummarizesGaugesOverGpusAndLatencyPerModel) {
   EXPECT_EQ(figures->charts.size(), 2u) << "one chart series per GPU";
 }
 
-TEST_F(ServiceAnswersTest, AModelsRatesAreOverTheSpanItServed) {
-  testing::commit(*writer_, {request("m", 50 * kS, 5), request("m", 60 * kS, 7)});
-  auto serving = models_serving(sources(), {0, 100 * kS, false}, {}, {}, true, 100 * kS);
+TEST_F(ServiceAnswersTest, AModelsRatesAreOverTheSpanItServedAndOneModelCanBeAskedFor) {
+  testing::commit(*writer_, {request("m", 50 * kS, 5), request("m", 60 * kS, 7), request("other", 70 * kS, 9)});
+  auto serving = models_serving(sources(), {0, 100 * kS, false}, {}, {}, true, 100 * kS, {"m", ""});
   ASSERT_TRUE(serving.ok()) << serving.status().message();
-  ASSERT_EQ(serving->reported.size(), 1u);
+  ASSERT_EQ(serving->reported.size(), 1u) << "model m alone";
   const ModelServing& m = serving->reported[0];
   EXPECT_NEAR(m.span_s, 50, 1e-9) << "from its first request to the window's end";
   ASSERT_TRUE(m.requests_per_second);
@@ -222,6 +222,9 @@ TEST_F(ServiceAnswersTest, AModelsRatesAreOverTheSpanItServed) {
   ASSERT_TRUE(m.latency);
   EXPECT_EQ(m.latency->requests, 2u);
   EXPECT_TRUE(serving->scraped.empty());
+  auto both = models_serving(sources(), {0, 100 * kS, false}, {}, {}, false, 100 * kS);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->reported.size(), 2u);
 }
 
 TEST_F(ServiceAnswersTest, OperatorsAreSummarizedPerModelAndNarrowedByProvider) {

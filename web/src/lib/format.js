@@ -61,6 +61,42 @@ export const fmtEvidence = (name, v) => {
   if (name.endsWith('_seconds')) return fmtDuration(Number(v) * 1000);
   return fmtSI(v);
 };
+// What an analysis' evidence names, in words (the server's name stays the key of the JSON and
+// the tooltip): "gpu_utilization_avg" → "GPU utilization, average".
+export const EVIDENCE_WORDS = {
+  gpu_utilization_avg: 'GPU utilization, average',
+  gpu_dram_bandwidth_utilization_avg: 'DRAM bandwidth, average',
+  gpu_memory_used_ratio_peak: 'GPU memory used, peak',
+  gpu_power_cap_throttle_seconds: 'clocks held back for',
+  gpu_thermal_throttle_seconds: 'clocks held back for',
+  host_cpu_utilization_avg: 'host CPU, average',
+  kernel_avg_gap_ms: 'mean gap between kernels',
+  kernel_busy_ratio: 'GPU busy with kernels',
+  kernel_count: 'kernels',
+  kernel_host_wait_share: 'idle waiting for the host',
+  kernel_max_ms: 'longest kernel',
+  kernel_short_share: 'short kernels',
+  latency_p99_ms: 'latency p99',
+  sla_target_ms: 'SLA target',
+  device_target_of_minimum_worst: 'worst GPU against its minimum',
+  collective_exposed_ms: 'exposed communication',
+  collective_exposed_share: 'exposed communication share',
+  collective_exposed_transfer_share: 'exposed transfer share',
+  collective_large_busbw_gb_per_second: 'bus bandwidth of large messages (GB/s)',
+  collective_large_busbw_share_of_peak: 'bus bandwidth of large messages, share of link peak',
+  collective_large_bytes: 'large messages',
+  collective_large_link_peak_gb_per_second: 'link peak (GB/s)',
+  collective_matched: 'collectives matched',
+  collective_overlap_ratio: 'communication overlapped with compute',
+  collective_straggler_extra_ms: "straggler's extra compute per step",
+  collective_straggler_extra_share: "straggler's extra compute share",
+  collective_straggler_last_share: 'straggler arrived last',
+  collective_wait_share: 'waiting in collectives',
+  operator_cpu_fallback_share: 'operator time on the CPU',
+};
+export const evidenceLabel = (name) => EVIDENCE_WORDS[name] ??
+  String(name).replace(/_avg$/, ', average').replace(/_peak$/, ', peak').replace(/_/g, ' ').replace(/^gpu\b/, 'GPU');
+
 // A reading of a series in the unit its name ends in (Prometheus' naming, as the server
 // publishes them): gpu_memory_used_bytes → 954 MiB, *_ratio → 60.0%, *_watts → 512.0 W.
 export const fmtSeriesValue = (series, v) => {

@@ -3,7 +3,7 @@
 /* global uPlot */
 import { LiveChart, PALETTE, axis, logSplits, makePlot, timeAxis } from '../lib/live_chart.js';
 import { setSearchParams } from '../lib/url.js';
-import { esc, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
+import { esc, evidenceLabel, fmtBytes, fmtDuration, fmtEvidence, fmtSI, ms, shortKernelName } from '../lib/format.js';
 import { apiFetch, fetchJson } from '../lib/api.js';
 import { fillRows } from '../lib/rows.js';
 import { withProgress } from '../lib/progress.js';
@@ -291,7 +291,8 @@ function renderBottlenecks(findings) {
 // A fired or ok rule: its severity, title, subject, evidence (with its drill-down) and advice.
 function findingRow(f) {
   const sev = f.status === 'fired' ? f.severity : 'ok';
-  const evidence = Object.entries(f.evidence).map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(', ');
+  const evidence = Object.entries(f.evidence)
+    .map(([k, v]) => `<span title="${esc(k)}">${esc(evidenceLabel(k))} ${esc(fmtEvidence(k, v))}</span>`).join(', ');
   // A kernel named in full (a C++ signature) reads by its short name; the whole on hover.
   const short = f.subject ? shortKernelName(f.subject) : '';
   const named = (text) => (f.subject && short !== f.subject ? text.split(f.subject).join(short) : text);
@@ -301,7 +302,7 @@ function findingRow(f) {
   const recs = f.status === 'fired' ? `<ul>${f.recommendations.map((r) => `<li>${esc(named(r))}</li>`).join('')}</ul>` : '';
   return `<li data-rule="${esc(f.id)}" data-status="${f.status}">` +
     `<span class="sev sev-${sev}">${esc(sev)}</span>${esc(f.title)}${subject}` +
-    (evidence ? ` <span class="muted">${esc(evidence)}</span>` : '') +
+    (evidence ? ` <span class="muted">${evidence}</span>` : '') +
     (Object.keys(f.evidence_series || {}).length
       ? ` <button type="button" class="link" data-evidence="${esc(f.id)}" data-testid="evidence-${esc(f.id)}">evidence ▸</button>` : '') +
     `${recs}</li>`;
@@ -338,7 +339,7 @@ async function showEvidence({ state, evidence }, id) {
   const series = answers.flatMap((a) => a.series);
   const data = evidenceColumns(series);
   document.getElementById('fe-summary').textContent = Object.entries(f.evidence)
-    .map(([k, v]) => `${k} ${fmtEvidence(k, v)}`).join(' · ') + ` — from ${selectors.join(', ')}`;
+    .map(([k, v]) => `${evidenceLabel(k)} ${fmtEvidence(k, v)}`).join(' · ') + ` — from ${selectors.join(', ')}`;
   const el = document.getElementById('fe-chart');
   if (evidence.plot) evidence.plot.destroy();
   evidence.plot = evidencePlot(series, data, el);

@@ -14,6 +14,7 @@
 // through its ranks' kernels in the order they arrived, as Perfetto draws NCCL's flows.
 import { esc } from '../lib/format.js';
 import { fetchJson } from '../lib/api.js';
+import { onThemeChange } from '../lib/theme.js';
 import { setSearchParams } from '../lib/url.js';
 import { AXIS_H, LABEL_W, draw, epochNs } from './timeline_draw.js';
 import { hover } from './timeline_hover.js';
@@ -48,6 +49,7 @@ export function createTimelineView({ range }) {
   setInterval(() => { if (st.shown && !st.run && range.live) loadOverview(view); }, 10000);
   wireButtonsAndKeys(view);
   wireRuns(view);
+  onThemeChange(() => draw(view));  // its colours are the theme's, read when painting
 
   const fromUrl = initialWindow();
   if (fromUrl) setWindow(st, ...fromUrl); else toRange(view);
