@@ -181,7 +181,9 @@ Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body)
     auto tests = report_abtests();
     if (!tests.ok()) return tests.status();
     for (const ListedAbTest& t : *tests) {
-      if (!t.evaluation) {  // listed, without figures: the report's time for A/B tests was spent
+      // Listed without figures: the report's time for A/B tests was spent, or the definition no
+      // longer evaluates (a run it names is gone); the report's JSON says which.
+      if (!t.evaluation) {
         csv.field(t.record.id).field(t.record.name).field("").field("");
         for (int i = 0; i < 11; ++i) csv.field(NAN);
         csv.field("not_evaluated");

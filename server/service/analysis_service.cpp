@@ -71,9 +71,8 @@ std::optional<double> average_of(const std::vector<SeriesSummary>& gauges, const
   return n ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
 }
 
-// The bottleneck rules' inputs from the gauges: only what was measured.
-// The rules' inputs read from the gauges, and the series each is read from (a
-// /api/v1/series/query selector: where a finding's evidence is drawn over time).
+// The bottleneck rules' inputs from the gauges (only what was measured), and the series each is
+// read from (a /api/v1/series/query selector: where a finding's evidence is drawn over time).
 void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs,
                       std::map<std::string, std::string>& evidence_series) {
   evidence_series = {{"gpu_utilization_avg", kGpuUtilization},
