@@ -15,9 +15,8 @@ void create_abtest(Writer& writer, std::string name, std::string definition, Tim
         auto stmt = conn.prepare("INSERT INTO abtests(name, definition, created_ns) VALUES(?1, ?2, ?3) RETURNING id");
         if (!stmt.ok()) return stmt.status();
         stmt->bind(1, name).bind(2, definition).bind(3, created_ns);
-        auto row = stmt->step();
-        if (!row.ok()) return row.status();
-        if (!*row) return Status::internal("no id returned for the new A/B test");
+        PERFSCOPE_ASSIGN_OR_RETURN(auto row, stmt->step());
+        if (!row) return Status::internal("no id returned for the new A/B test");
         *id = stmt->column_int64(0);
         stmt->reset();
         return Status();
@@ -41,9 +40,8 @@ AbTestRecord read_record(const Statement& r) {
 }  // namespace
 
 Result<std::vector<AbTestRecord>> AbTestReader::list(std::size_t limit) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare("SELECT id, name, definition, created_ns FROM abtests ORDER BY id DESC LIMIT ?1");
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  auto stmt = conn->prepare("SELECT id, name, definition, created_ns FROM abtests ORDER BY id DESC LIMIT ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, static_cast<std::int64_t>(limit));
   std::vector<AbTestRecord> out;
@@ -53,15 +51,12 @@ Result<std::vector<AbTestRecord>> AbTestReader::list(std::size_t limit) const {
 }
 
 Result<std::optional<AbTestRecord>> AbTestReader::get(std::int64_t id) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare("SELECT id, name, definition, created_ns FROM abtests WHERE id = ?1");
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, id);
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  if (!*row) return std::optional<AbTestRecord>();
-  return std::optional<AbTestRecord>(read_record(*stmt));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn->prepare("SELECT id, name, definition, created_ns FROM abtests WHERE id = ?1"));
+  stmt.bind(1, id);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, stmt.step());
+  if (!row) return std::optional<AbTestRecord>();
+  return std::optional<AbTestRecord>(read_record(stmt));
 }
 
 }  // namespace perfscope::db

@@ -63,10 +63,9 @@ Result<ConnectionPool::Lease> ConnectionPool::lease() const {
       return Lease(*this, std::move(idle.conn), idle.memory_bytes);
     }
   }
-  auto conn = Connection::open(path_, /*read_only=*/true);
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, Connection::open(path_, /*read_only=*/true));
   g_readers.fetch_add(1, std::memory_order_relaxed);
-  return Lease(*this, std::move(*conn), 0);
+  return Lease(*this, std::move(conn), 0);
 }
 
 std::uint64_t reader_connections() { return g_readers.load(std::memory_order_relaxed); }

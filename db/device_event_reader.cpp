@@ -12,10 +12,9 @@ namespace perfscope::db {
 Status MemoryEventReader::for_each_memory_event(const TimeRange& range,
                                                 const std::function<void(const MemoryEvent&)>& fn,
                                                 const EventScope& scope) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "tags", 4);
-  auto stmt = (*conn)->prepare((std::string("SELECT ") + kMemoryEventColumns +
+  auto stmt = conn->prepare((std::string("SELECT ") + kMemoryEventColumns +
                                 " FROM memory_events WHERE ts_ns >= ?1 AND ts_ns <= ?2 AND (?3 = '' OR device = ?3)" +
                                 filter.sql + " ORDER BY id")
                                    .c_str());
@@ -28,13 +27,12 @@ Status MemoryEventReader::for_each_memory_event(const TimeRange& range,
 Result<std::vector<AllocatedPoint>> MemoryEventReader::allocated_timeline(const TimeRange& range,
                                                                           const EventScope& scope,
                                                                           std::size_t max_points) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   // The running sum starts at the first event ever recorded: what was allocated before the
   // window, then the window's events in (time, id) order added one by one (a window function
   // over every event did the same several times slower). Module statics are not allocations
   // (is_module_static).
-  auto before = (*conn)->prepare(
+  auto before = conn->prepare(
       (std::string("SELECT TOTAL(CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END) FROM memory_events ") +
       ("WHERE ts_ns < ?2 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
        tag_filter(scope, "tags", 3).sql)).c_str());
@@ -46,7 +44,7 @@ Result<std::vector<AllocatedPoint>> MemoryEventReader::allocated_timeline(const 
   // In floating point: sizes a database of any age holds cannot make the sum fail (SQLite's
   // SUM stops with "integer overflow") or wrap.
   double running = before->column_double(0);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       (std::string("SELECT ts_ns, CASE op WHEN 'alloc' THEN size_bytes ELSE -size_bytes END FROM memory_events ") +
       ("WHERE ts_ns BETWEEN ?2 AND ?3 AND (?1 = '' OR device = ?1) AND tag NOT IN ('device_static', 'managed_static')" +
        tag_filter(scope, "tags", 4).sql + " ORDER BY ts_ns, id")).c_str());
@@ -78,10 +76,9 @@ Result<std::vector<AllocatedPoint>> MemoryEventReader::allocated_timeline(const 
 
 Result<std::vector<CommandBufferEvent>> CommandQueueReader::command_buffers(const TimeRange& range,
                                                                             const EventScope& scope) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "tags", 4);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       (std::string("SELECT buffer_id, queue, device, enqueue_ns, submit_ns, start_ns, end_ns FROM command_buffers ") +
       ("WHERE end_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR device = ?3)" + filter.sql)).c_str());
   if (!stmt.ok()) return stmt.status();
@@ -106,9 +103,8 @@ Result<std::vector<CommandBufferEvent>> CommandQueueReader::command_buffers(cons
 Result<std::vector<double>> CommandQueueReader::command_buffer_latencies_ms(const std::string& queue,
                                                                             const std::string& device,
                                                                             const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  auto stmt = conn->prepare(
       "SELECT end_ns - submit_ns FROM command_buffers WHERE (?1 = '' OR queue = ?1) AND (?2 = '' OR device = ?2) "
       "AND end_ns BETWEEN ?3 AND ?4");
   if (!stmt.ok()) return stmt.status();
@@ -121,19 +117,17 @@ Result<std::vector<double>> CommandQueueReader::command_buffer_latencies_ms(cons
 
 Result<std::optional<RollupAnswer>> CommandQueueReader::command_buffer_rollup(const std::string& queue, const std::string& device,
                                                                        const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   if (!queue.empty() && !device.empty()) {
-    return read_rollups(**conn, rollup_source::kCommandBuffer, {rollup_key(queue, device)}, "", range);
+    return read_rollups(*conn, rollup_source::kCommandBuffer, {rollup_key(queue, device)}, "", range);
   }
   if (device.empty()) {
-    return read_rollups_by_prefix(**conn, rollup_source::kCommandBuffer, "", queue.empty() ? "" : rollup_key(queue, ""), range);
+    return read_rollups_by_prefix(*conn, rollup_source::kCommandBuffer, "", queue.empty() ? "" : rollup_key(queue, ""), range);
   }
   // Every queue on one device: the device is the key's second part.
-  auto keys = rollup_keys(**conn, rollup_source::kCommandBuffer, "", "");
-  if (!keys.ok()) return keys.status();
-  std::erase_if(*keys, [&](const std::string& k) { return !k.ends_with(rollup_key("", device)); });
-  return read_rollups(**conn, rollup_source::kCommandBuffer, *keys, "", range);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto keys, rollup_keys(*conn, rollup_source::kCommandBuffer, "", ""));
+  std::erase_if(keys, [&](const std::string& k) { return !k.ends_with(rollup_key("", device)); });
+  return read_rollups(*conn, rollup_source::kCommandBuffer, keys, "", range);
 }
 
 }  // namespace perfscope::db

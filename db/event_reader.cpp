@@ -25,16 +25,14 @@ EventReader::EventReader(std::shared_ptr<ConnectionPool> pool)
 
 Result<std::optional<RollupAnswer>> EventReader::series_rollup(const std::vector<std::int64_t>& series_ids,
                                                                const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   std::vector<std::string> keys;
   for (std::int64_t id : series_ids) keys.push_back(std::to_string(id));
-  return read_rollups(**conn, rollup_source::kSeries, keys, "", range);
+  return read_rollups(*conn, rollup_source::kSeries, keys, "", range);
 }
 
 Result<std::vector<std::pair<std::string, std::int64_t>>> EventReader::table_counts() const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   std::vector<std::pair<std::string, std::int64_t>> out;
   // Kernels and samples are counted inside their chunks.
   const std::pair<const char*, const char*> counts[] = {
@@ -46,11 +44,9 @@ Result<std::vector<std::pair<std::string, std::int64_t>>> EventReader::table_cou
       {"samples", "SELECT IFNULL(SUM(count), 0) FROM sample_chunks"},
   };
   for (const auto& [table, sql] : counts) {
-    auto stmt = (*conn)->prepare(sql);
-    if (!stmt.ok()) return stmt.status();
-    auto row = stmt->step();
-    if (!row.ok()) return row.status();
-    out.emplace_back(table, stmt->column_int64(0));
+    PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn->prepare(sql));
+    PERFSCOPE_RETURN_IF_ERROR(stmt.step().status());
+    out.emplace_back(table, stmt.column_int64(0));
   }
   return out;
 }

@@ -64,10 +64,9 @@ Status write_gpu_processes(Connection& conn, const std::vector<GpuProcessRecord>
   if (!put.ok()) return put.status();
   for (const GpuProcessRecord& record : records) {
     find->bind(1, record.gpu_uuid).bind(2, record.key);
-    auto row = find->step();
-    if (!row.ok()) return row.status();
+    PERFSCOPE_ASSIGN_OR_RETURN(auto row, find->step());
     GpuProcessRecord p = record;
-    if (*row) {
+    if (row) {
       p = read_row(*find);
       p.merge(record);
     }
@@ -105,9 +104,8 @@ Result<std::vector<GpuProcessRecord>> read_gpu_processes(Connection& conn, Times
 Result<std::vector<GpuProcessRecord>> GpuProcessStoreReader::gpu_processes(TimestampNs from_ns, TimestampNs to_ns,
                                                                            std::size_t limit,
                                                                            const std::string& key) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  return read_gpu_processes(**conn, from_ns, to_ns, limit, key);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  return read_gpu_processes(*conn, from_ns, to_ns, limit, key);
 }
 
 }  // namespace perfscope::db

@@ -31,10 +31,9 @@ std::optional<InferenceField> inference_field_from(std::string_view name) {
 
 Result<std::vector<InferenceSummary>> InferenceReader::inference_summaries(const TimeRange& range,
                                                                            const EventScope& scope) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "tags", 3);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       ("SELECT model, version, COUNT(*), SUM(1 - ok), SUM(batch_size), TOTAL(input_tokens), TOTAL(output_tokens), "
        "AVG(latency_ms), MIN(ts_ns), MAX(ts_ns) FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" +
        filter.sql + " GROUP BY model, version ORDER BY model, version").c_str());
@@ -62,10 +61,9 @@ Result<std::vector<InferenceSummary>> InferenceReader::inference_summaries(const
 
 Result<std::vector<InferenceEvent>> InferenceReader::inference_events(const TimeRange& range,
                                                                       const EventScope& scope) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "tags", 3);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       ("SELECT model, version, ts_ns, latency_ms, queue_ms, compute_ms, batch_size, ok, ttft_ms, input_tokens, "
        "output_tokens FROM inference WHERE ts_ns BETWEEN ?1 AND ?2" + filter.sql).c_str());
   if (!stmt.ok()) return stmt.status();
@@ -99,10 +97,9 @@ Result<std::vector<InferenceEvent>> InferenceReader::inference_events(const Time
 
 Result<std::vector<analysis::OperatorExecution>> InferenceReader::operator_executions(const OperatorSelector& which,
                                                                                       const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(EventScope("", "", which.tags), "tags", 6);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       ("SELECT op_type, name, provider, model, input_shapes, duration_ms, ts_ns FROM operators "
        "WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = '' OR op_type = ?3 OR name = ?3) AND (?4 = '' OR model = ?4) "
        "AND (?5 = '' OR provider = ?5)" + filter.sql).c_str());
@@ -136,14 +133,12 @@ Result<std::vector<double>> InferenceReader::inference_values_ms(const Inference
   const TagFilter filter = tag_filter(EventScope("", "", sel.tags), "tags", 5);
   std::string sql = std::string("SELECT ") + expr + " FROM inference WHERE model = ?1 AND (?2 = '' OR version = ?2) "
                     "AND ts_ns BETWEEN ?3 AND ?4" + filter.sql + extra;
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(sql.c_str());
-  if (!stmt.ok()) return stmt.status();
-  stmt->bind(1, sel.model).bind(2, sel.version).bind(3, range.from_ns).bind(4, range.to_ns);
-  filter.bind(*stmt, 5);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn->prepare(sql.c_str()));
+  stmt.bind(1, sel.model).bind(2, sel.version).bind(3, range.from_ns).bind(4, range.to_ns);
+  filter.bind(stmt, 5);
   std::vector<double> out;
-  Status s = stmt->for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
+  Status s = stmt.for_each_row([&](Statement& r) { out.push_back(r.column_double(0)); });
   if (!s.ok()) return s;
   return out;
 }
@@ -152,13 +147,12 @@ Result<std::optional<RollupAnswer>> InferenceReader::inference_rollup(const Infe
                                                                       InferenceField field,
                                                                       const TimeRange& range) const {
   if (!sel.tags.empty()) return std::optional<RollupAnswer>();  // tagged requests: raw rows only
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const std::string_view name = to_string(field);
   if (!sel.version.empty()) {
-    return read_rollups(**conn, rollup_source::kInference, {rollup_key(sel.model, sel.version)}, name, range);
+    return read_rollups(*conn, rollup_source::kInference, {rollup_key(sel.model, sel.version)}, name, range);
   }
-  return read_rollups_by_prefix(**conn, rollup_source::kInference, name, rollup_key(sel.model, ""), range);
+  return read_rollups_by_prefix(*conn, rollup_source::kInference, name, rollup_key(sel.model, ""), range);
 }
 
 }  // namespace perfscope::db

@@ -34,12 +34,11 @@ Result<std::vector<std::int64_t>> matching_kernel_series(Connection& conn, const
 
 Result<std::vector<KernelSummary>> KernelReader::kernel_summaries(const TimeRange& range,
                                                                   const EventScope& scope) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "s.tags", 4);
   // Chunks wholly inside the range contribute their aggregates; the blob of the others is
   // unpacked and filtered (the data column is last: SQLite reads it only when asked).
-  auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
+  auto stmt = conn->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.total_ns, c.min_ns, c.max_ns, c.first_end_ns, c.last_end_ns, c.data "
                                 "FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
                                 "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" +
@@ -137,17 +136,16 @@ Result<std::vector<KernelSummary>> KernelReader::kernel_summaries(const TimeRang
 Result<std::vector<KernelEvent>> KernelReader::kernel_records(const std::string& name, const TimeRange& range,
                                                               std::size_t limit, const EventScope& scope) const {
   if (limit == 0) return std::vector<KernelEvent>{};
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   // Newest chunks first, without their data (a sort carries whole rows); each chunk's data
   // is fetched only while it can still hold one of the `limit` newest records.
   const TagFilter filter = tag_filter(scope, "s.tags", 5);
-  auto chunks = (*conn)->prepare(
+  auto chunks = conn->prepare(
       (std::string("SELECT c.id, c.series_id, c.last_end_ns FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
       ("WHERE s.name = ?1 AND c.last_end_ns >= ?2 AND c.first_end_ns <= ?3 AND (?4 = '' OR s.device = ?4)" + filter.sql +
        " ORDER BY c.last_end_ns DESC")).c_str());
-  auto data = (*conn)->prepare("SELECT count, data FROM kernel_chunks WHERE id = ?1");
-  auto series = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns + " FROM kernel_series s WHERE s.id = ?1").c_str());
+  auto data = conn->prepare("SELECT count, data FROM kernel_chunks WHERE id = ?1");
+  auto series = conn->prepare((std::string("SELECT ") + kKernelSeriesColumns + " FROM kernel_series s WHERE s.id = ?1").c_str());
   if (!chunks.ok()) return chunks.status();
   if (!data.ok()) return data.status();
   if (!series.ok()) return series.status();
@@ -207,10 +205,9 @@ Result<std::vector<KernelEvent>> KernelReader::kernel_records(const std::string&
 
 Status KernelReader::for_each_kernel(const TimeRange& range, const EventScope& scope,
                                      const std::function<void(const KernelEvent&)>& fn) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   const TagFilter filter = tag_filter(scope, "s.tags", 4);
-  auto stmt = (*conn)->prepare((std::string("SELECT ") + kKernelSeriesColumns +
+  auto stmt = conn->prepare((std::string("SELECT ") + kKernelSeriesColumns +
                                 ", c.count, c.data FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id "
                                 "WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" +
                                 filter.sql + " ORDER BY c.id")
@@ -236,9 +233,8 @@ Status KernelReader::for_each_kernel(const TimeRange& range, const EventScope& s
 }
 
 Result<analysis::KernelTrace> KernelReader::kernel_trace(const TimeRange& range, const EventScope& scope) const {
-  auto traces = kernel_traces(range, scope, /*by_run=*/false);
-  if (!traces.ok()) return traces.status();
-  return traces->empty() ? analysis::KernelTrace{} : std::move(traces->front().trace);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto traces, kernel_traces(range, scope, /*by_run=*/false));
+  return traces.empty() ? analysis::KernelTrace{} : std::move(traces.front().trace);
 }
 
 Result<std::vector<RunKernelTrace>> KernelReader::kernel_traces_by_run(const TimeRange& range,
@@ -248,12 +244,11 @@ Result<std::vector<RunKernelTrace>> KernelReader::kernel_traces_by_run(const Tim
 
 Result<std::vector<RunKernelTrace>> KernelReader::kernel_traces(const TimeRange& range, const EventScope& scope,
                                                                 bool by_run) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   // Series by series, each in time order (the series index's order, no sort): a stream's
   // executions then come as a few runs of ascending start, which the timeline merges.
   const TagFilter filter = tag_filter(scope, "s.tags", 4);
-  auto stmt = (*conn)->prepare(
+  auto stmt = conn->prepare(
       (std::string("SELECT s.id, s.name, s.device, s.stream, s.tags, c.count, c.data FROM kernel_series s "
                   "CROSS JOIN kernel_chunks c ON c.series_id = s.id ") +
       ("WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" + filter.sql +
@@ -272,14 +267,13 @@ Result<std::vector<RunKernelTrace>> KernelReader::kernel_traces(const TimeRange&
   // runs each trace gets room for all: reserved, not touched, so only what is used is paid for.
   std::size_t room = 0;
   {
-    auto total = (*conn)->prepare(
+    auto total = conn->prepare(
         (std::string("SELECT IFNULL(SUM(c.count), 0) FROM kernel_chunks c JOIN kernel_series s ON s.id = c.series_id ") +
         ("WHERE c.last_end_ns >= ?1 AND c.first_end_ns <= ?2 AND (?3 = '' OR s.device = ?3)" + filter.sql)).c_str());
     if (!total.ok()) return total.status();
     total->bind(1, range.from_ns).bind(2, range.to_ns).bind(3, scope.device);
     filter.bind(*total, 4);
-    auto row = total->step();
-    if (!row.ok()) return row.status();
+    PERFSCOPE_RETURN_IF_ERROR(total->step().status());
     room = static_cast<std::size_t>(total->column_int64(0));
   }
   auto intern = [](std::map<std::string, std::uint32_t>& index, std::vector<std::string>& list, std::string text) {
@@ -324,15 +318,13 @@ Result<std::vector<RunKernelTrace>> KernelReader::kernel_traces(const TimeRange&
 }
 
 Result<std::vector<double>> KernelReader::kernel_durations_ms(const KernelSelector& sel, const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto chunks = (*conn)->prepare(
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  auto chunks = conn->prepare(
       "SELECT count, total_ns, first_end_ns, last_end_ns, data FROM kernel_chunks "
       "WHERE series_id = ?1 AND last_end_ns >= ?2 AND first_end_ns <= ?3");
   if (!chunks.ok()) return chunks.status();
-  auto matched = matching_kernel_series(**conn, sel);
-  if (!matched.ok()) return matched.status();
-  const std::vector<std::int64_t>& ids = *matched;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto matched, matching_kernel_series(*conn, sel));
+  const std::vector<std::int64_t>& ids = matched;
   Status s;
   std::vector<double> out;
   bool corrupt = false;
@@ -352,13 +344,11 @@ Result<std::vector<double>> KernelReader::kernel_durations_ms(const KernelSelect
 
 Result<std::optional<RollupAnswer>> KernelReader::kernel_rollup(const KernelSelector& sel,
                                                                 const TimeRange& range) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto ids = matching_kernel_series(**conn, sel);
-  if (!ids.ok()) return ids.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  PERFSCOPE_ASSIGN_OR_RETURN(auto ids, matching_kernel_series(*conn, sel));
   std::vector<std::string> keys;
-  for (std::int64_t id : *ids) keys.push_back(std::to_string(id));
-  return read_rollups(**conn, rollup_source::kKernel, keys, "", range);
+  for (std::int64_t id : ids) keys.push_back(std::to_string(id));
+  return read_rollups(*conn, rollup_source::kKernel, keys, "", range);
 }
 
 }  // namespace perfscope::db

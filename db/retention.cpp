@@ -21,13 +21,11 @@ namespace {
 constexpr std::int64_t kDayNs = 86'400'000'000'000;
 
 Result<std::optional<std::int64_t>> single_value(Connection& conn, const char* sql, std::optional<std::int64_t> bind = {}) {
-  auto stmt = conn.prepare(sql);
-  if (!stmt.ok()) return stmt.status();
-  if (bind) stmt->bind(1, *bind);
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  if (!*row || stmt->column_is_null(0)) return std::optional<std::int64_t>();
-  return std::optional<std::int64_t>(stmt->column_int64(0));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn.prepare(sql));
+  if (bind) stmt.bind(1, *bind);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, stmt.step());
+  if (!row || stmt.column_is_null(0)) return std::optional<std::int64_t>();
+  return std::optional<std::int64_t>(stmt.column_int64(0));
 }
 
 // The oldest raw time that retention could retire (memory events follow the others).
@@ -50,20 +48,17 @@ Result<std::uint64_t> delete_rows(Connection& conn, Statement& stmt) {
 // Calls fn(row) for every row of `sql`, its ?1 bound to the cutoff.
 template <typename Fn>
 Status select_before(Connection& conn, const char* sql, TimestampNs cutoff, Fn&& fn) {
-  auto rows = conn.prepare(sql);
-  if (!rows.ok()) return rows.status();
-  rows->bind(1, cutoff);
-  return rows->for_each_row(std::forward<Fn>(fn));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto rows, conn.prepare(sql));
+  rows.bind(1, cutoff);
+  return rows.for_each_row(std::forward<Fn>(fn));
 }
 
 // Runs the DELETE `sql`, its ?1 bound to the cutoff, and adds the rows it removed to `deleted`.
 Status delete_before(Connection& conn, const char* sql, TimestampNs cutoff, std::uint64_t& deleted) {
-  auto del = conn.prepare(sql);
-  if (!del.ok()) return del.status();
-  del->bind(1, cutoff);
-  auto n = delete_rows(conn, *del);
-  if (!n.ok()) return n.status();
-  deleted += *n;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto del, conn.prepare(sql));
+  del.bind(1, cutoff);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto n, delete_rows(conn, del));
+  deleted += n;
   return Status();
 }
 
@@ -174,8 +169,7 @@ Status retire_samples(Connection& conn, TimestampNs cutoff, RollupAccumulator& a
     if (retired == 0) continue;
     if (rolled_up) r.values_rolled_up += retired;
     del->bind(1, id).bind(2, cutoff);
-    auto n = delete_rows(conn, *del);
-    if (!n.ok()) return n.status();
+    PERFSCOPE_RETURN_IF_ERROR(delete_rows(conn, *del).status());
     r.raw_rows_deleted += retired;
     if (!rest.empty()) {
       const std::string data = encode_samples(rest, nullptr, {}).data;
@@ -208,13 +202,11 @@ Status retire_memory_events(Connection& conn, TimestampNs cutoff, RetentionResul
     }
   });
   if (!s.ok()) return s;
-  auto del = conn.prepare("DELETE FROM memory_events WHERE id = ?1");
-  if (!del.ok()) return del.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto del, conn.prepare("DELETE FROM memory_events WHERE id = ?1"));
   for (std::int64_t id : gone) {
-    del->bind(1, id);
-    auto n = delete_rows(conn, *del);
-    if (!n.ok()) return n.status();
-    r.raw_rows_deleted += *n;
+    del.bind(1, id);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto n, delete_rows(conn, del));
+    r.raw_rows_deleted += n;
   }
   return Status();
 }
@@ -248,31 +240,28 @@ Status retire_raw_before(Connection& conn, TimestampNs cutoff, RetentionResult& 
   if (Status s = delete_before(conn, "DELETE FROM operators WHERE ts_ns < ?1", cutoff, result.raw_rows_deleted); !s.ok()) {
     return s;
   }
-  auto written = acc.write(conn);
-  if (!written.ok()) return written.status();
-  result.rollup_rows_written += *written;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto written, acc.write(conn));
+  result.rollup_rows_written += written;
   result.raw_before_ns = std::max(result.raw_before_ns, cutoff);
   return Status();
 }
 
 Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& policy, TimestampNs now) {
   RetentionResult r;
-  auto used = database_bytes_used(conn);
-  if (!used.ok()) return used.status();
-  const bool over = policy.max_bytes > 0 && *used > policy.max_bytes;
-  auto oldest = oldest_raw(conn);
-  if (!oldest.ok()) return oldest.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto used, database_bytes_used(conn));
+  const bool over = policy.max_bytes > 0 && used > policy.max_bytes;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto oldest, oldest_raw(conn));
 
   // Raw rows: by age, and the oldest step beyond that while over the size limit.
   TimestampNs cutoff = 0;
   if (policy.raw_max_age_ns > 0) cutoff = floor_to(now - policy.raw_max_age_ns, kRollupMinuteNs);
   const TimestampNs newest_size_may_take = floor_to(now - policy.keep_raw_ns, kRollupMinuteNs);
-  const bool raw_retirable_for_size = *oldest && **oldest < newest_size_may_take;
+  const bool raw_retirable_for_size = oldest && *oldest < newest_size_may_take;
   if (over && raw_retirable_for_size) {
-    cutoff = std::max(cutoff, std::min(floor_to(**oldest, kRollupMinuteNs) + policy.step_ns, newest_size_may_take));
+    cutoff = std::max(cutoff, std::min(floor_to(*oldest, kRollupMinuteNs) + policy.step_ns, newest_size_may_take));
   }
-  if (*oldest && **oldest < cutoff) {
-    const TimestampNs limited = std::min(cutoff, floor_to(**oldest, kRollupMinuteNs) + policy.step_ns);
+  if (oldest && *oldest < cutoff) {
+    const TimestampNs limited = std::min(cutoff, floor_to(*oldest, kRollupMinuteNs) + policy.step_ns);
     if (Status s = retire_raw_before(conn, limited, r); !s.ok()) return s;
     r.more = limited < cutoff || over;
   }
@@ -284,11 +273,10 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
   TimestampNs rollup_cutoff =
       policy.rollup_max_age_ns > 0 ? floor_to(now - policy.rollup_max_age_ns, kRollupMinuteNs) : 0;
   if (over && !raw_retirable_for_size) {
-    auto first_day = single_value(conn, "SELECT MIN(start_ns) FROM rollups WHERE tier = 86400");
-    if (!first_day.ok()) return first_day.status();
+    PERFSCOPE_ASSIGN_OR_RETURN(auto first_day, single_value(conn, "SELECT MIN(start_ns) FROM rollups WHERE tier = 86400"));
     // Never today's rows: those are what the newest retired raw data became.
-    if (*first_day && **first_day + kDayNs <= floor_to(now, kDayNs)) {
-      rollup_cutoff = std::max(rollup_cutoff, **first_day + kDayNs);
+    if (first_day && *first_day + kDayNs <= floor_to(now, kDayNs)) {
+      rollup_cutoff = std::max(rollup_cutoff, *first_day + kDayNs);
       r.more = true;
     }
   }
@@ -313,9 +301,8 @@ Result<RetentionResult> retention_step(Connection& conn, const RetentionPolicy& 
   } else {
     r.more = false;  // nothing could go: no busy loop
   }
-  auto after = database_bytes_used(conn);
-  if (!after.ok()) return after.status();
-  r.bytes_used = *after;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto after, database_bytes_used(conn));
+  r.bytes_used = after;
   r.over_size = policy.max_bytes > 0 && r.bytes_used > policy.max_bytes && !r.more;
   return r;
 }
@@ -365,10 +352,9 @@ bool RetentionTask::step() {
   auto finished = done.get_future();
   WriterTasks::run(writer_, 
       [this, result](Connection& conn) {
-        auto r = retention_step(conn, policy_, now_ns());
-        if (!r.ok()) return r.status();
-        if (r->raw_rows_deleted > 0) WriterTasks::reopen_sample_chunks(writer_);
-        *result = *r;
+        PERFSCOPE_ASSIGN_OR_RETURN(auto r, retention_step(conn, policy_, now_ns()));
+        if (r.raw_rows_deleted > 0) WriterTasks::reopen_sample_chunks(writer_);
+        *result = r;
         return Status();
       },
       [&done](const Status& s) { done.set_value(s); });

@@ -66,12 +66,10 @@ Result<std::size_t> RollupAccumulator::write(Connection& conn) {
     const auto& [source, key, field, tier, start] = k;
     const std::int64_t tier_s = tier / 1'000'000'000;
     select->bind(1, std::string_view(source)).bind(2, std::string_view(field)).bind(3, tier_s).bind(4, std::string_view(key)).bind(5, start);
-    auto row = select->step();
-    if (!row.ok()) return row.status();
-    if (*row) {
-      auto stored = read_row(*select, 0);
-      if (!stored.ok()) return stored.status();
-      rollup.merge(*stored);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto row, select->step());
+    if (row) {
+      PERFSCOPE_ASSIGN_OR_RETURN(auto stored, read_row(*select, 0));
+      rollup.merge(stored);
     }
     select->reset();
     const std::string histogram = rollup.histogram.serialize();
@@ -141,11 +139,9 @@ Result<std::optional<RollupAnswer>> read_rollups(Connection& conn, std::string_v
     }
   }
   if (answer.rows == 0) return std::optional<RollupAnswer>();
-  auto cutoff = conn.prepare("SELECT raw_before_ns FROM retention WHERE id = 1");
-  if (!cutoff.ok()) return cutoff.status();
-  auto row = cutoff->step();
-  if (!row.ok()) return row.status();
-  if (*row) answer.raw_before_ns = cutoff->column_int64(0);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto cutoff, conn.prepare("SELECT raw_before_ns FROM retention WHERE id = 1"));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, cutoff.step());
+  if (row) answer.raw_before_ns = cutoff.column_int64(0);
   return std::optional<RollupAnswer>(std::move(answer));
 }
 
@@ -170,9 +166,8 @@ Result<std::vector<std::string>> rollup_keys(Connection& conn, std::string_view 
 Result<std::optional<RollupAnswer>> read_rollups_by_prefix(Connection& conn, std::string_view source,
                                                            std::string_view field, std::string_view prefix,
                                                            const TimeRange& range) {
-  auto keys = rollup_keys(conn, source, field, prefix);
-  if (!keys.ok()) return keys.status();
-  return read_rollups(conn, source, *keys, field, range);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto keys, rollup_keys(conn, source, field, prefix));
+  return read_rollups(conn, source, keys, field, range);
 }
 
 }  // namespace perfscope::db

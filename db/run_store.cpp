@@ -107,18 +107,16 @@ Result<std::optional<RunEvent>> read_run(Connection& conn, const std::string& na
   auto stmt = conn.prepare((std::string("SELECT ") + kRunColumns + " FROM runs WHERE name = ?1").c_str());
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, name);
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  if (!*row) return std::optional<RunEvent>();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, stmt->step());
+  if (!row) return std::optional<RunEvent>();
   return std::optional<RunEvent>(read_row(*stmt));
 }
 
 Status write_run(Connection& conn, const RunEvent& report) {
-  auto existing = read_run(conn, report.name);
-  if (!existing.ok()) return existing.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto existing, read_run(conn, report.name));
   RunEvent run = report;
-  if (*existing) {
-    run = std::move(**existing);
+  if (existing) {
+    run = std::move(*existing);
     merge_run(run, report);
   }
   auto stmt = conn.prepare(
@@ -141,9 +139,8 @@ Status write_run(Connection& conn, const RunEvent& report) {
 }
 
 Result<std::vector<RunEvent>> RunReader::runs(std::size_t limit) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare(
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  auto stmt = conn->prepare(
       (std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY start_ns DESC, name LIMIT ?1").c_str());
   if (!stmt.ok()) return stmt.status();
   stmt->bind(1, static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
@@ -154,9 +151,8 @@ Result<std::vector<RunEvent>> RunReader::runs(std::size_t limit) const {
 }
 
 Result<std::optional<RunEvent>> RunReader::run(const std::string& name) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  return read_run(**conn, name);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  return read_run(*conn, name);
 }
 
 }  // namespace perfscope::db

@@ -83,16 +83,13 @@ Result<std::unique_ptr<SampleChunkWriter>> SampleChunkWriter::prepare(Connection
       {"INSERT OR REPLACE INTO sample_passes(start_ns, end_ns, count, data) VALUES(?1, ?2, ?3, ?4)", &st->upsert_passes},
   };
   for (const auto& [text, out] : sql) {
-    auto s = prepare_sql(conn, text);
-    if (!s.ok()) return s.status();
-    *out = std::move(*s);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto s, prepare_sql(conn, text));
+    *out = std::move(s);
   }
   std::unique_ptr<SampleChunkWriter> w(new SampleChunkWriter(conn, std::move(st), limits));
-  auto newest = conn.prepare("SELECT MAX(end_ns) FROM sample_passes");
-  if (!newest.ok()) return newest.status();
-  auto row = newest->step();
-  if (!row.ok()) return row.status();
-  if (*row && !newest->column_is_null(0)) w->newest_pass_ns_ = newest->column_int64(0);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto newest, conn.prepare("SELECT MAX(end_ns) FROM sample_passes"));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, newest.step());
+  if (row && !newest.column_is_null(0)) w->newest_pass_ns_ = newest.column_int64(0);
   return w;
 }
 
@@ -153,11 +150,10 @@ Status SampleChunkWriter::write_pass_chunk() {
 
 Status SampleChunkWriter::open_chunk(std::int64_t series_id, TimestampNs first_ns, Open*& out) {
   st_->after.bind(1, series_id).bind(2, first_ns);
-  auto next = step_chunk(st_->after);
-  if (!next.ok()) return next.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto next, step_chunk(st_->after));
   auto open = std::make_unique<Open>();
   open->series_id = series_id;
-  if (*next) open->limit_ns = (*next)->start_ns;
+  if (next) open->limit_ns = next->start_ns;
   out = open.get();
   open_[series_id] = std::move(open);
   return Status();
@@ -170,9 +166,8 @@ Status SampleChunkWriter::add_pass_sample(std::int64_t series_id, double value) 
   Open* o = it == open_.end() ? nullptr : it->second.get();
   if (!o) {
     // A new chunk, unless a stored one already spans this time (a producer's sample from the future).
-    auto spanned = stored_spans(series_id, ts);
-    if (!spanned.ok()) return spanned.status();
-    if (*spanned) return merge_into_stored(series_id, ts, value);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto spanned, stored_spans(series_id, ts));
+    if (spanned) return merge_into_stored(series_id, ts, value);
     if (Status s = open_chunk(series_id, ts, o); !s.ok()) return s;
     o->on_passes = true;
   }
@@ -202,9 +197,8 @@ Status SampleChunkWriter::add_sample(std::int64_t series_id, TimestampNs ts_ns, 
     o->limit_ns = std::min(o->limit_ns, limit);
   }
   if (!o) {
-    auto spanned = stored_spans(series_id, ts_ns);
-    if (!spanned.ok()) return spanned.status();
-    if (*spanned) return merge_into_stored(series_id, ts_ns, value);
+    PERFSCOPE_ASSIGN_OR_RETURN(auto spanned, stored_spans(series_id, ts_ns));
+    if (spanned) return merge_into_stored(series_id, ts_ns, value);
     if (Status s = open_chunk(series_id, ts_ns, o); !s.ok()) return s;
   }
   if (o->samples.empty() || (ts_ns >= o->samples.front().ts_ns && ts_ns < o->limit_ns)) {
@@ -236,11 +230,10 @@ Status SampleChunkWriter::decode_stored(const StoredChunk& c, std::vector<Sample
 
 Result<bool> SampleChunkWriter::stored_spans(std::int64_t series_id, TimestampNs ts_ns) {
   st_->at_or_before.bind(1, series_id).bind(2, ts_ns);
-  auto before = step_chunk(st_->at_or_before);
-  if (!before.ok()) return before.status();
-  if (!*before) return false;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto before, step_chunk(st_->at_or_before));
+  if (!before) return false;
   std::vector<Sample> samples;
-  if (Status s = decode_stored(**before, samples); !s.ok()) return s;
+  if (Status s = decode_stored(*before, samples); !s.ok()) return s;
   return !samples.empty() && samples.back().ts_ns >= ts_ns;
 }
 
@@ -250,23 +243,21 @@ Status SampleChunkWriter::merge_into_stored(std::int64_t series_id, TimestampNs 
   const Sample sample{ts_ns, value};
   std::vector<Sample> samples;
   st_->at_or_before.bind(1, series_id).bind(2, ts_ns);
-  auto before = step_chunk(st_->at_or_before);
-  if (!before.ok()) return before.status();
-  const bool is_open_row = *before && o && o->stored_start == (*before)->start_ns;
-  if (*before && !is_open_row) {
-    if (Status s = decode_stored(**before, samples); !s.ok()) return s;
+  PERFSCOPE_ASSIGN_OR_RETURN(auto before, step_chunk(st_->at_or_before));
+  const bool is_open_row = before && o && o->stored_start == before->start_ns;
+  if (before && !is_open_row) {
+    if (Status s = decode_stored(*before, samples); !s.ok()) return s;
     if ((!samples.empty() && ts_ns <= samples.back().ts_ns) ||
-        (*before)->count < static_cast<std::int64_t>(limits_.max_samples)) {
+        before->count < static_cast<std::int64_t>(limits_.max_samples)) {
       insert_sample(samples, sample);
-      return rewrite_stored(series_id, (*before)->start_ns, std::move(samples));
+      return rewrite_stored(series_id, before->start_ns, std::move(samples));
     }
   }
   // Before every chunk it could join: the next one takes it, the open one in memory.
   st_->after.bind(1, series_id).bind(2, ts_ns);
-  auto after = step_chunk(st_->after);
-  if (!after.ok()) return after.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto after, step_chunk(st_->after));
   if (o && !o->samples.empty() && ts_ns < o->samples.front().ts_ns &&
-      (!*after || (*after)->start_ns >= o->samples.front().ts_ns)) {
+      (!after || after->start_ns >= o->samples.front().ts_ns)) {
     insert_sample(o->samples, sample);
     recheck_one_value(o->samples, o->one_value);
     o->on_passes = false;
@@ -275,12 +266,12 @@ Status SampleChunkWriter::merge_into_stored(std::int64_t series_id, TimestampNs 
     o->dirty = true;
     return Status();
   }
-  if (*after && !(o && o->stored_start == (*after)->start_ns) &&
-      (*after)->count < static_cast<std::int64_t>(limits_.max_samples)) {
+  if (after && !(o && o->stored_start == after->start_ns) &&
+      after->count < static_cast<std::int64_t>(limits_.max_samples)) {
     samples.clear();
-    if (Status s = decode_stored(**after, samples); !s.ok()) return s;
+    if (Status s = decode_stored(*after, samples); !s.ok()) return s;
     insert_sample(samples, sample);
-    return rewrite_stored(series_id, (*after)->start_ns, std::move(samples));
+    return rewrite_stored(series_id, after->start_ns, std::move(samples));
   }
   return rewrite_stored(series_id, ts_ns, {sample});
 }
@@ -357,9 +348,8 @@ Result<std::optional<StoredChunk>> SampleChunkReader::one_row(Statement& st, con
 
 Status SampleChunkReader::prepare_once(Statement& st, const std::string& sql) {
   if (prepared_.contains(&st)) return Status();
-  auto s = prepare_sql(conn_, sql);
-  if (!s.ok()) return s.status();
-  st = std::move(*s);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto s, prepare_sql(conn_, sql));
+  st = std::move(s);
   prepared_.insert(&st);
   return Status();
 }

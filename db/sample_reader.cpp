@@ -19,11 +19,10 @@ Result<std::unique_ptr<SampleReader>> SampleReader::open(const std::string& path
 }
 
 Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare("SELECT id, name, labels, unit, type, help FROM series ORDER BY name, labels");
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  auto stmt = conn->prepare("SELECT id, name, labels, unit, type, help FROM series ORDER BY name, labels");
   if (!stmt.ok()) return stmt.status();
-  SampleChunkReader chunks(**conn);
+  SampleChunkReader chunks(*conn);
   std::vector<StoredSeries> out;
   Status latest_status;
   Status st = stmt->for_each_row([&](Statement& r) {
@@ -48,16 +47,14 @@ Result<std::vector<StoredSeries>> SampleReader::list_series(bool with_latest) co
 }
 
 Result<std::int64_t> SampleReader::count(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  return SampleChunkReader(**conn).count(db_id, TimeRange{from_ns, to_ns});
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  return SampleChunkReader(*conn).count(db_id, TimeRange{from_ns, to_ns});
 }
 
 Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   std::vector<Sample> out;
-  Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
+  Status s = SampleChunkReader(*conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
     out.insert(out.end(), part.begin(), part.end());
   });
   if (!s.ok()) return s;
@@ -66,12 +63,11 @@ Result<std::vector<Sample>> SampleReader::read(std::int64_t db_id, TimestampNs f
 
 Result<std::vector<Bucket>> SampleReader::read_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                        TimestampNs width_ns) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   // Samples arrive in time order: one pass, a bucket at a time.
   std::vector<Bucket> out;
   TimestampNs bucket_end = from_ns;  // the current bucket holds times before this
-  Status s = SampleChunkReader(**conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
+  Status s = SampleChunkReader(*conn).scan(db_id, TimeRange{from_ns, to_ns}, [&](std::span<const Sample> part) {
     for (const Sample& x : part) {
       if (x.ts_ns >= bucket_end || out.empty()) {
         const std::int64_t i = (x.ts_ns - from_ns) / width_ns;
@@ -106,8 +102,7 @@ Bucket bucket_row(const Statement& r) {
 
 Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id, TimestampNs from_ns, TimestampNs to_ns,
                                                               TimestampNs width_ns) const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
   std::vector<Bucket> out;
   std::int64_t tier_s = 60;
   for (std::int64_t t : kRollupTiersNs) {
@@ -116,7 +111,7 @@ Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id
       break;
     }
   }
-  auto rolled = (*conn)->prepare(
+  auto rolled = conn->prepare(
       "SELECT MIN(start_ns), MIN(min), MAX(max), TOTAL(sum), SUM(count) FROM rollups "
       "WHERE source = ?6 AND field = '' AND tier = ?5 AND key = ?1 AND start_ns BETWEEN ?2 AND ?3 "
       "GROUP BY (start_ns - ?2) / ?4 ORDER BY 1");
@@ -129,13 +124,10 @@ Result<std::vector<Bucket>> SampleReader::read_rollup_buckets(std::int64_t db_id
 }
 
 Result<TimestampNs> SampleReader::retired_before() const {
-  auto conn = pool_->lease();
-  if (!conn.ok()) return conn.status();
-  auto stmt = (*conn)->prepare("SELECT raw_before_ns FROM retention WHERE id = 1");
-  if (!stmt.ok()) return stmt.status();
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  return *row ? stmt->column_int64(0) : TimestampNs{0};
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, pool_->lease());
+  PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn->prepare("SELECT raw_before_ns FROM retention WHERE id = 1"));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, stmt.step());
+  return row ? stmt.column_int64(0) : TimestampNs{0};
 }
 
 }  // namespace perfscope::db

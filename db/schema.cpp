@@ -272,8 +272,7 @@ const std::array kMigrations = {
 };
 
 Status copy_kernel_rows(Connection& conn) {
-  auto writer = KernelChunkWriter::prepare(conn);
-  if (!writer.ok()) return writer.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto writer, KernelChunkWriter::prepare(conn));
   auto rows = conn.prepare(
       "SELECT name, device, variant, stream, start_ns, end_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
       "shared_mem_bytes, registers_per_thread, launch_start_ns, launch_end_ns, tags FROM kernels ORDER BY id");
@@ -299,22 +298,20 @@ Status copy_kernel_rows(Connection& conn) {
     e.launch_start_ns = opt(14);
     e.launch_end_ns = opt(15);
     if (auto tags = parse_labels(r.column_text(16)); tags.ok()) e.tags = std::move(*tags);
-    added = (*writer)->add(e);
+    added = writer->add(e);
   });
   if (!s.ok()) return s;
   if (!added.ok()) return added;
-  return (*writer)->flush();
+  return writer->flush();
 }
 
 // A file created before retention existed: switch it to incremental vacuum, which takes one
 // VACUUM (a rewrite of the file, once).
 Status enable_incremental_vacuum(Connection& conn) {
-  auto mode = conn.prepare("PRAGMA auto_vacuum");
-  if (!mode.ok()) return mode.status();
-  auto row = mode->step();
-  if (!row.ok()) return row.status();
-  const bool incremental = *row && mode->column_int64(0) == 2;
-  mode->reset();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto mode, conn.prepare("PRAGMA auto_vacuum"));
+  PERFSCOPE_ASSIGN_OR_RETURN(auto row, mode.step());
+  const bool incremental = row && mode.column_int64(0) == 2;
+  mode.reset();
   if (incremental) return Status();
   if (Status s = conn.exec("PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
   return conn.exec("VACUUM");
@@ -436,12 +433,10 @@ Status check_database_file(const std::string& path) {
 }
 
 Status migrate(Connection& conn, int up_to) {
-  auto stmt = conn.prepare("PRAGMA user_version");
-  if (!stmt.ok()) return stmt.status();
-  auto row = stmt->step();
-  if (!row.ok()) return row.status();
-  int current = static_cast<int>(stmt->column_int64(0));
-  stmt->reset();  // an active statement would block the DROP TABLE of a migration
+  PERFSCOPE_ASSIGN_OR_RETURN(auto stmt, conn.prepare("PRAGMA user_version"));
+  PERFSCOPE_RETURN_IF_ERROR(stmt.step().status());
+  int current = static_cast<int>(stmt.column_int64(0));
+  stmt.reset();  // an active statement would block the DROP TABLE of a migration
   if (current > schema_version()) {
     return Status::unavailable("database schema version " + std::to_string(current) +
                                " is newer than this build understands (" + std::to_string(schema_version()) + ")");
@@ -469,11 +464,9 @@ Status migrate(Connection& conn, int up_to) {
         if (Status s = step.convert(conn); !s.ok()) return s;
       }
       if (step.rebuilds_tables) {
-        auto check = conn.prepare("PRAGMA foreign_key_check");
-        if (!check.ok()) return check.status();
-        auto dangling = check->step();
-        if (!dangling.ok()) return dangling.status();
-        if (*dangling) return Status::internal("schema step " + std::to_string(v + 1) + " left a dangling reference");
+        PERFSCOPE_ASSIGN_OR_RETURN(auto check, conn.prepare("PRAGMA foreign_key_check"));
+        PERFSCOPE_ASSIGN_OR_RETURN(auto dangling, check.step());
+        if (dangling) return Status::internal("schema step " + std::to_string(v + 1) + " left a dangling reference");
       }
       std::string bump = "PRAGMA user_version = " + std::to_string(v + 1);
       if (Status s = conn.exec(bump.c_str()); !s.ok()) return s;

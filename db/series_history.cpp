@@ -16,9 +16,8 @@ Result<std::vector<SeriesHistory::Located>> SeriesHistory::locate(bool with_late
     l.memory_id = snap.id;
   }
   if (reader_) {
-    auto stored = reader_->list_series(with_latest);
-    if (!stored.ok()) return stored.status();
-    for (StoredSeries& s : *stored) {
+    PERFSCOPE_ASSIGN_OR_RETURN(auto stored, reader_->list_series(with_latest));
+    for (StoredSeries& s : stored) {
       Located& l = by_key[s.key.canonical()];
       l.db_id = s.db_id;
       if (l.memory_id) {
@@ -37,18 +36,16 @@ Result<std::vector<SeriesHistory::Located>> SeriesHistory::locate(bool with_late
 }
 
 Result<std::vector<SeriesInfo>> SeriesHistory::list() const {
-  auto located = locate(/*with_latest=*/true);
-  if (!located.ok()) return located.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto located, locate(/*with_latest=*/true));
   std::vector<SeriesInfo> out;
-  out.reserve(located->size());
-  for (Located& l : *located) out.push_back(std::move(l.info));
+  out.reserve(located.size());
+  for (Located& l : located) out.push_back(std::move(l.info));
   return out;
 }
 
 Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) const {
   if (q.to_ns < q.from_ns) return Status::invalid_argument("'from' is after 'to'", "from");
-  auto located = locate(/*with_latest=*/false);
-  if (!located.ok()) return located.status();
+  PERFSCOPE_ASSIGN_OR_RETURN(auto located, locate(/*with_latest=*/false));
 
   // Where retention's cutoff lies matters only to series the database answers for: asked
   // once, the first time one does (a window that memory holds asks nothing).
@@ -62,7 +59,7 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
     return *retired;
   };
   std::vector<SeriesData> out;
-  for (Located& l : *located) {
+  for (Located& l : located) {
     if (!glob_match(q.name, l.info.key.name)) continue;
     bool labels_match = std::all_of(q.matchers.begin(), q.matchers.end(), [&](const auto& m) {
       const std::string* v = l.info.key.label(m.first);
@@ -85,18 +82,16 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
       db_count = static_cast<std::int64_t>(rows->size());
       all_rows = std::move(*rows);
     } else if (use_db) {
-      auto n = reader_->count(*l.db_id, q.from_ns, db_to);
-      if (!n.ok()) return n.status();
-      db_count = *n;
+      PERFSCOPE_ASSIGN_OR_RETURN(auto n, reader_->count(*l.db_id, q.from_ns, db_to));
+      db_count = n;
     }
     data.from_memory = memory.samples.size();
     data.from_database = static_cast<std::size_t>(db_count);
     data.db_id = l.db_id;
     TimestampNs cutoff = 0;
     if (use_db) {
-      auto r = retired_before();
-      if (!r.ok()) return r.status();
-      cutoff = *r;
+      PERFSCOPE_ASSIGN_OR_RETURN(auto r, retired_before());
+      cutoff = r;
     }
     // Where retention rolled samples up, only buckets can show them (raw reads would leave a gap).
     const bool rolled_up = use_db && q.from_ns < cutoff && q.max_points != SIZE_MAX;
@@ -105,9 +100,8 @@ Result<std::vector<SeriesData>> SeriesHistory::query(const HistoryQuery& q) cons
       if (all_rows) {
         data.samples = std::move(*all_rows);
       } else if (db_count > 0) {
-        auto rows = reader_->read(*l.db_id, q.from_ns, db_to);
-        if (!rows.ok()) return rows.status();
-        data.samples = std::move(*rows);
+        PERFSCOPE_ASSIGN_OR_RETURN(auto rows, reader_->read(*l.db_id, q.from_ns, db_to));
+        data.samples = std::move(rows);
       }
       data.samples.insert(data.samples.end(), memory.samples.begin(), memory.samples.end());
     } else {

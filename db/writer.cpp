@@ -29,11 +29,10 @@ struct Writer::Statements {
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStore& store, MemoryTracker& memory,
                                              WriterOptions options) {
   if (Status s = check_database_file(path); !s.ok()) return s;
-  auto conn = Connection::open(path);
-  if (!conn.ok()) return conn.status();
-  if (Status s = migrate(*conn); !s.ok()) return s.with_context(path);
+  PERFSCOPE_ASSIGN_OR_RETURN(auto conn, Connection::open(path));
+  if (Status s = migrate(conn); !s.ok()) return s.with_context(path);
   auto prepare = [&](const char* sql, Statement& out) -> Status {
-    auto st = conn->prepare(sql);
+    auto st = conn.prepare(sql);
     if (!st.ok()) return st.status();
     out = std::move(*st);
     return Status();
@@ -61,10 +60,10 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& path, SeriesStor
   for (const auto& [text, out] : sql) {
     if (Status s = prepare(text, *out); !s.ok()) return s;
   }
-  auto kernels = KernelChunkWriter::prepare(*conn);
+  auto kernels = KernelChunkWriter::prepare(conn);
   if (!kernels.ok()) return kernels.status();
   st->kernels = std::move(*kernels);
-  std::unique_ptr<Writer> writer(new Writer(std::make_unique<Connection>(std::move(*conn)), std::move(st), store, memory, options));
+  std::unique_ptr<Writer> writer(new Writer(std::make_unique<Connection>(std::move(conn)), std::move(st), store, memory, options));
   // On the writer's own connection: the chunk writer keeps it (to read stored chunks back).
   auto samples = SampleChunkWriter::prepare(*writer->conn_);
   if (!samples.ok()) return samples.status();
@@ -301,13 +300,12 @@ Status Writer::write_event(Event& event) {
         } else {
           SeriesId id = store_.intern(SeriesKey(e.metric, e.labels));
           store_.append(id, e.ts_ns, e.value);
-          auto db_id = db_series_id(id);
-          if (!db_id.ok()) return db_id.status();
+          PERFSCOPE_ASSIGN_OR_RETURN(auto db_id, db_series_id(id));
           if (e.ts_ns < st_->raw_before_ns) {
-            st_->late_samples.add(rollup_source::kSeries, std::to_string(*db_id), "", e.ts_ns, e.value);
+            st_->late_samples.add(rollup_source::kSeries, std::to_string(db_id), "", e.ts_ns, e.value);
             return Status();
           }
-          return st_->samples->add_sample(*db_id, e.ts_ns, e.value);
+          return st_->samples->add_sample(db_id, e.ts_ns, e.value);
         }
       },
       event);
@@ -331,9 +329,8 @@ Status Writer::write(std::deque<Item>& items) {
   Transaction tx(*conn_);
   if (!tx.begin_status().ok()) return tx.begin_status();
   {
-    auto row = st_->retired_before.step();
-    if (!row.ok()) return row.status();
-    st_->raw_before_ns = *row ? st_->retired_before.column_int64(0) : 0;
+    PERFSCOPE_ASSIGN_OR_RETURN(auto row, st_->retired_before.step());
+    st_->raw_before_ns = row ? st_->retired_before.column_int64(0) : 0;
     st_->retired_before.reset();
   }
   st_->late_samples = RollupAccumulator();
@@ -344,9 +341,8 @@ Status Writer::write(std::deque<Item>& items) {
         // A collector reading that is not a number (a GPU counter before its first interval)
         // is no sample: the series simply has none at this pass.
         if (!std::isfinite(value)) continue;
-        auto db_id = db_series_id(id);
-        if (!db_id.ok()) return db_id.status();
-        if (Status s = st_->samples->add_pass_sample(*db_id, value); !s.ok()) return s;
+        PERFSCOPE_ASSIGN_OR_RETURN(auto db_id, db_series_id(id));
+        if (Status s = st_->samples->add_pass_sample(db_id, value); !s.ok()) return s;
       }
     } else if (auto* batch = std::get_if<EventBatch>(&item)) {
       for (Event& e : batch->events) {
