@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/analysis/timeline.hpp"
 #include "engine/events/events.hpp"
 
 namespace perfscope::analysis {
@@ -90,7 +91,7 @@ std::vector<Rule> kernel_rules() {
        // times show that most idle time had the next kernel already launched (it waited on
        // another stream, a copy, or — in a multi-GPU job — on collectives and their
        // dependencies), launching faster would not fill them.
-       {{"min_kernels", 100}, {"busy_ratio_max", 0.7}, {"gap_ms_min", 0.01}, {"gap_ms_max", 10}, {"short_share_min", 0.5},
+       {{"min_kernels", 100}, {"busy_ratio_max", kLaunchEfficiencyTarget}, {"gap_ms_min", 0.01}, {"gap_ms_max", 10}, {"short_share_min", 0.5},
         {"host_wait_share_min", 0.5}},
        [](const Inputs& in, const Thresholds& t) -> S {
          if (at(in, "kernel_count") < th(t, "min_kernels")) return std::nullopt;

@@ -43,7 +43,6 @@ struct ServingMetrics {
 };
 
 // One entry per (model, version), in name order. `window_s` is the span rates are over.
-
 std::vector<ServingMetrics> serving_metrics(const std::vector<InferenceEvent>& requests, double window_s,
                                             const ServingSlo& slo);
 

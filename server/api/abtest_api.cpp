@@ -159,12 +159,11 @@ json scraped_sides_json(const std::vector<service::ScrapedSide>& sides) {
 }
 
 json energy_of_sides_json(const std::vector<service::SideEnergy>& sides) {
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json out = json::array();
   for (const service::SideEnergy& s : sides) {
     out.push_back({{"model", s.model}, {"version", s.version}, {"attribution", s.attribution},
-                   {"joules", opt(s.joules)}, {"joules_per_inference", opt(s.joules_per_inference)},
-                   {"joules_per_output_token", opt(s.joules_per_output_token)}});
+                   {"joules", optional_json(s.joules)}, {"joules_per_inference", optional_json(s.joules_per_inference)},
+                   {"joules_per_output_token", optional_json(s.joules_per_output_token)}});
   }
   return json{{"sides", out}, {"method", kEnergyPerModelMethod}};
 }

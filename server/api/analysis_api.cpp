@@ -28,7 +28,6 @@ namespace an = perfscope::analysis;
 
 namespace {
 
-
 json trend_json(const an::Trend& t) {
   return {{"slope_per_second", t.slope_per_second}, {"r_squared", t.r_squared}, {"p_value", t.p_value},
           {"significant", t.significant()}};
@@ -39,7 +38,8 @@ json distribution_json(const an::Distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
 }
 
-json findings_json(const std::vector<an::Finding>& findings, const std::map<std::string, std::string>& evidence_series) {
+json findings_json(const std::vector<an::Finding>& findings) {
+  const std::map<std::string, std::string>& evidence_series = service::evidence_series();
   json b = json::array();
   for (const auto& f : findings) {
     json series = json::object();
@@ -217,11 +217,11 @@ json QueryEndpoints::analysis_document_json(const service::AnalysisDocument& doc
   if (slo_.tpot_ms) slo_json["tpot_ms"] = *slo_.tpot_ms;
   out["slo"] = slo_json;
   out["memory"] = memory_json(doc);
-  out["bottlenecks"] = findings_json(doc.findings, doc.evidence_series);
+  out["bottlenecks"] = findings_json(doc.findings);
   if (!doc.run_findings.empty()) {
     json per_run = json::array();
     for (const auto& [name, f] : doc.run_findings) {
-      per_run.push_back({{"run", name.empty() ? json(nullptr) : json(name)}, {"bottlenecks", findings_json(f, doc.evidence_series)}});
+      per_run.push_back({{"run", name.empty() ? json(nullptr) : json(name)}, {"bottlenecks", findings_json(f)}});
     }
     out["runs"] = per_run;
   }

@@ -2,6 +2,8 @@
 // parameters, windows and errors as responses. Internal to server/api/.
 #pragma once
 
+#include <cmath>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +74,10 @@ inline constexpr std::size_t kMaxMaxPoints = 100000;
 // arithmetic_intensity (null where no execution reported it) and its place on the roofline of
 // each device it ran on (an entry with `unavailable` saying why where it has none).
 void add_kernel_work(nlohmann::json& row, const service::KernelRow& kernel);
+// An optional figure: its value, or null where it is unknown (or not finite).
+inline nlohmann::json optional_json(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 // Per GPU: its peaks, what the window achieved and the checks against its --device-target.
 nlohmann::json devices_efficiency_json(const std::vector<service::DeviceEfficiency>& devices);
 // The window of a report (every format, CSV included) when the request names none.

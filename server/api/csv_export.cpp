@@ -175,6 +175,7 @@ Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body)
       csv.end_row();
     }, scope);
   } else if (table == "abtests") {
+    constexpr int kAbFigureColumns = 11;  // n_control … p_value_used, between the sides and the verdict
     csv.header({"id", "name", "control", "variant", "n_control", "n_variant", "mean_control_ms", "mean_variant_ms",
                 "median_control_ms", "median_variant_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high",
                 "mann_whitney_p_value", "p_value_used", "verdict"});
@@ -185,7 +186,7 @@ Status QueryEndpoints::write_csv_table(const CsvQuery& query, SpooledBody& body)
       // longer evaluates (a run it names is gone); the report's JSON says which.
       if (!t.evaluation) {
         csv.field(t.record.id).field(t.record.name).field("").field("");
-        for (int i = 0; i < 11; ++i) csv.field(NAN);
+        for (int i = 0; i < kAbFigureColumns; ++i) csv.field(NAN);
         csv.field("not_evaluated");
         csv.end_row();
         continue;

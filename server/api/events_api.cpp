@@ -11,7 +11,6 @@
 #include "engine/analysis/energy.hpp"
 #include "engine/analysis/stats.hpp"
 #include "server/api/api_helpers.hpp"
-#include "server/service/kernels.hpp"
 #include "server/service/models.hpp"
 #include "server/api/scraped.hpp"
 #include "server/wire/event_codec.hpp"
@@ -140,15 +139,14 @@ HttpResponse QueryEndpoints::inference(const HttpRequest& request) const {
   auto serving = service::models_serving(sources_, *w, *scope, *slo, latency == "true", now, only);
   if (!serving.ok()) return status_response(serving.status());
   json models = json::array();
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   for (const service::ModelServing& r : serving->reported) {
     const db::InferenceSummary& m = r.summary;
     models.push_back({{"model", m.model}, {"version", m.version}, {"requests", m.requests}, {"errors", m.errors},
                       {"error_rate", r.error_rate}, {"inferences", m.inferences}, {"input_tokens", m.input_tokens},
                       {"output_tokens", m.output_tokens}, {"mean_latency_ms", m.mean_latency_ms},
-                      {"requests_per_second", opt(r.requests_per_second)},
-                      {"inferences_per_second", opt(r.inferences_per_second)},
-                      {"output_tokens_per_second", opt(r.output_tokens_per_second)},
+                      {"requests_per_second", optional_json(r.requests_per_second)},
+                      {"inferences_per_second", optional_json(r.inferences_per_second)},
+                      {"output_tokens_per_second", optional_json(r.output_tokens_per_second)},
                       {"span_seconds", r.span_s}, {"first_ns", m.first_ns}, {"last_ns", m.last_ns},
                       {"source", "events"}});
     if (!r.latency) continue;  // not asked for, or committed between the two reads
@@ -259,25 +257,24 @@ json energy_json(const service::EnergyFigures& energy) {
   const std::vector<an::GpuEnergy>& gpus = energy.gpus;
   const std::vector<std::string>& unknown_joules = energy.unknown_joules;
   const an::EnergyReport& report = energy.report;
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json g = json::array(), models = json::array();
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const an::GpuEnergy& e = gpus[i];
-    json row = {{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", opt(e.joules)}, {"avg_watts", opt(e.avg_watts)},
-                {"peak_watts", opt(e.peak_watts)}, {"avg_watts_during_requests", opt(e.request_avg_watts)},
-                {"peak_watts_during_requests", opt(e.request_peak_watts)}};
+    json row = {{"gpu", e.gpu}, {"uuid", e.uuid}, {"joules", optional_json(e.joules)}, {"avg_watts", optional_json(e.avg_watts)},
+                {"peak_watts", optional_json(e.peak_watts)}, {"avg_watts_during_requests", optional_json(e.request_avg_watts)},
+                {"peak_watts_during_requests", optional_json(e.request_peak_watts)}};
     if (!unknown_joules[i].empty()) row["unknown"] = {{"joules", unknown_joules[i]}};
     g.push_back(std::move(row));
   }
   for (const auto& m : report.models) {
-    models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", opt(m.share)},
-                      {"joules", opt(m.joules)}, {"joules_per_inference", opt(m.joules_per_inference)},
-                      {"joules_per_output_token", opt(m.joules_per_output_token)},
-                      {"inferences_per_second_per_watt", opt(m.inferences_per_joule)},
-                      {"output_tokens_per_second_per_watt", opt(m.output_tokens_per_joule)},
-                      {"host_joules", opt(m.host_joules)}, {"host_joules_per_inference", opt(m.host_joules_per_inference)}});
+    models.push_back({{"model", m.model}, {"version", m.version}, {"attribution", m.attribution}, {"share", optional_json(m.share)},
+                      {"joules", optional_json(m.joules)}, {"joules_per_inference", optional_json(m.joules_per_inference)},
+                      {"joules_per_output_token", optional_json(m.joules_per_output_token)},
+                      {"inferences_per_second_per_watt", optional_json(m.inferences_per_joule)},
+                      {"output_tokens_per_second_per_watt", optional_json(m.output_tokens_per_joule)},
+                      {"host_joules", optional_json(m.host_joules)}, {"host_joules_per_inference", optional_json(m.host_joules_per_inference)}});
   }
-  return {{"gpus", g}, {"total_joules", opt(report.total_joules)}, {"host_joules", opt(report.host_joules)},
+  return {{"gpus", g}, {"total_joules", optional_json(report.total_joules)}, {"host_joules", optional_json(report.host_joules)},
           {"models", models},
           {"method", kEnergyPerModelMethod}};
 }

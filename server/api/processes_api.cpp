@@ -31,8 +31,6 @@ std::string user_name(std::optional<std::uint32_t> uid) {
   return std::to_string(*uid);
 }
 
-json optional_number(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
-
 json optional_text(const std::string& v) { return v.empty() ? json(nullptr) : json(v); }
 
 // The Kubernetes names are the kubelet's (null where it was not asked, or could not say).
@@ -67,9 +65,9 @@ constexpr const char* kNoShare = "the driver reported no SM share for this proce
 json process_json(const GpuProcessRecord& p, bool live) {
   const ContainerIdentity& c = p.identity.container;
   // What the newest pass saw, for live processes (the Processes view's live columns).
-  json now = live ? json{{"memory_bytes", p.last.memory_bytes}, {"sm_ratio", optional_number(p.last.sm_ratio)},
-                         {"cpu_seconds_total", optional_number(p.last.cpu_seconds)},
-                         {"rss_bytes", optional_number(p.last.rss_bytes)}}
+  json now = live ? json{{"memory_bytes", p.last.memory_bytes}, {"sm_ratio", optional_json(p.last.sm_ratio)},
+                         {"cpu_seconds_total", optional_json(p.last.cpu_seconds)},
+                         {"rss_bytes", optional_json(p.last.rss_bytes)}}
                   : json(nullptr);
   // A stored row marked running whose process the tracker no longer lists ended while no
   // perfscope watched: when is unknown.
@@ -81,8 +79,8 @@ json process_json(const GpuProcessRecord& p, bool live) {
           {"systemd_unit", c.runtime == "systemd" ? json(c.id) : json(nullptr)},
           {"state", state}, {"first_seen_ns", p.first_seen_ns}, {"last_seen_ns", p.last_seen_ns},
           {"duration_s", static_cast<double>(p.last_seen_ns - p.first_seen_ns) / 1e9},
-          {"peak_memory_bytes", p.peak_memory_bytes}, {"mean_memory_bytes", optional_number(p.mean_memory_bytes())},
-          {"mean_sm_ratio", optional_number(p.mean_sm_ratio())},
+          {"peak_memory_bytes", p.peak_memory_bytes}, {"mean_memory_bytes", optional_json(p.mean_memory_bytes())},
+          {"mean_sm_ratio", optional_json(p.mean_sm_ratio())},
           {"max_sm_ratio", service::sm_share_known(p) ? json(p.max_sm_ratio) : json(nullptr)},
           {"gpu_seconds", service::sm_share_known(p) ? json(p.gpu_seconds) : json(nullptr)},
           {"energy_joules", service::sm_share_known(p) ? json(p.energy_joules) : json(nullptr)}, {"cpu_seconds", p.cpu_seconds},
@@ -122,8 +120,8 @@ HttpResponse QueryEndpoints::processes(const HttpRequest& request) const {
     json g = json::array();
     for (const service::ProcessGroup& v : listed->groups) {
       g.push_back({{grouping->name, grouping->describe(v.who)}, {"processes", v.processes}, {"running", v.running},
-                   {"peak_memory_bytes_sum", v.peak_memory_bytes_sum}, {"gpu_seconds", optional_number(v.gpu_seconds)},
-                   {"energy_joules", optional_number(v.energy_joules)}, {"cpu_seconds", v.cpu_seconds}});
+                   {"peak_memory_bytes_sum", v.peak_memory_bytes_sum}, {"gpu_seconds", optional_json(v.gpu_seconds)},
+                   {"energy_joules", optional_json(v.energy_joules)}, {"cpu_seconds", v.cpu_seconds}});
     }
     out[grouping->list] = g;
   }

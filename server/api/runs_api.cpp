@@ -26,12 +26,6 @@ json QueryEndpoints::sampling_json(const RunEvent& r, const an::TracedWindows& t
           {"sampled_fraction", traced.fraction}};
 }
 
-namespace {
-
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
-}  // namespace
-
 json QueryEndpoints::run_json(const service::RunFigures& f) {
   const RunEvent& r = f.run;
   auto opt_any = [](const auto& v) { return v ? json(*v) : json(nullptr); };
@@ -40,13 +34,13 @@ json QueryEndpoints::run_json(const service::RunFigures& f) {
   if (f.traced) {
     sampling = sampling_json(r, *f.traced);
     // Executions and time over the whole run, had it been traced throughout.
-    kernels["estimated_count"] = opt(f.estimated_kernel_count);
-    kernels["estimated_total_ms"] = opt(f.estimated_kernel_ms);
+    kernels["estimated_count"] = optional_json(f.estimated_kernel_count);
+    kernels["estimated_total_ms"] = optional_json(f.estimated_kernel_ms);
   }
   json nvml = nullptr;
   if (const auto& p = f.gpu_processes) {
-    nvml = {{"processes", p->processes}, {"peak_memory_bytes", p->peak_memory_bytes}, {"gpu_seconds", opt(p->gpu_seconds)},
-            {"mean_sm_ratio", opt(p->mean_sm_ratio)}, {"energy_joules", opt(p->energy_joules)}};
+    nvml = {{"processes", p->processes}, {"peak_memory_bytes", p->peak_memory_bytes}, {"gpu_seconds", optional_json(p->gpu_seconds)},
+            {"mean_sm_ratio", optional_json(p->mean_sm_ratio)}, {"energy_joules", optional_json(p->energy_joules)}};
   }
   return json{{"name", r.name},
               {"status", run_status(r)},
@@ -68,7 +62,7 @@ json QueryEndpoints::run_json(const service::RunFigures& f) {
               {"kernels", kernels},
               {"gpu_busy_ms", f.gpu_busy_ms},
               {"kernel_span_ms", f.kernel_span_ms},
-              {"launch_efficiency", opt(f.launch_efficiency)},
+              {"launch_efficiency", optional_json(f.launch_efficiency)},
               {"gpu_processes", nvml}};
 }
 
@@ -123,12 +117,12 @@ Result<json> QueryEndpoints::compare_runs_json(const std::string& name_a, const 
   for (const an::KernelDiff& d : c->kernels) {
     kernels.push_back({{"name", d.name}, {"count_a", d.count_a}, {"count_b", d.count_b},
                        {"total_a_ms", d.total_a_ms}, {"total_b_ms", d.total_b_ms}, {"moved_ms", d.moved_ms()},
-                       {"mean_a_ms", opt(d.mean_a_ms)}, {"mean_b_ms", opt(d.mean_b_ms)},
-                       {"mean_change", opt(d.mean_change)}, {"p_value", opt(d.p_value)},
-                       {"p_adjusted", opt(d.p_adjusted)}, {"verdict", d.verdict}});
+                       {"mean_a_ms", optional_json(d.mean_a_ms)}, {"mean_b_ms", optional_json(d.mean_b_ms)},
+                       {"mean_change", optional_json(d.mean_change)}, {"p_value", optional_json(d.p_value)},
+                       {"p_adjusted", optional_json(d.p_adjusted)}, {"verdict", d.verdict}});
   }
   // Totals side by side, with b's change against a (null where a has none).
-  auto total = [](const service::ComparedTotal& t) { return json{{"a", opt(t.a)}, {"b", opt(t.b)}, {"change", opt(t.change)}}; };
+  auto total = [](const service::ComparedTotal& t) { return json{{"a", optional_json(t.a)}, {"b", optional_json(t.b)}, {"change", optional_json(t.change)}}; };
   json kernel_count = total(c->kernel_count);
   kernel_count["a"] = c->a.kernel_count;  // counts stay integers
   kernel_count["b"] = c->b.kernel_count;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/analysis/stats.hpp"
+#include "server/api/api_helpers.hpp"
 
 namespace perfscope::server {
 
@@ -12,7 +13,6 @@ namespace an = perfscope::analysis;
 namespace {
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-json optional_json(const std::optional<double>& v) { return v ? finite_or_null(*v) : json(nullptr); }
 const char* method_of(const service::ScrapedFigures& f) { return f.summary ? "prometheus_summary" : "prometheus_histogram"; }
 
 }  // namespace

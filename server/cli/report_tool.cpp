@@ -97,7 +97,8 @@ class DatabaseReport {
   }
   // The report endpoints over the file's readers alone (no HTTP handler, no live engine).
   QueryEndpoints reports() const {
-    return QueryEndpoints(QueryContext{service::Sources{&events_, &history_, &memory_, &abtests_, nullptr, nullptr, nullptr},
+    return QueryEndpoints(QueryContext{service::Sources{&events_, &history_, &memory_, &abtests_, nullptr,
+                                                                        &config_.engine.device_targets, nullptr},
                                        config_.storage.data_dir});
   }
 

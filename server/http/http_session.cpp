@@ -76,10 +76,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // kMinSpooledProgress in a whole timeout: a stalled client goes, and so does one that keeps
   // a connection and its spool by taking a few bytes now and then.
   void watch_spooled_progress(std::uint64_t generation);
+  // Answers a long request on the worker pool (cancellable: it stops when its client leaves).
+  void run_on_workers(HttpRequest request, bool cancellable);
   // While a query runs on the worker pool: watches the connection for its client leaving (the
   // read side at end of stream, or reset) and then stops `departure`, which cancels the work
   // (engine/base/cancellation.hpp). The watch ends when the answer is sent.
-  void run_on_workers(HttpRequest request, bool cancellable);
   void watch_for_departure(std::stop_source departure);
   void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
   void do_close();

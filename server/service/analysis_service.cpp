@@ -71,16 +71,24 @@ std::optional<double> average_of(const std::vector<SeriesSummary>& gauges, const
   return n ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
 }
 
-// The bottleneck rules' inputs from the gauges (only what was measured), and the series each is
-// read from (a /api/v1/series/query selector: where a finding's evidence is drawn over time).
-void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs,
-                      std::map<std::string, std::string>& evidence_series) {
-  evidence_series = {{"gpu_utilization_avg", kGpuUtilization},
-                     {"gpu_dram_bandwidth_utilization_avg", kGpuDramUtilization},
-                     {"host_cpu_utilization_avg", std::string(kHostCpu) + R"({cpu="total"})"},
-                     {"gpu_memory_used_ratio_peak", kGpuMemoryUsed},
-                     {"gpu_thermal_throttle_seconds", kGpuThrottle},
-                     {"gpu_power_cap_throttle_seconds", kGpuThrottle}};
+}  // namespace
+
+const std::map<std::string, std::string>& evidence_series() {
+  static const std::map<std::string, std::string> series = {
+      {"gpu_utilization_avg", kGpuUtilization},
+      {"gpu_dram_bandwidth_utilization_avg", kGpuDramUtilization},
+      {"host_cpu_utilization_avg", std::string(kHostCpu) + R"({cpu="total"})"},
+      {"gpu_memory_used_ratio_peak", kGpuMemoryUsed},
+      {"gpu_thermal_throttle_seconds", kGpuThrottle},
+      {"gpu_power_cap_throttle_seconds", kGpuThrottle}};
+  return series;
+}
+
+namespace {
+
+// The bottleneck rules' inputs from the gauges: only what was measured (evidence_series() says
+// which series each is read from).
+void add_gauge_inputs(const std::vector<SeriesSummary>& gauges, an::Inputs& inputs) {
   if (auto v = average_of(gauges, kGpuUtilization, {})) inputs["gpu_utilization_avg"] = *v;
   if (auto v = average_of(gauges, kGpuDramUtilization, {})) inputs["gpu_dram_bandwidth_utilization_avg"] = *v;
   if (auto v = average_of(gauges, kHostCpu, {{"cpu", "total"}})) inputs["host_cpu_utilization_avg"] = *v;
@@ -388,7 +396,7 @@ Result<AnalysisDocument> AnalysisService::analyze(const AnalysisQuery& query) co
   PERFSCOPE_RETURN_IF_ERROR(add_memory(events, sources_.memory, query, range, doc));
 
   an::Inputs inputs;
-  add_gauge_inputs(doc.gauges, inputs, doc.evidence_series);
+  add_gauge_inputs(doc.gauges, inputs);
   double worst_p99 = -1;
   for (const auto& m : doc.serving) worst_p99 = std::max(worst_p99, m.latency_ms.p99);
   for (const auto& m : doc.scraped) worst_p99 = std::max(worst_p99, an::scraped_latency_p99(m.serving).value_or(-1));

@@ -103,13 +103,14 @@ struct AnalysisDocument {
   // where some run holds NCCL kernels).
   std::vector<JobCollectives> collectives;
   std::vector<analysis::Finding> findings;
-  // The rules' inputs read from one series family, and the series (a /api/v1/series/query
-  // selector): a finding's evidence over time.
-  std::map<std::string, std::string> evidence_series;
   // With several runs in the window, each run's rules too (its own timeline, the window's gauges).
   std::vector<std::pair<std::string, std::vector<analysis::Finding>>> run_findings;
   std::vector<AbTestRef> abtests;  // the newest 100
 };
+
+// The rules' inputs read from one series family, and that series (a /api/v1/series/query
+// selector): where a finding's evidence is drawn over time.
+const std::map<std::string, std::string>& evidence_series();
 
 class AnalysisService {
  public:

@@ -1,7 +1,6 @@
 #include "server/service/collectives.hpp"
 
 #include <algorithm>
-
 #include <charconv>
 #include <map>
 #include <optional>

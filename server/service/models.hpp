@@ -51,10 +51,6 @@ Result<ModelsServing> models_serving(const Sources& sources, const server::TimeW
                                      const db::EventScope& scope, const analysis::ServingSlo& slo, bool with_latency,
                                      TimestampNs now, const ModelFilter& only = {});
 
-}  // namespace perfscope::service
-
-namespace perfscope::service {
-
 // Operators (ONNX Runtime nodes and the like) over a range, per model, op type and node, with
 // percentiles at `quantiles` (GET /api/v1/operators); `model` and `provider` narrow them.
 Result<analysis::OperatorSummary> operators(const Sources& sources, const db::EventScope& scope, const db::TimeRange& range,

@@ -111,7 +111,7 @@ Result<ListedProcess> gpu_process(const Sources& sources, const std::string& key
   PERFSCOPE_ASSIGN_OR_RETURN(auto listed, gpu_processes_in(sources, 0, now, key));
   std::vector<ListedProcess*> found;
   for (ListedProcess& l : listed) {
-    if (l.record.key == key && on_gpu(l.record, gpu)) found.push_back(&l);
+    if (on_gpu(l.record, gpu)) found.push_back(&l);  // gpu_processes_in kept `key`'s alone
   }
   if (found.empty()) return Status::not_found("no GPU process " + key, "key");
   if (found.size() > 1) return Status::invalid_argument("process " + key + " ran on several GPUs: give gpu", "gpu");

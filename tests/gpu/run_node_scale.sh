@@ -54,4 +54,6 @@ e = jobs("equal")[0]
 print(f"equal ranks: straggler {e.get('straggler')}; {e.get('no_straggler')}")
 print("CHECK equal_none_named", "PASS" if not e.get("straggler") else "FAIL")
 PY
+grep -q 'FAIL$' "$report/verify.txt" && status=1 || status=0
 bash tests/gpu/run_bus_bandwidth.sh "$bin" "$report" || true
+exit "$status"  # a failed check fails the run (the bus bandwidth sweep reports on its own)

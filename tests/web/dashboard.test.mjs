@@ -132,7 +132,7 @@ test('the kernels table, memory timeline and inference panel fill while the demo
     // Evidence reads in words and units, never in exponent notation: seconds of power capping as
     // a duration, the server's name of the figure on hover.
     const capping = await page.textContent('[data-testid=bottlenecks] li[data-rule="power_capping"]');
-    assert.match(capping, /clocks held back for [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
+    assert.match(capping, /clocks held back by the power cap for [\d.]+ (µs|ms|s)(?=[^a-z]|$)/);
     assert.equal(await page.locator('[data-testid=bottlenecks] li[data-rule="power_capping"] [title=gpu_power_cap_throttle_seconds]').count(), 1);
     assert.doesNotMatch(await page.textContent('[data-testid=bottlenecks]'), /\de[+-]\d/);
     mkdirSync(artifacts, { recursive: true });

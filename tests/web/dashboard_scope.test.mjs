@@ -190,6 +190,3 @@ test('a light and a dark theme follow the system; the header button picks one, a
   assert.deepEqual(errors, []);
   await page.close();
 });
-
-// Last: the imported trace's kernels (device 0, with FLOPs) would change the figures the tests
-// above check.

@@ -25,7 +25,7 @@ test('a finding opens its evidence: the series it was read from, over the analys
   const series = await page.evaluate(() => window.perfscope.state.findingEvidence.series);
   assert.ok(series.length >= 1 && series.every((s) => s.name === 'gpu_dram_bandwidth_utilization_ratio' && s.points > 0),
             JSON.stringify(series));
-  assert.match(await page.textContent('[data-testid=finding-evidence-summary]'), /DRAM bandwidth, average 61\.0%/);
+  assert.match(await page.textContent('[data-testid=finding-evidence-summary]'), /average DRAM bandwidth 61\.0%/);
   assert.ok(await drawnPixels(page, '[data-testid=finding-evidence-chart]', undefined, 30) > 30, 'the series is drawn');
   assert.equal(new URL(page.url()).searchParams.get('finding'), 'memory_bandwidth_bound');
   await page.reload();

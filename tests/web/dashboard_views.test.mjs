@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPerfscope, postEvents } from '../support/perfscope_server.mjs';
 import { textProblems } from './text_boxes.mjs';
-import { artifacts, baseUrl, binary, browser, drawnPixels, server, serverExit } from './dashboard_fixture.mjs';
+import { artifacts, baseUrl, binary, browser, drawnPixels, server } from './dashboard_fixture.mjs';
 
 const fixtures = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'fixtures');
 
@@ -532,7 +532,8 @@ test('every view in the header opens, with no text overlapping or cut off, saved
   assert.deepEqual(found, []);
 });
 
-
+// Last: the imported trace's kernels (device 0, with FLOPs) would change the figures the tests
+// above check.
 test('a kernel opened after another shows only its own figures, at the top of the view: an imported GPU kernel', async () => {
   // The recorded PyTorch trace, moved to have ended a minute ago (its baseTimeNanoseconds), and
   // imported as users do; before it, a plain kernel opened first.

@@ -79,7 +79,13 @@ test("every input the bottleneck rules read is named in words, the server's name
     }
   }
   assert.ok(read.size > 20, `the rules' inputs were found (${read.size})`);
+  for (const known of ['gpu_power_cap_throttle_seconds', 'kernel_max_ms', 'collective_straggler_extra_ms', 'operator_cpu_fallback_share']) {
+    assert.ok(read.has(known), `${known} was found among the rules' inputs`);
+  }
   assert.deepEqual([...read].filter((k) => !(k in EVIDENCE_WORDS)), []);
-  assert.equal(evidenceLabel('gpu_utilization_avg'), 'GPU utilization, average');
-  assert.equal(evidenceLabel('gpu_fan_speed_peak'), 'GPU fan speed, peak', 'a new input reads as words until it is named');
+  assert.equal(evidenceLabel('gpu_utilization_avg'), 'average GPU utilization');
+  assert.equal(evidenceLabel('gpu_fan_speed_peak'), 'peak GPU fan speed', 'a new input reads as words until it is named');
+  assert.ok(Object.values(EVIDENCE_WORDS).every((w) => !w.includes(',')), 'a finding separates its figures by commas');
+  assert.equal(fmtEvidence('device_target_of_minimum_worst', 0.4), '40.0%');
+  assert.equal(fmtEvidence('collective_large_busbw_share_of_peak', 0.95), '95.0%');
 });

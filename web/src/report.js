@@ -231,7 +231,7 @@
     for (const f of fired) {
       const d = el('div', { class: 'finding', 'data-testid': 'finding' });
       d.append(el('div', {}, el('span', { class: 'sev-' + f.severity }, f.severity + ' '), f.title));
-      d.append(el('div', { class: 'muted' }, 'Evidence: ' + Object.entries(f.evidence).map(([k, v]) => `${k} = ${Number(v).toPrecision(4)}`).join('; ')));
+      d.append(el('div', { class: 'muted' }, 'Evidence: ' + Object.entries(f.evidence).map(([k, v]) => `${evidenceLabel(k)} ${fmtEvidence(k, v)}`).join(', ')));
       d.append(el('ul', {}, ...f.recommendations.map((r) => el('li', {}, r))));
       root.append(d);
     }

@@ -168,6 +168,7 @@ TEST_F(ServiceViewsTest, AScrapedSummaryGivesOnlyTheQuantilesItExportsAndNoShare
   ASSERT_TRUE(f.percentiles[0].estimate);
   EXPECT_DOUBLE_EQ(f.percentiles[0].estimate->value, 80);
   EXPECT_FALSE(f.percentiles[1].estimate) << "p90 is not exported";
+  ASSERT_TRUE(f.percentiles[2].estimate);
   EXPECT_DOUBLE_EQ(f.percentiles[2].estimate->value, 250);
   EXPECT_FALSE(f.sla) << "a summary cannot say a share";
 }

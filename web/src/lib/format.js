@@ -53,23 +53,25 @@ export const fmtDuration = (v) => {
   return (v / 8.64e7).toPrecision(3) + ' d';
 };
 // A figure of an analysis' evidence, by the unit its name ends in (the server's naming:
-// _ms, _ratio/_ratio_peak/_share, _bytes, _seconds; utilizations averaged end in utilization_avg).
+// _ms, _ratio/_ratio_peak/_share, _bytes, _seconds; utilizations averaged end in utilization_avg;
+// shares of something end in _share_of_X or _of_X_worst).
 export const fmtEvidence = (name, v) => {
   if (name.endsWith('_ms')) return fmtDuration(v);
-  if (/_ratio(_|$)|_share$|utilization_avg$/.test(name)) return fmtPct(Number(v));
+  if (/_ratio(_|$)|_share$|_share_of_[a-z]+$|_of_[a-z]+_worst$|utilization_avg$/.test(name)) return fmtPct(Number(v));
   if (name.endsWith('_bytes')) return fmtBytes(Number(v));
   if (name.endsWith('_seconds')) return fmtDuration(Number(v) * 1000);
   return fmtSI(v);
 };
 // What an analysis' evidence names, in words (the server's name stays the key of the JSON and
-// the tooltip): "gpu_utilization_avg" → "GPU utilization, average".
+// the tooltip): "gpu_utilization_avg" → "average GPU utilization". No commas: a finding lists its
+// figures separated by them.
 export const EVIDENCE_WORDS = {
-  gpu_utilization_avg: 'GPU utilization, average',
-  gpu_dram_bandwidth_utilization_avg: 'DRAM bandwidth, average',
-  gpu_memory_used_ratio_peak: 'GPU memory used, peak',
-  gpu_power_cap_throttle_seconds: 'clocks held back for',
-  gpu_thermal_throttle_seconds: 'clocks held back for',
-  host_cpu_utilization_avg: 'host CPU, average',
+  gpu_utilization_avg: 'average GPU utilization',
+  gpu_dram_bandwidth_utilization_avg: 'average DRAM bandwidth',
+  gpu_memory_used_ratio_peak: 'peak GPU memory used',
+  gpu_power_cap_throttle_seconds: 'clocks held back by the power cap for',
+  gpu_thermal_throttle_seconds: 'clocks held back by heat for',
+  host_cpu_utilization_avg: 'average host CPU',
   kernel_avg_gap_ms: 'mean gap between kernels',
   kernel_busy_ratio: 'GPU busy with kernels',
   kernel_count: 'kernels',
@@ -78,12 +80,12 @@ export const EVIDENCE_WORDS = {
   kernel_short_share: 'short kernels',
   latency_p99_ms: 'latency p99',
   sla_target_ms: 'SLA target',
-  device_target_of_minimum_worst: 'worst GPU against its minimum',
+  device_target_of_minimum_worst: "worst GPU's share of its minimum",
   collective_exposed_ms: 'exposed communication',
   collective_exposed_share: 'exposed communication share',
   collective_exposed_transfer_share: 'exposed transfer share',
   collective_large_busbw_gb_per_second: 'bus bandwidth of large messages (GB/s)',
-  collective_large_busbw_share_of_peak: 'bus bandwidth of large messages, share of link peak',
+  collective_large_busbw_share_of_peak: "large messages' bus bandwidth against link peak",
   collective_large_bytes: 'large messages',
   collective_large_link_peak_gb_per_second: 'link peak (GB/s)',
   collective_matched: 'collectives matched',
@@ -95,7 +97,8 @@ export const EVIDENCE_WORDS = {
   operator_cpu_fallback_share: 'operator time on the CPU',
 };
 export const evidenceLabel = (name) => EVIDENCE_WORDS[name] ??
-  String(name).replace(/_avg$/, ', average').replace(/_peak$/, ', peak').replace(/_/g, ' ').replace(/^gpu\b/, 'GPU');
+  String(name).replace(/^(.*)_(avg|peak)$/, (m, what, of) => `${of === 'avg' ? 'average' : 'peak'}_${what}`)
+    .replace(/_/g, ' ').replace(/\bgpu\b/, 'GPU');
 
 // A reading of a series in the unit its name ends in (Prometheus' naming, as the server
 // publishes them): gpu_memory_used_bytes → 954 MiB, *_ratio → 60.0%, *_watts → 512.0 W.

@@ -34,5 +34,6 @@ export function initTheme(button) {
     apply(choice, button);
     changed();
   });
-  window.matchMedia?.('(prefers-color-scheme: light)').addEventListener?.('change', changed);
+  // The system's scheme matters only while no theme is picked.
+  window.matchMedia?.('(prefers-color-scheme: light)').addEventListener?.('change', () => { if (choice === 'system') changed(); });
 }

@@ -75,8 +75,7 @@ async function markHistory({ state, charts }, query) {
 
 // After each refresh of the events views: new subjects for the pickers, fresh percentiles.
 function onEvents(view, kernels, models) {
-  updatePickers(view, kernels, models);
-  refreshPercentiles(view);
+  if (!updatePickers(view, kernels, models)) refreshPercentiles(view);  // once, not again after a new pick
 }
 
 // The latency panel's curve (see CDF_QS) for the answer `r`, in the panel `pct`.
@@ -180,6 +179,7 @@ function percentileSummary(r) {
 
 // The latency panel shows requests on the Serving view and kernels on the Kernels view
 // (elsewhere either, a model first): the other kind's subjects are hidden from the picker.
+// Returns whether it picked a subject anew (and asked for its percentiles).
 function filterSubjects(view) {
   const { state, pct } = view;
   const { subjectKind } = pct;
@@ -187,15 +187,16 @@ function filterSubjects(view) {
   for (const o of subject.options) if (o.value) o.hidden = subjectKind != null && !o.value.startsWith(subjectKind + ':');
   subject.options[0].textContent = { kernel: 'pick a kernel', model: 'pick a model' }[subjectKind] || 'pick a kernel or model';
   const current = subject.selectedOptions[0];
-  if (subject.value && current && !current.hidden) return;
+  if (subject.value && current && !current.hidden) return false;
   const first = [...subject.options].find((o) => o.value && !o.hidden);
   subject.value = first ? first.value : '';
-  if (first) { refreshPercentiles(view); return; }
+  if (first) { refreshPercentiles(view); return true; }
   dropPercentilePlot(pct);
   state.percentiles = null;
   document.getElementById('pct-summary').textContent = subjectKind === 'model'
     ? 'no inference requests in this time range' : subjectKind === 'kernel' ? 'no kernels in this time range' : '';
   document.getElementById('pct-warnings').textContent = '';
+  return false;
 }
 // `name`: the dashboard's view now shown.
 function showView(view, name) {
@@ -203,7 +204,8 @@ function showView(view, name) {
   filterSubjects(view);
 }
 
-// Subjects for the percentile and A/B pickers, from the kernels and inference views.
+// Subjects for the percentile and A/B pickers, from the kernels and inference views; whether the
+// percentiles were asked for (a subject picked anew).
 function updatePickers(view, kernels, models) {
   const subject = document.getElementById('pct-subject');
   const want = models.map((m) => 'model:' + m.model).concat(kernels.map((k) => 'kernel:' + k.name));
@@ -214,7 +216,7 @@ function updatePickers(view, kernels, models) {
     option.title = v.slice(v.indexOf(':') + 1);
     subject.add(option);
   }
-  filterSubjects(view);
+  const refreshed = filterSubjects(view);
   const abKernel = document.getElementById('ab-kernel');
   const abHave = [...abKernel.options].map((o) => o.value);
   for (const k of kernels.filter((k) => k.variants.length >= 2)) {
@@ -222,6 +224,7 @@ function updatePickers(view, kernels, models) {
   }
   view.variants.byKernel = Object.fromEntries(kernels.map((k) => [k.name, k.variants]));
   if (!abKernel.value && abKernel.options.length > 1) { abKernel.selectedIndex = 1; fillVariants(view.variants); }
+  return refreshed;
 }
 // `variants`: the variants seen of each kernel.
 function fillVariants(variants) {
